@@ -1,0 +1,150 @@
+// The functional API: every op smelt offers, as free functions (and operators).
+// Each goes through the dispatcher: shape rule, kernel (or tracer), autograd node.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "smelt/tensor.h"
+
+namespace smelt {
+
+// ---- elementwise, unary
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+enum class GeluApprox { None, Tanh };
+Tensor gelu(const Tensor& x, GeluApprox approximate = GeluApprox::None);
+Tensor silu(const Tensor& x);
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+Tensor cast(const Tensor& x, DType dtype);
+
+// ---- elementwise, binary (NumPy broadcasting; both sides must have the same dtype, except that
+// a double argument takes the tensor's dtype)
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, const Tensor& b);  // comparisons give Bool
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// A 0-dim tensor holding `value` with `like`'s dtype, for mixing tensors and numbers.
+Tensor scalar_like(double value, const Tensor& like);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+
+// ---- reductions (dims empty = all dims)
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+// max/min over dims; gradient split evenly between tied maxima.
+Tensor amax(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
+inline Tensor max(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false) {
+  return amax(x, dims, keepdim);
+}
+inline Tensor min(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false) {
+  return amin(x, dims, keepdim);
+}
+// Variance with Bessel's correction by default (correction = 1).
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, int64_t correction = 1,
+           bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // Int64
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+
+// ---- contractions
+// Batched matrix product; 1-D operands are promoted as in NumPy; batch dims broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x (N, C, H, W), w (O, C/groups, kH, kW), bias (O) optional.
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor(),
+              std::vector<int64_t> stride = {1, 1}, std::vector<int64_t> padding = {0, 0},
+              std::vector<int64_t> dilation = {1, 1}, int64_t groups = 1);
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());  // x w^T + b
+
+// ---- pooling, x (N, C, H, W)
+Tensor max_pool2d(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {},
+                  std::vector<int64_t> padding = {0, 0}, std::vector<int64_t> dilation = {1, 1});
+Tensor avg_pool2d(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {},
+                  std::vector<int64_t> padding = {0, 0}, bool count_include_pad = true);
+Tensor adaptive_avg_pool2d(const Tensor& x, std::vector<int64_t> output_size);
+
+// ---- normalization
+// Normalizes over the last normalized_shape.size() dims; weight/bias optional.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// x (N, C, ...). Training: batch statistics, running stats updated in place (momentum as in
+// PyTorch); eval: running statistics.
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
+                  double eps = 1e-5);
+
+// ---- random
+Tensor dropout(const Tensor& x, double p, bool training);
+
+// ---- losses (reduction: mean over non-ignored elements, sum, or none)
+enum class Reduction { None, Mean, Sum };
+// logits (N, C) or (N, C, d...), target Int64 class indices (N) or (N, d...).
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
+                     double label_smoothing = 0.0, Reduction reduction = Reduction::Mean);
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, int64_t ignore_index = -100,
+                Reduction reduction = Reduction::Mean);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& target,
+                                        Reduction reduction = Reduction::Mean);
+
+// ---- indexing and joining
+Tensor embedding(const Tensor& weight, const Tensor& indices);  // (V, D), Int64 (...) -> (..., D)
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor one_hot(const Tensor& indices, int64_t num_classes);  // Int64 (...) -> Int64 (..., C)
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
+// Pieces of `split_size` along dim (the last may be smaller); views.
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
+
+// ---- views and movement (also available as Tensor methods)
+Tensor reshape(const Tensor& x, const Shape& shape);  // one dim may be -1
+Tensor permute(const Tensor& x, const Shape& dims);
+Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step = 1);
+Tensor expand(const Tensor& x, const Shape& shape);   // -1 keeps a dim
+Tensor contiguous(const Tensor& x);
+
+// Broadcast shape of two shapes (NumPy rules); error names `where` and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* where);
+
+}  // namespace smelt

@@ -1,0 +1,175 @@
+// Tensor: a refcounted view (shape, strides, offset, dtype) onto refcounted Storage.
+//
+// Views (reshape of contiguous data, permute, slice, expand, squeeze/unsqueeze) share storage and
+// never copy; contiguous() copies only when the layout is not already row-major. Storage buffers
+// are 64-byte aligned. Strides and offsets count elements, not bytes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "smelt/dtype.h"
+#include "smelt/error.h"
+#include "smelt/ref.h"
+
+namespace smelt {
+
+using Shape = std::vector<int64_t>;
+
+inline constexpr size_t kTensorAlignment = 64;
+
+// A refcounted, 64-byte aligned buffer. `version` counts in-place writes, so autograd can detect
+// a tensor that changed after it was saved for backward; all views of one storage share it.
+class Storage : public RefCounted {
+ public:
+  explicit Storage(size_t nbytes);  // allocates, aligned, uninitialized
+  // Wraps memory the caller owns; `release` (may be empty) runs when the storage dies.
+  Storage(void* data, size_t nbytes, std::function<void(void*)> release);
+  ~Storage() override;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  uint64_t version_ = 0;
+  std::function<void(void*)> release_;
+  bool owned_ = false;
+};
+
+// Base of autograd's graph node, so a tensor can hold its grad_fn without this layer knowing
+// the autograd engine.
+class GradNode : public RefCounted {
+ public:
+  virtual const char* name() const = 0;
+};
+
+class TensorImpl;
+class Tensor;
+
+using GradHook = std::function<Tensor(const Tensor&)>;  // returns the replacement (or undefined)
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(Ref<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return bool(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const Ref<TensorImpl>& impl_ref() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_.get() == o.impl_.get(); }
+
+  // ---- metadata
+  const Shape& shape() const;
+  const Shape& strides() const;
+  int64_t dim() const;
+  int64_t size(int64_t d) const;    // negative d counts from the end
+  int64_t stride(int64_t d) const;
+  int64_t numel() const;
+  int64_t offset() const;
+  DType dtype() const;
+  bool is_contiguous() const;
+  const Ref<Storage>& storage() const;
+
+  // ---- data (CPU memory; the pointer includes the storage offset)
+  void* raw_data() const;
+  template <class T>
+  T* data() const {
+    SMELT_CHECK(DTypeOf<T>::value == dtype())
+        << "Tensor::data<" << dtype_name(DTypeOf<T>::value) << ">(): tensor has dtype "
+        << dtype_name(dtype());
+    return static_cast<T*>(raw_data());
+  }
+  double item() const;  // a one-element tensor's value, as double
+  template <class T>
+  T item() const { return static_cast<T>(item()); }
+  std::vector<double> to_vector() const;  // all elements in row-major order, as double
+
+  // ---- autograd
+  bool requires_grad() const;
+  Tensor& set_requires_grad(bool on = true);  // leaves only
+  bool is_leaf() const;
+  Tensor grad() const;                       // undefined until a backward reaches this leaf
+  void set_grad(const Tensor& g);
+  void zero_grad();                          // drops .grad
+  GradNode* grad_fn() const;
+  Tensor detach() const;                     // shares data, no history
+  // Runs the backward pass from this tensor. A non-scalar tensor needs `grad_output`.
+  void backward(const Tensor& grad_output = Tensor(), bool retain_graph = false,
+                bool create_graph = false) const;
+  // Hook on the gradient flowing into this tensor; may return a replacement gradient.
+  void register_hook(GradHook hook) const;
+
+  // ---- views (share storage)
+  Tensor reshape(const Shape& shape) const;  // copies only when a view is impossible
+  Tensor view(const Shape& shape) const;     // never copies; error when impossible
+  Tensor permute(const Shape& dims) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor t() const;                          // 2-D transpose
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;  // slice + squeeze
+  Tensor expand(const Shape& shape) const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor squeeze() const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor to(DType dtype) const;
+
+  // ---- in-place updates (bump the version counter; not recorded by autograd)
+  Tensor& copy_(const Tensor& src);
+  Tensor& fill_(double value);
+  Tensor& zero_();
+  Tensor& add_(const Tensor& other, double alpha = 1.0);
+  Tensor& mul_(double value);
+
+  std::string to_string() const;
+
+ private:
+  Ref<TensorImpl> impl_;
+};
+
+// The state behind a Tensor. Kernels read it through Tensor; autograd fields live here so that
+// views and detach() can choose what to share.
+class TensorImpl : public RefCounted {
+ public:
+  Ref<Storage> storage;  // null while tracing (the tensor is symbolic)
+  Shape shape;
+  Shape strides;
+  int64_t offset = 0;
+  DType dtype = DType::Float32;
+
+  bool requires_grad = false;
+  Ref<GradNode> grad_fn;        // null for leaves
+  uint32_t output_nr = 0;       // which output of grad_fn this is
+  Tensor grad;                  // leaves: accumulated gradient
+  GradNode* grad_accumulator = nullptr;  // weak: the leaf's accumulate node, while one exists
+  std::vector<GradHook> hooks;  // leaves: run before accumulation
+  int64_t trace_id = -1;        // while tracing: the IR value this tensor stands for
+};
+
+// ---- shape helpers
+int64_t shape_numel(const Shape& shape);
+Shape contiguous_strides(const Shape& shape);
+std::string shape_str(const Shape& shape);  // "(2, 3)"
+// Wraps a possibly negative dim into [0, rank); error names `where` and the valid range.
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* where);
+
+// ---- construction
+// A new contiguous tensor, uninitialized.
+Tensor empty(const Shape& shape, DType dtype = DType::Float32);
+// A tensor viewing `storage` with the given layout.
+Tensor make_tensor(Ref<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype);
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+}  // namespace smelt

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages smelt needs, and only those that are missing.
+# Idempotent and quiet when nothing is missing.
+#   scripts/install-deps.sh          build + test dependencies
+#   scripts/install-deps.sh bench    also PyTorch, to benchmark against
+#   scripts/install-deps.sh golden   also PyTorch, to regenerate tests/golden
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libopenblas-dev          # library GEMM candidate
+  nlohmann-json3-dev       # safetensors headers, reports
+  libfmt-dev               # formatting
+  libgtest-dev libgmock-dev googletest
+  libbenchmark-dev
+  zlib1g-dev               # reading data/digits.csv.gz
+)
+case "${1:-}" in
+  bench|golden) packages+=(python3-torch python3-numpy) ;;
+  "") ;;
+  *) echo "usage: $0 [bench|golden]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,228 @@
+#include "ops/dispatch.h"
+
+#include "autograd/node.h"
+#include "smelt/autograd.h"
+#include "smelt/creation.h"
+#include "smelt/ops.h"
+
+namespace smelt::ops {
+
+namespace {
+
+thread_local DispatchHook* t_hook = nullptr;
+
+// A tensor saved for backward. Outputs are saved without their grad_fn (that would be a cycle
+// node -> output -> node) and get it back on unpack; the version guards against in-place
+// changes made after saving.
+struct SavedTensor {
+  Tensor data;
+  bool is_output = false;
+  uint64_t version = 0;
+};
+
+// The autograd node of one op call.
+class OpNode final : public autograd::Node {
+ public:
+  OpNode(OpId op, Attrs attrs, uint32_t num_outputs)
+      : Node(num_outputs), op_(op), attrs_(std::move(attrs)) {}
+
+  const char* name() const override { return op_name(op_); }
+
+  void save(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+    uint8_t saves = op_impl(op_).saves;
+    if (saves & kSaveInputs) {
+      for (const Tensor& t : inputs) saved_inputs_.push_back(saved(t, false));
+    } else {
+      // The rule still needs input shapes/dtypes (zeros, sum_to): keep metas only.
+      for (const Tensor& t : inputs) input_metas_.push_back(meta_of(t));
+    }
+    for (const Tensor& t : outputs) output_metas_.push_back(meta_of(t));
+    if (saves & kSaveOutputs) {
+      for (const Tensor& t : outputs) saved_outputs_.push_back(saved(t, true));
+    }
+  }
+
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    std::vector<Tensor> inputs = unpack(saved_inputs_);
+    std::vector<Tensor> outputs = unpack(saved_outputs_);
+    if (inputs.empty()) {
+      // Stand-ins carrying only shape and dtype, for rules that do not read input values.
+      for (const TensorMeta& m : input_metas_) inputs.push_back(meta_stand_in(m));
+    }
+    for (size_t k = 0; k < grads.size(); ++k) {
+      if (!grads[k].defined()) grads[k] = zeros(output_metas_[k].shape, output_metas_[k].dtype);
+    }
+    std::vector<bool> needs(next.size());
+    for (size_t i = 0; i < next.size(); ++i) needs[i] = bool(next[i].node);
+    GradContext ctx{inputs, outputs, grads, attrs_, needs};
+    std::vector<Tensor> result = op_impl(op_).grad(ctx);
+    SMELT_INTERNAL_CHECK(result.size() <= next.size())
+        << op_name(op_) << ": gradient rule returned " << result.size() << " gradients for "
+        << next.size() << " inputs";
+    for (size_t i = 0; i < result.size(); ++i) {
+      if (!result[i].defined() || !needs[i]) { result[i] = Tensor(); continue; }
+      const Shape& want = inputs[i].shape();
+      if (result[i].shape() != want) result[i] = sum_to(result[i], want);
+    }
+    return result;
+  }
+
+  void release_saved() override {
+    saved_inputs_.clear();
+    saved_outputs_.clear();
+    released = !(op_impl(op_).saves == kSaveNothing);
+  }
+
+ private:
+  SavedTensor saved(const Tensor& t, bool is_output) {
+    SavedTensor s;
+    s.is_output = is_output;
+    s.version = t.storage() ? t.storage()->version() : 0;
+    if (is_output) {
+      auto impl = make_ref<TensorImpl>();
+      impl->storage = t.storage();
+      impl->shape = t.shape();
+      impl->strides = t.strides();
+      impl->offset = t.offset();
+      impl->dtype = t.dtype();
+      impl->trace_id = t.impl()->trace_id;
+      s.data = Tensor(impl);
+    } else {
+      s.data = t;
+    }
+    return s;
+  }
+
+  std::vector<Tensor> unpack(const std::vector<SavedTensor>& saved) {
+    std::vector<Tensor> out;
+    for (size_t k = 0; k < saved.size(); ++k) {
+      const SavedTensor& s = saved[k];
+      const Tensor& t = s.data;
+      SMELT_CHECK(!t.storage() || t.storage()->version() == s.version)
+          << "backward of " << op_name(op_) << ": a tensor " << shape_str(t.shape())
+          << " saved for the gradient was modified in place afterwards (version " << s.version
+          << " when saved, " << t.storage()->version()
+          << " now); clone it before changing it, or change it after backward";
+      if (!s.is_output) { out.push_back(t); continue; }
+      // Outputs get their history back, so a create_graph backward can differentiate through.
+      auto impl = make_ref<TensorImpl>();
+      impl->storage = t.storage();
+      impl->shape = t.shape();
+      impl->strides = t.strides();
+      impl->offset = t.offset();
+      impl->dtype = t.dtype();
+      impl->trace_id = t.impl()->trace_id;
+      impl->requires_grad = true;
+      impl->grad_fn = Ref<GradNode>(this);
+      impl->output_nr = static_cast<uint32_t>(k);
+      out.emplace_back(impl);
+    }
+    return out;
+  }
+
+  static Tensor meta_stand_in(const TensorMeta& m) {
+    auto impl = make_ref<TensorImpl>();
+    impl->shape = m.shape;
+    impl->strides = contiguous_strides(m.shape);
+    impl->dtype = m.dtype;
+    return Tensor(impl);
+  }
+
+  OpId op_;
+  Attrs attrs_;
+  std::vector<SavedTensor> saved_inputs_;
+  std::vector<SavedTensor> saved_outputs_;
+  std::vector<TensorMeta> input_metas_;
+  std::vector<TensorMeta> output_metas_;
+};
+
+// Registers `add` as the engine's way to sum gradients.
+const bool kAdderRegistered = [] {
+  autograd::set_gradient_adder([](const Tensor& a, const Tensor& b) { return smelt::add(a, b); });
+  return true;
+}();
+
+void check_arity(OpId op, size_t n) {
+  const OpInfo& info = op_info(op);
+  SMELT_CHECK(info.arity < 0 || size_t(info.arity) == n)
+      << op_name(op) << ": expected " << info.arity << " inputs, got " << n;
+  SMELT_CHECK(info.arity >= 0 || n >= 1) << op_name(op) << ": expected at least one input";
+}
+
+}  // namespace
+
+DispatchHook* dispatch_hook() { return t_hook; }
+
+DispatchHook* set_dispatch_hook(DispatchHook* hook) {
+  DispatchHook* prev = t_hook;
+  t_hook = hook;
+  return prev;
+}
+
+TensorMeta meta_of(const Tensor& t) { return {t.shape(), t.dtype()}; }
+
+std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inputs,
+                                    const Attrs& attrs) {
+  check_arity(op, inputs.size());
+  return op_impl(op).shape(inputs, attrs);
+}
+
+std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  (void)kAdderRegistered;
+  std::vector<TensorMeta> in_metas;
+  in_metas.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SMELT_CHECK(inputs[i].defined())
+        << op_name(op) << ": input " << i << " is an undefined (default-constructed) tensor";
+    in_metas.push_back(meta_of(inputs[i]));
+  }
+  std::vector<TensorMeta> out_metas = infer_shape(op, in_metas, attrs);
+  const OpImpl& impl = op_impl(op);
+
+  std::vector<Tensor> outputs = t_hook ? t_hook->record(op, inputs, attrs, out_metas)
+                                       : impl.kernel(inputs, attrs, out_metas);
+  SMELT_INTERNAL_CHECK(outputs.size() == out_metas.size())
+      << op_name(op) << ": produced " << outputs.size() << " outputs, shape rule says "
+      << out_metas.size();
+
+  bool any_requires_grad = false;
+  for (const Tensor& t : inputs) any_requires_grad |= t.requires_grad();
+  if (!any_requires_grad || !autograd::grad_enabled() || !impl.grad) return outputs;
+
+  Ref<OpNode> node(new OpNode(op, attrs, static_cast<uint32_t>(outputs.size())));
+  node->next.reserve(inputs.size());
+  for (const Tensor& t : inputs) node->next.push_back(autograd::gradient_edge(t));
+  // Outputs that are views get fresh impls so that their history is their own.
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    if (!dtype_is_floating(outputs[k].dtype())) continue;  // integer outputs carry no gradient
+    TensorImpl* o = outputs[k].impl();
+    if (o->ref_count() > 1 || o->requires_grad) {
+      outputs[k] = make_tensor(outputs[k].storage(), o->shape, o->strides, o->offset, o->dtype);
+      outputs[k].impl()->trace_id = o->trace_id;
+    }
+    outputs[k].impl()->requires_grad = true;
+    outputs[k].impl()->grad_fn = Ref<GradNode>(node.get());
+    outputs[k].impl()->output_nr = static_cast<uint32_t>(k);
+  }
+  node->save(inputs, outputs);
+  return outputs;
+}
+
+Tensor call1(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  std::vector<Tensor> out = call(op, inputs, attrs);
+  return out[0];
+}
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+  const int64_t lead = grad.dim() - int64_t(shape.size());
+  SMELT_INTERNAL_CHECK(lead >= 0) << "sum_to: gradient " << shape_str(grad.shape())
+                                  << " has fewer dims than " << shape_str(shape);
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < grad.dim(); ++d) {
+    if (d < lead || (shape[d - lead] == 1 && grad.size(d) != 1)) dims.push_back(d);
+  }
+  Tensor r = dims.empty() ? grad : smelt::sum(grad, dims, /*keepdim=*/true);
+  return r.shape() == shape ? r : r.reshape(shape);
+}
+
+}  // namespace smelt::ops

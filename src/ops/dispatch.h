@@ -1,0 +1,41 @@
+// The one door every op goes through, eager or traced.
+//
+//   call(op, inputs, attrs):
+//     1. the op's shape rule -> output metas (errors for bad input happen here, before any work)
+//     2. a dispatch hook is installed (tracing): the hook records the op and returns symbolic
+//        outputs; otherwise the op's kernel computes them
+//     3. grad mode on and an input requires grad: an OpNode is recorded for backward
+#pragma once
+
+#include <vector>
+
+#include "ops/op_table.h"
+
+namespace smelt::ops {
+
+// Installed by trace/ to record ops instead of computing them (thread-local).
+class DispatchHook {
+ public:
+  virtual ~DispatchHook() = default;
+  virtual std::vector<Tensor> record(OpId op, const std::vector<Tensor>& inputs,
+                                     const Attrs& attrs, const std::vector<TensorMeta>& outputs) = 0;
+};
+
+DispatchHook* dispatch_hook();
+// Installs `hook` (null to remove); returns the previous one.
+DispatchHook* set_dispatch_hook(DispatchHook* hook);
+
+std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+// For single-output ops.
+Tensor call1(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+
+// Runs only the shape rule (with the arity check): what the IR verifier and tracer use.
+std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inputs,
+                                    const Attrs& attrs);
+
+TensorMeta meta_of(const Tensor& t);
+
+// Sums `grad` down to `shape` (undoing broadcasting): the reduction of broadcast gradients.
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+}  // namespace smelt::ops

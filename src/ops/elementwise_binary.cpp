@@ -1,0 +1,206 @@
+// Binary and ternary elementwise ops with NumPy broadcasting, and the arithmetic operators.
+#include "kernels/loops.h"
+#include "kernels/scalar.h"
+#include "ops/op_util.h"
+
+namespace smelt {
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* where) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    SMELT_CHECK(da == db || da == 1 || db == 1)
+        << where << ": shapes " << shape_str(a) << " and " << shape_str(b)
+        << " cannot be broadcast together (dim " << i << ": " << da << " vs " << db
+        << "); sizes must match or one of them must be 1";
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+namespace ops {
+namespace {
+
+using kernels::map2;
+
+std::vector<TensorMeta> arith_shape(const std::vector<TensorMeta>& in, const char* op) {
+  check_same_dtype(in[0], in[1], op);
+  SMELT_CHECK(in[0].dtype != DType::Bool && in[0].dtype != DType::UInt8)
+      << op << ": operands must be float32, float64 or int64, got " << dtype_name(in[0].dtype);
+  return {{broadcast_shapes(in[0].shape, in[1].shape, op), in[0].dtype}};
+}
+
+std::vector<TensorMeta> compare_shape(const std::vector<TensorMeta>& in, const char* op) {
+  check_same_dtype(in[0], in[1], op);
+  return {{broadcast_shapes(in[0].shape, in[1].shape, op), DType::Bool}};
+}
+
+#define ARITH_OP(NAME, DISPATCH)                                                                \
+  std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs&) {      \
+    return arith_shape(in, #NAME);                                                             \
+  }                                                                                            \
+  std::vector<Tensor> NAME##_kernel(const std::vector<Tensor>& in, const Attrs&,               \
+                                    const std::vector<TensorMeta>& out) {                      \
+    Tensor y = alloc(out[0]);                                                                  \
+    DISPATCH(in[0].dtype(), #NAME, [&] {                                                       \
+      using T = scalar_t;                                                                      \
+      map2<T, T, T>(y, in[0], in[1], [](T a, T b) { return scalar::NAME(a, b); });             \
+    });                                                                                        \
+    return {y};                                                                                \
+  }
+
+ARITH_OP(add, SMELT_DISPATCH_NUMERIC)
+ARITH_OP(sub, SMELT_DISPATCH_NUMERIC)
+ARITH_OP(mul, SMELT_DISPATCH_NUMERIC)
+ARITH_OP(div, SMELT_DISPATCH_NUMERIC)
+ARITH_OP(pow, SMELT_DISPATCH_FLOATING)
+ARITH_OP(maximum, SMELT_DISPATCH_NUMERIC)
+ARITH_OP(minimum, SMELT_DISPATCH_NUMERIC)
+
+#define COMPARE_OP(NAME, EXPR)                                                                  \
+  std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs&) {      \
+    return compare_shape(in, #NAME);                                                           \
+  }                                                                                            \
+  std::vector<Tensor> NAME##_kernel(const std::vector<Tensor>& in, const Attrs&,               \
+                                    const std::vector<TensorMeta>& out) {                      \
+    Tensor y = alloc(out[0]);                                                                  \
+    SMELT_DISPATCH_ALL(in[0].dtype(), #NAME, [&] {                                             \
+      using T = scalar_t;                                                                      \
+      map2<bool, T, T>(y, in[0], in[1], [](T a, T b) { return EXPR; });                        \
+    });                                                                                        \
+    return {y};                                                                                \
+  }
+
+COMPARE_OP(eq, a == b)
+COMPARE_OP(ne, a != b)
+COMPARE_OP(lt, a < b)
+COMPARE_OP(le, a <= b)
+COMPARE_OP(gt, a > b)
+COMPARE_OP(ge, a >= b)
+
+std::vector<TensorMeta> where_shape(const std::vector<TensorMeta>& in, const Attrs&) {
+  check_dtype(in[0], DType::Bool, "where", "condition");
+  check_same_dtype(in[1], in[2], "where");
+  Shape s = broadcast_shapes(in[0].shape, in[1].shape, "where");
+  return {{broadcast_shapes(s, in[2].shape, "where"), in[1].dtype}};
+}
+
+std::vector<Tensor> where_kernel(const std::vector<Tensor>& in, const Attrs&,
+                                 const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]);
+  SMELT_DISPATCH_ALL(in[1].dtype(), "where", [&] {
+    using T = scalar_t;
+    kernels::map3<T, bool, T, T>(y, in[0], in[1], in[2], [](bool c, T a, T b) { return c ? a : b; });
+  });
+  return {y};
+}
+
+// ---- gradient rules (results may have the broadcast shape; the engine sums them down)
+
+std::vector<Tensor> add_grad(const GradContext& c) { return {c.grads[0], c.grads[0]}; }
+std::vector<Tensor> sub_grad(const GradContext& c) {
+  return {c.grads[0], c.needs(1) ? -c.grads[0] : Tensor()};
+}
+std::vector<Tensor> mul_grad(const GradContext& c) {
+  const Tensor& g = c.grads[0];
+  return {c.needs(0) ? g * c.inputs[1] : Tensor(), c.needs(1) ? g * c.inputs[0] : Tensor()};
+}
+// d a/b = 1/b, -a/b^2
+std::vector<Tensor> div_grad(const GradContext& c) {
+  const Tensor &g = c.grads[0], &a = c.inputs[0], &b = c.inputs[1];
+  return {c.needs(0) ? g / b : Tensor(), c.needs(1) ? -(g * a) / (b * b) : Tensor()};
+}
+// d a^b = b a^(b-1), a^b log(a) (taken as 0 where a <= 0, as PyTorch does for a == 0)
+std::vector<Tensor> pow_grad(const GradContext& c) {
+  const Tensor &g = c.grads[0], &a = c.inputs[0], &b = c.inputs[1];
+  Tensor ga, gb;
+  if (c.needs(0)) ga = g * b * pow(a, b - 1.0);
+  if (c.needs(1)) {
+    Tensor zero = zero_like_scalar(a);
+    Tensor positive = gt(a, zero);
+    Tensor safe_a = where(positive, a, scalar_like(1.0, a));
+    gb = where(positive, g * pow(a, b) * log(safe_a), zero);
+  }
+  return {ga, gb};
+}
+// The larger side gets the gradient; ties split it in half (as PyTorch).
+std::vector<Tensor> select_grad(const GradContext& c, bool is_max) {
+  const Tensor &g = c.grads[0], &a = c.inputs[0], &b = c.inputs[1];
+  Tensor zero = zero_like_scalar(g);
+  Tensor a_wins = is_max ? gt(a, b) : lt(a, b);
+  Tensor tie = eq(a, b);
+  Tensor half = g * 0.5;
+  Tensor ga = where(a_wins, g, where(tie, half, zero));
+  Tensor gb = where(a_wins, zero, where(tie, half, g));
+  return {ga, gb};
+}
+std::vector<Tensor> maximum_grad(const GradContext& c) { return select_grad(c, true); }
+std::vector<Tensor> minimum_grad(const GradContext& c) { return select_grad(c, false); }
+std::vector<Tensor> where_grad(const GradContext& c) {
+  const Tensor &cond = c.inputs[0], &g = c.grads[0];
+  Tensor zero = zero_like_scalar(g);
+  return {Tensor(), c.needs(1) ? where(cond, g, zero) : Tensor(),
+          c.needs(2) ? where(cond, zero, g) : Tensor()};
+}
+
+}  // namespace
+
+SMELT_OP_IMPL(add) = {add_shape, add_kernel, add_grad, kSaveNothing};
+SMELT_OP_IMPL(sub) = {sub_shape, sub_kernel, sub_grad, kSaveNothing};
+SMELT_OP_IMPL(mul) = {mul_shape, mul_kernel, mul_grad, kSaveInputs};
+SMELT_OP_IMPL(div) = {div_shape, div_kernel, div_grad, kSaveInputs};
+SMELT_OP_IMPL(pow) = {pow_shape, pow_kernel, pow_grad, kSaveInputs};
+SMELT_OP_IMPL(maximum) = {maximum_shape, maximum_kernel, maximum_grad, kSaveInputs};
+SMELT_OP_IMPL(minimum) = {minimum_shape, minimum_kernel, minimum_grad, kSaveInputs};
+SMELT_OP_IMPL(eq) = {eq_shape, eq_kernel, nullptr, kSaveNothing};
+SMELT_OP_IMPL(ne) = {ne_shape, ne_kernel, nullptr, kSaveNothing};
+SMELT_OP_IMPL(lt) = {lt_shape, lt_kernel, nullptr, kSaveNothing};
+SMELT_OP_IMPL(le) = {le_shape, le_kernel, nullptr, kSaveNothing};
+SMELT_OP_IMPL(gt) = {gt_shape, gt_kernel, nullptr, kSaveNothing};
+SMELT_OP_IMPL(ge) = {ge_shape, ge_kernel, nullptr, kSaveNothing};
+SMELT_OP_IMPL(where) = {where_shape, where_kernel, where_grad, kSaveInputs};
+
+}  // namespace ops
+
+// ---- public API
+
+using ops::call1;
+using ops::OpId;
+
+Tensor add(const Tensor& a, const Tensor& b) { return call1(OpId::add, {a, b}); }
+Tensor sub(const Tensor& a, const Tensor& b) { return call1(OpId::sub, {a, b}); }
+Tensor mul(const Tensor& a, const Tensor& b) { return call1(OpId::mul, {a, b}); }
+Tensor div(const Tensor& a, const Tensor& b) { return call1(OpId::div, {a, b}); }
+Tensor pow(const Tensor& a, const Tensor& b) { return call1(OpId::pow, {a, b}); }
+Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(exponent, a)); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return call1(OpId::maximum, {a, b}); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return call1(OpId::minimum, {a, b}); }
+Tensor eq(const Tensor& a, const Tensor& b) { return call1(OpId::eq, {a, b}); }
+Tensor ne(const Tensor& a, const Tensor& b) { return call1(OpId::ne, {a, b}); }
+Tensor lt(const Tensor& a, const Tensor& b) { return call1(OpId::lt, {a, b}); }
+Tensor le(const Tensor& a, const Tensor& b) { return call1(OpId::le, {a, b}); }
+Tensor gt(const Tensor& a, const Tensor& b) { return call1(OpId::gt, {a, b}); }
+Tensor ge(const Tensor& a, const Tensor& b) { return call1(OpId::ge, {a, b}); }
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  return call1(OpId::where, {cond, a, b});
+}
+
+Tensor scalar_like(double value, const Tensor& like) { return scalar_tensor(value, like.dtype()); }
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(b, a)); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_like(b, a)); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_like(b, a)); }
+Tensor operator/(const Tensor& a, double b) { return div(a, scalar_like(b, a)); }
+Tensor operator+(double a, const Tensor& b) { return add(scalar_like(a, b), b); }
+Tensor operator-(double a, const Tensor& b) { return sub(scalar_like(a, b), b); }
+Tensor operator*(double a, const Tensor& b) { return mul(scalar_like(a, b), b); }
+Tensor operator/(double a, const Tensor& b) { return div(scalar_like(a, b), b); }
+
+}  // namespace smelt

@@ -1,0 +1,286 @@
+// Unary elementwise ops: shape rule (same shape and dtype), kernel (scalar.h over map1), and the
+// gradient rule in smelt ops.
+#include <cmath>
+
+#include "kernels/loops.h"
+#include "kernels/scalar.h"
+#include "ops/op_util.h"
+
+namespace smelt::ops {
+namespace {
+
+using kernels::map1;
+
+// Applies scalar function `f<T>` for floating dtypes.
+#define FLOAT_UNARY_KERNEL(NAME, EXPR)                                                        \
+  std::vector<Tensor> NAME##_kernel(const std::vector<Tensor>& in, const Attrs& attrs,       \
+                                    const std::vector<TensorMeta>& out) {                    \
+    (void)attrs;                                                                              \
+    Tensor y = alloc(out[0]);                                                                 \
+    SMELT_DISPATCH_FLOATING(in[0].dtype(), #NAME, [&] {                                       \
+      using T = scalar_t;                                                                     \
+      map1<T, T>(y, in[0], [=](T x) { return EXPR; });                                        \
+    });                                                                                       \
+    return {y};                                                                               \
+  }
+
+// Same for float32, float64 and int64.
+#define NUMERIC_UNARY_KERNEL(NAME, EXPR)                                                      \
+  std::vector<Tensor> NAME##_kernel(const std::vector<Tensor>& in, const Attrs& attrs,       \
+                                    const std::vector<TensorMeta>& out) {                    \
+    (void)attrs;                                                                              \
+    Tensor y = alloc(out[0]);                                                                 \
+    SMELT_DISPATCH_NUMERIC(in[0].dtype(), #NAME, [&] {                                        \
+      using T = scalar_t;                                                                     \
+      map1<T, T>(y, in[0], [=](T x) { return EXPR; });                                        \
+    });                                                                                       \
+    return {y};                                                                               \
+  }
+
+std::vector<TensorMeta> floating_shape(const std::vector<TensorMeta>& in, const Attrs&) {
+  return {in[0]};
+}
+
+std::vector<TensorMeta> numeric_shape(const std::vector<TensorMeta>& in, const Attrs&) {
+  SMELT_CHECK(in[0].dtype != DType::Bool && in[0].dtype != DType::UInt8)
+      << "elementwise op: input must be float32, float64 or int64, got " << dtype_name(in[0].dtype);
+  return {in[0]};
+}
+
+// Each floating op checks its dtype in the kernel dispatch too; the shape rule names the op.
+#define FLOATING_SHAPE(NAME)                                                                  \
+  std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs& a) {  \
+    check_floating(in[0], #NAME);                                                             \
+    return floating_shape(in, a);                                                             \
+  }
+
+FLOATING_SHAPE(exp)
+FLOATING_SHAPE(log)
+FLOATING_SHAPE(sqrt)
+FLOATING_SHAPE(rsqrt)
+FLOATING_SHAPE(erf)
+FLOATING_SHAPE(leaky_relu)
+FLOATING_SHAPE(sigmoid)
+FLOATING_SHAPE(tanh)
+FLOATING_SHAPE(gelu)
+FLOATING_SHAPE(silu)
+FLOATING_SHAPE(softplus)
+
+NUMERIC_UNARY_KERNEL(neg, scalar::neg(x))
+FLOAT_UNARY_KERNEL(exp, scalar::exp(x))
+FLOAT_UNARY_KERNEL(log, scalar::log(x))
+FLOAT_UNARY_KERNEL(sqrt, scalar::sqrt(x))
+FLOAT_UNARY_KERNEL(rsqrt, scalar::rsqrt(x))
+NUMERIC_UNARY_KERNEL(abs, scalar::abs(x))
+NUMERIC_UNARY_KERNEL(sign, scalar::sign(x))
+FLOAT_UNARY_KERNEL(erf, scalar::erf(x))
+NUMERIC_UNARY_KERNEL(relu, scalar::relu(x))
+FLOAT_UNARY_KERNEL(sigmoid, scalar::sigmoid(x))
+FLOAT_UNARY_KERNEL(tanh, scalar::tanh(x))
+FLOAT_UNARY_KERNEL(silu, scalar::silu(x))
+
+std::vector<Tensor> leaky_relu_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                                      const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]);
+  double slope = attrs.get_float("negative_slope");
+  SMELT_DISPATCH_FLOATING(in[0].dtype(), "leaky_relu", [&] {
+    using T = scalar_t;
+    map1<T, T>(y, in[0], [=](T x) { return scalar::leaky_relu(x, T(slope)); });
+  });
+  return {y};
+}
+
+std::vector<Tensor> gelu_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                                const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]);
+  bool tanh_form = attrs.get_int("approximate") == 1;
+  SMELT_DISPATCH_FLOATING(in[0].dtype(), "gelu", [&] {
+    using T = scalar_t;
+    if (tanh_form) map1<T, T>(y, in[0], [](T x) { return scalar::gelu_tanh(x); });
+    else map1<T, T>(y, in[0], [](T x) { return scalar::gelu_erf(x); });
+  });
+  return {y};
+}
+
+std::vector<Tensor> softplus_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                                    const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]);
+  double beta = attrs.get_float("beta"), threshold = attrs.get_float("threshold");
+  SMELT_DISPATCH_FLOATING(in[0].dtype(), "softplus", [&] {
+    using T = scalar_t;
+    map1<T, T>(y, in[0], [=](T x) { return scalar::softplus(x, T(beta), T(threshold)); });
+  });
+  return {y};
+}
+
+std::vector<Tensor> clamp_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                                 const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]);
+  double lo = attrs.get_float("min", -INFINITY), hi = attrs.get_float("max", INFINITY);
+  SMELT_DISPATCH_NUMERIC(in[0].dtype(), "clamp", [&] {
+    using T = scalar_t;
+    T tlo = std::isinf(lo) ? std::numeric_limits<T>::lowest() : T(lo);
+    T thi = std::isinf(hi) ? std::numeric_limits<T>::max() : T(hi);
+    map1<T, T>(y, in[0], [=](T x) { return scalar::clamp(x, tlo, thi); });
+  });
+  return {y};
+}
+
+std::vector<TensorMeta> cast_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return {{in[0].shape, static_cast<DType>(attrs.get_int("dtype"))}};
+}
+
+std::vector<Tensor> cast_kernel(const std::vector<Tensor>& in, const Attrs&,
+                                const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]);
+  SMELT_DISPATCH_ALL(out[0].dtype, "cast", [&] {
+    using To = scalar_t;
+    SMELT_DISPATCH_ALL(in[0].dtype(), "cast", [&] {
+      using From = scalar_t;
+      map1<To, From>(y, in[0], [](From x) { return static_cast<To>(x); });
+    });
+  });
+  return {y};
+}
+
+// ---- gradient rules: ctx.inputs[0] is x, ctx.outputs[0] is y, ctx.grads[0] is dL/dy
+
+Tensor g0(const GradContext& c) { return c.grads[0]; }
+Tensor x0(const GradContext& c) { return c.inputs[0]; }
+Tensor y0(const GradContext& c) { return c.outputs[0]; }
+
+std::vector<Tensor> neg_grad(const GradContext& c) { return {-g0(c)}; }
+std::vector<Tensor> exp_grad(const GradContext& c) { return {g0(c) * y0(c)}; }
+std::vector<Tensor> log_grad(const GradContext& c) { return {g0(c) / x0(c)}; }
+// d sqrt(x) = 1 / (2 sqrt(x))
+std::vector<Tensor> sqrt_grad(const GradContext& c) { return {g0(c) * 0.5 / y0(c)}; }
+// d x^-1/2 = -1/2 x^-3/2 = -1/2 y^3
+std::vector<Tensor> rsqrt_grad(const GradContext& c) {
+  Tensor y = y0(c);
+  return {g0(c) * (-0.5) * y * y * y};
+}
+std::vector<Tensor> abs_grad(const GradContext& c) { return {g0(c) * sign(x0(c))}; }
+// d erf(x) = 2/sqrt(pi) exp(-x^2)
+std::vector<Tensor> erf_grad(const GradContext& c) {
+  Tensor x = x0(c);
+  return {g0(c) * (2.0 / std::sqrt(M_PI)) * exp(-(x * x))};
+}
+std::vector<Tensor> relu_grad(const GradContext& c) {
+  Tensor x = x0(c);
+  return {where(gt(x, zero_like_scalar(x)), g0(c), zero_like_scalar(x))};
+}
+std::vector<Tensor> leaky_relu_grad(const GradContext& c) {
+  Tensor x = x0(c), g = g0(c);
+  return {where(gt(x, zero_like_scalar(x)), g, g * c.attrs.get_float("negative_slope"))};
+}
+// d sigmoid = y (1 - y)
+std::vector<Tensor> sigmoid_grad(const GradContext& c) {
+  Tensor y = y0(c);
+  return {g0(c) * y * (1.0 - y)};
+}
+// d tanh = 1 - y^2
+std::vector<Tensor> tanh_grad(const GradContext& c) {
+  Tensor y = y0(c);
+  return {g0(c) * (1.0 - y * y)};
+}
+std::vector<Tensor> gelu_grad(const GradContext& c) {
+  Tensor x = x0(c);
+  if (c.attrs.get_int("approximate") == 1) {
+    // u = k (x + a x^3), t = tanh(u): d = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 a x^2)
+    const double k = 0.7978845608028654, a = 0.044715;
+    Tensor x2 = x * x;
+    Tensor t = tanh(k * (x + a * x2 * x));
+    Tensor d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * (k * (1.0 + 3.0 * a * x2));
+    return {g0(c) * d};
+  }
+  // d x Phi(x) = Phi(x) + x phi(x)
+  Tensor cdf = 0.5 * (1.0 + erf(x * M_SQRT1_2));
+  Tensor pdf = exp(-0.5 * (x * x)) * (1.0 / std::sqrt(2.0 * M_PI));
+  return {g0(c) * (cdf + x * pdf)};
+}
+// d x s(x) = s (1 + x (1 - s))
+std::vector<Tensor> silu_grad(const GradContext& c) {
+  Tensor x = x0(c);
+  Tensor s = sigmoid(x);
+  return {g0(c) * (s * (1.0 + x * (1.0 - s)))};
+}
+// d softplus = sigmoid(beta x), 1 above the threshold
+std::vector<Tensor> softplus_grad(const GradContext& c) {
+  Tensor x = x0(c), g = g0(c);
+  double beta = c.attrs.get_float("beta"), threshold = c.attrs.get_float("threshold");
+  Tensor bx = x * beta;
+  return {where(gt(bx, scalar_like(threshold, bx)), g, g * sigmoid(bx))};
+}
+// Gradient flows where min <= x <= max.
+std::vector<Tensor> clamp_grad(const GradContext& c) {
+  Tensor x = x0(c), g = g0(c), zero = zero_like_scalar(x);
+  if (c.attrs.has("min")) g = where(ge(x, scalar_like(c.attrs.get_float("min"), x)), g, zero);
+  if (c.attrs.has("max")) g = where(le(x, scalar_like(c.attrs.get_float("max"), x)), g, zero);
+  return {g};
+}
+std::vector<Tensor> cast_grad(const GradContext& c) {
+  if (!dtype_is_floating(c.inputs[0].dtype())) return {Tensor()};
+  return {cast(g0(c), c.inputs[0].dtype())};
+}
+
+}  // namespace
+
+SMELT_OP_IMPL(neg) = {numeric_shape, neg_kernel, neg_grad, kSaveNothing};
+SMELT_OP_IMPL(exp) = {exp_shape, exp_kernel, exp_grad, kSaveOutputs};
+SMELT_OP_IMPL(log) = {log_shape, log_kernel, log_grad, kSaveInputs};
+SMELT_OP_IMPL(sqrt) = {sqrt_shape, sqrt_kernel, sqrt_grad, kSaveOutputs};
+SMELT_OP_IMPL(rsqrt) = {rsqrt_shape, rsqrt_kernel, rsqrt_grad, kSaveOutputs};
+SMELT_OP_IMPL(abs) = {numeric_shape, abs_kernel, abs_grad, kSaveInputs};
+SMELT_OP_IMPL(sign) = {numeric_shape, sign_kernel, nullptr, kSaveNothing};
+SMELT_OP_IMPL(erf) = {erf_shape, erf_kernel, erf_grad, kSaveInputs};
+SMELT_OP_IMPL(relu) = {numeric_shape, relu_kernel, relu_grad, kSaveInputs};
+SMELT_OP_IMPL(leaky_relu) = {leaky_relu_shape, leaky_relu_kernel, leaky_relu_grad, kSaveInputs};
+SMELT_OP_IMPL(sigmoid) = {sigmoid_shape, sigmoid_kernel, sigmoid_grad, kSaveOutputs};
+SMELT_OP_IMPL(tanh) = {tanh_shape, tanh_kernel, tanh_grad, kSaveOutputs};
+SMELT_OP_IMPL(gelu) = {gelu_shape, gelu_kernel, gelu_grad, kSaveInputs};
+SMELT_OP_IMPL(silu) = {silu_shape, silu_kernel, silu_grad, kSaveInputs};
+SMELT_OP_IMPL(softplus) = {softplus_shape, softplus_kernel, softplus_grad, kSaveInputs};
+SMELT_OP_IMPL(clamp) = {numeric_shape, clamp_kernel, clamp_grad, kSaveInputs};
+SMELT_OP_IMPL(cast) = {cast_shape, cast_kernel, cast_grad, kSaveInputs};
+
+}  // namespace smelt::ops
+
+// ---- public API
+namespace smelt {
+using ops::Attrs;
+using ops::call1;
+using ops::OpId;
+
+Tensor neg(const Tensor& x) { return call1(OpId::neg, {x}); }
+Tensor exp(const Tensor& x) { return call1(OpId::exp, {x}); }
+Tensor log(const Tensor& x) { return call1(OpId::log, {x}); }
+Tensor sqrt(const Tensor& x) { return call1(OpId::sqrt, {x}); }
+Tensor rsqrt(const Tensor& x) { return call1(OpId::rsqrt, {x}); }
+Tensor abs(const Tensor& x) { return call1(OpId::abs, {x}); }
+Tensor sign(const Tensor& x) { return call1(OpId::sign, {x}); }
+Tensor erf(const Tensor& x) { return call1(OpId::erf, {x}); }
+Tensor relu(const Tensor& x) { return call1(OpId::relu, {x}); }
+Tensor leaky_relu(const Tensor& x, double slope) {
+  return call1(OpId::leaky_relu, {x}, {{"negative_slope", slope}});
+}
+Tensor sigmoid(const Tensor& x) { return call1(OpId::sigmoid, {x}); }
+Tensor tanh(const Tensor& x) { return call1(OpId::tanh, {x}); }
+Tensor gelu(const Tensor& x, GeluApprox approximate) {
+  return call1(OpId::gelu, {x}, {{"approximate", int64_t(approximate == GeluApprox::Tanh)}});
+}
+Tensor silu(const Tensor& x) { return call1(OpId::silu, {x}); }
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  return call1(OpId::softplus, {x}, {{"beta", beta}, {"threshold", threshold}});
+}
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  Attrs attrs;
+  if (min) attrs.set("min", *min);
+  if (max) attrs.set("max", *max);
+  return call1(OpId::clamp, {x}, attrs);
+}
+Tensor cast(const Tensor& x, DType dtype) {
+  if (x.dtype() == dtype) return x;
+  return call1(OpId::cast, {x}, {{"dtype", int64_t(dtype)}});
+}
+
+}  // namespace smelt

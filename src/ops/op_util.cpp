@@ -1,0 +1,65 @@
+#include "ops/op_util.h"
+
+#include <algorithm>
+
+namespace smelt::ops {
+
+std::vector<TensorMeta> same_as_first(const std::vector<TensorMeta>& in, const Attrs&) {
+  return {in[0]};
+}
+
+void check_floating(const TensorMeta& m, const char* op, const char* what) {
+  SMELT_CHECK(dtype_is_floating(m.dtype)) << op << ": " << what << " must be float32 or float64, got "
+                                          << dtype_name(m.dtype) << " " << shape_str(m.shape);
+}
+
+void check_dtype(const TensorMeta& m, DType want, const char* op, const char* what) {
+  SMELT_CHECK(m.dtype == want) << op << ": " << what << " must be " << dtype_name(want) << ", got "
+                               << dtype_name(m.dtype) << " " << shape_str(m.shape);
+}
+
+void check_same_dtype(const TensorMeta& a, const TensorMeta& b, const char* op) {
+  SMELT_CHECK(a.dtype == b.dtype) << op << ": operands have different dtypes, " << dtype_name(a.dtype)
+                                  << " " << shape_str(a.shape) << " and " << dtype_name(b.dtype)
+                                  << " " << shape_str(b.shape)
+                                  << "; convert one with .to() so both match";
+}
+
+std::vector<TensorMeta> same_floating(const std::vector<TensorMeta>& in, const Attrs&) {
+  return {in[0]};
+}
+
+std::vector<int64_t> reduce_dims(const Attrs& attrs, int64_t rank, const char* op) {
+  std::vector<int64_t> dims;
+  if (attrs.has("dims")) {
+    for (int64_t d : attrs.get_ints("dims")) dims.push_back(wrap_dim(d, rank, op));
+  }
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+  }
+  std::sort(dims.begin(), dims.end());
+  SMELT_CHECK(std::adjacent_find(dims.begin(), dims.end()) == dims.end())
+      << op << ": a dim appears twice in the reduction dims";
+  return dims;
+}
+
+Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {
+  Shape out;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    if (!reduced) out.push_back(shape[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+Tensor expand_reduced(const Tensor& g, const Shape& shape, const std::vector<int64_t>& dims,
+                      bool keepdim) {
+  Tensor r = g;
+  if (!keepdim) r = r.reshape(reduced_shape(shape, dims, true));
+  return r.expand(shape);
+}
+
+Tensor zero_like_scalar(const Tensor& like) { return scalar_like(0.0, like); }
+
+}  // namespace smelt::ops

@@ -1,0 +1,36 @@
+// Small helpers shared by the op family files: shape rules and attribute conventions.
+#pragma once
+
+#include <vector>
+
+#include "ops/dispatch.h"
+#include "smelt/creation.h"
+#include "smelt/ops.h"
+
+namespace smelt::ops {
+
+// Output like input 0.
+std::vector<TensorMeta> same_as_first(const std::vector<TensorMeta>& in, const Attrs& attrs);
+// Input 0 must be floating point; output like it.
+std::vector<TensorMeta> same_floating(const std::vector<TensorMeta>& in, const Attrs& attrs);
+
+void check_floating(const TensorMeta& m, const char* op, const char* what = "input");
+void check_dtype(const TensorMeta& m, DType want, const char* op, const char* what);
+void check_same_dtype(const TensorMeta& a, const TensorMeta& b, const char* op);
+
+// Reduction dims from the "dims" attribute: wrapped, sorted, unique; empty means all dims.
+std::vector<int64_t> reduce_dims(const Attrs& attrs, int64_t rank, const char* op);
+// Shape after reducing `dims` (kept as size 1 when keepdim).
+Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool keepdim);
+
+// A gradient of reduced shape re-expanded to `shape`: unsqueezes the reduced dims when they were
+// dropped, then expands (a view).
+Tensor expand_reduced(const Tensor& g, const Shape& shape, const std::vector<int64_t>& dims,
+                      bool keepdim);
+
+Tensor zero_like_scalar(const Tensor& like);  // a 0-dim zero of like's dtype
+
+// An allocated output for meta `m`.
+inline Tensor alloc(const TensorMeta& m) { return empty(m.shape, m.dtype); }
+
+}  // namespace smelt::ops

@@ -1,0 +1,187 @@
+// Tensor's methods that are ops (views, copies) or drive autograd, and the in-place updates.
+#include <cstring>
+
+#include "autograd/node.h"
+#include "kernels/loops.h"
+#include "kernels/reduce.h"
+#include "ops/op_util.h"
+#include "smelt/autograd.h"
+
+namespace smelt {
+
+namespace ops {
+bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape, Shape* out);
+}
+
+Tensor Tensor::reshape(const Shape& shape) const { return smelt::reshape(*this, shape); }
+
+Tensor Tensor::view(const Shape& shape) const {
+  Tensor r = smelt::reshape(*this, shape);
+  SMELT_CHECK(r.storage() == storage())
+      << "view: a tensor " << shape_str(this->shape()) << " with strides " << shape_str(strides())
+      << " cannot be viewed as " << shape_str(shape)
+      << " without a copy; use reshape() (which copies) or contiguous() first";
+  return r;
+}
+
+Tensor Tensor::permute(const Shape& dims) const { return smelt::permute(*this, dims); }
+
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  Shape dims(static_cast<size_t>(this->dim()));
+  for (int64_t i = 0; i < dim(); ++i) dims[i] = i;
+  std::swap(dims[wrap_dim(d0, dim(), "transpose")], dims[wrap_dim(d1, dim(), "transpose")]);
+  return permute(dims);
+}
+
+Tensor Tensor::t() const {
+  SMELT_CHECK(dim() == 2) << "t(): expects a 2-D tensor, got " << shape_str(shape())
+                          << "; use transpose(d0, d1) or permute()";
+  return transpose(0, 1);
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  return smelt::slice(*this, d, start, end, step);
+}
+
+Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  int64_t w = wrap_dim(d, dim(), "narrow");
+  SMELT_CHECK(start >= 0 && length >= 0 && start + length <= size(w))
+      << "narrow: [" << start << ", " << start + length << ") is outside dim " << w << " of size "
+      << size(w);
+  return slice(w, start, start + length);
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  int64_t w = wrap_dim(d, dim(), "select");
+  int64_t n = size(w);
+  SMELT_CHECK(index >= -n && index < n)
+      << "select: index " << index << " is out of range for dim " << w << " of size " << n;
+  if (index < 0) index += n;
+  return slice(w, index, index + 1).squeeze(w);
+}
+
+Tensor Tensor::expand(const Shape& shape) const { return smelt::expand(*this, shape); }
+
+Tensor Tensor::squeeze(int64_t d) const {
+  int64_t w = wrap_dim(d, dim(), "squeeze");
+  if (dim() == 0 || size(w) != 1) return *this;
+  Shape s = shape();
+  s.erase(s.begin() + w);
+  return reshape(s);
+}
+
+Tensor Tensor::squeeze() const {
+  Shape s;
+  for (int64_t v : shape()) if (v != 1) s.push_back(v);
+  return reshape(s);
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  int64_t w = wrap_dim(d, dim() + 1, "unsqueeze");
+  Shape s = shape();
+  s.insert(s.begin() + w, 1);
+  return reshape(s);
+}
+
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  if (dim() == 0) return reshape({1});
+  int64_t a = wrap_dim(start_dim, dim(), "flatten"), b = wrap_dim(end_dim, dim(), "flatten");
+  SMELT_CHECK(a <= b) << "flatten: start_dim " << a << " is after end_dim " << b;
+  Shape s(shape().begin(), shape().begin() + a);
+  int64_t n = 1;
+  for (int64_t i = a; i <= b; ++i) n *= size(i);
+  s.push_back(n);
+  s.insert(s.end(), shape().begin() + b + 1, shape().end());
+  return reshape(s);
+}
+
+Tensor Tensor::contiguous() const { return smelt::contiguous(*this); }
+
+Tensor Tensor::clone() const { return ops::call1(ops::OpId::contiguous, {*this}); }
+
+Tensor Tensor::to(DType dtype) const { return cast(*this, dtype); }
+
+// ---- autograd
+
+void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_graph) const {
+  autograd::backward({*this}, grad_output.defined() ? std::vector<Tensor>{grad_output}
+                                                    : std::vector<Tensor>{},
+                     retain_graph, create_graph);
+}
+
+void Tensor::register_hook(GradHook hook) const {
+  SMELT_CHECK(requires_grad()) << "register_hook: the tensor does not require grad, so no "
+                                  "gradient will ever reach a hook on it";
+  if (impl_->grad_fn) {
+    auto* node = static_cast<autograd::Node*>(impl_->grad_fn.get());
+    node->hooks[impl_->output_nr].push_back(std::move(hook));
+  } else {
+    impl_->hooks.push_back(std::move(hook));
+  }
+}
+
+// ---- in-place updates
+
+namespace {
+void check_writable(const Tensor& t, const char* op) {
+  SMELT_CHECK(t.defined() && t.storage()) << op << ": the tensor has no data";
+  SMELT_CHECK(!(t.requires_grad() && t.is_leaf() && autograd::grad_enabled()))
+      << op << ": a leaf tensor that requires grad cannot be changed in place while grad mode "
+               "is on; wrap the update in a NoGradGuard";
+}
+}  // namespace
+
+Tensor& Tensor::copy_(const Tensor& src) {
+  check_writable(*this, "copy_");
+  Shape b = broadcast_shapes(shape(), src.shape(), "copy_");
+  SMELT_CHECK(b == shape()) << "copy_: source " << shape_str(src.shape())
+                            << " does not broadcast to the destination " << shape_str(shape());
+  Tensor s = src.dtype() == dtype() ? src : [&] {
+    NoGradGuard guard;
+    return cast(src, dtype());
+  }();
+  kernels::copy_strided(*this, s);
+  storage()->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  check_writable(*this, "fill_");
+  SMELT_DISPATCH_ALL(dtype(), "fill_", [&] {
+    using T = scalar_t;
+    T v = static_cast<T>(value);
+    kernels::map1<T, T>(*this, *this, [v](T) { return v; });
+  });
+  storage()->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0.0); }
+
+Tensor& Tensor::add_(const Tensor& other, double alpha) {
+  check_writable(*this, "add_");
+  Shape b = broadcast_shapes(shape(), other.shape(), "add_");
+  SMELT_CHECK(b == shape()) << "add_: " << shape_str(other.shape()) << " does not broadcast to "
+                            << shape_str(shape());
+  ops::check_same_dtype(ops::meta_of(*this), ops::meta_of(other), "add_");
+  SMELT_DISPATCH_NUMERIC(dtype(), "add_", [&] {
+    using T = scalar_t;
+    T a = static_cast<T>(alpha);
+    kernels::map2<T, T, T>(*this, *this, other, [a](T x, T y) { return x + a * y; });
+  });
+  storage()->bump_version();
+  return *this;
+}
+
+Tensor& Tensor::mul_(double value) {
+  check_writable(*this, "mul_");
+  SMELT_DISPATCH_NUMERIC(dtype(), "mul_", [&] {
+    using T = scalar_t;
+    T v = static_cast<T>(value);
+    kernels::map1<T, T>(*this, *this, [v](T x) { return x * v; });
+  });
+  storage()->bump_version();
+  return *this;
+}
+
+}  // namespace smelt

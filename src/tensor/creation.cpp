@@ -1,0 +1,195 @@
+#include "smelt/creation.h"
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace smelt {
+
+// ---- Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11)
+
+void Generator::block(uint64_t counter, uint32_t out[4]) const {
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
+  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  uint32_t c[4] = {uint32_t(counter), uint32_t(counter >> 32), 0, 0};
+  uint32_t k[2] = {uint32_t(seed_), uint32_t(seed_ >> 32)};
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = uint64_t(kMul0) * c[0];
+    uint64_t p1 = uint64_t(kMul1) * c[2];
+    uint32_t n0 = uint32_t(p1 >> 32) ^ c[1] ^ k[0];
+    uint32_t n2 = uint32_t(p0 >> 32) ^ c[3] ^ k[1];
+    c[0] = n0;
+    c[1] = uint32_t(p1);
+    c[2] = n2;
+    c[3] = uint32_t(p0);
+    k[0] += kWeyl0;
+    k[1] += kWeyl1;
+  }
+  std::memcpy(out, c, sizeof(c));
+}
+
+Generator& default_generator() {
+  static thread_local Generator gen;
+  return gen;
+}
+
+void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
+namespace {
+
+// Uniform double in [0, 1) from two words (53 random bits).
+inline double unit_double(uint32_t hi, uint32_t lo) {
+  uint64_t bits = (uint64_t(hi) << 21) ^ (uint64_t(lo) >> 11);
+  return double(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+// Fills `n` values, two per call of `gen2(u0, u1, &a, &b)` from fresh uniforms.
+template <class Fill>
+void fill_pairs(int64_t n, Generator* gen, Fill fill) {
+  Generator& g = gen ? *gen : default_generator();
+  uint64_t first = g.reserve(uint64_t((n + 1) / 2));
+  for (int64_t i = 0; i < n; i += 2) {
+    uint32_t w[4];
+    g.block(first + uint64_t(i / 2), w);
+    fill(i, unit_double(w[0], w[1]), unit_double(w[2], w[3]));
+  }
+}
+
+void store(Tensor& t, int64_t i, double v) {
+  if (t.dtype() == DType::Float32) t.data<float>()[i] = float(v);
+  else if (t.dtype() == DType::Float64) t.data<double>()[i] = v;
+  else if (t.dtype() == DType::Int64) t.data<int64_t>()[i] = int64_t(v);
+  else if (t.dtype() == DType::Bool) t.data<bool>()[i] = v != 0;
+  else t.data<uint8_t>()[i] = uint8_t(v);
+}
+
+void check_floating(DType dtype, const char* where) {
+  SMELT_CHECK(dtype_is_floating(dtype)) << where << ": dtype must be float32 or float64, got "
+                                        << dtype_name(dtype);
+}
+
+}  // namespace
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  t.fill_(value);
+  return t;
+}
+Tensor zeros(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::memset(t.raw_data(), 0, size_t(t.numel()) * dtype_size(dtype));
+  return t;
+}
+Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
+Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, t.dtype()); }
+Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
+
+Tensor arange(double start, double end, double step, DType dtype) {
+  SMELT_CHECK(step != 0) << "arange: step must be non-zero";
+  SMELT_CHECK((end - start) / step >= 0)
+      << "arange: start " << start << ", end " << end << " and step " << step
+      << " give a negative count; step must point from start towards end";
+  int64_t n = int64_t(std::ceil((end - start) / step));
+  Tensor t = empty({n}, dtype);
+  for (int64_t i = 0; i < n; ++i) store(t, i, start + double(i) * step);
+  return t;
+}
+Tensor arange(int64_t end) { return arange(0, double(end), 1, DType::Int64); }
+
+Tensor linspace(double start, double end, int64_t steps, DType dtype) {
+  SMELT_CHECK(steps >= 0) << "linspace: steps must be >= 0, got " << steps;
+  Tensor t = empty({steps}, dtype);
+  double delta = steps > 1 ? (end - start) / double(steps - 1) : 0.0;
+  for (int64_t i = 0; i < steps; ++i) store(t, i, i == steps - 1 ? end : start + delta * double(i));
+  return t;
+}
+
+Tensor uniform(const Shape& shape, double low, double high, DType dtype, Generator* gen) {
+  check_floating(dtype, "uniform");
+  Tensor t = empty(shape, dtype);
+  int64_t n = t.numel();
+  fill_pairs(n, gen, [&](int64_t i, double u0, double u1) {
+    store(t, i, low + (high - low) * u0);
+    if (i + 1 < n) store(t, i + 1, low + (high - low) * u1);
+  });
+  return t;
+}
+Tensor rand(const Shape& shape, DType dtype, Generator* gen) {
+  return uniform(shape, 0.0, 1.0, dtype, gen);
+}
+
+Tensor normal(const Shape& shape, double mean, double std, DType dtype, Generator* gen) {
+  check_floating(dtype, "normal");
+  Tensor t = empty(shape, dtype);
+  int64_t n = t.numel();
+  // Box-Muller: two uniforms give two independent normals.
+  fill_pairs(n, gen, [&](int64_t i, double u0, double u1) {
+    double r = std::sqrt(-2.0 * std::log(1.0 - u0));
+    double theta = 2.0 * M_PI * u1;
+    store(t, i, mean + std * r * std::cos(theta));
+    if (i + 1 < n) store(t, i + 1, mean + std * r * std::sin(theta));
+  });
+  return t;
+}
+Tensor randn(const Shape& shape, DType dtype, Generator* gen) {
+  return normal(shape, 0.0, 1.0, dtype, gen);
+}
+
+Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator* gen) {
+  SMELT_CHECK(high > low) << "randint: need low < high, got [" << low << ", " << high << ")";
+  Tensor t = empty(shape, DType::Int64);
+  int64_t n = t.numel();
+  double span = double(high - low);
+  fill_pairs(n, gen, [&](int64_t i, double u0, double u1) {
+    t.data<int64_t>()[i] = low + int64_t(u0 * span);
+    if (i + 1 < n) t.data<int64_t>()[i + 1] = low + int64_t(u1 * span);
+  });
+  return t;
+}
+
+Tensor randperm(int64_t n, Generator* gen) {
+  Tensor t = arange(n);
+  int64_t* p = t.data<int64_t>();
+  Tensor u = rand({n}, DType::Float64, gen);
+  const double* r = u.data<double>();
+  for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
+    int64_t j = int64_t(r[i] * double(i + 1));
+    std::swap(p[i], p[j]);
+  }
+  return t;
+}
+
+namespace {
+template <class T>
+Tensor copy_in(const std::vector<T>& values, const Shape& shape, DType dtype) {
+  SMELT_CHECK(int64_t(values.size()) == shape_numel(shape))
+      << "from_vector: " << values.size() << " values do not fill shape " << shape_str(shape)
+      << " (" << shape_numel(shape) << " elements)";
+  Tensor t = empty(shape, dtype);
+  for (size_t i = 0; i < values.size(); ++i) store(t, int64_t(i), double(values[i]));
+  return t;
+}
+}  // namespace
+
+Tensor from_vector(const std::vector<float>& values, const Shape& shape) {
+  return copy_in(values, shape, DType::Float32);
+}
+Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  return copy_in(values, shape, dtype);
+}
+Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape) {
+  SMELT_CHECK(int64_t(values.size()) == shape_numel(shape))
+      << "from_vector: " << values.size() << " values do not fill shape " << shape_str(shape);
+  Tensor t = empty(shape, DType::Int64);
+  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(int64_t));
+  return t;
+}
+
+Tensor from_blob(void* data, const Shape& shape, DType dtype) {
+  auto storage = make_ref<Storage>(data, size_t(shape_numel(shape)) * dtype_size(dtype), nullptr);
+  return make_tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+}
+
+}  // namespace smelt

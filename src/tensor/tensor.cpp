@@ -1,0 +1,180 @@
+#include "smelt/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <sstream>
+
+namespace smelt {
+
+// ---- storage
+
+Storage::Storage(size_t nbytes) : nbytes_(nbytes), owned_(true) {
+  // Round up so aligned_alloc's size is a multiple of the alignment (and never zero).
+  size_t padded = (nbytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+  if (padded == 0) padded = kTensorAlignment;
+  data_ = std::aligned_alloc(kTensorAlignment, padded);
+  if (!data_) throw std::bad_alloc();
+}
+
+Storage::Storage(void* data, size_t nbytes, std::function<void(void*)> release)
+    : data_(data), nbytes_(nbytes), release_(std::move(release)) {}
+
+Storage::~Storage() {
+  if (owned_) std::free(data_);
+  else if (release_) release_(data_);
+}
+
+// ---- shape helpers
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= std::max<int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  if (shape.size() == 1) os << ",";
+  os << ")";
+  return os.str();
+}
+
+int64_t wrap_dim(int64_t dim, int64_t rank, const char* where) {
+  int64_t r = std::max<int64_t>(rank, 1);  // a 0-dim tensor accepts dim 0 and -1
+  SMELT_CHECK(dim >= -r && dim < r) << where << ": dim " << dim << " is out of range for a tensor with "
+                                    << rank << " dims; valid: [" << -r << ", " << r - 1 << "]";
+  return dim < 0 ? dim + r : dim;
+}
+
+// ---- construction
+
+Tensor make_tensor(Ref<Storage> storage, Shape shape, Shape strides, int64_t offset, DType dtype) {
+  auto impl = make_ref<TensorImpl>();
+  impl->storage = std::move(storage);
+  impl->shape = std::move(shape);
+  impl->strides = std::move(strides);
+  impl->offset = offset;
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor empty(const Shape& shape, DType dtype) {
+  for (int64_t s : shape) {
+    SMELT_CHECK(s >= 0) << "empty: negative size in shape " << shape_str(shape);
+  }
+  int64_t n = shape_numel(shape);
+  auto storage = make_ref<Storage>(size_t(n) * dtype_size(dtype));
+  return make_tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
+}
+
+// ---- metadata
+
+const Shape& Tensor::shape() const { return impl_->shape; }
+const Shape& Tensor::strides() const { return impl_->strides; }
+int64_t Tensor::dim() const { return int64_t(impl_->shape.size()); }
+int64_t Tensor::size(int64_t d) const { return impl_->shape[wrap_dim(d, dim(), "Tensor::size")]; }
+int64_t Tensor::stride(int64_t d) const {
+  return impl_->strides[wrap_dim(d, dim(), "Tensor::stride")];
+}
+int64_t Tensor::numel() const { return shape_numel(impl_->shape); }
+int64_t Tensor::offset() const { return impl_->offset; }
+DType Tensor::dtype() const { return impl_->dtype; }
+const Ref<Storage>& Tensor::storage() const { return impl_->storage; }
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = impl_->shape.size(); i-- > 0;) {
+    if (impl_->shape[i] == 1) continue;  // any stride is fine for a size-1 dim
+    if (impl_->strides[i] != expected) return false;
+    expected *= impl_->shape[i];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  SMELT_CHECK(impl_ && impl_->storage)
+      << "Tensor::data: the tensor has no data (undefined, or symbolic while tracing)";
+  return static_cast<char*>(impl_->storage->data()) + impl_->offset * int64_t(dtype_size(impl_->dtype));
+}
+
+namespace {
+
+double load_as_double(const void* p, DType t) {
+  switch (t) {
+    case DType::Float32: return *static_cast<const float*>(p);
+    case DType::Float64: return *static_cast<const double*>(p);
+    case DType::Int64: return double(*static_cast<const int64_t*>(p));
+    case DType::Bool: return *static_cast<const bool*>(p) ? 1.0 : 0.0;
+    case DType::UInt8: return *static_cast<const uint8_t*>(p);
+  }
+  return 0;
+}
+
+}  // namespace
+
+double Tensor::item() const {
+  SMELT_CHECK(numel() == 1) << "Tensor::item: the tensor has " << numel() << " elements "
+                            << shape_str(shape()) << "; item() needs exactly one";
+  return load_as_double(raw_data(), dtype());
+}
+
+std::vector<double> Tensor::to_vector() const {
+  std::vector<double> out;
+  const int64_t n = numel();
+  out.reserve(size_t(n));
+  if (n == 0) return out;
+  const char* base = static_cast<const char*>(raw_data());
+  const int64_t esize = int64_t(dtype_size(dtype()));
+  std::vector<int64_t> index(size_t(dim()), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < dim(); ++d) off += index[d] * impl_->strides[d];
+    out.push_back(load_as_double(base + off * esize, dtype()));
+    for (int64_t d = dim() - 1; d >= 0; --d) {
+      if (++index[d] < impl_->shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+// ---- autograd accessors
+
+bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+
+Tensor& Tensor::set_requires_grad(bool on) {
+  SMELT_CHECK(is_leaf()) << "set_requires_grad: only leaf tensors can change requires_grad; "
+                            "use detach() to get a leaf from a computed tensor";
+  SMELT_CHECK(!on || dtype_is_floating(dtype()))
+      << "set_requires_grad: only floating-point tensors can require grad, this one is "
+      << dtype_name(dtype());
+  impl_->requires_grad = on;
+  return *this;
+}
+
+bool Tensor::is_leaf() const { return !impl_->grad_fn; }
+Tensor Tensor::grad() const { return impl_->grad; }
+void Tensor::set_grad(const Tensor& g) { impl_->grad = g; }
+void Tensor::zero_grad() { impl_->grad = Tensor(); }
+GradNode* Tensor::grad_fn() const { return impl_->grad_fn.get(); }
+
+Tensor Tensor::detach() const {
+  Tensor t = make_tensor(impl_->storage, impl_->shape, impl_->strides, impl_->offset, impl_->dtype);
+  t.impl()->trace_id = impl_->trace_id;
+  return t;
+}
+
+}  // namespace smelt

@@ -1,0 +1,27 @@
+// Test helpers: comparing tensors, finite-difference gradient checks.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "smelt/smelt.h"
+
+namespace smelt::testing {
+
+// Max |a - b| / (atol + rtol |b|) <= 1 elementwise; shapes must match. NaNs must match NaNs.
+::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, double rtol = 1e-5,
+                                     double atol = 1e-6);
+
+// Checks autograd's gradients of sum(f(inputs) * random weights) against central differences in
+// float64. Inputs must be float64 leaves with requires_grad.
+::testing::AssertionResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                                     const std::vector<Tensor>& inputs, double eps = 1e-6,
+                                     double rtol = 1e-4, double atol = 1e-5);
+
+// A random float64 leaf (requires grad) with values in [low, high).
+Tensor random_leaf(const Shape& shape, double low = -1.0, double high = 1.0, uint64_t seed = 1);
+
+}  // namespace smelt::testing
