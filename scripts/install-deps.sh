@@ -13,6 +13,7 @@ packages=(
   libfmt-dev               # formatting
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
+  libcli11-dev             # the command line of build/smelt
   zlib1g-dev               # reading data/digits.csv.gz
 )
 case "${1:-}" in
