@@ -1,0 +1,12 @@
+// The subcommands of build/smelt; each registers itself on the CLI11 app and runs from a callback.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace smelt::tools {
+
+void register_info(CLI::App& app);  // smelt info: build and machine facts
+
+}  // namespace smelt::tools
