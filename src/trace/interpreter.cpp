@@ -1,0 +1,36 @@
+#include "trace/interpreter.h"
+
+#include <unordered_map>
+
+#include "ir/printer.h"
+#include "ops/dispatch.h"
+
+namespace smelt::trace {
+
+std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+  SMELT_CHECK(inputs.size() == graph.inputs().size())
+      << "interpret: the graph has " << graph.inputs().size() << " inputs, got " << inputs.size();
+  std::unordered_map<const ir::Value*, Tensor> env;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value* v = graph.inputs()[i];
+    SMELT_CHECK(inputs[i].shape() == v->meta.shape && inputs[i].dtype() == v->meta.dtype)
+        << "interpret: input " << i << " (" << ir::value_ref(v) << ") must be "
+        << ir::meta_str(v->meta) << ", got " << dtype_name(inputs[i].dtype()) << " "
+        << shape_str(inputs[i].shape());
+    env[v] = inputs[i];
+  }
+  for (const ir::Value* c : graph.constants()) env[c] = c->constant;
+  for (const auto& node : graph.nodes()) {
+    std::vector<Tensor> args;
+    for (const ir::Value* v : node->inputs) args.push_back(env.at(v));
+    std::vector<ops::TensorMeta> metas;
+    for (const ir::Value* v : node->outputs) metas.push_back(v->meta);
+    std::vector<Tensor> outs = ops::op_impl(node->op).kernel(args, node->attrs, metas);
+    for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
+  }
+  std::vector<Tensor> results;
+  for (const ir::Value* v : graph.outputs()) results.push_back(env.at(v));
+  return results;
+}
+
+}  // namespace smelt::trace

@@ -1,0 +1,123 @@
+#include "trace/trace.h"
+
+#include <unordered_map>
+
+#include "ops/dispatch.h"
+#include "smelt/autograd.h"
+#include "smelt/creation.h"
+
+namespace smelt::trace {
+namespace {
+
+// The dispatch hook that turns op calls into IR nodes. A tensor stands for a graph value when
+// its trace_id names one of this graph's values; any other tensor is a constant.
+class Tracer final : public ops::DispatchHook {
+ public:
+  explicit Tracer(ir::Graph* graph) : graph_(graph) {}
+
+  Tensor symbolic(ir::Value* v, bool requires_grad) {
+    auto impl = make_ref<TensorImpl>();
+    impl->shape = v->meta.shape;
+    impl->strides = contiguous_strides(v->meta.shape);
+    impl->dtype = v->meta.dtype;
+    impl->trace_id = v->id;
+    impl->requires_grad = requires_grad;
+    by_id_[v->id] = v;
+    return Tensor(impl);
+  }
+
+  ir::Value* value_of(const Tensor& t) {
+    int64_t id = t.impl()->trace_id;
+    if (id >= 0) {
+      auto it = by_id_.find(id);
+      SMELT_CHECK(it != by_id_.end())
+          << "trace: a symbolic tensor from another trace was used; tensors computed while tracing "
+             "must not outlive their trace";
+      return it->second;
+    }
+    SMELT_CHECK(t.storage()) << "trace: an input tensor has no data and is not part of this trace";
+    auto it = constants_.find(t.impl());
+    if (it != constants_.end()) return it->second.second;
+    ir::Value* c = graph_->add_constant(t);
+    constants_[t.impl()] = {t, c};  // holding t keeps the impl address unique
+    return c;
+  }
+
+  std::vector<Tensor> record(ops::OpId op, const std::vector<Tensor>& inputs, const ops::Attrs& attrs,
+                             const std::vector<ops::TensorMeta>&) override {
+    std::vector<ir::Value*> values;
+    for (const Tensor& t : inputs) values.push_back(value_of(t));
+    ir::Node* node = graph_->add_node(op, values, attrs);
+    std::vector<Tensor> outputs;
+    for (ir::Value* v : node->outputs) outputs.push_back(symbolic(v, false));
+    return outputs;
+  }
+
+ private:
+  ir::Graph* graph_;
+  std::unordered_map<int64_t, ir::Value*> by_id_;
+  std::unordered_map<const TensorImpl*, std::pair<Tensor, ir::Value*>> constants_;
+};
+
+// Installs a hook for a scope and removes it even when the traced code throws.
+class HookScope {
+ public:
+  explicit HookScope(ops::DispatchHook* hook) : prev_(ops::set_dispatch_hook(hook)) {}
+  ~HookScope() { ops::set_dispatch_hook(prev_); }
+
+ private:
+  ops::DispatchHook* prev_;
+};
+
+}  // namespace
+
+namespace {
+
+std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
+                                     const std::vector<Tensor>& params, bool joint) {
+  auto graph = std::make_unique<ir::Graph>();
+  Tracer tracer(graph.get());
+  std::vector<Tensor> inputs, sym_params;
+  for (const Tensor& x : example_inputs) {
+    inputs.push_back(tracer.symbolic(graph->add_input({x.shape(), x.dtype()}), false));
+  }
+  for (const Tensor& p : params) {
+    ir::Value* v = graph->add_input({p.shape(), p.dtype()}, "", ir::ValueKind::Param);
+    sym_params.push_back(tracer.symbolic(v, joint));
+  }
+  HookScope scope(&tracer);
+  if (!joint) {
+    NoGradGuard no_grad;  // a forward-only trace records no autograd nodes
+    for (const Tensor& out : fn(inputs, sym_params)) graph->add_output(tracer.value_of(out));
+    return graph;
+  }
+  autograd::EnableGradGuard grad_on;
+  std::vector<Tensor> outs = fn(inputs, sym_params);
+  SMELT_CHECK(outs.size() == 1 && outs[0].numel() == 1)
+      << "trace_joint: the function must return one scalar loss, got " << outs.size() << " outputs";
+  Tensor loss = outs[0];
+  SMELT_CHECK(loss.requires_grad()) << "trace_joint: the loss does not depend on any parameter";
+  ir::Value* tangent_value = graph->add_input({loss.shape(), loss.dtype()}, "", ir::ValueKind::Input);
+  Tensor tangent = tracer.symbolic(tangent_value, false);
+  std::vector<Tensor> grads = autograd::grad({loss}, sym_params, {tangent}, false, false, true);
+  graph->add_output(tracer.value_of(loss));
+  for (size_t i = 0; i < grads.size(); ++i) {
+    // A parameter the loss does not use gets a zero gradient, as a constant.
+    graph->add_output(tracer.value_of(grads[i].defined() ? grads[i] : zeros_like(params[i])));
+  }
+  return graph;
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
+                                 const std::vector<Tensor>& params) {
+  return run_trace(fn, example_inputs, params, false);
+}
+
+std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
+                                       const std::vector<Tensor>& params) {
+  return run_trace(fn, example_inputs, params, true);
+}
+
+}  // namespace smelt::trace

@@ -1,0 +1,28 @@
+// Capture: run a C++ callable with symbolic tensors and record the ops it performs into a Graph,
+// through the same dispatcher as eager mode (shape rules only, no compute).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace smelt::trace {
+
+using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs,
+                                             const std::vector<Tensor>& params)>;
+
+// Graph inputs: one per example input, then one per parameter (kind Param). Tensors the callable
+// creates itself (constants, numbers) become constants of the graph.
+std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
+                                 const std::vector<Tensor>& params = {});
+
+// The joint forward+backward graph (ahead-of-time autograd): `fn` returns one scalar loss.
+// Graph inputs: the example inputs, the parameters, then the loss tangent (a scalar, 1 for plain
+// training). Graph outputs: the loss, then d loss / d param for each parameter. The backward part
+// is recorded by running smelt's own gradient rules under the tracer.
+std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
+                                       const std::vector<Tensor>& params);
+
+}  // namespace smelt::trace
