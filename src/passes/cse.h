@@ -1,0 +1,12 @@
+// Common subexpression elimination: two nodes with the same op, attributes and inputs compute
+// the same values, so the later one's uses move to the earlier one (dce removes it). Equal small
+// constants are merged too. Random ops (dropout) are never merged: two draws differ.
+#pragma once
+
+#include "ir/graph.h"
+
+namespace smelt::passes {
+
+bool cse(ir::Graph& graph);
+
+}  // namespace smelt::passes

@@ -1,0 +1,65 @@
+// The pass pipeline: a registry table name -> pass, pipelines given as strings
+// ("dce,cse,fold,simplify"), and a fixed-point driver that repeats the pipeline until no pass
+// changes the graph (bounded; reports when it does not converge).
+#pragma once
+
+#include <chrono>
+#include <iosfwd>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace smelt::passes {
+
+// A pass rewrites the graph in place and returns whether it changed anything.
+using PassFn = bool (*)(ir::Graph& graph);
+
+struct PassInfo {
+  const char* name;
+  const char* description;  // one line
+  PassFn run;
+};
+
+// Every pass, in the order `smelt opt --list-passes` shows them.
+const std::vector<PassInfo>& pass_registry();
+const PassInfo* find_pass(const std::string& name);
+// Splits "a,b,c" and checks every name; error lists the valid names.
+std::vector<const PassInfo*> parse_pipeline(const std::string& pipeline);
+
+struct PassStats {
+  std::string name;
+  int runs = 0;
+  int changes = 0;           // runs that changed the graph
+  size_t nodes_before = 0;   // at the first run
+  size_t nodes_after = 0;    // at the last run
+  double milliseconds = 0;   // over all runs
+};
+
+struct PipelineOptions {
+  int max_iterations = 20;
+  bool verify = true;            // verifier after every pass (on in debug and test builds)
+  std::string print_ir_after;    // "", "all" or a pass name: print the IR after it when it changed
+  std::set<std::string> disabled;
+  std::ostream* log = nullptr;   // where printed IR goes (stderr when null)
+};
+
+// Options with SMELT_PRINT_IR_AFTER and SMELT_DISABLE_PASSES applied (see docs/env.md).
+PipelineOptions options_from_env();
+
+struct PipelineResult {
+  bool converged = false;
+  int iterations = 0;
+  std::vector<PassStats> stats;  // one per pass in the pipeline, in order
+  std::string report() const;    // a table: pass, runs, changes, nodes before -> after, time
+};
+
+// Runs the pipeline repeatedly until an iteration changes nothing, or max_iterations.
+PipelineResult run_pipeline(ir::Graph& graph, const std::string& pipeline,
+                            const PipelineOptions& options = options_from_env());
+
+// The canonical pipeline used by the compiler.
+inline constexpr const char* kDefaultPipeline = "dce,cse,dce";
+
+}  // namespace smelt::passes
