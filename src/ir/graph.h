@@ -68,6 +68,7 @@ class Graph {
                     const ops::Attrs& attrs);
   void add_output(Value* v) { outputs_.push_back(v); }
   void set_output(size_t i, Value* v) { outputs_[i] = v; }
+  void set_outputs(std::vector<Value*> outputs) { outputs_ = std::move(outputs); }
 
   // Points every use of `from` (and graph outputs) at `to`.
   void replace_all_uses(Value* from, Value* to);

@@ -24,6 +24,8 @@ struct PassInfo {
 
 // Every pass, in the order `smelt opt --list-passes` shows them.
 const std::vector<PassInfo>& pass_registry();
+// Adds a pass of the user's (or a test's) to the registry; its name must be new.
+void register_pass(const PassInfo& pass);
 const PassInfo* find_pass(const std::string& name);
 // Splits "a,b,c" and checks every name; error lists the valid names.
 std::vector<const PassInfo*> parse_pipeline(const std::string& pipeline);

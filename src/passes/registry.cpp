@@ -5,12 +5,23 @@
 
 namespace smelt::passes {
 
-const std::vector<PassInfo>& pass_registry() {
-  static const std::vector<PassInfo> kPasses = {
+namespace {
+
+std::vector<PassInfo>& registry() {
+  static std::vector<PassInfo> passes = {
       {"dce", "remove nodes whose results are never used, and unused constants", dce},
       {"cse", "merge nodes that compute the same op on the same inputs, and equal constants", cse},
   };
-  return kPasses;
+  return passes;
+}
+
+}  // namespace
+
+const std::vector<PassInfo>& pass_registry() { return registry(); }
+
+void register_pass(const PassInfo& pass) {
+  SMELT_CHECK(!find_pass(pass.name)) << "register_pass: a pass named '" << pass.name << "' already exists";
+  registry().push_back(pass);
 }
 
 }  // namespace smelt::passes

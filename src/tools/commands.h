@@ -8,5 +8,6 @@ class App;
 namespace smelt::tools {
 
 void register_info(CLI::App& app);  // smelt info: build and machine facts
+void register_fuzz(CLI::App& app);  // smelt fuzz: differential fuzzer of the pass pipeline
 
 }  // namespace smelt::tools
