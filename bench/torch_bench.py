@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""PyTorch side of `make bench`: the same workloads as bench/smelt_bench.cpp, served over stdin.
+
+Protocol (one line each way, shared with smelt_bench --serve):
+  > list                      < {"workloads": [{"name": ..., "impls": [...], "bytes": .., "flops": ..}]}
+  > run <workload> <impl> <n> < {"ms": [t1, ..., tn]}     (after a warm-up of the same workload)
+  > quit
+impl is "torch-eager" or "torch-script" (torch.jit.trace of the same function, where it applies).
+PyTorch is used here only as the baseline to compare against; smelt never depends on it.
+"""
+import json
+import math
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(int(__import__("os").environ.get("OMP_NUM_THREADS", "2")))
+torch.manual_seed(0)
+
+
+def timed(fn, n):
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
+class Workload:
+    """A workload: build() makes state once, step() is what is timed."""
+
+    def __init__(self, name, build, bytes_moved=0.0, flops=0.0, scriptable=True):
+        self.name, self.build, self.bytes, self.flops, self.scriptable = name, build, bytes_moved, flops, scriptable
+
+
+def elementwise_chain():
+    x = torch.randn(16 * 1024 * 1024)
+    a, b = torch.tensor(1.5), torch.tensor(0.25)
+    f = lambda x, a, b: F.gelu(x * a + b)
+    return (lambda: f(x, a, b)), f, (x, a, b)
+
+
+def softmax_2048x1024():
+    x = torch.randn(2048, 1024)
+    f = lambda x: torch.softmax(x, -1)
+    return (lambda: f(x)), f, (x,)
+
+
+def layer_norm_2048x1024():
+    x, w, b = torch.randn(2048, 1024), torch.randn(1024), torch.randn(1024)
+    f = lambda x, w, b: F.layer_norm(x, (1024,), w, b)
+    return (lambda: f(x, w, b)), f, (x, w, b)
+
+
+def sgemm_1024():
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    f = lambda a, b: a @ b
+    return (lambda: f(a, b)), f, (a, b)
+
+
+def linear_relu_1024():
+    x, w, b = torch.randn(1024, 1024), torch.randn(1024, 1024), torch.randn(1024)
+    f = lambda x, w, b: torch.relu(F.linear(x, w, b))
+    return (lambda: f(x, w, b)), f, (x, w, b)
+
+
+def conv3x3_64_56():
+    x, w, b = torch.randn(1, 64, 56, 56), torch.randn(64, 64, 3, 3), torch.randn(64)
+    f = lambda x, w, b: torch.relu(F.conv2d(x, w, b, padding=1))
+    return (lambda: f(x, w, b)), f, (x, w, b)
+
+
+def train_step(model, x, y, opt):
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return step
+
+
+def mlp_train():
+    model = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
+                                torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+    x, y = torch.randn(256, 784), torch.randint(0, 10, (256,))
+    return train_step(model, x, y, torch.optim.Adam(model.parameters(), lr=1e-3)), None, None
+
+
+def cnn_train():
+    # the demo's CNN shape class: 8x8 single-channel digits, batch 64
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                torch.nn.Flatten(), torch.nn.Linear(32 * 4 * 4, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 10))
+    x, y = torch.randn(64, 1, 8, 8), torch.randint(0, 10, (64,))
+    return train_step(model, x, y, torch.optim.Adam(model.parameters(), lr=1e-3)), None, None
+
+
+def transformer_train():
+    d, heads, seq, batch = 256, 4, 128, 8
+    layer = torch.nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, dropout=0.0, batch_first=True,
+                                             norm_first=True)
+    x = torch.randn(batch, seq, d)
+    opt = torch.optim.AdamW(layer.parameters(), lr=1e-3)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        layer(x).pow(2).mean().backward()
+        opt.step()
+    return step, None, None
+
+
+def tiny_op():
+    a, b = torch.ones(1), torch.ones(1)
+    n = 1000
+
+    def step():
+        for _ in range(n):
+            torch.add(a, b)
+    return step, None, None
+
+
+WORKLOADS = [
+    Workload("gelu(x*a+b) 16M", elementwise_chain, bytes_moved=2 * 4 * 16 * 2**20),
+    Workload("softmax 2048x1024", softmax_2048x1024, bytes_moved=2 * 4 * 2048 * 1024),
+    Workload("layer_norm 2048x1024", layer_norm_2048x1024, bytes_moved=2 * 4 * 2048 * 1024),
+    Workload("sgemm 1024^3", sgemm_1024, flops=2 * 1024**3),
+    Workload("linear+bias+relu 1024^3", linear_relu_1024, flops=2 * 1024**3),
+    Workload("conv3x3 64->64 56x56 +bias+relu", conv3x3_64_56, flops=2 * 64 * 64 * 9 * 56 * 56),
+    Workload("MLP 784-1024-1024-10 train step b256", mlp_train, flops=6 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10),
+             scriptable=False),
+    Workload("CNN digits train step b64", cnn_train, scriptable=False),
+    Workload("transformer block d256 h4 s128 b8 fwd+bwd+AdamW", transformer_train, scriptable=False),
+    Workload("dispatch: 1000 tiny adds", tiny_op, scriptable=False),
+]
+
+
+def main():
+    by_name = {w.name: w for w in WORKLOADS}
+    built = {}
+    for line in sys.stdin:
+        parts = line.strip().split("\t")
+        if not parts or parts[0] == "quit":
+            break
+        if parts[0] == "list":
+            print(json.dumps({"workloads": [{"name": w.name, "bytes": w.bytes, "flops": w.flops,
+                                             "impls": ["torch-eager"] + (["torch-script"] if w.scriptable else [])}
+                                            for w in WORKLOADS]}), flush=True)
+            continue
+        _, name, impl, n = parts
+        key = (name, impl)
+        if key not in built:
+            step, fn, args = by_name[name].build()
+            if impl == "torch-script":
+                with torch.no_grad():
+                    traced = torch.jit.trace(fn, args)
+                step = lambda traced=traced, args=args: traced(*args)
+            with torch.no_grad() if impl == "torch-script" or fn is not None else torch.enable_grad():
+                timed(step, 3)  # warm-up (and jit profiling runs)
+            built[key] = step
+        step = built[key]
+        grad_ctx = torch.no_grad() if by_name[name].scriptable else torch.enable_grad()
+        with grad_ctx:
+            ms = timed(step, int(n))
+        print(json.dumps({"ms": ms}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
