@@ -1,4 +1,4 @@
-"""The golden cases, one function per op family (see make_golden.py for the format).
+"""Golden cases for elementwise ops, reductions and softmax (see make_golden.py for the format).
 
 Each case names the smelt public function it tests ("op") and that function's arguments
 ("attrs", named as in include/smelt/ops.h); the torch lambda is the PyTorch equivalent. Inputs are
@@ -8,8 +8,6 @@ import torch
 import torch.nn.functional as F
 
 from golden_format import Family, Input
-
-REDUCTIONS = ("mean", "sum", "none")
 
 
 class Draw:
@@ -141,16 +139,13 @@ def reduce():
         d = Draw(f.generator(name))
         f.add(name, op, attrs, [Input("x", d.normal(*shape) if x is None else x)], fn)
 
-    def dims_of(dims):
-        return tuple(dims) if dims else tuple()
-
     for op, tfn in (("sum", torch.sum), ("mean", torch.mean), ("amax", torch.amax),
                     ("amin", torch.amin)):
         for dims, keep in (([], False), ([1], False), ([0, 2], True), ([-1], True), ([2, 0], False)):
             name = f"{op}_dims{'_'.join(map(str, dims)) or 'all'}{'_keepdim' if keep else ''}"
             if dims:
                 fn = lambda x, op=op, dims=dims, keep=keep: getattr(torch, op)(
-                    x, dim=dims_of(dims), keepdim=keep)
+                    x, dim=tuple(dims), keepdim=keep)
             else:  # (PyTorch's dim=() means "all dims" only for some of these ops)
                 fn = lambda x, op=op: getattr(torch, op)(x)
             case(name, op, fn, {"dims": dims, "keepdim": keep})
@@ -169,7 +164,7 @@ def reduce():
         name = f"var_dims{'_'.join(map(str, dims)) or 'all'}_corr{corr}{'_keepdim' if keep else ''}"
         case(name, "var",
              lambda x, dims=dims, corr=corr, keep=keep: torch.var(
-                 x, dim=dims_of(dims) or None, correction=corr, keepdim=keep),
+                 x, dim=tuple(dims) or None, correction=corr, keepdim=keep),
              {"dims": dims, "correction": corr, "keepdim": keep})
     for dim, keep in ((0, False), (1, False), (-1, True), (2, False)):
         case(f"argmax_dim{dim}{'_keepdim' if keep else ''}", "argmax",

@@ -6,7 +6,8 @@ not see it, hence the explicit interpreter):
 
     /usr/bin/python3 tests/golden/make_golden.py
 
-It rewrites tests/golden/ops/<family>.json and tests/golden/cnn_adam.json. The output is
+It rewrites tests/golden/ops/<family>.json (cases defined in golden_ops_a/b/c.py) and
+tests/golden/cnn_adam.json (golden_cnn.py). The output is
 deterministic: every case draws its inputs from a torch.Generator seeded with a CRC of its
 family and name, so adding a case never changes the others. PyTorch is used only here, never by
 smelt's build or tests (tests/ops/golden_test.cpp reads the JSON).

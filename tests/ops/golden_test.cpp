@@ -172,6 +172,14 @@ TEST(GoldenCoverage, EveryCaseOpIsInTheTable) {
   }
 }
 
+TEST(GoldenCoverage, EveryTableEntryHasACase) {
+  std::set<std::string> ops;
+  for (const GoldenCase& c : all_cases()) ops.insert(c.op());
+  for (const auto& [op, fn] : golden_op_table()) {
+    EXPECT_TRUE(ops.count(op)) << "golden_op_table entry " << op << " has no case";
+  }
+}
+
 // Each implemented ops.def row has a golden case, except the helper ops that only gradient rules
 // call (their results are checked through the gradients of the op they serve).
 TEST(GoldenCoverage, EveryBuiltRowHasACase) {
