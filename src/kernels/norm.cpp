@@ -49,10 +49,11 @@ double lane_sum_sq_dev(const T* x, int64_t n, double mean) {
   return s;
 }
 
-// y (n) = (x * scale + shift) * w + b, one row of layer norm.
+// y (n) = (x - mean) * rstd * w + b, one row of layer norm. Centered in double: with float32 x
+// far from zero, x * rstd - mean * rstd would cancel away most of the significant digits.
 template <class T>
-void affine_row(T* y, const T* x, const T* w, const T* b, int64_t n, T scale, T shift) {
-  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale + shift) * w[i] + b[i];
+void normalize_row(T* y, const T* x, const T* w, const T* b, int64_t n, double mean, double rstd) {
+  for (int64_t i = 0; i < n; ++i) y[i] = T((double(x[i]) - mean) * rstd) * w[i] + b[i];
 }
 
 }  // namespace
@@ -81,7 +82,7 @@ void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd,
         const double inv = 1.0 / std::sqrt(var + eps);
         pmean[r] = T(mu);
         prstd[r] = T(inv);
-        affine_row(py + r * cols, row, pw, pb, cols, T(inv), T(-mu * inv));
+        normalize_row(py + r * cols, row, pw, pb, cols, mu, inv);
       }
     });
   });
@@ -129,12 +130,12 @@ void batch_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& invst
         }
         pmean[c] = T(mu);
         pinv[c] = T(inv);
-        const T scale = T(inv * double(pw[c * sw]));
-        const T shift = T(double(pb[c * sb]) - mu * inv * double(pw[c * sw]));
+        // Centered in double, as in layer norm.
+        const double scale = inv * double(pw[c * sw]), shift = double(pb[c * sb]);
         for (int64_t n = 0; n < batch; ++n) {
           const T* xr = px + (n * channels + c) * spatial;
           T* yr = py + (n * channels + c) * spatial;
-          for (int64_t s = 0; s < spatial; ++s) yr[s] = xr[s] * scale + shift;
+          for (int64_t s = 0; s < spatial; ++s) yr[s] = T((double(xr[s]) - mu) * scale + shift);
         }
       }
     });

@@ -51,8 +51,9 @@ void softmax_row(const T* x, T* y, int64_t n, bool log) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m);
   const double s = row_sum(y, n);
   if (log) {
-    const T shift = m + T(std::log(s));
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+    // (x - m) - log s, not x - (m + log s): the sum would round away log s next to a large m.
+    const T log_s = T(std::log(s));
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_s;
   } else {
     const T inv = T(1.0 / s);
     for (int64_t i = 0; i < n; ++i) y[i] *= inv;
@@ -79,12 +80,12 @@ void softmax_columns(const T* x, T* y, int64_t n, int64_t inner, int64_t width, 
     }
   }
   if (log) {
-    T shift[kColumnBlock];
-    for (int64_t j = 0; j < width; ++j) shift[j] = m[j] + T(std::log(s[j]));
+    T log_s[kColumnBlock];
+    for (int64_t j = 0; j < width; ++j) log_s[j] = T(std::log(s[j]));
     for (int64_t k = 0; k < n; ++k) {
       const T* xk = x + k * inner;
       T* yk = y + k * inner;
-      for (int64_t j = 0; j < width; ++j) yk[j] = xk[j] - shift[j];
+      for (int64_t j = 0; j < width; ++j) yk[j] = (xk[j] - m[j]) - log_s[j];
     }
   } else {
     T inv[kColumnBlock];
