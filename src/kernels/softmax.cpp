@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "kernels/loops.h"
 #include "kernels/reduce.h"

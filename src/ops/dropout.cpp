@@ -1,6 +1,8 @@
 // dropout: zeroes each element with probability p and scales the kept ones by 1 / (1 - p).
 // The mask comes from the default generator, one 32-bit Philox word per element in row-major
 // order, so it depends only on the seed and the shape (not on strides or thread count).
+#include <algorithm>
+
 #include "kernels/loops.h"
 #include "kernels/reduce.h"
 #include "ops/op_util.h"

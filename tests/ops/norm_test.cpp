@@ -263,18 +263,12 @@ TEST(BatchNorm, Errors) {
   expect_error([&] { batch_norm(randn({4, 3}), grad_rm, rv, Tensor(), Tensor(), true); }, "batch_norm");
 }
 
-}  // namespace
-}  // namespace smelt
-
-namespace smelt {
-namespace {
-
 TEST(BatchNorm, Float32LargeOffsetKeepsPrecision) {
   Tensor x = normal({8, 2, 16}, 1e4, 1.0, DType::Float32);
   Tensor rm = zeros({2}), rv = ones({2});
   ChannelStats st = channel_stats(x);
   Tensor y = batch_norm(x, rm, rv, Tensor(), Tensor(), true);
-  EXPECT_TRUE(testing::all_close(y, batch_norm_ref(x, st.mean, st.biased_var, {1, 1}, {0, 0}, 1e-5), 1e-4, 1e-4));
+  EXPECT_TRUE(all_close(y, batch_norm_ref(x, st.mean, st.biased_var, {1, 1}, {0, 0}, 1e-5), 1e-4, 1e-4));
 }
 
 }  // namespace
