@@ -31,7 +31,12 @@ class OpNode final : public autograd::Node {
   void save(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
     uint8_t saves = op_impl(op_).saves;
     if (saves & kSaveInputs) {
-      for (const Tensor& t : inputs) saved_inputs_.push_back(saved(t, false));
+      const uint32_t unread = op_impl(op_).unread_inputs;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        bool keep_meta_only = i < 32 && ((unread >> i) & 1u);
+        saved_inputs_.push_back(keep_meta_only ? SavedTensor{meta_stand_in(meta_of(inputs[i]))}
+                                               : saved(inputs[i], false));
+      }
     } else {
       // The rule still needs input shapes/dtypes (zeros, sum_to): keep metas only.
       for (const Tensor& t : inputs) input_metas_.push_back(meta_of(t));

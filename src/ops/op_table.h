@@ -79,6 +79,10 @@ struct OpImpl {
   KernelFn kernel;
   GradRuleFn grad;  // null for kNoGrad ops
   uint8_t saves;    // which tensors the gradient rule reads
+  // Bitmask of inputs the gradient rule never reads even with kSaveInputs: they are kept as
+  // shape/dtype only, so that updating them in place after the call (batch norm's running
+  // statistics) does not invalidate the node.
+  uint32_t unread_inputs = 0;
 };
 
 const OpImpl& op_impl(OpId op);

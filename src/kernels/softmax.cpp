@@ -1,0 +1,137 @@
+#include "kernels/softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/loops.h"
+#include "kernels/reduce.h"
+
+namespace smelt::kernels {
+namespace {
+
+// Several independent accumulators so the compiler can vectorize without reassociating.
+constexpr int kLanes = 16;
+// The column path reduces this many adjacent inner positions at once (stack buffers).
+constexpr int64_t kColumnBlock = 256;
+
+template <class T>
+T row_max(const T* x, int64_t n) {
+  T lanes[kLanes];
+  for (int l = 0; l < kLanes; ++l) lanes[l] = -std::numeric_limits<T>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];
+  }
+  T m = -std::numeric_limits<T>::infinity();
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (int l = 0; l < kLanes; ++l) m = lanes[l] > m ? lanes[l] : m;
+  return m;
+}
+
+// Sum in double lanes: float32 rows of many classes keep their accuracy.
+template <class T>
+double row_sum(const T* x, int64_t n) {
+  double lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += double(x[i + l]);
+  }
+  double s = 0;
+  for (; i < n; ++i) s += double(x[i]);
+  for (int l = 0; l < kLanes; ++l) s += lanes[l];
+  return s;
+}
+
+// One contiguous row: y (n) from x (n). A NaN anywhere makes the whole row NaN through the sum.
+template <class T>
+void softmax_row(const T* x, T* y, int64_t n, bool log) {
+  const T m = row_max(x, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m);
+  const double s = row_sum(y, n);
+  if (log) {
+    // (x - m) - log s, not x - (m + log s): the sum would round away log s next to a large m.
+    const T log_s = T(std::log(s));
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_s;
+  } else {
+    const T inv = T(1.0 / s);
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+  }
+}
+
+// A block of `width` adjacent columns: x and y point at element (o, 0, j0) of an
+// (outer, n, inner) array; column j is x[k * inner + j] for k in [0, n).
+template <class T>
+void softmax_columns(const T* x, T* y, int64_t n, int64_t inner, int64_t width, bool log) {
+  T m[kColumnBlock];
+  double s[kColumnBlock];
+  for (int64_t j = 0; j < width; ++j) { m[j] = -std::numeric_limits<T>::infinity(); s[j] = 0; }
+  for (int64_t k = 0; k < n; ++k) {
+    const T* xk = x + k * inner;
+    for (int64_t j = 0; j < width; ++j) m[j] = xk[j] > m[j] ? xk[j] : m[j];
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    const T* xk = x + k * inner;
+    T* yk = y + k * inner;
+    for (int64_t j = 0; j < width; ++j) {
+      yk[j] = std::exp(xk[j] - m[j]);
+      s[j] += double(yk[j]);
+    }
+  }
+  if (log) {
+    T log_s[kColumnBlock];
+    for (int64_t j = 0; j < width; ++j) log_s[j] = T(std::log(s[j]));
+    for (int64_t k = 0; k < n; ++k) {
+      const T* xk = x + k * inner;
+      T* yk = y + k * inner;
+      for (int64_t j = 0; j < width; ++j) yk[j] = (xk[j] - m[j]) - log_s[j];
+    }
+  } else {
+    T inv[kColumnBlock];
+    for (int64_t j = 0; j < width; ++j) inv[j] = T(1.0 / s[j]);
+    for (int64_t k = 0; k < n; ++k) {
+      T* yk = y + k * inner;
+      for (int64_t j = 0; j < width; ++j) yk[j] *= inv[j];
+    }
+  }
+}
+
+}  // namespace
+
+void softmax_forward(const Tensor& y, const Tensor& x, int64_t dim, bool log) {
+  Tensor src = x;
+  if (!x.is_contiguous()) {
+    src = empty(x.shape(), x.dtype());
+    copy_strided(src, x);
+  }
+  int64_t outer = 1, n = 1, inner = 1;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < dim) outer *= x.size(d);
+    else if (d == dim) n = x.size(d);
+    else inner *= x.size(d);
+  }
+  if (outer * n * inner == 0) return;
+  SMELT_DISPATCH_FLOATING(x.dtype(), (log ? "log_softmax" : "softmax"), [&] {
+    using T = scalar_t;
+    const T* px = src.data<T>();
+    T* py = y.data<T>();
+    if (inner == 1) {
+      parallel_for(outer, std::max<int64_t>(1, kParallelGrain / n), [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) softmax_row(px + o * n, py + o * n, n, log);
+      });
+      return;
+    }
+    const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+    const int64_t work_per_task = n * std::min(inner, kColumnBlock);
+    parallel_for(outer * blocks, std::max<int64_t>(1, kParallelGrain / work_per_task),
+                 [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t) {
+        const int64_t o = t / blocks, j0 = (t % blocks) * kColumnBlock;
+        const int64_t at = o * n * inner + j0;
+        softmax_columns(px + at, py + at, n, inner, std::min(kColumnBlock, inner - j0), log);
+      }
+    });
+  });
+}
+
+}  // namespace smelt::kernels
