@@ -8,5 +8,6 @@ class App;
 namespace smelt::tools {
 
 void register_info(CLI::App& app);  // smelt info: build and machine facts
+void register_opt(CLI::App& app);   // smelt opt: run passes over a text IR file
 
 }  // namespace smelt::tools
