@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -89,6 +90,9 @@ void run_opt(const OptArgs& args) {
   }
   SMELT_CHECK(!args.file.empty()) << "opt: give an IR file to optimize (or - for stdin, or --list-passes)";
   passes::parse_pipeline(args.passes);  // unknown pass names fail before any work
+  SMELT_CHECK(args.print_ir_after.empty() || passes::find_pass(args.print_ir_after))
+      << "opt: --print-ir-after names an unknown pass '" << args.print_ir_after
+      << "' (see smelt opt --list-passes)";
   if (!args.dot.empty()) {
     std::string ext = std::filesystem::path(args.dot).extension().string();
     SMELT_CHECK(ext == ".dot" || ext == ".svg" || ext == ".png" || ext == ".pdf")
