@@ -61,7 +61,9 @@ struct PipelineResult {
 PipelineResult run_pipeline(ir::Graph& graph, const std::string& pipeline,
                             const PipelineOptions& options = options_from_env());
 
-// The canonical pipeline used by the compiler.
-inline constexpr const char* kDefaultPipeline = "dce,cse,dce";
+// The canonical pipeline used by the compiler: dce first so later passes see only live nodes,
+// canonicalize before cse so operand order does not hide duplicates, fold and simplify, and dce
+// last to drop what they replaced.
+inline constexpr const char* kDefaultPipeline = "dce,canonicalize,cse,fold,simplify,dce";
 
 }  // namespace smelt::passes

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   smelt::tools::register_info(app);
   smelt::tools::register_fuzz(app);
+  smelt::tools::register_opt(app);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,144 @@
+#include "ir/dot.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "ir/printer.h"
+
+namespace smelt::ir {
+namespace {
+
+// Constants with at most this many elements show their values.
+constexpr int64_t kMaxShownElements = 4;
+
+// A DOT double-quoted string: quotes and backslashes escaped, lines joined with "\n".
+std::string quoted(const std::string& text) {
+  std::string s = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') s += '\\';
+    if (c == '\n') {
+      s += "\\n";
+      continue;
+    }
+    s += c;
+  }
+  return s + "\"";
+}
+
+// Concatenation through a stream (GCC 12 warns falsely on `"literal" + std::string`).
+template <class... Parts>
+std::string str(const Parts&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+
+std::string lines(std::initializer_list<std::string> parts) {
+  std::string s;
+  for (const std::string& p : parts) {
+    if (p.empty()) continue;
+    if (!s.empty()) s += '\n';
+    s += p;
+  }
+  return s;
+}
+
+std::string constant_label(const Value* c) {
+  std::string label = lines({value_ref(c), meta_str(c->meta)});
+  if (c->constant.numel() > kMaxShownElements) return label;
+  std::ostringstream values;
+  std::vector<double> data = c->constant.to_vector();
+  if (!c->meta.shape.empty()) values << "[";
+  for (size_t i = 0; i < data.size(); ++i) values << (i ? ", " : "") << data[i];
+  if (!c->meta.shape.empty()) values << "]";
+  return lines({label, str("= ", values.str())});
+}
+
+std::string node_label(const Node& n) {
+  std::ostringstream label;
+  label << n.name();
+  for (const auto& [key, value] : n.attrs.items()) label << "\n" << key << "=" << ops::attr_value_str(value);
+  for (const Value* out : n.outputs) label << "\n" << value_ref(out) << ": " << meta_str(out->meta);
+  return label.str();
+}
+
+}  // namespace
+
+std::string to_dot(const Graph& g, const std::string& title) {
+  std::ostringstream os;
+  os << "digraph " << quoted(title) << " {\n";
+  os << "  node [fontname=\"Helvetica\", fontsize=10];\n";
+  os << "  edge [fontname=\"Helvetica\", fontsize=9];\n";
+  // Where each value comes from: its own DOT node (inputs, constants) or its producer's.
+  std::unordered_map<const Value*, std::string> source;
+  for (const Value* v : g.inputs()) {
+    std::string id = str("v", v->id);
+    source[v] = id;
+    bool param = v->kind == ValueKind::Param;
+    os << "  " << id << " [label=" << quoted(lines({value_ref(v), meta_str(v->meta), param ? "param" : ""}))
+       << ", shape=ellipse, style=filled, fillcolor=" << (param ? "\"#ffe0b2\"" : "\"#cfe3ff\"") << "];\n";
+  }
+  for (const Value* c : g.constants()) {
+    std::string id = str("v", c->id);
+    source[c] = id;
+    os << "  " << id << " [label=" << quoted(constant_label(c))
+       << ", shape=note, style=filled, fillcolor=\"#eeeeee\"];\n";
+  }
+  int index = 0;
+  for (const auto& n : g.nodes()) {
+    std::string id = str("n", index++);
+    for (const Value* out : n->outputs) source[out] = id;
+    os << "  " << id << " [label=" << quoted(node_label(*n)) << ", shape=box, style=\"rounded,filled\", fillcolor=white];\n";
+    for (const Value* in : n->inputs) {
+      std::string label = meta_str(in->meta);
+      if (in->producer && in->producer->outputs.size() > 1) label = str("#", in->output_index, " ", label);
+      os << "  " << source.at(in) << " -> " << id << " [label=" << quoted(label) << "];\n";
+    }
+  }
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const Value* v = g.outputs()[i];
+    std::string id = str("out", i);
+    os << "  " << id << " [label=" << quoted(lines({str("return ", i), meta_str(v->meta)}))
+       << ", shape=octagon, style=filled, fillcolor=\"#c8e6c9\"];\n";
+    os << "  " << source.at(v) << " -> " << id << " [label=" << quoted(value_ref(v)) << "];\n";
+  }
+  os << "}\n";
+  return os.str();
+}
+
+bool graphviz_available() { return std::system("dot -V >/dev/null 2>&1") == 0; }
+
+void write_dot(const std::string& dot_text, const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  SMELT_CHECK(ext == ".dot" || ext == ".svg" || ext == ".png" || ext == ".pdf")
+      << "cannot write a graph picture to '" << path << "': the extension must be .dot, .svg, .png or .pdf";
+  std::string dot_path = ext == ".dot" ? path : path + ".dot";
+  {
+    std::ofstream f(dot_path);
+    SMELT_CHECK(f.good()) << "cannot write '" << dot_path << "'";
+    f << dot_text;
+    SMELT_CHECK(f.good()) << "cannot write '" << dot_path << "'";
+  }
+  if (ext == ".dot") return;
+  if (!graphviz_available()) {
+    std::filesystem::remove(dot_path);
+    SMELT_CHECK(false) << "rendering '" << path << "' needs Graphviz's 'dot' program, which is not installed "
+                       << "(apt-get install graphviz), or write the text with a .dot path";
+  }
+  // Paths go in single quotes; a quote inside one is closed, escaped and reopened.
+  auto shell_quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string command = "dot -T" + ext.substr(1) + " -o " + shell_quote(path) + " " + shell_quote(dot_path);
+  int status = std::system(command.c_str());
+  std::filesystem::remove(dot_path);
+  SMELT_CHECK(status == 0) << "Graphviz failed to render '" << path << "' (" << command << ")";
+}
+
+}  // namespace smelt::ir

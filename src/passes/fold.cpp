@@ -1,0 +1,89 @@
+#include "passes/fold.h"
+
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/dispatch.h"
+
+namespace smelt::passes {
+namespace {
+
+// Integer division by zero (and INT64_MIN / -1) traps in the eager kernel; the compiler must not
+// crash on a graph that would only fail if it ran, so such nodes stay computed.
+bool integer_division_may_trap(const ir::Node& node) {
+  if (node.op != ops::OpId::div || dtype_is_floating(node.inputs[1]->meta.dtype)) return false;
+  // As doubles, values next to INT64_MIN round onto it: a conservative test.
+  const double kMin = double(std::numeric_limits<int64_t>::min());
+  bool dividend_has_min = false;
+  for (double a : node.inputs[0]->constant.to_vector()) dividend_has_min |= a <= kMin;
+  for (double d : node.inputs[1]->constant.to_vector()) {
+    if (d == 0 || (d == -1 && dividend_has_min)) return true;
+  }
+  return false;
+}
+
+bool foldable(const ir::Node& node, const FoldOptions& options) {
+  if (ops::op_info(node.op).flags & ops::kRandom) return false;
+  for (const ir::Value* in : node.inputs) {
+    if (in->kind != ir::ValueKind::Constant) return false;
+  }
+  for (const ir::Value* out : node.outputs) {
+    if (shape_numel(out->meta.shape) > options.max_elements) return false;
+  }
+  return !integer_division_may_trap(node);
+}
+
+// Kernels may return views of their inputs (reshape, slice, expand); a constant owns a dense copy
+// so it neither pins a larger buffer nor carries stride-0 dims.
+Tensor materialize(const Tensor& t, const ir::Node& node) {
+  bool shares_input = false;
+  for (const ir::Value* in : node.inputs) shares_input |= in->constant.storage().get() == t.storage().get();
+  if (!shares_input && t.is_contiguous() && t.offset() == 0) return t;
+  ops::TensorMeta meta{t.shape(), t.dtype()};
+  return ops::op_impl(ops::OpId::contiguous).kernel({t}, {}, {meta})[0];
+}
+
+}  // namespace
+
+FoldOptions fold_options_from_env() {
+  FoldOptions o;
+  if (const char* v = std::getenv("SMELT_FOLD_MAX_ELEMENTS")) {
+    char* end = nullptr;
+    long long n = std::strtoll(v, &end, 10);
+    SMELT_CHECK(end != v && *end == '\0' && n >= 0)
+        << "SMELT_FOLD_MAX_ELEMENTS must be a non-negative integer, got '" << v << "'";
+    o.max_elements = n;
+  }
+  return o;
+}
+
+bool fold(ir::Graph& graph) { return fold(graph, fold_options_from_env()); }
+
+bool fold(ir::Graph& graph, const FoldOptions& options) {
+  bool changed = false;
+  // In order, so a folded output already counts as a constant for the nodes after it: a whole
+  // constant chain folds in one sweep.
+  std::vector<ir::Node*> order;
+  for (const auto& n : graph.nodes()) order.push_back(n.get());
+  for (ir::Node* node : order) {
+    bool live = false;
+    for (const ir::Value* out : node->outputs) live |= !out->uses.empty() || graph.is_output(out);
+    if (!live || !foldable(*node, options)) continue;
+    std::vector<Tensor> args;
+    for (const ir::Value* in : node->inputs) args.push_back(in->constant);
+    std::vector<ops::TensorMeta> metas;
+    for (const ir::Value* out : node->outputs) metas.push_back(out->meta);
+    std::vector<Tensor> results = ops::op_impl(node->op).kernel(args, node->attrs, metas);
+    for (size_t k = 0; k < node->outputs.size(); ++k) {
+      ir::Value* out = node->outputs[k];
+      if (out->uses.empty() && !graph.is_output(out)) continue;
+      graph.replace_all_uses(out, graph.add_constant(materialize(results[k], *node)));
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace smelt::passes
