@@ -1,4 +1,6 @@
 // Binary and ternary elementwise ops with NumPy broadcasting, and the arithmetic operators.
+#include <atomic>
+
 #include "kernels/loops.h"
 #include "kernels/scalar.h"
 #include "ops/op_util.h"
@@ -54,8 +56,32 @@ std::vector<TensorMeta> compare_shape(const std::vector<TensorMeta>& in, const c
 ARITH_OP(add, SMELT_DISPATCH_NUMERIC)
 ARITH_OP(sub, SMELT_DISPATCH_NUMERIC)
 ARITH_OP(mul, SMELT_DISPATCH_NUMERIC)
-ARITH_OP(div, SMELT_DISPATCH_NUMERIC)
 ARITH_OP(pow, SMELT_DISPATCH_FLOATING)
+
+// Integer division truncates toward zero (C semantics); dividing an integer by zero would kill
+// the process (SIGFPE), so the divisor is scanned first and zero is a clear error.
+std::vector<TensorMeta> div_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return arith_shape(in, "div");
+}
+std::vector<Tensor> div_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                               const std::vector<TensorMeta>& out) {
+  if (in[1].dtype() == DType::Int64) {
+    std::atomic<bool> zero{false};
+    kernels::ElementwiseLoop<1>({&in[1]}).run([&](char** p, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        if (*reinterpret_cast<const int64_t*>(p[0] + i * s[0]) == 0) zero = true;
+      }
+    });
+    SMELT_CHECK(!zero) << "div: integer division by zero (the divisor " << shape_str(in[1].shape())
+                       << " holds a 0); cast to float32 for IEEE division (inf/nan)";
+  }
+  Tensor y = alloc(out[0]);
+  SMELT_DISPATCH_NUMERIC(in[0].dtype(), "div", [&] {
+    using T = scalar_t;
+    map2<T, T, T>(y, in[0], in[1], [](T a, T b) { return scalar::div(a, b); });
+  });
+  return {y};
+}
 ARITH_OP(maximum, SMELT_DISPATCH_NUMERIC)
 ARITH_OP(minimum, SMELT_DISPATCH_NUMERIC)
 

@@ -116,3 +116,22 @@ TEST(Autograd, LeafGradAccumulates) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+TEST(Errors, IntegerDivisionByZeroIsAnErrorNotACrash) {
+  Tensor a = from_vector(std::vector<int64_t>{4, 5, 6}, {3});
+  Tensor b = from_vector(std::vector<int64_t>{2, 0, 3}, {3});
+  try {
+    div(a, b);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("division by zero"), std::string::npos) << e.what();
+  }
+  Tensor ok = div(a, from_vector(std::vector<int64_t>{2, -2, 4}, {3}));
+  EXPECT_EQ(ok.to_vector(), (std::vector<double>{2, -2, 1}));
+}
+
+}  // namespace
+}  // namespace smelt
