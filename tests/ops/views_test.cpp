@@ -125,6 +125,7 @@ TEST(Views, NarrowSelectExpandSqueezeFlatten) {
   EXPECT_EQ(x.flatten(1).shape(), (Shape{3, 20}));
   EXPECT_EQ(x.flatten(0, 1).shape(), (Shape{12, 5}));
   EXPECT_EQ(scalar_tensor(1).flatten().shape(), (Shape{1}));
+  EXPECT_EQ(scalar_tensor(1).transpose(0, -1).dim(), 0);  // as PyTorch
 }
 
 TEST(Views, ContiguousAndClone) {

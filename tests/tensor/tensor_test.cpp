@@ -149,7 +149,7 @@ TEST(Memory, BuffersAre64ByteAligned) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>((randn({5, 7}) + 1.0).raw_data()) % 64, 0u);
 }
 
-TEST(Autograd, DetachSharesDataWithoutHistory) {
+TEST(Detach, SharesDataWithoutHistory) {
   Tensor x = testing::random_leaf({3});
   Tensor y = x * 2.0;
   Tensor d = y.detach();
