@@ -12,6 +12,8 @@ namespace {
 
 // Per-image work below this (flops) is cheap enough that images, not GEMMs, should be threaded.
 constexpr double kSmallImageFlops = 2.0e7;
+// Whole convolutions below this (flops) run on one thread: a fork-join costs a few microseconds.
+constexpr double kMinParallelFlops = 2.0e6;
 
 bool is_pointwise(const Conv2dGeometry& g) {
   return g.kH == 1 && g.kW == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 &&
@@ -92,6 +94,7 @@ void for_each_image(const Conv2dGeometry& g, double image_flops, const F& fn) {
   const int threads = num_threads();
   const size_t col_size = is_pointwise(g) ? 0 : size_t(col_rows(g) * g.Ho * g.Wo);
   const bool over_images = threads > 1 && g.N >= threads &&
+                           image_flops * double(g.N) >= kMinParallelFlops &&
                            (image_flops < kSmallImageFlops || g.N % threads == 0 ||
                             g.N >= 4 * threads);
   if (!over_images) {
@@ -148,7 +151,8 @@ void backward_weight_impl(const Conv2dGeometry& g, T* dw, const T* x, const T* d
   const int64_t Cg = g.C / g.groups, Og = g.O / g.groups, R = col_rows(g), HoWo = g.Ho * g.Wo;
   const int64_t w_size = g.O * R;
   // Images are split into `parts` runs, each summed into its own dw; the parts are added last.
-  const int threads = num_threads();
+  const double flops = 2.0 * double(g.O) * double(R) * double(HoWo) * double(g.N);
+  const int threads = flops >= kMinParallelFlops ? num_threads() : 1;
   const int parts = int(std::min<int64_t>(threads, g.N));
   std::vector<T> partials(size_t(std::max(parts - 1, 0)) * size_t(w_size));
   const size_t col_size = is_pointwise(g) ? 0 : size_t(R * HoWo);
