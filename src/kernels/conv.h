@@ -27,10 +27,12 @@ struct Conv2dGeometry {
   int64_t Ho = 0, Wo = 0;
 };
 
-// Output extent of a convolution or pooling window along one dim (may be <= 0: invalid).
+// Output extent of a convolution or pooling window along one dim; 0 when the dilated window
+// does not fit the padded input.
 inline int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
                                 int64_t dilation) {
-  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+  const int64_t room = in + 2 * pad - dilation * (kernel - 1) - 1;  // < 0: no window fits
+  return room < 0 ? 0 : room / stride + 1;
 }
 
 // All tensors contiguous, same floating dtype; outputs allocated by the caller.

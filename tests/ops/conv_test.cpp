@@ -224,6 +224,8 @@ TEST(Conv2d, Errors) {
   expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 1, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, 1}, 3); },
                "conv2d: groups = 3 must divide");
   expect_error([] { conv2d(randn({1, 3, 2, 2}), randn({2, 3, 3, 3})); }, "conv2d: the dilated kernel");
+  expect_error([] { conv2d(randn({1, 3, 2, 2}), randn({2, 3, 3, 3}), Tensor(), {2, 2}); },
+               "conv2d: the dilated kernel");
   expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}), Tensor(), {0, 1}); },
                "conv2d: stride must be >= 1");
   expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}), Tensor(), {1}); },
