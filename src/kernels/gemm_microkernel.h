@@ -115,7 +115,7 @@ struct GemmConfig {
 // when C's columns are unit-stride (csc == 1) and the tile is whole; otherwise the tile is stored
 // to `scratch` (MR * NR, row-major) with no scaling and the caller merges it.
 template <class T>
-inline void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T alpha,
+__attribute__((noinline)) void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T alpha,
                          T beta, T* __restrict c, int64_t rsc, bool direct, T* __restrict scratch) {
   using S = Simd<T>;
   using V = typename S::V;
