@@ -32,59 +32,68 @@ void valid_columns(const Conv2dGeometry& g, int64_t kj, int64_t* ow_begin, int64
   *ow_end = std::clamp(hi, *ow_begin, g.Wo);
 }
 
+// Channels per thread chunk of im2col / col2im (threaded only outside a parallel region).
+int64_t channel_grain(const Conv2dGeometry& g) {
+  return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.kH * g.kW * g.Ho * g.Wo));
+}
+
 // col (R, Ho Wo) from one image's channels of one group: x (Cg, H, W).
 template <class T>
 void im2col(const Conv2dGeometry& g, const T* x, T* col) {
   const int64_t Cg = g.C / g.groups, HoWo = g.Ho * g.Wo;
-  for (int64_t c = 0; c < Cg; ++c) {
-    for (int64_t ki = 0; ki < g.kH; ++ki) {
-      for (int64_t kj = 0; kj < g.kW; ++kj) {
-        T* row = col + ((c * g.kH + ki) * g.kW + kj) * HoWo;
-        int64_t ow_begin, ow_end;
-        valid_columns(g, kj, &ow_begin, &ow_end);
-        const int64_t iw0 = kj * g.dil_w - g.pad_w;
-        for (int64_t oh = 0; oh < g.Ho; ++oh) {
-          T* out = row + oh * g.Wo;
-          const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
-          if (ih < 0 || ih >= g.H) {
-            std::fill(out, out + g.Wo, T(0));
-            continue;
+  parallel_for(Cg, channel_grain(g), [&](int64_t c_begin, int64_t c_end) {
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      for (int64_t ki = 0; ki < g.kH; ++ki) {
+        for (int64_t kj = 0; kj < g.kW; ++kj) {
+          T* row = col + ((c * g.kH + ki) * g.kW + kj) * HoWo;
+          int64_t ow_begin, ow_end;
+          valid_columns(g, kj, &ow_begin, &ow_end);
+          const int64_t iw0 = kj * g.dil_w - g.pad_w;
+          for (int64_t oh = 0; oh < g.Ho; ++oh) {
+            T* out = row + oh * g.Wo;
+            const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
+            if (ih < 0 || ih >= g.H) {
+              std::fill(out, out + g.Wo, T(0));
+              continue;
+            }
+            const T* in = x + (c * g.H + ih) * g.W + iw0;
+            std::fill(out, out + ow_begin, T(0));
+            if (g.stride_w == 1) {
+              std::copy(in + ow_begin, in + ow_end, out + ow_begin);
+            } else {
+              for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow] = in[ow * g.stride_w];
+            }
+            std::fill(out + ow_end, out + g.Wo, T(0));
           }
-          const T* in = x + (c * g.H + ih) * g.W + iw0;
-          std::fill(out, out + ow_begin, T(0));
-          if (g.stride_w == 1) {
-            std::copy(in + ow_begin, in + ow_end, out + ow_begin);
-          } else {
-            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow] = in[ow * g.stride_w];
-          }
-          std::fill(out + ow_end, out + g.Wo, T(0));
         }
       }
     }
-  }
+  });
 }
 
 // dx (Cg, H, W) += col2im(col (R, Ho Wo)): the adjoint of im2col.
 template <class T>
 void col2im_add(const Conv2dGeometry& g, const T* col, T* dx) {
   const int64_t Cg = g.C / g.groups, HoWo = g.Ho * g.Wo;
-  for (int64_t c = 0; c < Cg; ++c) {
-    for (int64_t ki = 0; ki < g.kH; ++ki) {
-      for (int64_t kj = 0; kj < g.kW; ++kj) {
-        const T* row = col + ((c * g.kH + ki) * g.kW + kj) * HoWo;
-        int64_t ow_begin, ow_end;
-        valid_columns(g, kj, &ow_begin, &ow_end);
-        const int64_t iw0 = kj * g.dil_w - g.pad_w;
-        for (int64_t oh = 0; oh < g.Ho; ++oh) {
-          const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
-          if (ih < 0 || ih >= g.H) continue;
-          const T* in = row + oh * g.Wo;
-          T* out = dx + (c * g.H + ih) * g.W + iw0;
-          for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow * g.stride_w] += in[ow];
+  parallel_for(Cg, channel_grain(g), [&](int64_t c_begin, int64_t c_end) {
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      for (int64_t ki = 0; ki < g.kH; ++ki) {
+        for (int64_t kj = 0; kj < g.kW; ++kj) {
+          const T* row = col + ((c * g.kH + ki) * g.kW + kj) * HoWo;
+          int64_t ow_begin, ow_end;
+          valid_columns(g, kj, &ow_begin, &ow_end);
+          const int64_t iw0 = kj * g.dil_w - g.pad_w;
+          for (int64_t oh = 0; oh < g.Ho; ++oh) {
+            const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
+            if (ih < 0 || ih >= g.H) continue;
+            const T* in = row + oh * g.Wo;
+            T* out = dx + (c * g.H + ih) * g.W + iw0;
+            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow * g.stride_w] += in[ow];
+          }
         }
       }
     }
-  }
+  });
 }
 
 // Runs fn(image, column_buffer) for every image: in parallel over images (one buffer per thread)

@@ -10,7 +10,7 @@
 //
 // 1x1 kernels with stride 1 and no padding skip im2col (the image already is its column
 // matrix). Threads go over images when there are enough of them (each with its own column
-// buffer), otherwise into the GEMM.
+// buffer), otherwise into im2col / col2im (over channels) and the GEMM.
 #pragma once
 
 #include <cstdint>
