@@ -12,11 +12,10 @@
 
 #include "base/parallel.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_threading.h"
 
 namespace smelt::kernels {
 namespace {
-
-constexpr double kMinFlopsPerThread = 4.0e6;
 
 void openblas_single_threaded() {
   static std::once_flag once;
@@ -106,22 +105,8 @@ void gemm_openblas(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t
     return;
   }
   openblas_single_threaded();
-  const double flops = 2.0 * double(M) * double(N) * double(K);
-  const bool split_n = N >= M;
-  const int64_t extent = split_n ? N : M;
-  const int64_t unit = 16;  // strips in multiples of a cache line of floats
-  const int64_t units = (extent + unit - 1) / unit;
-  const int threads = int(std::min<double>({double(num_threads()), double(units),
-                                            std::max(1.0, flops / kMinFlopsPerThread)}));
-  if (threads <= 1) {
-    blas_strip(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, ldc);
-    return;
-  }
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-  for (int t = 0; t < threads; ++t) {
-    const int64_t begin = std::min(units * t / threads * unit, extent);
-    const int64_t end = std::min(units * (t + 1) / threads * unit, extent);
-    if (begin >= end) continue;
+  // Strips in multiples of 16 (a cache line of floats), as many as the Own implementation uses.
+  gemm_detail::for_each_strip(M, N, K, 16, 16, [&](bool split_n, int64_t begin, int64_t end) {
     if (split_n) {
       blas_strip(M, end - begin, K, alpha, A, rsa, csa, B + begin * csb, rsb, csb, beta,
                  C + begin, ldc);
@@ -129,7 +114,7 @@ void gemm_openblas(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t
       blas_strip(end - begin, N, K, alpha, A + begin * rsa, rsa, csa, B, rsb, csb, beta,
                  C + begin * ldc, ldc);
     }
-  }
+  });
 }
 
 template void gemm_openblas<float>(int64_t, int64_t, int64_t, float, const float*, int64_t,

@@ -8,8 +8,8 @@
 //
 // Packing absorbs any strides (transposed, sliced, broadcast operands) and zero-pads the edges, so
 // the micro-kernel always runs whole tiles; partial tiles and non-unit column strides of C are
-// merged from a scratch tile. Threads split C into column (or row) strips, one per thread, each
-// with its own packing buffers: no barriers, and each thread's packed A is reused over its strip.
+// merged from a scratch tile. Threads take strips of C (gemm_threading.h), each packing into its
+// own buffers: no barriers inside a strip.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
@@ -17,14 +17,12 @@
 #include "base/parallel.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm_microkernel.h"
+#include "kernels/gemm_threading.h"
 
 namespace smelt::kernels {
 namespace {
 
 using gemm_detail::GemmConfig;
-
-// Below this many flops per thread a fork costs more than it saves.
-constexpr double kMinFlopsPerThread = 4.0e6;
 
 // A thread's packing buffer: 64-byte aligned, grown on demand, kept between calls.
 template <class T>
@@ -167,22 +165,7 @@ void gemm_own(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa,
     return;
   }
   using Cfg = GemmConfig<T>;
-  const double flops = 2.0 * double(M) * double(N) * double(K);
-  // Strips along the longer side of C, in whole tiles.
-  const bool split_n = N >= M;
-  const int64_t unit = split_n ? Cfg::NR : Cfg::MR;
-  const int64_t units = ((split_n ? N : M) + unit - 1) / unit;
-  const int threads = int(std::min<double>({double(num_threads()), double(units),
-                                            std::max(1.0, flops / kMinFlopsPerThread)}));
-  if (threads <= 1) {
-    gemm_serial(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
-    return;
-  }
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-  for (int t = 0; t < threads; ++t) {
-    const int64_t begin = std::min(units * t / threads * unit, split_n ? N : M);
-    const int64_t end = std::min(units * (t + 1) / threads * unit, split_n ? N : M);
-    if (begin >= end) continue;
+  gemm_detail::for_each_strip(M, N, K, Cfg::MR, Cfg::NR, [&](bool split_n, int64_t begin, int64_t end) {
     if (split_n) {
       gemm_serial(M, end - begin, K, alpha, A, rsa, csa, B + begin * csb, rsb, csb, beta,
                   C + begin * csc, rsc, csc);
@@ -190,7 +173,7 @@ void gemm_own(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa,
       gemm_serial(end - begin, N, K, alpha, A + begin * rsa, rsa, csa, B, rsb, csb, beta,
                   C + begin * rsc, rsc, csc);
     }
-  }
+  });
 }
 
 template <class T>
