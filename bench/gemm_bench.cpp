@@ -5,6 +5,7 @@
 // Implementations:
 //   own           kernels::gemm_own (OpenMP strips, OMP_NUM_THREADS)
 //   openblas      kernels::gemm_openblas (OpenBLAS single-threaded per OpenMP strip)
+//   auto          kernels::gemm with GemmImpl::Auto (measures both on its first calls)
 //   openblas_pool cblas_sgemm with OpenBLAS's own pthread pool (openblas_set_num_threads to the
 //                 OpenMP thread count), for reference: what the library does by itself
 // Counter GFLOPS = 2 M N K / time.
@@ -12,6 +13,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -30,7 +32,7 @@ std::vector<T> random_matrix(int64_t n, unsigned seed) {
   return v;
 }
 
-enum class Which { Own, OpenBlas, OpenBlasPool };
+enum class Which { Own, OpenBlas, OpenBlasPool, Auto };
 
 template <class T>
 void run_pool(int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C) {
@@ -61,6 +63,10 @@ void bm_gemm(benchmark::State& state, Which which) {
         break;
       case Which::OpenBlasPool:
         run_pool(M, N, K, A.data(), B.data(), C.data());
+        break;
+      case Which::Auto:
+        smelt::kernels::gemm<T>(M, N, K, T(1), A.data(), K, 1, B.data(), N, 1, T(0), C.data(), N,
+                                1, GemmImpl::Auto);
         break;
     }
     benchmark::DoNotOptimize(C.data());
@@ -93,9 +99,19 @@ void one_shape(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(sgemm, own, Which::Own)->Apply(shapes);
 BENCHMARK_CAPTURE(sgemm, openblas, Which::OpenBlas)->Apply(shapes);
 BENCHMARK_CAPTURE(sgemm, openblas_pool, Which::OpenBlasPool)->Apply(shapes);
+BENCHMARK_CAPTURE(sgemm, auto, Which::Auto)->Apply(shapes);
 BENCHMARK_CAPTURE(dgemm, own, Which::Own)->Apply(one_shape);
 BENCHMARK_CAPTURE(dgemm, openblas, Which::OpenBlas)->Apply(one_shape);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// Google Benchmark's main, then what Auto chose per shape class (measured during sgemm/auto).
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::printf("\nAuto's choices (kernels::gemm_selection_report):\n%s",
+              smelt::kernels::gemm_selection_report().c_str());
+  return 0;
+}
