@@ -114,6 +114,8 @@ struct GemmConfig {
 //   C = alpha * tile + beta * C   (beta == 0: C is not read)
 // when C's columns are unit-stride (csc == 1) and the tile is whole; otherwise the tile is stored
 // to `scratch` (MR * NR, row-major) with no scaling and the caller merges it.
+// Kept out of line: inlined into the blocking loops, GCC 12 ran short of registers and spilled a
+// B vector to the stack, reloading it in every FMA.
 template <class T>
 __attribute__((noinline)) void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T alpha,
                          T beta, T* __restrict c, int64_t rsc, bool direct, T* __restrict scratch) {
