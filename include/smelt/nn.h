@@ -7,9 +7,10 @@
 //   Tensor logits = (*model)(x);
 //   model->named_parameters();  // {"0.weight", ...}, {"0.bias", ...}, {"2.weight", ...}, ...
 //
-// A module's tensor members (Linear::weight, ...) and its registry hold the same tensor: loading
-// a state dict copies into them in place, so both stay in sync. Initialization draws from
-// smelt's default generator, so smelt::manual_seed(s) makes model creation reproducible.
+// The registry points at a module's tensor members (Linear::weight, ...): assigning a member
+// (tying two weights, say) is seen by named_parameters(), and loading a state dict copies into
+// the members in place. An undefined member (a disabled bias) is skipped. Initialization draws
+// from smelt's default generator, so smelt::manual_seed(s) makes model creation reproducible.
 #pragma once
 
 #include <cstdint>
@@ -77,9 +78,10 @@ class Module {
   LoadResult load_state_dict(const StateDict& state, bool strict = true);
 
  protected:
-  // Marks `value` as requiring grad and registers it; returns it (store it in a member).
-  Tensor register_parameter(const std::string& name, Tensor value);
-  Tensor register_buffer(const std::string& name, Tensor value);
+  // Registers the member `slot` (which lives as long as the module) under `name`. A parameter
+  // is made a leaf that requires grad.
+  void register_parameter(const std::string& name, Tensor& slot);
+  void register_buffer(const std::string& name, Tensor& slot);
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
@@ -89,11 +91,13 @@ class Module {
  private:
   void check_new_name(const std::string& name) const;
   void add_child(const std::string& name, ModulePtr module);
-  void collect(NamedTensors& out, const std::string& prefix, bool parameters, bool recurse) const;
+  using Slots = std::vector<std::pair<std::string, Tensor*>>;
+  // The defined tensors under this module, with their dotted names.
+  void collect(Slots& out, const std::string& prefix, bool parameters, bool recurse) const;
   void print(std::string& out, int indent) const;
 
-  NamedTensors parameters_;
-  NamedTensors buffers_;
+  Slots parameters_;
+  Slots buffers_;
   std::vector<std::pair<std::string, ModulePtr>> children_;
   bool training_ = true;
 };

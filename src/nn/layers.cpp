@@ -22,7 +22,8 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, DType dtype)
   SMELT_CHECK(num_embeddings > 0 && embedding_dim > 0)
       << "Embedding: num_embeddings and embedding_dim must be positive, got " << num_embeddings
       << " and " << embedding_dim;
-  weight = register_parameter("weight", empty({num_embeddings, embedding_dim}, dtype));
+  weight = empty({num_embeddings, embedding_dim}, dtype);
+  register_parameter("weight", weight);
   init::normal_(weight, 0.0, 1.0);
 }
 

@@ -36,8 +36,12 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, DType 
   SMELT_CHECK(in_features > 0 && out_features > 0)
       << "Linear: in_features and out_features must be positive, got " << in_features << " and "
       << out_features;
-  weight = register_parameter("weight", empty({out_features, in_features}, dtype));
-  if (with_bias) bias = register_parameter("bias", empty({out_features}, dtype));
+  weight = empty({out_features, in_features}, dtype);
+  register_parameter("weight", weight);
+  if (with_bias) {
+    bias = empty({out_features}, dtype);
+    register_parameter("bias", bias);
+  }
   reset_parameters();
 }
 
@@ -71,10 +75,13 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> k
   check_pair(o.stride, "stride", 1);
   check_pair(o.padding, "padding", 0);
   check_pair(o.dilation, "dilation", 1);
-  weight = register_parameter(
-      "weight", empty({out_channels, in_channels / o.groups, this->kernel_size[0], this->kernel_size[1]},
-                      o.dtype));
-  if (o.bias) bias = register_parameter("bias", empty({out_channels}, o.dtype));
+  weight = empty({out_channels, in_channels / o.groups, this->kernel_size[0], this->kernel_size[1]},
+                 o.dtype);
+  register_parameter("weight", weight);
+  if (o.bias) {
+    bias = empty({out_channels}, o.dtype);
+    register_parameter("bias", bias);
+  }
   reset_parameters();
 }
 

@@ -22,23 +22,21 @@ void Module::check_new_name(const std::string& name) const {
       << type_name() << ": a parameter, buffer or child named '" << name << "' already exists";
 }
 
-Tensor Module::register_parameter(const std::string& name, Tensor value) {
+void Module::register_parameter(const std::string& name, Tensor& slot) {
   check_new_name(name);
-  SMELT_CHECK(value.defined()) << type_name() << ": parameter '" << name << "' is undefined";
-  SMELT_CHECK(dtype_is_floating(value.dtype()))
+  SMELT_CHECK(slot.defined()) << type_name() << ": parameter '" << name << "' is undefined";
+  SMELT_CHECK(dtype_is_floating(slot.dtype()))
       << type_name() << ": parameter '" << name << "' must be float32 or float64, got "
-      << dtype_name(value.dtype());
-  if (!value.is_leaf()) value = value.detach();
-  value.set_requires_grad(true);
-  parameters_.emplace_back(name, value);
-  return value;
+      << dtype_name(slot.dtype());
+  if (!slot.is_leaf()) slot = slot.detach();
+  slot.set_requires_grad(true);
+  parameters_.emplace_back(name, &slot);
 }
 
-Tensor Module::register_buffer(const std::string& name, Tensor value) {
+void Module::register_buffer(const std::string& name, Tensor& slot) {
   check_new_name(name);
-  SMELT_CHECK(value.defined()) << type_name() << ": buffer '" << name << "' is undefined";
-  buffers_.emplace_back(name, value);
-  return value;
+  SMELT_CHECK(slot.defined()) << type_name() << ": buffer '" << name << "' is undefined";
+  buffers_.emplace_back(name, &slot);
 }
 
 void Module::add_child(const std::string& name, ModulePtr module) {
@@ -47,20 +45,21 @@ void Module::add_child(const std::string& name, ModulePtr module) {
   children_.emplace_back(name, std::move(module));
 }
 
-void Module::collect(NamedTensors& out, const std::string& prefix, bool parameters,
-                     bool recurse) const {
-  for (const auto& [name, t] : parameters ? parameters_ : buffers_) out.emplace_back(prefix + name, t);
+void Module::collect(Slots& out, const std::string& prefix, bool parameters, bool recurse) const {
+  for (const auto& [name, slot] : parameters ? parameters_ : buffers_) {
+    if (slot->defined()) out.emplace_back(prefix + name, slot);
+  }
   if (!recurse) return;
   for (const auto& [name, child] : children_) child->collect(out, prefix + name + ".", parameters, true);
 }
 
 namespace {
 // Keeps the first occurrence of each tensor (tied weights appear once).
-NamedTensors unique_by_tensor(NamedTensors all) {
+NamedTensors unique_by_tensor(const std::vector<std::pair<std::string, Tensor*>>& all) {
   std::unordered_set<const TensorImpl*> seen;
   NamedTensors out;
-  for (auto& entry : all) {
-    if (seen.insert(entry.second.impl()).second) out.push_back(std::move(entry));
+  for (const auto& [name, slot] : all) {
+    if (seen.insert(slot->impl()).second) out.emplace_back(name, *slot);
   }
   return out;
 }
@@ -74,17 +73,17 @@ std::vector<Tensor> values(const NamedTensors& named) {
 }  // namespace
 
 NamedTensors Module::named_parameters(bool recurse) const {
-  NamedTensors all;
+  Slots all;
   collect(all, "", true, recurse);
-  return unique_by_tensor(std::move(all));
+  return unique_by_tensor(all);
 }
 
 std::vector<Tensor> Module::parameters(bool recurse) const { return values(named_parameters(recurse)); }
 
 NamedTensors Module::named_buffers(bool recurse) const {
-  NamedTensors all;
+  Slots all;
   collect(all, "", false, recurse);
-  return unique_by_tensor(std::move(all));
+  return unique_by_tensor(all);
 }
 
 std::vector<Tensor> Module::buffers(bool recurse) const { return values(named_buffers(recurse)); }
@@ -105,23 +104,24 @@ void Module::zero_grad() {
 }
 
 StateDict Module::state_dict() const {
-  NamedTensors all;
+  Slots all;
   collect(all, "", true, true);
   collect(all, "", false, true);
   StateDict out;
-  for (const auto& [name, t] : all) out.emplace(name, t.detach());
+  for (const auto& [name, slot] : all) out.emplace(name, slot->detach());
   return out;
 }
 
 Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) {
-  NamedTensors own;
+  Slots own;
   collect(own, "", true, true);
   collect(own, "", false, true);
 
   LoadResult result;
   std::set<std::string> own_names;
   std::ostringstream shape_errors;
-  for (const auto& [name, t] : own) {
+  for (const auto& [name, slot] : own) {
+    const Tensor& t = *slot;
     own_names.insert(name);
     auto it = state.find(name);
     if (it == state.end()) {
@@ -156,9 +156,9 @@ Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) 
       << (shapes.empty() ? "" : "\n  shape mismatches:" + shapes);
 
   NoGradGuard no_grad;
-  for (auto& [name, t] : own) {
+  for (auto& [name, slot] : own) {
     auto it = state.find(name);
-    if (it != state.end() && !it->second.same(t)) t.copy_(it->second);
+    if (it != state.end() && !it->second.same(*slot)) slot->copy_(it->second);
   }
   return result;
 }

@@ -14,17 +14,19 @@ BatchNorm2d::BatchNorm2d(int64_t num_features, Options options)
       << "BatchNorm2d: momentum must be in [0, 1], got " << *options.momentum;
   SMELT_CHECK(dtype_is_floating(options.dtype))
       << "BatchNorm2d: dtype must be float32 or float64, got " << dtype_name(options.dtype);
+  // Without affine: identity scale and shift, which batch_norm takes as tensors; not learned.
+  weight = ones({num_features}, options.dtype);
+  bias = zeros({num_features}, options.dtype);
   if (options.affine) {
-    weight = register_parameter("weight", ones({num_features}, options.dtype));
-    bias = register_parameter("bias", zeros({num_features}, options.dtype));
-  } else {
-    // Identity scale and shift: batch_norm takes them as tensors; they are not learned.
-    weight = ones({num_features}, options.dtype);
-    bias = zeros({num_features}, options.dtype);
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
   }
-  running_mean = register_buffer("running_mean", zeros({num_features}, options.dtype));
-  running_var = register_buffer("running_var", ones({num_features}, options.dtype));
-  num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, DType::Int64));
+  running_mean = zeros({num_features}, options.dtype);
+  running_var = ones({num_features}, options.dtype);
+  num_batches_tracked = zeros({}, DType::Int64);
+  register_buffer("running_mean", running_mean);
+  register_buffer("running_var", running_var);
+  register_buffer("num_batches_tracked", num_batches_tracked);
 }
 
 Tensor BatchNorm2d::forward(const Tensor& x) {
@@ -60,8 +62,12 @@ LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine
       << shape_str(this->normalized_shape);
   SMELT_CHECK(eps > 0) << "LayerNorm: eps must be positive, got " << eps;
   if (elementwise_affine) {
-    weight = register_parameter("weight", ones(this->normalized_shape, dtype));
-    if (with_bias) bias = register_parameter("bias", zeros(this->normalized_shape, dtype));
+    weight = ones(this->normalized_shape, dtype);
+    register_parameter("weight", weight);
+    if (with_bias) {
+      bias = zeros(this->normalized_shape, dtype);
+      register_parameter("bias", bias);
+    }
   }
 }
 
