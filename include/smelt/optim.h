@@ -23,8 +23,8 @@ namespace smelt::optim {
 // What the caller passes: unset options take the optimizer's defaults.
 struct ParamGroupOptions {
   std::vector<Tensor> params;
-  std::optional<double> lr;
-  std::optional<double> weight_decay;
+  std::optional<double> lr = std::nullopt;
+  std::optional<double> weight_decay = std::nullopt;
 };
 
 struct ParamGroup {
@@ -114,7 +114,8 @@ struct AdamOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  std::optional<double> weight_decay;  // unset: 0 for Adam, 1e-2 for AdamW (PyTorch's defaults)
+  // Unset: 0 for Adam, 1e-2 for AdamW (PyTorch's defaults).
+  std::optional<double> weight_decay = std::nullopt;
   bool amsgrad = false;
   bool maximize = false;
 };
