@@ -27,11 +27,12 @@ std::string read_gzip(const std::string& path) {
   char buffer[1 << 16];
   while (true) {
     int n = gzread(file.get(), buffer, sizeof(buffer));
-    if (n < 0) {
-      int code = 0;
-      const char* message = gzerror(file.get(), &code);
-      SMELT_CHECK(false) << "load_digits: " << path << ": cannot decompress: " << message;
-    }
+    // A stream cut short reads as a plain end of file; gzerror tells the two apart.
+    int code = Z_OK;
+    const char* message = n <= 0 ? gzerror(file.get(), &code) : "";
+    SMELT_CHECK(n >= 0 && code == Z_OK)
+        << "load_digits: " << path << ": cannot decompress: "
+        << (code == Z_BUF_ERROR ? "the gzip stream is truncated" : message);
     if (n == 0) break;
     out.append(buffer, size_t(n));
   }
