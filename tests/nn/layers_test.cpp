@@ -203,7 +203,7 @@ TEST(LayerNorm, ForwardMatchesReference) {
   Tensor mu = mean(x, {-1}, true);
   Tensor biased_var = mean((x - mu) * (x - mu), {-1}, true);
   EXPECT_TRUE(all_close(ln(x), (x - mu) / sqrt(biased_var + 1e-5) * ln.weight + ln.bias, 1e-10, 1e-12));
-  expect_error([&] { ln(zeros({3, 5}, DType::Float64)); }, {"LayerNorm", "(4)"});
+  expect_error([&] { ln(zeros({3, 5}, DType::Float64)); }, {"LayerNorm", "(4,)"});
 }
 
 TEST(Dropout, TrainingDropsAndScalesEvalIsIdentity) {
