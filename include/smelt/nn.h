@@ -122,8 +122,7 @@ void xavier_uniform_(const Tensor& t, double gain = 1.0, Generator* gen = nullpt
 // y = x W^T + b. weight (out, in), bias (out).
 class Linear : public Module {
  public:
-  Linear(int64_t in_features, int64_t out_features, bool bias = true,
-         DType dtype = DType::Float32);
+  Linear(int64_t in_features, int64_t out_features, bool bias = true, DType dtype = DType::Float32);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Linear"; }
   std::string extra_repr() const override;

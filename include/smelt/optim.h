@@ -65,7 +65,7 @@ class Optimizer {
   Optimizer(std::vector<ParamGroupOptions> groups, double default_lr, double default_weight_decay);
 
   struct ParamState {
-    int64_t step = 0;  // 0: no update yet (buffers not created)
+    int64_t step = 0;             // 0: no update yet (buffers not created)
     std::vector<Tensor> buffers;  // in the order of buffer_names()
   };
   // The per-parameter state buffers this optimizer keeps, by name.

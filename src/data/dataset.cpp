@@ -33,7 +33,8 @@ Tensor gather_rows(const Tensor& t, const std::vector<int64_t>& indices) {
   Shape shape = t.shape();
   shape[0] = int64_t(indices.size());
   Tensor out = empty(shape, t.dtype());
-  const size_t row_bytes = size_t(t.numel() / std::max<int64_t>(t.size(0), 1)) * dtype_size(t.dtype());
+  const size_t row_bytes =
+      size_t(t.numel() / std::max<int64_t>(t.size(0), 1)) * dtype_size(t.dtype());
   const char* src = static_cast<const char*>(t.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
   for (size_t i = 0; i < indices.size(); ++i) {
@@ -133,8 +134,9 @@ std::vector<std::shared_ptr<Subset>> random_split(DatasetPtr dataset,
   return out;
 }
 
-std::pair<std::shared_ptr<Subset>, std::shared_ptr<Subset>> train_test_split(
-    DatasetPtr dataset, double train_fraction, uint64_t seed) {
+std::pair<std::shared_ptr<Subset>, std::shared_ptr<Subset>> train_test_split(DatasetPtr dataset,
+                                                                             double train_fraction,
+                                                                             uint64_t seed) {
   SMELT_CHECK(dataset != nullptr) << "train_test_split: the dataset is null";
   SMELT_CHECK(train_fraction >= 0.0 && train_fraction <= 1.0)
       << "train_test_split: train_fraction must be in [0, 1], got " << train_fraction;

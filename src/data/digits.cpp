@@ -71,22 +71,25 @@ std::shared_ptr<TensorDataset> load_digits(const std::string& path) {
       SMELT_CHECK(field <= kPixels) << "load_digits: " << path << ": line " << line_number
                                     << " has more than " << kPixels + 1 << " fields";
       SMELT_CHECK(is_label ? (value >= 0 && value < kClasses) : (value >= 0 && value <= kMaxPixel))
-          << "load_digits: " << path << ": line " << line_number << ", field " << field + 1
-          << ": " << value << " is out of range (pixels are 0.." << kMaxPixel << ", labels 0.."
+          << "load_digits: " << path << ": line " << line_number << ", field " << field + 1 << ": "
+          << value << " is out of range (pixels are 0.." << kMaxPixel << ", labels 0.."
           << kClasses - 1 << ")";
-      if (is_label) labels.push_back(value);
-      else pixels.push_back(float(value));
+      if (is_label)
+        labels.push_back(value);
+      else
+        pixels.push_back(float(value));
       ++field;
       if (next == end) break;
       p = next + 1;
     }
-    SMELT_CHECK(field == kPixels + 1) << "load_digits: " << path << ": line " << line_number
-                                      << " has " << field << " fields, expected " << kPixels + 1
-                                      << " (64 pixels and a label)";
+    SMELT_CHECK(field == kPixels + 1)
+        << "load_digits: " << path << ": line " << line_number << " has " << field
+        << " fields, expected " << kPixels + 1 << " (64 pixels and a label)";
   }
   SMELT_CHECK(!labels.empty()) << "load_digits: " << path << ": no rows";
   const int64_t n = int64_t(labels.size());
-  return std::make_shared<TensorDataset>(from_vector(pixels, {n, kPixels}), from_vector(labels, {n}));
+  return std::make_shared<TensorDataset>(from_vector(pixels, {n, kPixels}),
+                                         from_vector(labels, {n}));
 }
 
 }  // namespace smelt::data

@@ -58,7 +58,8 @@ void AtomicFileWriter::fail(const char* what) {
 }
 
 void AtomicFileWriter::write(const void* data, size_t nbytes) {
-  SMELT_INTERNAL_CHECK(fd_ >= 0 && !committed_) << "AtomicFileWriter::write after commit or failure";
+  SMELT_INTERNAL_CHECK(fd_ >= 0 && !committed_)
+      << "AtomicFileWriter::write after commit or failure";
   const char* p = static_cast<const char*>(data);
   while (nbytes > 0) {
     ssize_t n = ::write(fd_, p, nbytes);

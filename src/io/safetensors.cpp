@@ -31,8 +31,10 @@ struct DTypeName {
   DType dtype;
   const char* name;
 };
-constexpr DTypeName kDTypeNames[] = {{DType::Float32, "F32"}, {DType::Float64, "F64"},
-                                     {DType::Int64, "I64"},   {DType::Bool, "BOOL"},
+constexpr DTypeName kDTypeNames[] = {{DType::Float32, "F32"},
+                                     {DType::Float64, "F64"},
+                                     {DType::Int64, "I64"},
+                                     {DType::Bool, "BOOL"},
                                      {DType::UInt8, "U8"}};
 // Valid in the format, but with no smelt dtype to load them into.
 constexpr const char* kUnsupportedDTypes[] = {"F16", "BF16", "F8_E4M3", "F8_E5M2", "I8",
@@ -61,10 +63,11 @@ class InputFile {
  public:
   explicit InputFile(const std::string& path) : path_(path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    SMELT_CHECK(fd_ >= 0) << "load_safetensors: " << path << ": cannot open: " << std::strerror(errno);
+    SMELT_CHECK(fd_ >= 0) << "load_safetensors: " << path
+                          << ": cannot open: " << std::strerror(errno);
     struct stat st;
-    SMELT_CHECK(::fstat(fd_, &st) == 0) << "load_safetensors: " << path << ": cannot stat: "
-                                        << std::strerror(errno);
+    SMELT_CHECK(::fstat(fd_, &st) == 0)
+        << "load_safetensors: " << path << ": cannot stat: " << std::strerror(errno);
     SMELT_CHECK(S_ISREG(st.st_mode)) << "load_safetensors: " << path << ": not a regular file";
     size_ = uint64_t(st.st_size);
   }
@@ -118,9 +121,9 @@ Entry parse_entry(const std::string& path, const std::string& name, const nlohma
     }
   }
   if (!known) {
-    bool valid_elsewhere = std::find_if(std::begin(kUnsupportedDTypes), std::end(kUnsupportedDTypes),
-                                        [&](const char* n) { return dname == n; }) !=
-                           std::end(kUnsupportedDTypes);
+    bool valid_elsewhere =
+        std::find_if(std::begin(kUnsupportedDTypes), std::end(kUnsupportedDTypes),
+                     [&](const char* n) { return dname == n; }) != std::end(kUnsupportedDTypes);
     SMELT_CHECK(false) << where() << "dtype '" << dname << "' is "
                        << (valid_elsewhere ? "not supported by smelt" : "not a safetensors dtype")
                        << "; supported: " << supported_dtypes();
@@ -171,7 +174,8 @@ void check_layout(const std::string& path, std::vector<Entry>& entries, uint64_t
         << " bytes (the file is truncated or the offsets are wrong)";
     SMELT_CHECK(e.begin >= covered)
         << "load_safetensors: " << path << ": tensors '" << previous->name << "' and '" << e.name
-        << "' overlap (bytes [" << e.begin << ", " << std::min(covered, e.end) << ") of the data section)";
+        << "' overlap (bytes [" << e.begin << ", " << std::min(covered, e.end)
+        << ") of the data section)";
     SMELT_CHECK(e.begin == covered)
         << "load_safetensors: " << path << ": bytes [" << covered << ", " << e.begin
         << ") of the data section belong to no tensor (a gap before '" << e.name << "')";
@@ -212,7 +216,8 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
       keys_at_depth.resize(size_t(depth) + 2);
       keys_at_depth[size_t(depth) + 1].clear();
     } else if (event == E::key && size_t(depth) < keys_at_depth.size()) {
-      if (!keys_at_depth[size_t(depth)].insert(value.get<std::string>()).second && duplicate.empty()) {
+      if (!keys_at_depth[size_t(depth)].insert(value.get<std::string>()).second &&
+          duplicate.empty()) {
         duplicate = value.get<std::string>();
       }
     }
@@ -231,11 +236,11 @@ StateDict load_safetensors(const std::string& path, Metadata* metadata) {
   Metadata meta;
   for (const auto& [name, value] : j.items()) {
     if (name == kMetadataKey) {
-      SMELT_CHECK(value.is_object()) << where << "__metadata__ must be an object of strings, got "
-                                     << value.type_name();
+      SMELT_CHECK(value.is_object())
+          << where << "__metadata__ must be an object of strings, got " << value.type_name();
       for (const auto& [k, v] : value.items()) {
-        SMELT_CHECK(v.is_string()) << where << "__metadata__['" << k << "'] must be a string, got "
-                                   << v.dump();
+        SMELT_CHECK(v.is_string())
+            << where << "__metadata__['" << k << "'] must be a string, got " << v.dump();
         meta[k] = v.get<std::string>();
       }
       continue;

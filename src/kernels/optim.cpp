@@ -145,7 +145,8 @@ double sum_of_squares(const Tensor& t) {
     parallel_for(chunks, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c_i = cb; c_i < ce; ++c_i) {
         double acc = 0.0;
-        for (int64_t i = n * c_i / chunks; i < n * (c_i + 1) / chunks; ++i) acc += double(x[i]) * double(x[i]);
+        for (int64_t i = n * c_i / chunks; i < n * (c_i + 1) / chunks; ++i)
+          acc += double(x[i]) * double(x[i]);
         partial[size_t(c_i)] = acc;
       }
     });

@@ -26,9 +26,9 @@ void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_bu
               bool first_step, const SgdHyper& h);
 
 // PyTorch's Adam / AdamW for one parameter at step `step` (1-based):
-//   g = grad (negated when maximize); Adam: g += weight_decay * p; AdamW: p *= 1 - lr * weight_decay
-//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;  amsgrad: vmax = max(vmax, v)
-//   p -= lr / (1 - beta1^step) * m / (sqrt(v or vmax) / sqrt(1 - beta2^step) + eps)
+//   g = grad (negated when maximize); Adam: g += weight_decay * p; AdamW: p *= 1 - lr *
+//   weight_decay m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;  amsgrad: vmax =
+//   max(vmax, v) p -= lr / (1 - beta1^step) * m / (sqrt(v or vmax) / sqrt(1 - beta2^step) + eps)
 struct AdamHyper {
   double lr = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
   bool decoupled_weight_decay = false, amsgrad = false, maximize = false;

@@ -47,7 +47,8 @@ void constant_(const Tensor& t, double value) {
 void kaiming_uniform_(const Tensor& t, double a, Generator* gen) {
   check_floating(t, "init::kaiming_uniform_");
   int64_t fan_in = fan_in_and_fan_out(t).first;
-  SMELT_CHECK(fan_in > 0) << "init::kaiming_uniform_: fan_in is 0 for shape " << shape_str(t.shape());
+  SMELT_CHECK(fan_in > 0) << "init::kaiming_uniform_: fan_in is 0 for shape "
+                          << shape_str(t.shape());
   double gain = std::sqrt(2.0 / (1.0 + a * a));
   double bound = std::sqrt(3.0) * gain / std::sqrt(double(fan_in));
   uniform_(t, -bound, bound, gen);
@@ -56,7 +57,8 @@ void kaiming_uniform_(const Tensor& t, double a, Generator* gen) {
 void xavier_uniform_(const Tensor& t, double gain, Generator* gen) {
   check_floating(t, "init::xavier_uniform_");
   auto [fan_in, fan_out] = fan_in_and_fan_out(t);
-  SMELT_CHECK(fan_in + fan_out > 0) << "init::xavier_uniform_: empty shape " << shape_str(t.shape());
+  SMELT_CHECK(fan_in + fan_out > 0)
+      << "init::xavier_uniform_: empty shape " << shape_str(t.shape());
   double bound = gain * std::sqrt(6.0 / double(fan_in + fan_out));
   uniform_(t, -bound, bound, gen);
 }

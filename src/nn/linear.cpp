@@ -62,7 +62,9 @@ std::string Linear::extra_repr() const {
 
 Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> kernel_size,
                Options options)
-    : in_channels(in_channels), out_channels(out_channels), kernel_size(std::move(kernel_size)),
+    : in_channels(in_channels),
+      out_channels(out_channels),
+      kernel_size(std::move(kernel_size)),
       options(std::move(options)) {
   const Options& o = this->options;
   SMELT_CHECK(in_channels > 0 && out_channels > 0 && o.groups > 0)

@@ -50,7 +50,8 @@ void Module::collect(Slots& out, const std::string& prefix, bool parameters, boo
     if (slot->defined()) out.emplace_back(prefix + name, slot);
   }
   if (!recurse) return;
-  for (const auto& [name, child] : children_) child->collect(out, prefix + name + ".", parameters, true);
+  for (const auto& [name, child] : children_)
+    child->collect(out, prefix + name + ".", parameters, true);
 }
 
 namespace {
@@ -78,7 +79,9 @@ NamedTensors Module::named_parameters(bool recurse) const {
   return unique_by_tensor(all);
 }
 
-std::vector<Tensor> Module::parameters(bool recurse) const { return values(named_parameters(recurse)); }
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  return values(named_parameters(recurse));
+}
 
 NamedTensors Module::named_buffers(bool recurse) const {
   Slots all;
@@ -149,7 +152,9 @@ Module::LoadResult Module::load_state_dict(const StateDict& state, bool strict) 
   std::string shapes = shape_errors.str();
   SMELT_CHECK(!key_error && shapes.empty())
       << "load_state_dict(" << type_name() << "): the state dict does not fit the module"
-      << (key_error && !result.missing_keys.empty() ? "\n  missing keys: " + join(result.missing_keys) : "")
+      << (key_error && !result.missing_keys.empty()
+              ? "\n  missing keys: " + join(result.missing_keys)
+              : "")
       << (key_error && !result.unexpected_keys.empty()
               ? "\n  unexpected keys: " + join(result.unexpected_keys)
               : "")

@@ -8,7 +8,8 @@ namespace smelt::nn {
 
 BatchNorm2d::BatchNorm2d(int64_t num_features, Options options)
     : num_features(num_features), options(options) {
-  SMELT_CHECK(num_features > 0) << "BatchNorm2d: num_features must be positive, got " << num_features;
+  SMELT_CHECK(num_features > 0) << "BatchNorm2d: num_features must be positive, got "
+                                << num_features;
   SMELT_CHECK(options.eps > 0) << "BatchNorm2d: eps must be positive, got " << options.eps;
   SMELT_CHECK(!options.momentum || (*options.momentum >= 0 && *options.momentum <= 1))
       << "BatchNorm2d: momentum must be in [0, 1], got " << *options.momentum;
@@ -48,8 +49,10 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
 std::string BatchNorm2d::extra_repr() const {
   std::ostringstream s;
   s << num_features << ", eps=" << options.eps << ", momentum=";
-  if (options.momentum) s << *options.momentum;
-  else s << "none";
+  if (options.momentum)
+    s << *options.momentum;
+  else
+    s << "none";
   s << ", affine=" << (options.affine ? "true" : "false");
   return s.str();
 }
@@ -74,9 +77,10 @@ LayerNorm::LayerNorm(Shape normalized_shape, double eps, bool elementwise_affine
 Tensor LayerNorm::forward(const Tensor& x) {
   const int64_t k = int64_t(normalized_shape.size());
   bool fits = x.dim() >= k;
-  for (int64_t i = 0; fits && i < k; ++i) fits = x.size(x.dim() - k + i) == normalized_shape[size_t(i)];
-  SMELT_CHECK(fits) << "LayerNorm: input " << shape_str(x.shape()) << " must end with the normalized shape "
-                    << shape_str(normalized_shape);
+  for (int64_t i = 0; fits && i < k; ++i)
+    fits = x.size(x.dim() - k + i) == normalized_shape[size_t(i)];
+  SMELT_CHECK(fits) << "LayerNorm: input " << shape_str(x.shape())
+                    << " must end with the normalized shape " << shape_str(normalized_shape);
   return layer_norm(x, normalized_shape, weight, bias, eps);
 }
 

@@ -8,7 +8,8 @@
 
 namespace smelt::optim {
 
-double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, bool error_if_nonfinite) {
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm,
+                       bool error_if_nonfinite) {
   SMELT_CHECK(max_norm >= 0) << "clip_grad_norm_: max_norm must be >= 0, got " << max_norm;
   double sum_sq = 0.0;
   for (const Tensor& p : params) {

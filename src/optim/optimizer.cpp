@@ -24,9 +24,9 @@ Optimizer::Optimizer(std::vector<ParamGroupOptions> groups, double default_lr,
       SMELT_CHECK(p.defined() && dtype_is_floating(p.dtype()) && p.is_leaf() && p.requires_grad())
           << "optimizer: group " << g << " parameter " << i
           << " must be a float32/float64 leaf tensor that requires grad";
-      SMELT_CHECK(p.is_contiguous()) << "optimizer: group " << g << " parameter " << i
-                                     << " " << shape_str(p.shape())
-                                     << " is not contiguous; optimize the contiguous tensor it views";
+      SMELT_CHECK(p.is_contiguous())
+          << "optimizer: group " << g << " parameter " << i << " " << shape_str(p.shape())
+          << " is not contiguous; optimize the contiguous tensor it views";
       SMELT_CHECK(seen.insert(p.impl()).second)
           << "optimizer: group " << g << " parameter " << i
           << " appears more than once; each parameter may be in one group once";
@@ -56,7 +56,8 @@ StateDict Optimizer::state_dict() const {
     const std::string prefix = "param_groups." + std::to_string(g) + ".";
     out[prefix + "lr"] = scalar_tensor(groups_[g].lr, DType::Float64);
     out[prefix + "weight_decay"] = scalar_tensor(groups_[g].weight_decay, DType::Float64);
-    if (groups_[g].initial_lr) out[prefix + "initial_lr"] = scalar_tensor(*groups_[g].initial_lr, DType::Float64);
+    if (groups_[g].initial_lr)
+      out[prefix + "initial_lr"] = scalar_tensor(*groups_[g].initial_lr, DType::Float64);
     out[prefix + "num_params"] = scalar_tensor(double(groups_[g].params.size()), DType::Int64);
   }
   const std::vector<std::string> names = buffer_names();
@@ -96,7 +97,8 @@ void Optimizer::load_state_dict(const StateDict& state) {
   std::vector<ParamGroup> groups = groups_;
   std::vector<ParamState> new_state(state_.size());
   std::vector<size_t> first_param(groups_.size() + 1, 0);
-  for (size_t g = 0; g < groups_.size(); ++g) first_param[g + 1] = first_param[g] + groups_[g].params.size();
+  for (size_t g = 0; g < groups_.size(); ++g)
+    first_param[g + 1] = first_param[g] + groups_[g].params.size();
 
   // Every key is parsed and used exactly once; anything else is reported.
   std::set<std::string> used;

@@ -54,11 +54,15 @@ CosineAnnealingLR::CosineAnnealingLR(Optimizer& optimizer, int64_t t_max, double
 }
 
 double CosineAnnealingLR::lr_at(int64_t epoch, double base_lr) const {
-  return eta_min_ + (base_lr - eta_min_) * (1.0 + std::cos(M_PI * double(epoch) / double(t_max_))) / 2.0;
+  return eta_min_ +
+         (base_lr - eta_min_) * (1.0 + std::cos(M_PI * double(epoch) / double(t_max_))) / 2.0;
 }
 
-LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor, int64_t total_iters)
-    : LRScheduler(optimizer), start_factor_(start_factor), end_factor_(end_factor),
+LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor,
+                   int64_t total_iters)
+    : LRScheduler(optimizer),
+      start_factor_(start_factor),
+      end_factor_(end_factor),
       total_iters_(total_iters) {
   SMELT_CHECK(start_factor > 0 && start_factor <= 1)
       << "LinearLR: start_factor must be in (0, 1], got " << start_factor;
@@ -75,7 +79,9 @@ double LinearLR::lr_at(int64_t epoch, double base_lr) const {
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<const LRScheduler*> schedulers,
                            std::vector<int64_t> milestones)
-    : LRScheduler(optimizer), schedulers_(std::move(schedulers)), milestones_(std::move(milestones)) {
+    : LRScheduler(optimizer),
+      schedulers_(std::move(schedulers)),
+      milestones_(std::move(milestones)) {
   SMELT_CHECK(!schedulers_.empty() && milestones_.size() + 1 == schedulers_.size())
       << "SequentialLR: needs one milestone fewer than schedulers, got " << schedulers_.size()
       << " schedulers and " << milestones_.size() << " milestones";

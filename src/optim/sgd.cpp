@@ -11,7 +11,8 @@ std::vector<ParamGroupOptions> one_group(std::vector<Tensor> params) {
 }
 }  // namespace
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(one_group(std::move(params)), options) {}
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : SGD(one_group(std::move(params)), options) {}
 
 SGD::SGD(std::vector<ParamGroupOptions> groups, SGDOptions options)
     : Optimizer(std::move(groups), options.lr, options.weight_decay), options_(options) {

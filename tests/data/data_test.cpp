@@ -103,7 +103,8 @@ TEST_F(DigitsFileTest, MalformedFilesAreErrorsWithLineNumbers) {
   expect_error([&] { data::load_digits(path()); }, {"line 1, field 3", "integer"});
   write_file("");
   expect_error([&] { data::load_digits(path()); }, {"no rows"});
-  expect_error([&] { data::load_digits(dir_ + "/absent.csv.gz"); }, {"absent.csv.gz", "cannot open"});
+  expect_error([&] { data::load_digits(dir_ + "/absent.csv.gz"); },
+               {"absent.csv.gz", "cannot open"});
 }
 
 TEST_F(DigitsFileTest, TruncatedGzipIsAnError) {
@@ -118,7 +119,8 @@ TEST_F(DigitsFileTest, TruncatedGzipIsAnError) {
 std::shared_ptr<data::TensorDataset> tagged(int64_t n) {
   std::vector<double> x;
   std::vector<int64_t> y;
-  for (int64_t i = 0; i < n; ++i) x.push_back(double(i)), x.push_back(10.0 * double(i)), y.push_back(i);
+  for (int64_t i = 0; i < n; ++i)
+    x.push_back(double(i)), x.push_back(10.0 * double(i)), y.push_back(i);
   return std::make_shared<data::TensorDataset>(from_vector(x, {n, 2}), from_vector(y, {n}));
 }
 
@@ -143,7 +145,11 @@ TEST(TensorDataset, GetAndGetBatch) {
   EXPECT_EQ(b.inputs.shape(), (Shape{3, 2}));
   EXPECT_EQ(ids(b), (std::vector<int64_t>{4, 0, 4}));
   expect_error([&] { ds->get(5); }, {"TensorDataset", "index 5"});
-  expect_error([&] { data::TensorDataset(zeros({3, 2}), zeros({4})); }, {"TensorDataset", "(3, 2)", "(4,)"});
+  expect_error(
+      [&] {
+        data::TensorDataset(zeros({3, 2}), zeros({4}));
+      },
+      {"TensorDataset", "(3, 2)", "(4,)"});
   // A strided input is stored contiguously.
   data::TensorDataset strided(zeros({2, 3}).t(), zeros({3}));
   EXPECT_TRUE(strided.inputs().is_contiguous());

@@ -29,7 +29,8 @@ class CheckpointTest : public ::testing::Test {
     dir_ = pattern;
   }
   void TearDown() override {
-    for (const char* f : {"m.safetensors", "o.safetensors", "c.safetensors"}) std::remove(path(f).c_str());
+    for (const char* f : {"m.safetensors", "o.safetensors", "c.safetensors"})
+      std::remove(path(f).c_str());
     rmdir(dir_.c_str());
   }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
@@ -39,9 +40,9 @@ class CheckpointTest : public ::testing::Test {
 // Linear + BatchNorm-like buffers without needing the ops of other branches.
 std::shared_ptr<nn::Sequential> model(uint64_t seed) {
   manual_seed(seed);
-  return std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::BatchNorm2d>(3)});
+  return std::make_shared<nn::Sequential>(
+      std::vector<nn::ModulePtr>{std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::ReLU>(),
+                                 std::make_shared<nn::BatchNorm2d>(3)});
 }
 
 void expect_same_state(const nn::Module& a, const nn::Module& b) {
@@ -119,11 +120,13 @@ TEST_F(CheckpointTest, CombinedCheckpointIsAllOrNothing) {
   auto c = model(6);
   StateDict before = c->state_dict();
   for (auto& [_, t] : before) t = t.clone();
-  optim::SGD opt_c(std::vector<optim::ParamGroupOptions>{{{c->parameters()[0]}}, {{c->parameters()[1]}}},
-                   {.lr = 0.1, .momentum = 0.9});
+  optim::SGD opt_c(
+      std::vector<optim::ParamGroupOptions>{{{c->parameters()[0]}}, {{c->parameters()[1]}}},
+      {.lr = 0.1, .momentum = 0.9});
   expect_error([&] { io::load_checkpoint(path("c.safetensors"), *c, opt_c); },
                {"load_checkpoint", "c.safetensors", "parameter groups"});
-  for (const auto& [name, t] : c->state_dict()) EXPECT_TRUE(all_close(t, before.at(name), 0, 0)) << name;
+  for (const auto& [name, t] : c->state_dict())
+    EXPECT_TRUE(all_close(t, before.at(name), 0, 0)) << name;
 }
 
 TEST_F(CheckpointTest, ForeignEntriesInACheckpointAreErrors) {

@@ -102,7 +102,8 @@ void expect_same(const StateDict& a, const StateDict& b) {
     EXPECT_EQ(t.shape(), u.shape()) << name;
     ASSERT_EQ(t.numel(), u.numel()) << name;
     Tensor tc = t.contiguous();
-    EXPECT_EQ(std::memcmp(tc.raw_data(), u.raw_data(), size_t(t.numel()) * dtype_size(t.dtype())), 0)
+    EXPECT_EQ(std::memcmp(tc.raw_data(), u.raw_data(), size_t(t.numel()) * dtype_size(t.dtype())),
+              0)
         << name;
   }
 }
@@ -157,7 +158,8 @@ TEST_F(SafetensorsTest, ReadsAFileWrittenByAnotherWriter) {
   std::string header =
       R"({"w":{"dtype":"I64","shape":[2],"data_offsets":[4,20]},"m":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})";
   int64_t w[2] = {-7, 9};
-  std::string data = std::string("\x01\x02\x03\x04", 4) + std::string(reinterpret_cast<char*>(w), 16);
+  std::string data =
+      std::string("\x01\x02\x03\x04", 4) + std::string(reinterpret_cast<char*>(w), 16);
   write_bytes(path("x.safetensors"), file_bytes(header, data));
   StateDict sd = io::load_safetensors(path("x.safetensors"));
   EXPECT_EQ(sd["w"].to_vector(), (std::vector<double>{-7, 9}));
@@ -241,32 +243,54 @@ std::vector<Corruption> corruptions() {
       {"empty file", "", {"0 bytes", "too short"}},
       {"shorter than the length field", std::string("\x05\x00\x00", 3), {"3 bytes", "too short"}},
       {"zero header length", file_bytes("", data8, 0), {"header length is 0"}},
-      {"header length past the end", file_bytes(one, data8, 5000), {"header length 5000", "exceeds"}},
-      {"absurd header length", file_bytes(one, data8, uint64_t(1) << 62), {"exceeds the format's limit"}},
+      {"header length past the end",
+       file_bytes(one, data8, 5000),
+       {"header length 5000", "exceeds"}},
+      {"absurd header length",
+       file_bytes(one, data8, uint64_t(1) << 62),
+       {"exceeds the format's limit"}},
       {"not JSON", file_bytes("{\"a\": [1, 2", ""), {"not valid JSON"}},
-      {"binary garbage header", file_bytes(std::string("\xff\xfe\x00\x13garbage", 11), ""), {"not valid JSON"}},
+      {"binary garbage header",
+       file_bytes(std::string("\xff\xfe\x00\x13garbage", 11), ""),
+       {"not valid JSON"}},
       {"JSON array header", file_bytes("[1, 2, 3]", ""), {"must be a JSON object", "array"}},
       {"entry not an object", file_bytes(R"({"a": 3})", ""), {"tensor 'a'", "JSON object"}},
-      {"missing field", file_bytes(R"({"a":{"dtype":"F32","shape":[2]}})", data8), {"'a'", "data_offsets"}},
-      {"unknown field", file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", data8),
+      {"missing field",
+       file_bytes(R"({"a":{"dtype":"F32","shape":[2]}})", data8),
+       {"'a'", "data_offsets"}},
+      {"unknown field",
+       file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", data8),
        {"unknown field 'x'"}},
-      {"unknown dtype", file_bytes(R"({"a":{"dtype":"F99","shape":[2],"data_offsets":[0,8]}})", data8),
+      {"unknown dtype",
+       file_bytes(R"({"a":{"dtype":"F99","shape":[2],"data_offsets":[0,8]}})", data8),
        {"'F99'", "not a safetensors dtype", "F32"}},
-      {"unsupported dtype", file_bytes(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", data8),
+      {"unsupported dtype",
+       file_bytes(R"({"a":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", data8),
        {"'BF16'", "not supported by smelt"}},
-      {"dtype not a string", file_bytes(R"({"a":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", data8),
+      {"dtype not a string",
+       file_bytes(R"({"a":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", data8),
        {"dtype must be a string"}},
-      {"negative dim", file_bytes("{" + f32_entry("a", "[-2]", 0, 8) + "}", data8), {"non-negative"}},
-      {"fractional dim", file_bytes("{" + f32_entry("a", "[2.5]", 0, 8) + "}", data8), {"non-negative"}},
+      {"negative dim",
+       file_bytes("{" + f32_entry("a", "[-2]", 0, 8) + "}", data8),
+       {"non-negative"}},
+      {"fractional dim",
+       file_bytes("{" + f32_entry("a", "[2.5]", 0, 8) + "}", data8),
+       {"non-negative"}},
       {"shape overflow",
        file_bytes("{" + f32_entry("a", "[4294967296,4294967296,4294967296]", 0, 8) + "}", data8),
        {"too many elements"}},
-      {"offsets disagree with shape", file_bytes("{" + f32_entry("a", "[3]", 0, 8) + "}", data8),
+      {"offsets disagree with shape",
+       file_bytes("{" + f32_entry("a", "[3]", 0, 8) + "}", data8),
        {"span 8 bytes", "needs 12"}},
-      {"offsets reversed", file_bytes("{" + f32_entry("a", "[0]", 8, 4) + "}", data8), {"end before"}},
-      {"offsets malformed", file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", data8),
+      {"offsets reversed",
+       file_bytes("{" + f32_entry("a", "[0]", 8, 4) + "}", data8),
+       {"end before"}},
+      {"offsets malformed",
+       file_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", data8),
        {"two non-negative integers"}},
-      {"truncated data", file_bytes(one, std::string(5, '\0')), {"holds only 5 bytes", "truncated"}},
+      {"truncated data",
+       file_bytes(one, std::string(5, '\0')),
+       {"holds only 5 bytes", "truncated"}},
       {"overlapping tensors",
        file_bytes("{" + f32_entry("a", "[2]", 0, 8) + "," + f32_entry("b", "[2]", 4, 12) + "}",
                   std::string(12, '\0')),
@@ -277,11 +301,15 @@ std::vector<Corruption> corruptions() {
        {"belong to no tensor", "'b'"}},
       {"trailing bytes", file_bytes(one, std::string(16, '\0')), {"cover only 8", "trailing"}},
       {"duplicate name",
-       file_bytes("{" + f32_entry("a", "[1]", 0, 4) + "," + f32_entry("a", "[1]", 4, 8) + "}", data8),
+       file_bytes("{" + f32_entry("a", "[1]", 0, 4) + "," + f32_entry("a", "[1]", 4, 8) + "}",
+                  data8),
        {"'a' twice"}},
-      {"metadata not strings", file_bytes(R"({"__metadata__":{"k":1}})", ""), {"__metadata__['k']"}},
+      {"metadata not strings",
+       file_bytes(R"({"__metadata__":{"k":1}})", ""),
+       {"__metadata__['k']"}},
       {"bool out of range",
-       file_bytes(R"({"m":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\x01\x02", 2)),
+       file_bytes(R"({"m":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})",
+                  std::string("\x01\x02", 2)),
        {"'m'", "must be 0 or 1"}},
   };
   return c;

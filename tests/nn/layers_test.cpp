@@ -31,7 +31,8 @@ Tensor random64(const Shape& shape, uint64_t seed, double low = -1, double high 
 // y[n, o] = sum_i x[n, i] w[o, i] + b[o]
 Tensor linear_reference(const Tensor& x, const Tensor& w, const Tensor& b) {
   const int64_t n = x.size(0), in = x.size(1), out = w.size(0);
-  std::vector<double> xv = x.to_vector(), wv = w.to_vector(), bv = b.to_vector(), y(size_t(n * out));
+  std::vector<double> xv = x.to_vector(), wv = w.to_vector(), bv = b.to_vector(),
+                      y(size_t(n * out));
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t o = 0; o < out; ++o) {
       double acc = bv[size_t(o)];
@@ -135,7 +136,8 @@ TEST(Conv2d, ForwardMatchesReference) {
   nn::Conv2d conv(4, 6, {3, 3},
                   {.stride = {2, 2}, .padding = {1, 1}, .groups = 2, .dtype = DType::Float64});
   Tensor x = random64({2, 4, 7, 6}, 5);
-  EXPECT_TRUE(all_close(conv(x), conv2d_reference(x, conv.weight, conv.bias, 2, 1, 2), 1e-10, 1e-12));
+  EXPECT_TRUE(
+      all_close(conv(x), conv2d_reference(x, conv.weight, conv.bias, 2, 1, 2), 1e-10, 1e-12));
   expect_error([&] { conv(zeros({2, 3, 7, 6}, DType::Float64)); }, {"Conv2d", "(N, 4, H, W)"});
 }
 
@@ -202,7 +204,8 @@ TEST(LayerNorm, ForwardMatchesReference) {
   Tensor x = random64({3, 4}, 14, -3, 3);
   Tensor mu = mean(x, {-1}, true);
   Tensor biased_var = mean((x - mu) * (x - mu), {-1}, true);
-  EXPECT_TRUE(all_close(ln(x), (x - mu) / sqrt(biased_var + 1e-5) * ln.weight + ln.bias, 1e-10, 1e-12));
+  EXPECT_TRUE(
+      all_close(ln(x), (x - mu) / sqrt(biased_var + 1e-5) * ln.weight + ln.bias, 1e-10, 1e-12));
   expect_error([&] { ln(zeros({3, 5}, DType::Float64)); }, {"LayerNorm", "(4,)"});
 }
 
@@ -213,8 +216,10 @@ TEST(Dropout, TrainingDropsAndScalesEvalIsIdentity) {
   std::vector<double> y = drop(x).to_vector();
   int64_t zeros_seen = 0;
   for (double v : y) {
-    if (v == 0) ++zeros_seen;
-    else EXPECT_NEAR(v, 1.0 / 0.75, 1e-6);
+    if (v == 0)
+      ++zeros_seen;
+    else
+      EXPECT_NEAR(v, 1.0 / 0.75, 1e-6);
   }
   EXPECT_NEAR(double(zeros_seen) / 100000.0, 0.25, 0.01);
   drop.eval();

@@ -29,9 +29,9 @@ std::vector<std::string> names_of(const nn::NamedTensors& named) {
 }
 
 std::shared_ptr<nn::Sequential> mlp() {
-  return std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::Linear>(4, 2)});
+  return std::make_shared<nn::Sequential>(
+      std::vector<nn::ModulePtr>{std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::ReLU>(),
+                                 std::make_shared<nn::Linear>(4, 2)});
 }
 
 TEST(Module, NamedParametersAreDottedAndInOrder) {
@@ -50,9 +50,9 @@ TEST(Module, NestedBuffersAndParameters) {
   auto inner = std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
       std::make_shared<nn::BatchNorm2d>(3), std::make_shared<nn::ReLU>()});
   nn::Sequential outer(std::vector<nn::ModulePtr>{std::make_shared<nn::Flatten>(), inner});
-  EXPECT_EQ(names_of(outer.named_buffers()),
-            (std::vector<std::string>{"1.0.running_mean", "1.0.running_var",
-                                      "1.0.num_batches_tracked"}));
+  EXPECT_EQ(
+      names_of(outer.named_buffers()),
+      (std::vector<std::string>{"1.0.running_mean", "1.0.running_var", "1.0.num_batches_tracked"}));
   EXPECT_EQ(names_of(outer.named_parameters()),
             (std::vector<std::string>{"1.0.weight", "1.0.bias"}));
   for (const Tensor& b : outer.buffers()) EXPECT_FALSE(b.requires_grad());
@@ -156,7 +156,8 @@ TEST(Module, LoadStateDictStrictErrors) {
 
   StateDict missing = good;
   missing.erase("2.bias");
-  expect_error([&] { model->load_state_dict(missing); }, {"Sequential", "missing keys", "'2.bias'"});
+  expect_error([&] { model->load_state_dict(missing); },
+               {"Sequential", "missing keys", "'2.bias'"});
 
   StateDict unexpected = good;
   unexpected["3.weight"] = zeros({2});

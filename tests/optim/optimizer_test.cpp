@@ -31,7 +31,8 @@ Tensor param_from(const std::vector<double>& v, DType dtype = DType::Float64) {
 // The gradient for step k of a run: deterministic, varying in sign and size.
 std::vector<double> grad_at(int64_t step, size_t n) {
   std::vector<double> g(n);
-  for (size_t i = 0; i < n; ++i) g[i] = std::sin(double(step * 7 + int64_t(i) * 3)) * (1.0 + double(i % 3));
+  for (size_t i = 0; i < n; ++i)
+    g[i] = std::sin(double(step * 7 + int64_t(i) * 3)) * (1.0 + double(i % 3));
   return g;
 }
 
@@ -71,8 +72,10 @@ struct AdamRef {
     double bc1 = 1 - std::pow(beta1, double(t)), bc2 = 1 - std::pow(beta2, double(t));
     for (size_t i = 0; i < p.size(); ++i) {
       double g = maximize ? -grad[i] : grad[i];
-      if (decoupled) p[i] *= 1 - lr * wd;
-      else g += wd * p[i];
+      if (decoupled)
+        p[i] *= 1 - lr * wd;
+      else
+        g += wd * p[i];
       m[i] = beta1 * m[i] + (1 - beta1) * g;
       v[i] = beta2 * v[i] + (1 - beta2) * g * g;
       double second = v[i];
@@ -85,7 +88,8 @@ struct AdamRef {
 void expect_near_vec(const Tensor& t, const std::vector<double>& want, double tol) {
   std::vector<double> got = t.to_vector();
   ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << i;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tol * (1 + std::abs(want[i]))) << i;
 }
 
 TEST(SGD, HandComputedMomentum) {
@@ -117,14 +121,20 @@ struct SgdCase {
 };
 
 TEST(SGD, MatchesReferenceOverSteps) {
-  const SgdCase cases[] = {{0.1, 0, 0, 0, false, false},   {0.05, 0.9, 0, 0, false, false},
-                           {0.05, 0.9, 0.3, 0.01, false, false}, {0.05, 0.8, 0, 0.02, true, false},
+  const SgdCase cases[] = {{0.1, 0, 0, 0, false, false},
+                           {0.05, 0.9, 0, 0, false, false},
+                           {0.05, 0.9, 0.3, 0.01, false, false},
+                           {0.05, 0.8, 0, 0.02, true, false},
                            {0.1, 0.5, 0.1, 0.0, false, true}};
   for (const SgdCase& c : cases) {
     std::vector<double> ref = {0.5, -1.0, 2.0, 0.25, -0.75};
     Tensor p = param_from(ref);
-    optim::SGD opt({p}, {.lr = c.lr, .momentum = c.momentum, .dampening = c.dampening,
-                         .weight_decay = c.wd, .nesterov = c.nesterov, .maximize = c.maximize});
+    optim::SGD opt({p}, {.lr = c.lr,
+                         .momentum = c.momentum,
+                         .dampening = c.dampening,
+                         .weight_decay = c.wd,
+                         .nesterov = c.nesterov,
+                         .maximize = c.maximize});
     SgdRef r{c.lr, c.momentum, c.dampening, c.wd, c.nesterov, c.maximize, {}};
     for (int64_t step = 0; step < 5; ++step) {
       std::vector<double> g = grad_at(step, ref.size());
@@ -145,11 +155,18 @@ void run_adam_case(const AdamCase& c, bool decoupled, DType dtype, size_t n, dou
   std::vector<double> ref(n);
   for (size_t i = 0; i < n; ++i) ref[i] = std::cos(double(i)) * 2.0;
   Tensor p = param_from(ref, dtype);
-  optim::AdamOptions o{.lr = c.lr, .beta1 = c.beta1, .beta2 = c.beta2, .eps = c.eps,
-                       .weight_decay = c.wd, .amsgrad = c.amsgrad, .maximize = c.maximize};
+  optim::AdamOptions o{.lr = c.lr,
+                       .beta1 = c.beta1,
+                       .beta2 = c.beta2,
+                       .eps = c.eps,
+                       .weight_decay = c.wd,
+                       .amsgrad = c.amsgrad,
+                       .maximize = c.maximize};
   std::unique_ptr<optim::Optimizer> opt;
-  if (decoupled) opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, o);
-  else opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, o);
+  if (decoupled)
+    opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, o);
+  else
+    opt = std::make_unique<optim::Adam>(std::vector<Tensor>{p}, o);
   AdamRef r{c.lr, c.beta1, c.beta2, c.eps, c.wd, decoupled, c.amsgrad, c.maximize, {}, {}, {}};
   for (int64_t step = 0; step < 6; ++step) {
     std::vector<double> g = grad_at(step, n);
@@ -230,9 +247,9 @@ TEST(Optimizer, SkipsParametersWithoutGradient) {
 
 TEST(Optimizer, ParamGroupsHaveTheirOwnLrAndDecay) {
   Tensor a = param_from({1.0}), b = param_from({1.0});
-  optim::SGD opt(std::vector<optim::ParamGroupOptions>{{{a}, std::nullopt, std::nullopt},
-                                                       {{b}, 0.01, 0.5}},
-                 {.lr = 0.1, .weight_decay = 0.0});
+  optim::SGD opt(
+      std::vector<optim::ParamGroupOptions>{{{a}, std::nullopt, std::nullopt}, {{b}, 0.01, 0.5}},
+      {.lr = 0.1, .weight_decay = 0.0});
   a.set_grad(ones({1}, DType::Float64));
   b.set_grad(ones({1}, DType::Float64));
   opt.step();
@@ -283,8 +300,12 @@ void run_steps(optim::Optimizer& opt, Tensor& p, int64_t first, int64_t steps) {
 TEST(Optimizer, StateDictRoundTripContinuesIdentically) {
   for (int kind = 0; kind < 3; ++kind) {
     auto make = [&](Tensor& p) -> std::unique_ptr<optim::Optimizer> {
-      if (kind == 0) return std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
-      if (kind == 1) return std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions{.lr = 0.05, .amsgrad = true});
+      if (kind == 0)
+        return std::make_unique<optim::SGD>(std::vector<Tensor>{p},
+                                            optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+      if (kind == 1)
+        return std::make_unique<optim::Adam>(std::vector<Tensor>{p},
+                                             optim::AdamOptions{.lr = 0.05, .amsgrad = true});
       return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, optim::AdamOptions{.lr = 0.05});
     };
     Tensor a = param_from({0.5, -1.0, 2.0});

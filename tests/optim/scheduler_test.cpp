@@ -43,8 +43,7 @@ void expect_sequence(const std::vector<double>& got, const std::vector<double>& 
 TEST(StepLR, DecaysEveryStepSize) {
   optim::SGD opt({leaf()}, {.lr = 0.8});
   optim::StepLR sched(opt, 3, 0.5);
-  expect_sequence(lr_sequence(opt, sched, 9),
-                  {0.8, 0.8, 0.8, 0.4, 0.4, 0.4, 0.2, 0.2, 0.2, 0.1});
+  expect_sequence(lr_sequence(opt, sched, 9), {0.8, 0.8, 0.8, 0.4, 0.4, 0.4, 0.2, 0.2, 0.2, 0.1});
   EXPECT_EQ(sched.last_epoch(), 9);
 }
 
@@ -52,7 +51,8 @@ TEST(CosineAnnealingLR, FollowsTheClosedForm) {
   optim::SGD opt({leaf()}, {.lr = 0.1});
   optim::CosineAnnealingLR sched(opt, 10, 0.001);
   std::vector<double> want;
-  for (int e = 0; e <= 14; ++e) want.push_back(0.001 + (0.1 - 0.001) * (1 + std::cos(M_PI * e / 10.0)) / 2);
+  for (int e = 0; e <= 14; ++e)
+    want.push_back(0.001 + (0.1 - 0.001) * (1 + std::cos(M_PI * e / 10.0)) / 2);
   std::vector<double> got = lr_sequence(opt, sched, 14);
   expect_sequence(got, want);
   EXPECT_NEAR(got[10], 0.001, 1e-15);  // the minimum at t_max
@@ -73,12 +73,17 @@ TEST(SequentialLR, WarmupThenCosine) {
   std::vector<double> want = {0.001, 0.004, 0.007};
   for (int e = 0; e <= 6; ++e) want.push_back(0.01 * (1 + std::cos(M_PI * e / 5.0)) / 2);
   expect_sequence(lr_sequence(opt, sched, 9), want);
-  expect_error([&] { optim::SequentialLR(opt, {&warmup, &cosine}, {}); }, {"SequentialLR", "milestone"});
+  expect_error(
+      [&] {
+        optim::SequentialLR(opt, {&warmup, &cosine}, {});
+      },
+      {"SequentialLR", "milestone"});
 }
 
 TEST(LRScheduler, EveryGroupScalesFromItsOwnBase) {
   Tensor a = leaf(), b = leaf();
-  optim::SGD opt(std::vector<optim::ParamGroupOptions>{{{a}, 1.0, std::nullopt}, {{b}, 0.1, std::nullopt}});
+  optim::SGD opt(
+      std::vector<optim::ParamGroupOptions>{{{a}, 1.0, std::nullopt}, {{b}, 0.1, std::nullopt}});
   optim::StepLR sched(opt, 1, 0.5);
   sched.step();
   sched.step();

@@ -15,9 +15,14 @@ TEST(Training, FitsALineWithEveryOptimizer) {
     w.set_requires_grad();
     b.set_requires_grad();
     std::unique_ptr<optim::Optimizer> opt;
-    if (kind == 0) opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w, b}, optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
-    if (kind == 1) opt = std::make_unique<optim::Adam>(std::vector<Tensor>{w, b}, optim::AdamOptions{.lr = 0.1});
-    if (kind == 2) opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{w, b}, optim::AdamOptions{.lr = 0.1, .weight_decay = 0.0});
+    if (kind == 0)
+      opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w, b},
+                                         optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+    if (kind == 1)
+      opt = std::make_unique<optim::Adam>(std::vector<Tensor>{w, b}, optim::AdamOptions{.lr = 0.1});
+    if (kind == 2)
+      opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{w, b},
+                                           optim::AdamOptions{.lr = 0.1, .weight_decay = 0.0});
     optim::CosineAnnealingLR sched(*opt, 300, 1e-3);
     double first_loss = 0, loss_value = 0;
     for (int step = 0; step < 300; ++step) {
@@ -45,7 +50,9 @@ TEST(Training, LinearClassifierLearnsDigits) {
   optim::AdamW opt(model.parameters(), {.lr = 0.02});
   optim::LinearLR warmup(opt, 0.1, 1.0, 20);
   Tensor classes = arange(10);
-  auto one_hot_of = [&](const Tensor& t) { return cast(eq(t.unsqueeze(1), classes), DType::Float32); };
+  auto one_hot_of = [&](const Tensor& t) {
+    return cast(eq(t.unsqueeze(1), classes), DType::Float32);
+  };
   double first_epoch_loss = 0, last_epoch_loss = 0;
   for (int ep = 0; ep < 8; ++ep) {
     double total = 0;
