@@ -110,8 +110,32 @@ void BM_KernelAddIntoExisting(benchmark::State& state) {
   report_bytes(state, 3 * kN * int64_t(sizeof(float)));
 }
 
+// The compute ceiling: one thread on 16K floats that stay in L1/L2, so memory is not the limit.
+// An op whose in-cache rate is well above the copy bandwidth per thread is memory bound.
+template <float (*F)(float)>
+void BM_InCache(benchmark::State& state) {
+  constexpr int64_t kSmall = 16384;  // below kParallelGrain: one thread
+  smelt::Generator gen(3);
+  smelt::Tensor a = smelt::rand({kSmall}, smelt::DType::Float32, &gen) * 8.0 - 4.0, out = smelt::exp(a);
+  for (auto _ : state) {
+    smelt::kernels::map1<float, float>(out, a, [](float x) { return F(x); });
+    benchmark::ClobberMemory();
+  }
+  report_bytes(state, 2 * kSmall * int64_t(sizeof(float)));
+}
+float copy_f(float x) { return x; }
+float exp_f(float x) { return smelt::scalar::exp(x); }
+float gelu_f(float x) { return smelt::scalar::gelu_erf(x); }
+float gelu_tanh_f(float x) { return smelt::scalar::gelu_tanh(x); }
+float sigmoid_f(float x) { return smelt::scalar::sigmoid(x); }
+
 }  // namespace
 
+BENCHMARK(BM_InCache<copy_f>)->Name("BM_InCacheCopy1Thread");
+BENCHMARK(BM_InCache<exp_f>)->Name("BM_InCacheExp1Thread");
+BENCHMARK(BM_InCache<gelu_f>)->Name("BM_InCacheGelu1Thread");
+BENCHMARK(BM_InCache<gelu_tanh_f>)->Name("BM_InCacheGeluTanh1Thread");
+BENCHMARK(BM_InCache<sigmoid_f>)->Name("BM_InCacheSigmoid1Thread");
 BENCHMARK(BM_StreamCopy)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_StreamTriad)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SmeltAdd)->UseRealTime()->Unit(benchmark::kMillisecond);

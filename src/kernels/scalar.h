@@ -49,9 +49,9 @@ inline float ldexp2(float v, int32_t n) {
 // one float cannot hold without rounding (a large square and its rounding error, a polynomial's
 // constant term and the rest). Cody-Waite reduction: n = round(argument / ln 2), r = argument -
 // n ln 2 in [-ln2/2, ln2/2], with ln 2 split so that hi - n * kLn2Hi is exact and the small pieces
-// are added to the already-small remainder; then a degree-6 polynomial for exp(r). The argument is clamped to
-// [-150, 89], beyond which exp is 0 or inf in float anyway (for callers that multiply mant * 2^n
-// by up to ~2^20 too).
+// are added to the already-small remainder; then a degree-6 polynomial for exp(r). hi is clamped
+// to [-150, 89], beyond which exp is 0 or inf in float anyway, even for callers that multiply
+// mant * 2^n by up to ~2^20 before scaling.
 struct ExpParts {
   float mant;  // in [0.70, 1.42]
   int32_t n;   // in [-220, 131]
@@ -67,7 +67,11 @@ inline ExpParts exp_parts(float hi, float mid, float lo) {
   float nf = shifted - kRoundShift;
   float r = ((hi - nf * kLn2Hi) + mid) + (lo - nf * kLn2Lo);
   // exp(r) = 1 + r + r^2 q(r), q a minimax fit of (exp(r) - 1 - r) / r^2 on [-ln2/2, ln2/2]
-  float q = 0.5f + r * (0.166665792f + r * (0.0416667573f + r * (0.00836294983f + r * 0.00139061525f)));
+  float q = 0.00139061525f;
+  q = q * r + 0.00836294983f;
+  q = q * r + 0.0416667573f;
+  q = q * r + 0.166665792f;
+  q = q * r + 0.5f;
   return {1.0f + (r + r * r * q), n};
 }
 
@@ -116,9 +120,12 @@ inline float log1p_nonneg(float e) {
 inline float tanh(float x) {
   float ax = fabs(x);
   float x2 = x * x;
-  float p = -0.333333343f +
-            x2 * (0.133334339f + x2 * (-0.0539842173f + x2 * (0.0219400302f +
-                                                               x2 * (-0.00882874429f + x2 * 0.00277721323f))));
+  float p = 0.00277721323f;
+  p = p * x2 - 0.00882874429f;
+  p = p * x2 + 0.0219400302f;
+  p = p * x2 - 0.0539842173f;
+  p = p * x2 + 0.133334339f;
+  p = p * x2 - 0.333333343f;
   float near_zero = x + x * x2 * p;
   float far = 1.0f - 2.0f / (exp(2.0f * ax) + 1.0f);  // saturates to 1, NaN stays NaN
   far = x < 0.0f ? -far : far;
@@ -135,18 +142,22 @@ inline Square square_split(float v) {
   return {head * head, tail * (v + head)};
 }
 
-// erfc(z) for z in [0.5, 10.5], given t = 2/(2+z) and z^2 = sq.hi + sq.lo: erfc(z) = t exp(-z^2 + P(t)),
-// P a minimax fit on t in [0.16, 0.8]. exp's argument goes in as (hi, lo) pieces, so the large z^2 loses
-// nothing to rounding and the tail keeps full relative precision. Returned as mant * 2^n so callers
-// can scale before the result leaves the normal range.
+// erfc(z) for z in [0.5, 10.5], given t = 2/(2+z) and z^2 = sq.hi + sq.lo:
+// erfc(z) = t exp(-z^2 + P(t)), P a minimax fit on t in [0.16, 0.8]. exp's argument goes in as
+// pieces, so the large z^2 loses nothing to rounding and the tail keeps full relative precision.
+// Returned as mant * 2^n so that callers can scale before the result leaves the normal range.
 inline ExpParts erfc_tail(float t, Square sq) {
   float u = t - 0.48f;  // centred: small Horner intermediates, so little rounding
-  float p_rest = u * (1.33726656f +
-                 u * (0.211483285f +
-                      u * (-0.36141178f +
-                           u * (-0.185510337f +
-                                u * (0.266022772f +
-                                     u * (0.154781848f + u * (-0.28021127f + u * (-0.10329859f + u * 0.258541346f))))))));
+  float p_rest = 0.258541346f;
+  p_rest = p_rest * u - 0.10329859f;
+  p_rest = p_rest * u - 0.28021127f;
+  p_rest = p_rest * u + 0.154781848f;
+  p_rest = p_rest * u + 0.266022772f;
+  p_rest = p_rest * u - 0.185510337f;
+  p_rest = p_rest * u - 0.36141178f;
+  p_rest = p_rest * u + 0.211483285f;
+  p_rest = p_rest * u + 1.33726656f;
+  p_rest *= u;
   ExpParts e = exp_parts(-sq.hi, -0.698621094f, p_rest - sq.lo);  // P = -0.6986... + p_rest
   return {t * e.mant, e.n};
 }
@@ -155,10 +166,13 @@ inline ExpParts erfc_tail(float t, Square sq) {
 // coefficient 1 + 0.128... exact to float precision.
 inline float erf_minus_x(float x) {
   float y = x * x;
-  float q = 0.128379166f +
-            y * (-0.376126289f +
-                 y * (0.112836182f +
-                      y * (-0.026855126f + y * (0.00519073382f + y * (-0.000803076138f + y * 7.92036808e-05f)))));
+  float q = 7.92036808e-05f;
+  q = q * y - 0.000803076138f;
+  q = q * y + 0.00519073382f;
+  q = q * y - 0.026855126f;
+  q = q * y + 0.112836182f;
+  q = q * y - 0.376126289f;
+  q = q * y + 0.128379166f;
   return x * q;
 }
 
@@ -198,7 +212,8 @@ inline float silu(float x) { return x_sigmoid(x, x, 0.0f); }
 // relative error of its argument by |2u| (up to ~100 before the result underflows).
 inline float gelu_tanh(float x) {
   double xd = x;  // conversions stay unconditional: GCC will not if-convert a conditional one
-  double v = xd * (1.5957691216057308 + 0.071354816272600443 * xd * xd);  // 2 sqrt(2/pi) (1, 0.044715)
+  // 2u = 2 sqrt(2/pi) (x + 0.044715 x^3)
+  double v = xd * (1.5957691216057308 + 0.071354816272600443 * xd * xd);
   float v_hi = float(v);
   float v_lo = float(v - double(v_hi));
   v_lo = fabs(v_lo) < 1.0f ? v_lo : 0.0f;  // inf - inf = NaN when v overflows float: drop it
@@ -259,7 +274,8 @@ template <class T> inline T tanh(T x) { return std::tanh(x); }
 template <> inline float tanh<float>(float x) { return f32::tanh(x); }
 // gelu(x) = x * Phi(x), Phi the standard normal CDF; through erfc below 0 (no cancellation)
 template <class T> inline T gelu_erf(T x) {
-  return x < T(0) ? T(0.5) * x * std::erfc(-x * T(M_SQRT1_2)) : T(0.5) * x * (T(1) + std::erf(x * T(M_SQRT1_2)));
+  const T z = x * T(M_SQRT1_2);
+  return x < T(0) ? T(0.5) * x * std::erfc(-z) : T(0.5) * x * (T(1) + std::erf(z));
 }
 template <> inline float gelu_erf<float>(float x) { return f32::gelu_erf(x); }
 // the tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
