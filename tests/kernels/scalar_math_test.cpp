@@ -57,8 +57,8 @@ struct Case {
   std::string name;
   std::function<float(float)> f;
   std::function<double(double)> ref;
-  // The exhaustive maximum of the -march=native build (scalar.h), or of this test's build
-  // (without -march=native, so without FMA contraction) where that is higher.
+  // The exhaustive maximum over all finite floats of the -march=native build (see scalar.h); this
+  // test is built without -march=native (no FMA contraction) and stays within it too.
   int64_t max_ulps;
 };
 
@@ -69,9 +69,9 @@ std::vector<Case> cases() {
       {"tanh", [](float x) { return scalar::tanh(x); }, [](double x) { return std::tanh(x); }, 1},
       {"erf", [](float x) { return scalar::erf(x); }, [](double x) { return std::erf(x); }, 1},
       {"sigmoid", [](float x) { return scalar::sigmoid(x); }, sigmoid_ref, 3},
-      {"silu", [](float x) { return scalar::silu(x); }, silu_ref, 3},
+      {"silu", [](float x) { return scalar::silu(x); }, silu_ref, 4},
       {"gelu_erf", [](float x) { return scalar::gelu_erf(x); }, gelu_erf_ref, 5},
-      {"gelu_tanh", [](float x) { return scalar::gelu_tanh(x); }, gelu_tanh_ref, 3},
+      {"gelu_tanh", [](float x) { return scalar::gelu_tanh(x); }, gelu_tanh_ref, 4},
       {"softplus", [](float x) { return scalar::softplus(x, 1.0f, 20.0f); }, softplus_ref, 3},
   };
 }
@@ -187,11 +187,11 @@ TEST(ScalarMath, EagerOpsMatchReferences) {
       {"log", [](const Tensor& t) { return smelt::log(t); }, [](double v) { return std::log(v); }, 1},
       {"tanh", [](const Tensor& t) { return smelt::tanh(t); }, [](double v) { return std::tanh(v); }, 1},
       {"erf", [](const Tensor& t) { return smelt::erf(t); }, [](double v) { return std::erf(v); }, 1},
-      {"sigmoid", [](const Tensor& t) { return smelt::sigmoid(t); }, sigmoid_ref, 2},
-      {"silu", [](const Tensor& t) { return smelt::silu(t); }, silu_ref, 3},
+      {"sigmoid", [](const Tensor& t) { return smelt::sigmoid(t); }, sigmoid_ref, 3},
+      {"silu", [](const Tensor& t) { return smelt::silu(t); }, silu_ref, 4},
       {"gelu", [](const Tensor& t) { return smelt::gelu(t); }, gelu_erf_ref, 5},
-      {"gelu_tanh", [](const Tensor& t) { return smelt::gelu(t, GeluApprox::Tanh); }, gelu_tanh_ref, 3},
-      {"softplus", [](const Tensor& t) { return smelt::softplus(t); }, softplus_ref, 2},
+      {"gelu_tanh", [](const Tensor& t) { return smelt::gelu(t, GeluApprox::Tanh); }, gelu_tanh_ref, 4},
+      {"softplus", [](const Tensor& t) { return smelt::softplus(t); }, softplus_ref, 3},
   };
   for (const OpCase& c : ops) {
     std::vector<double> y = c.op(x).to_vector();  // float32 values, widened exactly
