@@ -1,0 +1,207 @@
+// Accuracy of the float32 transcendental functions in kernels/scalar.h against float64 std::
+// references, over a strided sweep of every float bit pattern (both signs, subnormals to inf),
+// plus their special values, plus the same functions through the eager ops (which are compiled
+// with -march=native and vectorized, unlike this test).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/scalar.h"
+#include "smelt/smelt.h"
+
+namespace smelt {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Floats mapped to integers in value order, so that the distance between two is in ulps (one ulp of
+// a subnormal is the smallest subnormal).
+int64_t ordered(float x) {
+  int32_t i;
+  std::memcpy(&i, &x, sizeof i);
+  return i < 0 ? -int64_t(i & 0x7fffffff) : int64_t(i);
+}
+
+// ulps between `got` and the float nearest to `ref`; NaN/inf must match exactly.
+int64_t ulp_error(float got, double ref) {
+  float want = float(ref);
+  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got) ? 0 : INT64_MAX;
+  if (std::isinf(want) || std::isinf(got)) return want == got ? 0 : INT64_MAX;
+  int64_t d = ordered(got) - ordered(want);
+  return d < 0 ? -d : d;
+}
+
+// References in float64, written so that they stay accurate where the float32 results are tiny.
+double sigmoid_ref(double x) { return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x)); }
+// x times a CDF tends to -0 as x -> -inf (where the formula would give -inf * 0 = NaN)
+double silu_ref(double x) { return std::isinf(x) && x < 0 ? -0.0 : x * sigmoid_ref(x); }
+double gelu_erf_ref(double x) {
+  if (std::isinf(x) && x < 0) return -0.0;
+  return x < 0 ? 0.5 * x * std::erfc(-x * M_SQRT1_2) : 0.5 * x * (1 + std::erf(x * M_SQRT1_2));
+}
+// 0.5 x (1 + tanh(u)) = x sigmoid(2u)
+double gelu_tanh_ref(double x) {
+  if (std::isinf(x) && x < 0) return -0.0;
+  return x * sigmoid_ref(2 * 0.7978845608028654 * (x + 0.044715 * x * x * x));
+}
+double softplus_ref(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+
+struct Case {
+  std::string name;
+  std::function<float(float)> f;
+  std::function<double(double)> ref;
+  // The exhaustive maximum over all finite floats of the -march=native build (see scalar.h); this
+  // test is built without -march=native (no FMA contraction) and stays within it too.
+  int64_t max_ulps;
+};
+
+std::vector<Case> cases() {
+  return {
+      {"exp", [](float x) { return scalar::exp(x); }, [](double x) { return std::exp(x); }, 1},
+      {"log", [](float x) { return scalar::log(x); }, [](double x) { return std::log(x); }, 1},
+      {"tanh", [](float x) { return scalar::tanh(x); }, [](double x) { return std::tanh(x); }, 1},
+      {"erf", [](float x) { return scalar::erf(x); }, [](double x) { return std::erf(x); }, 1},
+      {"sigmoid", [](float x) { return scalar::sigmoid(x); }, sigmoid_ref, 3},
+      {"silu", [](float x) { return scalar::silu(x); }, silu_ref, 4},
+      {"gelu_erf", [](float x) { return scalar::gelu_erf(x); }, gelu_erf_ref, 5},
+      {"gelu_tanh", [](float x) { return scalar::gelu_tanh(x); }, gelu_tanh_ref, 4},
+      {"softplus", [](float x) { return scalar::softplus(x, 1.0f, 20.0f); }, softplus_ref, 3},
+  };
+}
+
+// Every `stride`-th bit pattern over all 2^32 (stride odd, so both signs and all exponents are
+// hit), plus every float in [-16, 16] at a finer stride, where the functions are not saturated.
+template <class Visit>
+void sweep(uint64_t stride, const Visit& visit) {
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += stride) {
+    float x;
+    uint32_t b = uint32_t(u);
+    std::memcpy(&x, &b, sizeof x);
+    visit(x);
+  }
+  for (float x = 1e-3f; x < 16.0f; x *= 1.0f + 1e-5f) {
+    visit(x);
+    visit(-x);
+  }
+}
+
+TEST(ScalarMath, Float32AccuracySweep) {
+  for (const Case& c : cases()) {
+    int64_t worst = 0;
+    float worst_x = 0;
+    sweep(2053, [&](float x) {
+      if (std::isnan(x)) return;
+      int64_t e = ulp_error(c.f(x), c.ref(double(x)));
+      if (e > worst) worst = e, worst_x = x;
+    });
+    EXPECT_LE(worst, c.max_ulps) << c.name << ": " << worst << " ulp at x = " << worst_x << " (got "
+                                 << c.f(worst_x) << ", want " << float(c.ref(worst_x)) << ")";
+  }
+}
+
+TEST(ScalarMath, NaNPropagates) {
+  for (const Case& c : cases()) {
+    EXPECT_TRUE(std::isnan(c.f(kNaN))) << c.name;
+    EXPECT_TRUE(std::isnan(c.f(-kNaN))) << c.name;
+  }
+}
+
+TEST(ScalarMath, ExpSpecialValues) {
+  EXPECT_EQ(scalar::exp(kInf), kInf);
+  EXPECT_EQ(scalar::exp(-kInf), 0.0f);
+  EXPECT_EQ(scalar::exp(0.0f), 1.0f);
+  EXPECT_EQ(scalar::exp(-0.0f), 1.0f);
+  EXPECT_EQ(scalar::exp(88.72f), float(std::exp(double(88.72f))));  // just below overflow
+  EXPECT_EQ(scalar::exp(88.73f), kInf);
+  EXPECT_EQ(scalar::exp(1000.0f), kInf);
+  EXPECT_EQ(scalar::exp(-103.0f), float(std::exp(-103.0)));  // subnormal, correctly rounded
+  EXPECT_GT(scalar::exp(-103.0f), 0.0f);
+  EXPECT_EQ(scalar::exp(-104.0f), 0.0f);
+  EXPECT_EQ(scalar::exp(-1000.0f), 0.0f);
+}
+
+TEST(ScalarMath, LogSpecialValues) {
+  EXPECT_EQ(scalar::log(0.0f), -kInf);
+  EXPECT_EQ(scalar::log(-0.0f), -kInf);
+  EXPECT_TRUE(std::isnan(scalar::log(-1.0f)));
+  EXPECT_TRUE(std::isnan(scalar::log(-1e-40f)));
+  EXPECT_TRUE(std::isnan(scalar::log(-kInf)));
+  EXPECT_EQ(scalar::log(kInf), kInf);
+  EXPECT_EQ(scalar::log(1.0f), 0.0f);
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  EXPECT_EQ(scalar::log(tiny), float(std::log(double(tiny))));
+  const float big = std::numeric_limits<float>::max();
+  EXPECT_EQ(scalar::log(big), float(std::log(double(big))));
+}
+
+TEST(ScalarMath, SaturatingFunctions) {
+  for (float x : {10.0f, 100.0f, 1e30f, kInf}) {
+    EXPECT_EQ(scalar::tanh(x), 1.0f) << x;
+    EXPECT_EQ(scalar::tanh(-x), -1.0f) << x;
+    EXPECT_EQ(scalar::erf(x), 1.0f) << x;
+    EXPECT_EQ(scalar::erf(-x), -1.0f) << x;
+  }
+  EXPECT_EQ(scalar::sigmoid(kInf), 1.0f);
+  EXPECT_EQ(scalar::sigmoid(-kInf), 0.0f);
+  EXPECT_EQ(scalar::sigmoid(0.0f), 0.5f);
+  // x * (something -> 1) is x; x * (something -> 0) is -0, also at -inf (not inf * 0 = NaN)
+  for (auto f : {+[](float x) { return scalar::silu(x); }, +[](float x) { return scalar::gelu_erf(x); },
+                 +[](float x) { return scalar::gelu_tanh(x); }}) {
+    EXPECT_EQ(f(kInf), kInf);
+    EXPECT_EQ(f(1e30f), 1e30f);
+    EXPECT_EQ(f(-kInf), 0.0f);
+    EXPECT_TRUE(std::signbit(f(-kInf)));
+    EXPECT_EQ(f(-1e30f), 0.0f);
+    EXPECT_EQ(f(0.0f), 0.0f);
+  }
+  EXPECT_EQ(scalar::softplus(kInf, 1.0f, 20.0f), kInf);
+  EXPECT_EQ(scalar::softplus(-kInf, 1.0f, 20.0f), 0.0f);
+  EXPECT_EQ(scalar::softplus(30.0f, 1.0f, 20.0f), 30.0f);     // above the threshold: x
+  EXPECT_EQ(scalar::softplus(200.0f, 1.0f, 1000.0f), 200.0f);  // below it, without overflow
+  EXPECT_LE(ulp_error(scalar::softplus(-200.0f, 0.5f, 20.0f), std::log1p(std::exp(-100.0)) / 0.5), 2);
+}
+
+// The eager ops run the same functions compiled with the library's flags (vectorized): a dense
+// band of inputs through smelt::exp & co. against the same references.
+TEST(ScalarMath, EagerOpsMatchReferences) {
+  std::vector<float> xs;
+  for (float x = -120.0f; x <= 120.0f; x += 0.00731f) xs.push_back(x);
+  for (float x : {0.0f, -0.0f, kInf, -kInf, kNaN, 1e-40f, -1e-40f, 1e30f, -1e30f}) xs.push_back(x);
+  const int64_t n = int64_t(xs.size());
+  Tensor x = from_vector(xs, {n});
+  struct OpCase {
+    const char* name;
+    std::function<Tensor(const Tensor&)> op;
+    std::function<double(double)> ref;
+    int64_t max_ulps;
+  };
+  const OpCase ops[] = {
+      {"exp", [](const Tensor& t) { return smelt::exp(t); }, [](double v) { return std::exp(v); }, 1},
+      {"log", [](const Tensor& t) { return smelt::log(t); }, [](double v) { return std::log(v); }, 1},
+      {"tanh", [](const Tensor& t) { return smelt::tanh(t); }, [](double v) { return std::tanh(v); }, 1},
+      {"erf", [](const Tensor& t) { return smelt::erf(t); }, [](double v) { return std::erf(v); }, 1},
+      {"sigmoid", [](const Tensor& t) { return smelt::sigmoid(t); }, sigmoid_ref, 3},
+      {"silu", [](const Tensor& t) { return smelt::silu(t); }, silu_ref, 4},
+      {"gelu", [](const Tensor& t) { return smelt::gelu(t); }, gelu_erf_ref, 5},
+      {"gelu_tanh", [](const Tensor& t) { return smelt::gelu(t, GeluApprox::Tanh); }, gelu_tanh_ref, 4},
+      {"softplus", [](const Tensor& t) { return smelt::softplus(t); }, softplus_ref, 3},
+  };
+  for (const OpCase& c : ops) {
+    std::vector<double> y = c.op(x).to_vector();  // float32 values, widened exactly
+    ASSERT_EQ(int64_t(y.size()), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_LE(ulp_error(float(y[i]), c.ref(double(xs[i]))), c.max_ulps)
+          << c.name << "(" << xs[i] << ") = " << y[i] << ", want " << float(c.ref(double(xs[i])));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smelt
