@@ -135,6 +135,7 @@ class Tensor {
   std::string to_string() const;
 
  private:
+  const TensorImpl& checked_impl() const;
   Ref<TensorImpl> impl_;
 };
 

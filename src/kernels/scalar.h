@@ -259,11 +259,13 @@ template <> inline float log<float>(float x) { return f32::log(x); }
 template <class T> inline T sqrt(T x) { return std::sqrt(x); }
 template <class T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
 template <class T> inline T abs(T x) { return x < T(0) ? -x : x; }
-template <class T> inline T sign(T x) { return T((T(0) < x) - (x < T(0))); }
+// sign(NaN) is NaN (as PyTorch); x != x is false for integers, so they are unaffected.
+template <class T> inline T sign(T x) { return x != x ? x : T((T(0) < x) - (x < T(0))); }
 template <class T> inline T erf(T x) { return std::erf(x); }
 template <> inline float erf<float>(float x) { return f32::erf(x); }
-template <class T> inline T relu(T x) { return x > T(0) ? x : T(0); }
-template <class T> inline T leaky_relu(T x, T slope) { return x > T(0) ? x : x * slope; }
+// NaN passes through (as PyTorch): written as `x < 0 ? 0 : x`, not `x > 0 ? x : 0`.
+template <class T> inline T relu(T x) { return x < T(0) ? T(0) : x; }
+template <class T> inline T leaky_relu(T x, T slope) { return x < T(0) ? x * slope : x; }
 // Written so that neither branch overflows: exp of a large positive number never happens.
 template <class T> inline T sigmoid(T x) {
   if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));

@@ -17,13 +17,14 @@ constexpr int64_t kSummarizeAbove = 1000;
 constexpr int64_t kEdgeItems = 3;
 
 struct Format {
-  enum Mode { Int, IntFloat, Fixed, Sci } mode = Fixed;
+  enum Mode { Bool, Int, IntFloat, Fixed, Sci } mode = Fixed;
   int width = 1;
   std::string format(double v) const {
     char buf[64];
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     switch (mode) {
+      case Bool: return v != 0 ? "True" : "False";
       case Int: std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v)); break;
       case IntFloat: std::snprintf(buf, sizeof buf, "%.0f.", v); break;
       case Fixed: std::snprintf(buf, sizeof buf, "%.4f", v); break;
@@ -35,7 +36,9 @@ struct Format {
 
 Format choose_format(const std::vector<double>& values, DType dtype) {
   Format f;
-  if (!dtype_is_floating(dtype)) {
+  if (dtype == DType::Bool) {
+    f.mode = Format::Bool;
+  } else if (!dtype_is_floating(dtype)) {
     f.mode = Format::Int;
   } else {
     bool integral = true;
@@ -156,10 +159,6 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   }
   if (t.dtype() != DType::Float32 && t.dtype() != DType::Int64 && t.dtype() != DType::Bool) {
     os << ", dtype=" << dtype_name(t.dtype());
-  }
-  if (t.dtype() == DType::Bool) {
-    // bools print as 0/1 digits; say so
-    os << ", dtype=bool";
   }
   if (t.grad_fn()) os << ", grad_fn=<" << t.grad_fn()->name() << "Backward>";
   else if (t.requires_grad()) os << ", requires_grad=True";

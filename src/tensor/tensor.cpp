@@ -95,9 +95,17 @@ Tensor empty(const Shape& shape, DType dtype) {
 
 // ---- metadata
 
-const Shape& Tensor::shape() const { return impl_->shape; }
-const Shape& Tensor::strides() const { return impl_->strides; }
-int64_t Tensor::dim() const { return int64_t(impl_->shape.size()); }
+// Every accessor goes through here: using an undefined (default-constructed) Tensor is a user
+// error with a message, not a null dereference.
+const TensorImpl& Tensor::checked_impl() const {
+  SMELT_CHECK(impl_) << "the tensor is undefined (default-constructed, or a gradient that was "
+                        "never computed); check defined() first";
+  return *impl_;
+}
+
+const Shape& Tensor::shape() const { return checked_impl().shape; }
+const Shape& Tensor::strides() const { return checked_impl().strides; }
+int64_t Tensor::dim() const { return int64_t(checked_impl().shape.size()); }
 int64_t Tensor::size(int64_t d) const {
   SMELT_CHECK(dim() > 0) << "Tensor::size: dim " << d << " of a 0-dim tensor, which has no dims";
   return impl_->shape[wrap_dim(d, dim(), "Tensor::size")];
@@ -106,12 +114,13 @@ int64_t Tensor::stride(int64_t d) const {
   SMELT_CHECK(dim() > 0) << "Tensor::stride: dim " << d << " of a 0-dim tensor, which has no dims";
   return impl_->strides[wrap_dim(d, dim(), "Tensor::stride")];
 }
-int64_t Tensor::numel() const { return shape_numel(impl_->shape); }
-int64_t Tensor::offset() const { return impl_->offset; }
-DType Tensor::dtype() const { return impl_->dtype; }
-const Ref<Storage>& Tensor::storage() const { return impl_->storage; }
+int64_t Tensor::numel() const { return shape_numel(checked_impl().shape); }
+int64_t Tensor::offset() const { return checked_impl().offset; }
+DType Tensor::dtype() const { return checked_impl().dtype; }
+const Ref<Storage>& Tensor::storage() const { return checked_impl().storage; }
 
 bool Tensor::is_contiguous() const {
+  checked_impl();
   int64_t expected = 1;
   for (size_t i = impl_->shape.size(); i-- > 0;) {
     if (impl_->shape[i] == 1) continue;  // any stride is fine for a size-1 dim
@@ -182,13 +191,20 @@ Tensor& Tensor::set_requires_grad(bool on) {
   return *this;
 }
 
-bool Tensor::is_leaf() const { return !impl_->grad_fn; }
-Tensor Tensor::grad() const { return impl_->grad; }
-void Tensor::set_grad(const Tensor& g) { impl_->grad = g; }
-void Tensor::zero_grad() { impl_->grad = Tensor(); }
-GradNode* Tensor::grad_fn() const { return impl_->grad_fn.get(); }
+bool Tensor::is_leaf() const { return !checked_impl().grad_fn; }
+Tensor Tensor::grad() const { return checked_impl().grad; }
+void Tensor::set_grad(const Tensor& g) {
+  checked_impl();
+  impl_->grad = g;
+}
+void Tensor::zero_grad() {
+  checked_impl();
+  impl_->grad = Tensor();
+}
+GradNode* Tensor::grad_fn() const { return checked_impl().grad_fn.get(); }
 
 Tensor Tensor::detach() const {
+  checked_impl();
   Tensor t = make_tensor(impl_->storage, impl_->shape, impl_->strides, impl_->offset, impl_->dtype);
   t.impl()->trace_id = impl_->trace_id;
   return t;
