@@ -228,6 +228,38 @@ class Flatten : public Module {
   int64_t start_dim, end_dim;
 };
 
+// Max pooling over (N, C, H, W); stride defaults to the kernel size.
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
+                     std::vector<int64_t> padding = {0, 0});
+  Tensor forward(const Tensor& x) override { return max_pool2d(x, kernel_size, stride, padding); }
+  std::string type_name() const override { return "MaxPool2d"; }
+  std::string extra_repr() const override;
+  std::vector<int64_t> kernel_size, stride, padding;
+};
+
+// Average pooling over (N, C, H, W) (padding counted, as PyTorch's default).
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
+                     std::vector<int64_t> padding = {0, 0});
+  Tensor forward(const Tensor& x) override { return avg_pool2d(x, kernel_size, stride, padding); }
+  std::string type_name() const override { return "AvgPool2d"; }
+  std::string extra_repr() const override;
+  std::vector<int64_t> kernel_size, stride, padding;
+};
+
+// Averages each (H, W) plane down to output_size.
+class AdaptiveAvgPool2d : public Module {
+ public:
+  explicit AdaptiveAvgPool2d(std::vector<int64_t> output_size) : output_size(std::move(output_size)) {}
+  Tensor forward(const Tensor& x) override { return adaptive_avg_pool2d(x, output_size); }
+  std::string type_name() const override { return "AdaptiveAvgPool2d"; }
+  std::string extra_repr() const override;
+  std::vector<int64_t> output_size;
+};
+
 // Runs its children in order; they are named "0", "1", ...
 class Sequential : public Module {
  public:
