@@ -145,7 +145,7 @@ def update_readme(path, markdown_text):
 # ---- the chart: left, smelt's speedup over PyTorch eager (log scale); right, the fraction of the
 # roofline that smelt and PyTorch reach.
 
-LABEL_W, PANEL_W, GAP, ROW_H, TOP = 330, 300, 50, 24, 70
+LABEL_W, PANEL_W, GAP, ROW_H, TOP = 370, 300, 70, 24, 80
 SMELT, TORCH, FASTER, SLOWER = "#3b6fb6", "#e08a2c", "#3a9a4a", "#c0392b"
 
 
@@ -160,9 +160,11 @@ def svg(run, results):
         f'<rect width="{width}" height="{height}" fill="white"/>',
         f'<text x="10" y="20" font-size="14" font-weight="bold">smelt vs PyTorch and vs the '
         f'roofline — {escape(run["date"])}, {escape(run["cpu"])}, {run["threads"]} threads</text>',
-        f'<text x="{x1}" y="45" font-weight="bold">speedup of smelt-eager over torch-eager (log scale)</text>',
-        f'<text x="{x2}" y="45" font-weight="bold">fraction of roofline: '
-        f'<tspan fill="{SMELT}">smelt-eager</tspan>, <tspan fill="{TORCH}">torch-eager</tspan></text>',
+        f'<text x="{x1}" y="45" font-weight="bold">speedup over PyTorch</text>',
+        f'<text x="{x1}" y="62">torch-eager time / smelt-eager time, log scale</text>',
+        f'<text x="{x2}" y="45" font-weight="bold">fraction of the roofline</text>',
+        f'<text x="{x2}" y="62"><tspan fill="{SMELT}">■ smelt-eager</tspan>  '
+        f'<tspan fill="{TORCH}">■ torch-eager</tspan></text>',
     ]
     # speedup axis: log2 from 1/8x to 8x, 1x in the middle
     span = 3.0
@@ -189,8 +191,8 @@ def svg(run, results):
             a, b = sorted((to_x(1), to_x(s)))
             parts.append(f'<rect x="{a:.1f}" y="{y + 4}" width="{max(b - a, 1):.1f}" height="{ROW_H - 8}" '
                          f'fill="{FASTER if s >= 1 else SLOWER}"/>')
-            tx, anchor = (b + 4, "start") if s >= 1 else (a - 4, "end")
-            parts.append(f'<text x="{tx:.1f}" y="{y + 16}" text-anchor="{anchor}">{s:.2f}x</text>')
+            # the value right of the bar (faster) or right of the 1x line (slower)
+            parts.append(f'<text x="{(b if s >= 1 else to_x(1)) + 4:.1f}" y="{y + 16}">{s:.2f}x</text>')
         for k, (impl, color) in enumerate((("smelt-eager", SMELT), ("torch-eager", TORCH))):
             f = roofline_fraction(r, impl)
             if f is None:

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/loops.h"
+#include "kernels/transpose.h"
 
 namespace smelt::kernels {
 
@@ -35,9 +36,7 @@ Tensor as_rows(const Tensor& x, const std::vector<int64_t>& dims, int64_t* outer
   }
   Tensor view = make_tensor(x.storage(), shape, strides, x.offset(), x.dtype());
   if (view.is_contiguous()) return view;
-  Tensor copy = empty(shape, x.dtype());
-  copy_strided(copy, view);
-  return copy;
+  return contiguous_copy(view);  // a permuted copy: normalized, by rows or tiles
 }
 
 namespace {

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "kernels/loops.h"
+#include "kernels/transpose.h"
 #include "ops/op_util.h"
 
 namespace smelt::ops {
@@ -52,14 +53,8 @@ Tensor view_of(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
   return v;
 }
 
-Tensor copy_contiguous(const Tensor& x) {
-  Tensor y = empty(x.shape(), x.dtype());
-  SMELT_DISPATCH_ALL(x.dtype(), "contiguous", [&] {
-    using T = scalar_t;
-    kernels::map1<T, T>(y, x, [](T v) { return v; });
-  });
-  return y;
-}
+// Normalized (size-1 dims dropped, adjacent dims merged) and copied by rows or tiles.
+Tensor copy_contiguous(const Tensor& x) { return kernels::contiguous_copy(x); }
 
 // ---- reshape
 std::vector<TensorMeta> reshape_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {

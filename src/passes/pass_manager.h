@@ -64,6 +64,7 @@ PipelineResult run_pipeline(ir::Graph& graph, const std::string& pipeline,
 // The canonical pipeline used by the compiler: dce first so later passes see only live nodes,
 // canonicalize before cse so operand order does not hide duplicates, fold and simplify, and dce
 // last to drop what they replaced.
-inline constexpr const char* kDefaultPipeline = "dce,canonicalize,cse,fold,simplify,dce";
+inline constexpr const char* kDefaultPipeline =
+    "dce,canonicalize,cse,fold,simplify,fold_batchnorm,transpose_sink,transpose_normalize,dce";
 
 }  // namespace smelt::passes

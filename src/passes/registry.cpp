@@ -5,6 +5,9 @@
 #include "passes/fold.h"
 #include "passes/pass_manager.h"
 #include "passes/simplify.h"
+#include "passes/fold_batchnorm.h"
+#include "passes/transpose_normalize.h"
+#include "passes/transpose_sink.h"
 
 namespace smelt::passes {
 
@@ -17,6 +20,9 @@ std::vector<PassInfo>& registry() {
       {"canonicalize", "put commutative operands in canonical order (constants last)", canonicalize},
       {"fold", "evaluate nodes whose inputs are all constants (not random ops; size-limited)", fold},
       {"simplify", "algebraic identities: x+0, x*1, neg(neg(x)), permute/reshape chains, ...", simplify},
+      {"transpose_sink", "move permutes down through elementwise ops until they compose and cancel", transpose_sink},
+      {"transpose_normalize", "permutes of size-1 dims become reshapes; merged dims give smaller permutes", transpose_normalize},
+      {"fold_batchnorm", "fold eval-mode batch_norm into the constant weights of conv2d/matmul before it", fold_batchnorm},
   };
   return passes;
 }

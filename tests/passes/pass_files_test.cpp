@@ -1,5 +1,6 @@
 // Lit-style pass tests: each tests/passes/*.ir file holds
 //   # PIPELINE: <passes>
+//   # REQUIRES: <op>, <op>      (optional: skipped while an op is not in the op table yet)
 //   <input IR>
 //   # EXPECT:
 //   <expected IR after the pipeline>
@@ -23,6 +24,7 @@ struct PassCase {
   std::string pipeline;
   std::string input;
   std::string expected;
+  std::vector<std::string> required_ops;
 };
 
 void PrintTo(const PassCase& c, std::ostream* os) { *os << c.file; }
@@ -48,6 +50,14 @@ std::vector<PassCase> load_cases() {
       c.input = text.substr(eol + 1, e - eol - 1);
       c.expected = text.substr(e + kExpect.size());
     }
+    const std::string kRequires = "# REQUIRES:";
+    if (size_t r = text.find(kRequires); r != std::string::npos) {
+      std::stringstream names(text.substr(r + kRequires.size(), text.find('\n', r) - r - kRequires.size()));
+      for (std::string name; std::getline(names >> std::ws, name, ',');) {
+        name.erase(name.find_last_not_of(" \t") + 1);
+        c.required_ops.push_back(name);
+      }
+    }
     cases.push_back(c);
   }
   std::sort(cases.begin(), cases.end(), [](const PassCase& a, const PassCase& b) { return a.file < b.file; });
@@ -66,6 +76,10 @@ class PassFile : public ::testing::TestWithParam<PassCase> {};
 TEST_P(PassFile, PipelineGivesExpectedIR) {
   const PassCase& c = GetParam();
   ASSERT_FALSE(c.input.empty()) << c.file << ": " << c.pipeline;
+  for (const std::string& name : c.required_ops) {
+    ops::OpId op;
+    if (!ops::op_from_name(name, &op)) GTEST_SKIP() << c.file << " needs op " << name << ", not in the op table yet";
+  }
   auto graph = ir::parse(c.input);
   auto reference = graph->clone();
   passes::PipelineOptions options;

@@ -1,0 +1,143 @@
+#include "passes/fold_batchnorm.h"
+
+#include <cmath>
+
+#include "ops/dispatch.h"
+#include "smelt/creation.h"
+
+namespace smelt::passes {
+namespace {
+
+using ops::OpId;
+
+// Ops written after this pass may be missing from the op table: looked up by name.
+struct FoldOps {
+  OpId batch_norm{}, conv2d{}, matmul{};
+  bool has_conv2d = false, has_matmul = false;
+};
+
+bool single_use(const ir::Graph& g, const ir::Value* v) { return v->uses.size() == 1 && !g.is_output(v); }
+
+// The value of `v` when it is a constant or a chain of views of one (reshape, permute, expand,
+// slice, ...), evaluated now with the eager kernels; undefined otherwise.
+Tensor constant_value(const ir::Value* v, int depth = 0) {
+  if (v->kind == ir::ValueKind::Constant) return v->constant;
+  const ir::Node* n = v->producer;
+  if (!n || depth > 8 || n->inputs.size() != 1) return {};
+  ops::OpKind kind = ops::op_info(n->op).kind;
+  if (kind != ops::OpKind::Injective && kind != ops::OpKind::Broadcast) return {};
+  Tensor in = constant_value(n->inputs[0], depth + 1);
+  if (!in.defined()) return {};
+  std::vector<ops::TensorMeta> metas;
+  for (const ir::Value* out : n->outputs) metas.push_back(out->meta);
+  return ops::op_impl(n->op).kernel({in}, n->attrs, metas)[size_t(v->output_index)];
+}
+
+// The C per-channel values of a constant that broadcasts along dim 1 of a rank-`rank` tensor:
+// shape (C,) for rank 2, (C, 1, 1) or (1, C, 1, 1) for rank 4, or a single value for all.
+bool per_channel(const ir::Value* v, size_t rank, int64_t channels, std::vector<double>* out) {
+  const Shape& shape = v->meta.shape;
+  if (shape.size() > rank || !dtype_is_floating(v->meta.dtype)) return false;
+  const size_t lead = rank - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != 1 && !(lead + d == 1 && shape[d] == channels)) return false;
+  }
+  Tensor t = constant_value(v);
+  if (!t.defined()) return false;
+  *out = t.to_vector();
+  if (out->size() == 1) out->assign(size_t(channels), (*out)[0]);
+  return true;
+}
+
+// A batch_norm parameter: a constant of shape (C,).
+bool channel_vector(const ir::Value* v, int64_t channels, std::vector<double>* out) {
+  if (v->meta.shape != Shape{channels}) return false;
+  Tensor t = constant_value(v);
+  if (!t.defined()) return false;
+  *out = t.to_vector();
+  return true;
+}
+
+bool fold_one(ir::Graph& g, ir::Node* bn, const FoldOps& ops) {
+  if (bn->attrs.get_int("training", 1) != 0) return false;
+  for (size_t k = 1; k < bn->outputs.size(); ++k) {
+    if (!bn->outputs[k]->uses.empty() || g.is_output(bn->outputs[k])) return false;
+  }
+  ir::Value* x = bn->inputs[0];
+  const size_t rank = x->meta.shape.size();
+  if (rank < 2 || !dtype_is_floating(x->meta.dtype)) return false;
+  const int64_t channels = x->meta.shape[1];
+  std::vector<double> gamma, beta, mean, var;
+  if (!channel_vector(bn->inputs[1], channels, &gamma) || !channel_vector(bn->inputs[2], channels, &beta) ||
+      !channel_vector(bn->inputs[3], channels, &mean) || !channel_vector(bn->inputs[4], channels, &var)) {
+    return false;
+  }
+  auto is_contraction = [&](const ir::Value* v) {
+    if (!v->producer) return false;
+    OpId op = v->producer->op;
+    return (ops.has_conv2d && op == ops.conv2d && rank == 4) || (ops.has_matmul && op == ops.matmul && rank == 2);
+  };
+  // An optional bias add between the contraction and the batch norm.
+  ir::Value* z = x;
+  std::vector<double> bias(size_t(channels), 0.0);
+  if (x->producer && x->producer->op == OpId::add && single_use(g, x)) {
+    ir::Node* add = x->producer;
+    for (int side : {0, 1}) {
+      ir::Value* other = add->inputs[size_t(1 - side)];
+      if (is_contraction(other) && other->meta == x->meta &&
+          per_channel(add->inputs[size_t(side)], rank, channels, &bias)) {
+        z = other;
+        break;
+      }
+    }
+  }
+  if (!is_contraction(z) || !single_use(g, z)) return false;
+  ir::Node* contraction = z->producer;
+  Tensor w = constant_value(contraction->inputs[1]);
+  if (!w.defined() || w.dtype() != z->meta.dtype) return false;
+  const bool conv = rank == 4;
+  // conv2d: W (O, C/g, kH, kW), channel = dim 0; matmul: W (in, out), channel = dim 1.
+  if (w.dim() != (conv ? 4 : 2) || w.size(conv ? 0 : 1) != channels) return false;
+
+  const double eps = bn->attrs.get_float("eps", 1e-5);
+  std::vector<double> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
+  for (size_t c = 0; c < size_t(channels); ++c) {
+    scale[c] = gamma[c] / std::sqrt(var[c] + eps);
+    shift[c] = (bias[c] - mean[c]) * scale[c] + beta[c];
+  }
+  std::vector<double> folded = w.to_vector();
+  const int64_t per_out = w.numel() / channels;  // conv: elements per output channel
+  for (size_t i = 0; i < folded.size(); ++i) {
+    folded[i] *= scale[conv ? i / size_t(per_out) : i % size_t(channels)];
+  }
+  ir::Value* new_w = g.add_constant(from_vector(folded, w.shape(), w.dtype()));
+  Shape shift_shape = conv ? Shape{channels, 1, 1} : Shape{channels};
+  ir::Value* new_shift = g.add_constant(from_vector(shift, shift_shape, x->meta.dtype));
+  ir::Value* y = g.insert_node(bn, contraction->op, {contraction->inputs[0], new_w}, contraction->attrs)->outputs[0];
+  ir::Value* folded_out = g.insert_node(bn, OpId::add, {y, new_shift}, {})->outputs[0];
+  SMELT_INTERNAL_CHECK(folded_out->meta == bn->outputs[0]->meta)
+      << "fold_batchnorm: folded result " << shape_str(folded_out->meta.shape) << " differs from "
+      << shape_str(bn->outputs[0]->meta.shape);
+  g.replace_all_uses(bn->outputs[0], folded_out);
+  return true;
+}
+
+}  // namespace
+
+bool fold_batchnorm(ir::Graph& graph) {
+  FoldOps ops;
+  if (!ops::op_from_name("batch_norm", &ops.batch_norm)) return false;
+  ops.has_conv2d = ops::op_from_name("conv2d", &ops.conv2d);
+  ops.has_matmul = ops::op_from_name("matmul", &ops.matmul);
+  bool changed = false;
+  std::vector<ir::Node*> order;
+  for (const auto& n : graph.nodes()) order.push_back(n.get());
+  for (ir::Node* node : order) {
+    if (node->op != ops.batch_norm || node->inputs.size() != 5) continue;
+    if (node->outputs[0]->uses.empty() && !graph.is_output(node->outputs[0])) continue;
+    changed |= fold_one(graph, node, ops);
+  }
+  return changed;
+}
+
+}  // namespace smelt::passes
