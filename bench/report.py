@@ -70,7 +70,10 @@ def markdown(run, results):
         f"Machine: {run['cpu']}, {run['cores']} cores ({run['logical_cpus']} logical CPUs); "
         f"{run['threads']} threads for both sides (smelt reports {run['smelt_threads']}, "
         f"PyTorch {run['torch_threads']}). Load average (1, 5, 15 min) {load} before the run, "
-        f"{load_after} after.",
+        f"{load_after} after." + (
+            f" **The machine was busy** (load above its {run['logical_cpus']} CPUs): other work "
+            "competed for the cores, so times are inflated and noisy, on both sides alike."
+            if max(run["load_before"][0], run["load_after"][0]) > run["logical_cpus"] else ""),
         "",
         "Limits measured in the same run (best of all iterations): " + "; ".join(
             f"{r['name']} {_limit_rate(r)}" for r in limits) + "."
@@ -97,8 +100,9 @@ def markdown(run, results):
                    f"{_pct(roofline_fraction(r, 'torch-eager'), r)} |")
     memory = [r for r in workloads if r["training"]]
     if memory:
-        out += ["", "Peak memory of the training steps: growth of the peak resident set over the "
-                "steps, above the built model and inputs, each in a fresh process.", "",
+        out += ["", "Peak memory of the training steps: growth of the peak resident set (ru_maxrss) "
+                "over the steps, above the peak after building the model and inputs, each in a "
+                "fresh process; 0 means the steps never went above that earlier peak.", "",
                 "| training step | smelt-eager | torch-eager | smelt / torch |", "|---|---:|---:|---:|"]
         for r in memory:
             mib = r["mib"]
