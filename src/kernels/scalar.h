@@ -38,7 +38,11 @@ template <class T> inline T softplus(T x, T beta, T threshold) {
   T bx = beta * x;
   return bx > threshold ? x : std::log1p(std::exp(bx)) / beta;
 }
-template <class T> inline T clamp(T x, T lo, T hi) { return x < lo ? lo : (x > hi ? hi : x); }
+// min(max(x, lo), hi): with lo > hi everything becomes hi (as PyTorch); NaN passes through
+template <class T> inline T clamp(T x, T lo, T hi) {
+  T y = x < lo ? lo : x;
+  return y > hi ? hi : y;
+}
 
 template <class T> inline T add(T a, T b) { return a + b; }
 template <class T> inline T sub(T a, T b) { return a - b; }

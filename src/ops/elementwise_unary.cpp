@@ -41,11 +41,22 @@ std::vector<TensorMeta> floating_shape(const std::vector<TensorMeta>& in, const 
   return {in[0]};
 }
 
-std::vector<TensorMeta> numeric_shape(const std::vector<TensorMeta>& in, const Attrs&) {
+std::vector<TensorMeta> numeric_shape(const std::vector<TensorMeta>& in, const char* op) {
   SMELT_CHECK(in[0].dtype != DType::Bool && in[0].dtype != DType::UInt8)
-      << "elementwise op: input must be float32, float64 or int64, got " << dtype_name(in[0].dtype);
+      << op << ": input must be float32, float64 or int64, got " << dtype_name(in[0].dtype);
   return {in[0]};
 }
+
+#define NUMERIC_SHAPE(NAME)                                                                   \
+  std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs&) {    \
+    return numeric_shape(in, #NAME);                                                          \
+  }
+
+NUMERIC_SHAPE(neg)
+NUMERIC_SHAPE(abs)
+NUMERIC_SHAPE(sign)
+NUMERIC_SHAPE(relu)
+NUMERIC_SHAPE(clamp)
 
 // Each floating op checks its dtype in the kernel dispatch too; the shape rule names the op.
 #define FLOATING_SHAPE(NAME)                                                                  \
@@ -225,22 +236,22 @@ std::vector<Tensor> cast_grad(const GradContext& c) {
 
 }  // namespace
 
-SMELT_OP_IMPL(neg) = {numeric_shape, neg_kernel, neg_grad, kSaveNothing};
+SMELT_OP_IMPL(neg) = {neg_shape, neg_kernel, neg_grad, kSaveNothing};
 SMELT_OP_IMPL(exp) = {exp_shape, exp_kernel, exp_grad, kSaveOutputs};
 SMELT_OP_IMPL(log) = {log_shape, log_kernel, log_grad, kSaveInputs};
 SMELT_OP_IMPL(sqrt) = {sqrt_shape, sqrt_kernel, sqrt_grad, kSaveOutputs};
 SMELT_OP_IMPL(rsqrt) = {rsqrt_shape, rsqrt_kernel, rsqrt_grad, kSaveOutputs};
-SMELT_OP_IMPL(abs) = {numeric_shape, abs_kernel, abs_grad, kSaveInputs};
-SMELT_OP_IMPL(sign) = {numeric_shape, sign_kernel, nullptr, kSaveNothing};
+SMELT_OP_IMPL(abs) = {abs_shape, abs_kernel, abs_grad, kSaveInputs};
+SMELT_OP_IMPL(sign) = {sign_shape, sign_kernel, nullptr, kSaveNothing};
 SMELT_OP_IMPL(erf) = {erf_shape, erf_kernel, erf_grad, kSaveInputs};
-SMELT_OP_IMPL(relu) = {numeric_shape, relu_kernel, relu_grad, kSaveInputs};
+SMELT_OP_IMPL(relu) = {relu_shape, relu_kernel, relu_grad, kSaveInputs};
 SMELT_OP_IMPL(leaky_relu) = {leaky_relu_shape, leaky_relu_kernel, leaky_relu_grad, kSaveInputs};
 SMELT_OP_IMPL(sigmoid) = {sigmoid_shape, sigmoid_kernel, sigmoid_grad, kSaveOutputs};
 SMELT_OP_IMPL(tanh) = {tanh_shape, tanh_kernel, tanh_grad, kSaveOutputs};
 SMELT_OP_IMPL(gelu) = {gelu_shape, gelu_kernel, gelu_grad, kSaveInputs};
 SMELT_OP_IMPL(silu) = {silu_shape, silu_kernel, silu_grad, kSaveInputs};
 SMELT_OP_IMPL(softplus) = {softplus_shape, softplus_kernel, softplus_grad, kSaveInputs};
-SMELT_OP_IMPL(clamp) = {numeric_shape, clamp_kernel, clamp_grad, kSaveInputs};
+SMELT_OP_IMPL(clamp) = {clamp_shape, clamp_kernel, clamp_grad, kSaveInputs};
 SMELT_OP_IMPL(cast) = {cast_shape, cast_kernel, cast_grad, kSaveInputs};
 
 }  // namespace smelt::ops

@@ -34,6 +34,7 @@ std::vector<int64_t> reduce_dims(const Attrs& attrs, int64_t rank, const char* o
   if (attrs.has("dims")) {
     for (int64_t d : attrs.get_ints("dims")) dims.push_back(wrap_dim(d, rank, op));
   }
+  if (rank == 0) return {};  // a 0-dim tensor accepts dim 0 / -1 but has no dim to index
   if (dims.empty()) {
     for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
   }

@@ -27,6 +27,11 @@ Tensor Tensor::view(const Shape& shape) const {
 Tensor Tensor::permute(const Shape& dims) const { return smelt::permute(*this, dims); }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  if (dim() == 0) {  // as PyTorch: dims 0 / -1 name the tensor itself
+    wrap_dim(d0, 0, "transpose");
+    wrap_dim(d1, 0, "transpose");
+    return *this;
+  }
   Shape dims(static_cast<size_t>(this->dim()));
   for (int64_t i = 0; i < dim(); ++i) dims[i] = i;
   std::swap(dims[wrap_dim(d0, dim(), "transpose")], dims[wrap_dim(d1, dim(), "transpose")]);
@@ -44,6 +49,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  SMELT_CHECK(dim() > 0) << "narrow: cannot narrow a 0-dim tensor";
   int64_t w = wrap_dim(d, dim(), "narrow");
   SMELT_CHECK(start >= 0 && length >= 0 && start + length <= size(w))
       << "narrow: [" << start << ", " << start + length << ") is outside dim " << w << " of size "
@@ -52,6 +58,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  SMELT_CHECK(dim() > 0) << "select: cannot select from a 0-dim tensor";
   int64_t w = wrap_dim(d, dim(), "select");
   int64_t n = size(w);
   SMELT_CHECK(index >= -n && index < n)

@@ -249,6 +249,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 }
 Tensor permute(const Tensor& x, const Shape& dims) { return call1(OpId::permute, {x}, {{"dims", dims}}); }
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  SMELT_CHECK(x.dim() > 0) << "slice: cannot slice a 0-dim tensor";
   int64_t d = wrap_dim(dim, x.dim(), "slice");
   int64_t n = x.size(d);
   // Python-style bounds: negative counts from the end, out-of-range clamps.

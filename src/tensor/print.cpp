@@ -116,7 +116,7 @@ class Printer {
         if (d == t_.dim() - 1) os << " ";
         else os << std::string(size_t(t_.dim() - d - 1), '\n') << std::string(size_t(indent_ + d + 1), ' ');
       }
-      if (idx[k] < 0) os << "...";
+      if (idx[k] < 0) os << (d == t_.dim() - 1 ? " ..." : "...");  // PyTorch pads it in a row
       else emit(d + 1, off + idx[k] * t_.stride(d));
     }
     os << "]";

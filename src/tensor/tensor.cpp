@@ -85,8 +85,12 @@ Tensor empty(const Shape& shape, DType dtype) {
 const Shape& Tensor::shape() const { return impl_->shape; }
 const Shape& Tensor::strides() const { return impl_->strides; }
 int64_t Tensor::dim() const { return int64_t(impl_->shape.size()); }
-int64_t Tensor::size(int64_t d) const { return impl_->shape[wrap_dim(d, dim(), "Tensor::size")]; }
+int64_t Tensor::size(int64_t d) const {
+  SMELT_CHECK(dim() > 0) << "Tensor::size: dim " << d << " of a 0-dim tensor, which has no dims";
+  return impl_->shape[wrap_dim(d, dim(), "Tensor::size")];
+}
 int64_t Tensor::stride(int64_t d) const {
+  SMELT_CHECK(dim() > 0) << "Tensor::stride: dim " << d << " of a 0-dim tensor, which has no dims";
   return impl_->strides[wrap_dim(d, dim(), "Tensor::stride")];
 }
 int64_t Tensor::numel() const { return shape_numel(impl_->shape); }

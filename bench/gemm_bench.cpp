@@ -1,0 +1,117 @@
+// GEMM: smelt's own kernel vs OpenBLAS, row-major float32/float64, C = A B.
+//
+//   build/bench/gemm_bench --benchmark_filter=1024
+//
+// Implementations:
+//   own           kernels::gemm_own (OpenMP strips, OMP_NUM_THREADS)
+//   openblas      kernels::gemm_openblas (OpenBLAS single-threaded per OpenMP strip)
+//   auto          kernels::gemm with GemmImpl::Auto (measures both on its first calls)
+//   openblas_pool cblas_sgemm with OpenBLAS's own pthread pool (openblas_set_num_threads to the
+//                 OpenMP thread count), for reference: what the library does by itself
+// Counter GFLOPS = 2 M N K / time.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <omp.h>
+
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "kernels/gemm.h"
+
+namespace {
+
+using smelt::kernels::GemmImpl;
+
+template <class T>
+std::vector<T> random_matrix(int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) x = T(dist(rng));
+  return v;
+}
+
+enum class Which { Own, OpenBlas, OpenBlasPool, Auto };
+
+template <class T>
+void run_pool(int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C) {
+  if constexpr (sizeof(T) == 4) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A, int(K),
+                B, int(N), 0.0f, C, int(N));
+  } else {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0, A, int(K),
+                B, int(N), 0.0, C, int(N));
+  }
+}
+
+template <class T>
+void bm_gemm(benchmark::State& state, Which which) {
+  const int64_t M = state.range(0), N = state.range(1), K = state.range(2);
+  auto A = random_matrix<T>(M * K, 1), B = random_matrix<T>(K * N, 2);
+  std::vector<T> C(static_cast<size_t>(M * N));
+  if (which == Which::OpenBlasPool) openblas_set_num_threads(omp_get_max_threads());
+  for (auto _ : state) {
+    switch (which) {
+      case Which::Own:
+        smelt::kernels::gemm<T>(M, N, K, T(1), A.data(), K, 1, B.data(), N, 1, T(0), C.data(), N,
+                                1, GemmImpl::Own);
+        break;
+      case Which::OpenBlas:
+        smelt::kernels::gemm<T>(M, N, K, T(1), A.data(), K, 1, B.data(), N, 1, T(0), C.data(), N,
+                                1, GemmImpl::OpenBlas);
+        break;
+      case Which::OpenBlasPool:
+        run_pool(M, N, K, A.data(), B.data(), C.data());
+        break;
+      case Which::Auto:
+        smelt::kernels::gemm<T>(M, N, K, T(1), A.data(), K, 1, B.data(), N, 1, T(0), C.data(), N,
+                                1, GemmImpl::Auto);
+        break;
+    }
+    benchmark::DoNotOptimize(C.data());
+    benchmark::ClobberMemory();
+  }
+  if (which == Which::OpenBlasPool) openblas_set_num_threads(1);
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * double(M) * double(N) * double(K),
+                                                benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+  state.SetLabel(smelt::kernels::gemm_own_kernel_name<T>());
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  b->Args({1024, 1024, 1024});
+  b->Args({512, 512, 512});
+  b->Args({256, 256, 256});
+  b->Args({64, 3136, 576});   // conv 3x3 64->64 on 56x56, one image (im2col)
+  b->Args({4096, 256, 1024}); // tall-skinny: a batch of 4096 through a 1024 -> 256 linear layer
+  b->Args({127, 129, 131});   // odd sizes: edge tiles
+  b->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
+}
+
+void sgemm(benchmark::State& state, Which which) { bm_gemm<float>(state, which); }
+void dgemm(benchmark::State& state, Which which) { bm_gemm<double>(state, which); }
+
+void one_shape(benchmark::internal::Benchmark* b) {
+  b->Args({1024, 1024, 1024})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
+}
+
+BENCHMARK_CAPTURE(sgemm, own, Which::Own)->Apply(shapes);
+BENCHMARK_CAPTURE(sgemm, openblas, Which::OpenBlas)->Apply(shapes);
+BENCHMARK_CAPTURE(sgemm, openblas_pool, Which::OpenBlasPool)->Apply(shapes);
+BENCHMARK_CAPTURE(sgemm, auto, Which::Auto)->Apply(shapes);
+BENCHMARK_CAPTURE(dgemm, own, Which::Own)->Apply(one_shape);
+BENCHMARK_CAPTURE(dgemm, openblas, Which::OpenBlas)->Apply(one_shape);
+
+}  // namespace
+
+// Google Benchmark's main, then what Auto chose per shape class (measured during sgemm/auto).
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::printf("\nAuto's choices (kernels::gemm_selection_report):\n%s",
+              smelt::kernels::gemm_selection_report().c_str());
+  return 0;
+}

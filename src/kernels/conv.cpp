@@ -1,0 +1,220 @@
+#include "kernels/conv.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "base/parallel.h"
+#include "kernels/gemm.h"
+#include "kernels/loops.h"
+
+namespace smelt::kernels {
+namespace {
+
+// Per-image work below this (flops) is cheap enough that images, not GEMMs, should be threaded.
+constexpr double kSmallImageFlops = 2.0e7;
+// Whole convolutions below this (flops) run on one thread: a fork-join costs a few microseconds.
+constexpr double kMinParallelFlops = 2.0e6;
+
+bool is_pointwise(const Conv2dGeometry& g) {
+  return g.kH == 1 && g.kW == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 &&
+         g.pad_w == 0;
+}
+
+int64_t col_rows(const Conv2dGeometry& g) { return g.C / g.groups * g.kH * g.kW; }
+
+// The input pixel column range [ow_begin, ow_end) of output columns that read inside the image
+// for kernel column kj; outside it the column matrix holds zeros.
+void valid_columns(const Conv2dGeometry& g, int64_t kj, int64_t* ow_begin, int64_t* ow_end) {
+  const int64_t offset = kj * g.dil_w - g.pad_w;  // iw = ow * stride + offset
+  int64_t lo = offset >= 0 ? 0 : (-offset + g.stride_w - 1) / g.stride_w;
+  int64_t hi = g.W - offset <= 0 ? 0 : (g.W - offset + g.stride_w - 1) / g.stride_w;
+  *ow_begin = std::min(lo, g.Wo);
+  *ow_end = std::clamp(hi, *ow_begin, g.Wo);
+}
+
+// Channels per thread chunk of im2col / col2im (threaded only outside a parallel region).
+int64_t channel_grain(const Conv2dGeometry& g) {
+  return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.kH * g.kW * g.Ho * g.Wo));
+}
+
+// col (R, Ho Wo) from one image's channels of one group: x (Cg, H, W).
+template <class T>
+void im2col(const Conv2dGeometry& g, const T* x, T* col) {
+  const int64_t Cg = g.C / g.groups, HoWo = g.Ho * g.Wo;
+  parallel_for(Cg, channel_grain(g), [&](int64_t c_begin, int64_t c_end) {
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      for (int64_t ki = 0; ki < g.kH; ++ki) {
+        for (int64_t kj = 0; kj < g.kW; ++kj) {
+          T* row = col + ((c * g.kH + ki) * g.kW + kj) * HoWo;
+          int64_t ow_begin, ow_end;
+          valid_columns(g, kj, &ow_begin, &ow_end);
+          const int64_t iw0 = kj * g.dil_w - g.pad_w;
+          for (int64_t oh = 0; oh < g.Ho; ++oh) {
+            T* out = row + oh * g.Wo;
+            const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
+            if (ih < 0 || ih >= g.H) {
+              std::fill(out, out + g.Wo, T(0));
+              continue;
+            }
+            const T* in = x + (c * g.H + ih) * g.W + iw0;
+            std::fill(out, out + ow_begin, T(0));
+            if (g.stride_w == 1) {
+              std::copy(in + ow_begin, in + ow_end, out + ow_begin);
+            } else {
+              for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow] = in[ow * g.stride_w];
+            }
+            std::fill(out + ow_end, out + g.Wo, T(0));
+          }
+        }
+      }
+    }
+  });
+}
+
+// dx (Cg, H, W) += col2im(col (R, Ho Wo)): the adjoint of im2col.
+template <class T>
+void col2im_add(const Conv2dGeometry& g, const T* col, T* dx) {
+  const int64_t Cg = g.C / g.groups, HoWo = g.Ho * g.Wo;
+  parallel_for(Cg, channel_grain(g), [&](int64_t c_begin, int64_t c_end) {
+    for (int64_t c = c_begin; c < c_end; ++c) {
+      for (int64_t ki = 0; ki < g.kH; ++ki) {
+        for (int64_t kj = 0; kj < g.kW; ++kj) {
+          const T* row = col + ((c * g.kH + ki) * g.kW + kj) * HoWo;
+          int64_t ow_begin, ow_end;
+          valid_columns(g, kj, &ow_begin, &ow_end);
+          const int64_t iw0 = kj * g.dil_w - g.pad_w;
+          for (int64_t oh = 0; oh < g.Ho; ++oh) {
+            const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
+            if (ih < 0 || ih >= g.H) continue;
+            const T* in = row + oh * g.Wo;
+            T* out = dx + (c * g.H + ih) * g.W + iw0;
+            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow * g.stride_w] += in[ow];
+          }
+        }
+      }
+    }
+  });
+}
+
+// Runs fn(image, column_buffer) for every image: in parallel over images (one buffer per thread)
+// when that keeps the threads busy, else one image at a time (threads inside the GEMM).
+template <class T, class F>
+void for_each_image(const Conv2dGeometry& g, double image_flops, const F& fn) {
+  const int threads = num_threads();
+  const size_t col_size = is_pointwise(g) ? 0 : size_t(col_rows(g) * g.Ho * g.Wo);
+  const bool over_images = threads > 1 && g.N >= threads &&
+                           image_flops * double(g.N) >= kMinParallelFlops &&
+                           (image_flops < kSmallImageFlops || g.N % threads == 0 ||
+                            g.N >= 4 * threads);
+  if (!over_images) {
+    std::vector<T> col(col_size);
+    for (int64_t n = 0; n < g.N; ++n) fn(n, col.data());
+    return;
+  }
+  parallel_for(g.N, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(col_size);
+    for (int64_t n = begin; n < end; ++n) fn(n, col.data());
+  });
+}
+
+template <class T>
+void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w) {
+  const int64_t Cg = g.C / g.groups, Og = g.O / g.groups, R = col_rows(g), HoWo = g.Ho * g.Wo;
+  const double image_flops = 2.0 * double(g.O) * double(R) * double(HoWo);
+  for_each_image<T>(g, image_flops, [&](int64_t n, T* col) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const T* xg = x + (n * g.C + grp * Cg) * g.H * g.W;
+      const T* cols = xg;
+      if (!is_pointwise(g)) {
+        im2col(g, xg, col);
+        cols = col;
+      }
+      gemm<T>(Og, HoWo, R, T(1), w + grp * Og * R, R, 1, cols, HoWo, 1, T(0),
+              y + (n * g.O + grp * Og) * HoWo, HoWo, 1);
+    }
+  });
+}
+
+template <class T>
+void backward_input_impl(const Conv2dGeometry& g, T* dx, const T* dy, const T* w) {
+  const int64_t Cg = g.C / g.groups, Og = g.O / g.groups, R = col_rows(g), HoWo = g.Ho * g.Wo;
+  const double image_flops = 2.0 * double(g.O) * double(R) * double(HoWo);
+  for_each_image<T>(g, image_flops, [&](int64_t n, T* col) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      T* dxg = dx + (n * g.C + grp * Cg) * g.H * g.W;
+      const T* wg = w + grp * Og * R;  // (Og, R), read transposed
+      const T* dyg = dy + (n * g.O + grp * Og) * HoWo;
+      if (is_pointwise(g)) {
+        gemm<T>(R, HoWo, Og, T(1), wg, 1, R, dyg, HoWo, 1, T(0), dxg, HoWo, 1);
+        continue;
+      }
+      gemm<T>(R, HoWo, Og, T(1), wg, 1, R, dyg, HoWo, 1, T(0), col, HoWo, 1);
+      std::fill(dxg, dxg + Cg * g.H * g.W, T(0));
+      col2im_add(g, col, dxg);
+    }
+  });
+}
+
+template <class T>
+void backward_weight_impl(const Conv2dGeometry& g, T* dw, const T* x, const T* dy) {
+  const int64_t Cg = g.C / g.groups, Og = g.O / g.groups, R = col_rows(g), HoWo = g.Ho * g.Wo;
+  const int64_t w_size = g.O * R;
+  // Images are split into `parts` runs, each summed into its own dw; the parts are added last.
+  const double flops = 2.0 * double(g.O) * double(R) * double(HoWo) * double(g.N);
+  const int threads = flops >= kMinParallelFlops ? num_threads() : 1;
+  const int parts = int(std::min<int64_t>(threads, g.N));
+  std::vector<T> partials(size_t(std::max(parts - 1, 0)) * size_t(w_size));
+  const size_t col_size = is_pointwise(g) ? 0 : size_t(R * HoWo);
+  auto run_part = [&](int p) {
+    T* acc = p == 0 ? dw : partials.data() + size_t(p - 1) * size_t(w_size);
+    std::fill(acc, acc + w_size, T(0));
+    std::vector<T> col(col_size);
+    for (int64_t n = g.N * p / parts; n < g.N * (p + 1) / parts; ++n) {
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        const T* xg = x + (n * g.C + grp * Cg) * g.H * g.W;
+        const T* cols = xg;
+        if (!is_pointwise(g)) {
+          im2col(g, xg, col.data());
+          cols = col.data();
+        }
+        gemm<T>(Og, R, HoWo, T(1), dy + (n * g.O + grp * Og) * HoWo, HoWo, 1, cols, 1, HoWo, T(1),
+                acc + grp * Og * R, R, 1);
+      }
+    }
+  };
+  if (parts <= 1) {
+    if (g.N == 0) std::fill(dw, dw + w_size, T(0));
+    else run_part(0);
+    return;
+  }
+#pragma omp parallel for num_threads(parts) schedule(static, 1)
+  for (int p = 0; p < parts; ++p) run_part(p);
+  for (int p = 1; p < parts; ++p) {
+    const T* part = partials.data() + size_t(p - 1) * size_t(w_size);
+    for (int64_t i = 0; i < w_size; ++i) dw[i] += part[i];
+  }
+}
+
+}  // namespace
+
+void conv2d_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w) {
+  SMELT_DISPATCH_FLOATING(x.dtype(), "conv2d", [&] {
+    forward_impl<scalar_t>(g, y.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>());
+  });
+}
+
+void conv2d_backward_input(const Conv2dGeometry& g, const Tensor& dx, const Tensor& dy,
+                           const Tensor& w) {
+  SMELT_DISPATCH_FLOATING(dy.dtype(), "conv2d_grad_input", [&] {
+    backward_input_impl<scalar_t>(g, dx.data<scalar_t>(), dy.data<scalar_t>(), w.data<scalar_t>());
+  });
+}
+
+void conv2d_backward_weight(const Conv2dGeometry& g, const Tensor& dw, const Tensor& x,
+                            const Tensor& dy) {
+  SMELT_DISPATCH_FLOATING(x.dtype(), "conv2d_grad_weight", [&] {
+    backward_weight_impl<scalar_t>(g, dw.data<scalar_t>(), x.data<scalar_t>(), dy.data<scalar_t>());
+  });
+}
+
+}  // namespace smelt::kernels

@@ -1,0 +1,46 @@
+// 2-D convolution kernels (cross-correlation, as PyTorch), by im2col + GEMM.
+//
+// Letters: N batch, C input channels, H W input size, O output channels, G groups (C and O split
+// into G equal parts Cg = C / G, Og = O / G), kH kW kernel size, Ho Wo output size,
+// R = Cg kH kW the rows of an image's column matrix.
+//
+//   forward      y[n, g] (Og, Ho Wo) = w[g] (Og, R) @ col(x[n, g]) (R, Ho Wo)
+//   grad input   dx[n, g] = col2im( w[g]^T (R, Og) @ dy[n, g] (Og, Ho Wo) )
+//   grad weight  dw[g] (Og, R) = sum_n dy[n, g] (Og, Ho Wo) @ col(x[n, g])^T (Ho Wo, R)
+//
+// 1x1 kernels with stride 1 and no padding skip im2col (the image already is its column
+// matrix). Threads go over images when there are enough of them (each with its own column
+// buffer), otherwise into im2col / col2im (over channels) and the GEMM.
+#pragma once
+
+#include <cstdint>
+
+#include "smelt/tensor.h"
+
+namespace smelt::kernels {
+
+struct Conv2dGeometry {
+  int64_t N = 0, C = 0, H = 0, W = 0;
+  int64_t O = 0, kH = 0, kW = 0;
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+  int64_t groups = 1;
+  int64_t Ho = 0, Wo = 0;
+};
+
+// Output extent of a convolution or pooling window along one dim; 0 when the dilated window
+// does not fit the padded input.
+inline int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                                int64_t dilation) {
+  const int64_t room = in + 2 * pad - dilation * (kernel - 1) - 1;  // < 0: no window fits
+  return room < 0 ? 0 : room / stride + 1;
+}
+
+// All tensors contiguous, same floating dtype; outputs allocated by the caller.
+void conv2d_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/,
+                    const Tensor& x /*(N, C, H, W)*/, const Tensor& w /*(O, Cg, kH, kW)*/);
+void conv2d_backward_input(const Conv2dGeometry& g, const Tensor& dx /*(N, C, H, W)*/,
+                           const Tensor& dy /*(N, O, Ho, Wo)*/, const Tensor& w /*(O, Cg, kH, kW)*/);
+void conv2d_backward_weight(const Conv2dGeometry& g, const Tensor& dw /*(O, Cg, kH, kW)*/,
+                            const Tensor& x /*(N, C, H, W)*/, const Tensor& dy /*(N, O, Ho, Wo)*/);
+
+}  // namespace smelt::kernels

@@ -1,0 +1,57 @@
+// General matrix multiply with arbitrary strides:
+//
+//   C = alpha * A B + beta * C,   A (M, K), B (K, N), C (M, N)
+//
+// Element (i, j) of A lives at A[i * rsa + j * csa] (row stride, column stride, in elements), so
+// row-major, column-major, transposed and sliced matrices are all described without copies; a
+// stride may be 0 for broadcast rows/columns of A and B. beta == 0 overwrites C without reading it
+// (NaNs in C do not propagate); K == 0 gives C = beta C. C must not overlap A or B.
+//
+// Two implementations, selectable by name so the tuner can choose:
+//   Own      — smelt's packed, cache-blocked GEMM (gemm_own.cpp): AVX-512 / AVX2 / portable
+//              register-blocked micro-kernels, OpenMP over C's columns or rows.
+//   OpenBlas — cblas_sgemm/dgemm. OpenBLAS runs single-threaded and smelt splits C over its own
+//              OpenMP threads, so the two thread pools never compete for the cores.
+//   Auto     — the faster of the two for this shape class, measured on the first calls of the
+//              class (gemm.cpp), overridable with SMELT_GEMM=own|openblas|auto.
+// Every implementation runs on one thread when called inside a parallel region.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace smelt::kernels {
+
+enum class GemmImpl : uint8_t { Auto, Own, OpenBlas };
+const char* gemm_impl_name(GemmImpl impl);
+
+template <class T>
+void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
+          const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
+          GemmImpl impl = GemmImpl::Auto);
+
+// The two implementations (no selection).
+template <class T>
+void gemm_own(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
+              const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc);
+// Falls back to gemm_own when a layout cannot be expressed in BLAS terms (no unit stride, or a
+// leading dimension smaller than the matrix, e.g. a broadcast stride of 0).
+template <class T>
+void gemm_openblas(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
+                   const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc);
+
+// Which implementation Auto uses for this problem (measuring it if the class is new is done by
+// gemm itself; this only reports the decision so far: Auto while still measuring).
+template <class T>
+GemmImpl gemm_choice(int64_t M, int64_t N, int64_t K);
+
+// One line per shape class seen: its key, the measured times and the choice.
+std::string gemm_selection_report();
+// Forgets every decision (tests, benchmarks).
+void gemm_selection_reset();
+
+// The micro-kernel the Own implementation was compiled with, e.g. "avx512 12x32".
+template <class T>
+std::string gemm_own_kernel_name();
+
+}  // namespace smelt::kernels

@@ -1,0 +1,41 @@
+// 2-D pooling kernels over (N, C, H, W) planes; every (n, c) plane is independent, so threads split
+// the N C planes. Indices of max pooling are flat positions ih * W + iw within the input plane
+// (as PyTorch), -1 for a window that holds no input pixel.
+//
+// Letters: P = N C planes, H W input size, Ho Wo output size.
+#pragma once
+
+#include <cstdint>
+
+#include "smelt/tensor.h"
+
+namespace smelt::kernels {
+
+struct Pool2dWindow {
+  int64_t kH = 1, kW = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+};
+
+// All tensors contiguous; outputs allocated by the caller.
+void max_pool2d_forward(const Pool2dWindow& win, const Tensor& y /*(N, C, Ho, Wo)*/,
+                        const Tensor& indices /*(N, C, Ho, Wo) Int64*/,
+                        const Tensor& x /*(N, C, H, W)*/);
+// dx = 0, then dx[p, indices[p, o]] += dy[p, o].
+void max_pool2d_backward(const Tensor& dx /*(N, C, H, W)*/, const Tensor& dy /*(N, C, Ho, Wo)*/,
+                         const Tensor& indices /*(N, C, Ho, Wo) Int64*/);
+// out[p, o] = g[p, indices[p, o]] (0 where the index is -1): the adjoint of max_pool2d_backward.
+void max_pool2d_gather(const Tensor& out /*(N, C, Ho, Wo)*/, const Tensor& g /*(N, C, H, W)*/,
+                       const Tensor& indices /*(N, C, Ho, Wo) Int64*/);
+
+// Dilation is ignored (1). count_include_pad: the divisor counts padding positions (clipped to
+// the padded image), else only input pixels.
+void avg_pool2d_forward(const Pool2dWindow& win, bool count_include_pad,
+                        const Tensor& y /*(N, C, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/);
+void avg_pool2d_backward(const Pool2dWindow& win, bool count_include_pad,
+                         const Tensor& dx /*(N, C, H, W)*/, const Tensor& dy /*(N, C, Ho, Wo)*/);
+
+// Output cell (i, j) averages rows [floor(i H / Ho), ceil((i + 1) H / Ho)) and likewise columns.
+void adaptive_avg_pool2d_forward(const Tensor& y /*(N, C, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/);
+void adaptive_avg_pool2d_backward(const Tensor& dx /*(N, C, H, W)*/,
+                                  const Tensor& dy /*(N, C, Ho, Wo)*/);
+
+}  // namespace smelt::kernels

@@ -1,0 +1,266 @@
+// 2-D pooling ops on (N, C, H, W) and their gradient ops. Each gradient op is linear in the
+// gradient it carries, and its own gradient is the adjoint map, so gradients of any order work:
+//
+//   max_pool2d(x) -> (y, indices)      dx   = max_pool2d_grad(dy, indices)    scatter-add at indices
+//   max_pool2d_grad(dy, indices)       d dy = max_pool2d_gather(G, indices)   read at indices
+//   max_pool2d_gather(g, indices)      d g  = max_pool2d_grad(G, indices)
+//   avg_pool2d(x)                      dx   = avg_pool2d_grad(dy)      d dy = avg_pool2d(G)
+//   adaptive_avg_pool2d(x)             dx   = adaptive_avg_pool2d_grad(dy)
+//                                      d dy = adaptive_avg_pool2d(G)
+#include "kernels/conv.h"
+#include "kernels/pool.h"
+#include "kernels/reduce.h"
+#include "ops/op_util.h"
+
+namespace smelt::ops {
+namespace {
+
+using kernels::Pool2dWindow;
+
+std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char* op, int64_t min) {
+  const auto& v = attrs.get_ints(name);
+  SMELT_CHECK(v.size() == 2) << op << ": " << name << " must have 2 values (h, w), got "
+                             << shape_str(v);
+  SMELT_CHECK(v[0] >= min && v[1] >= min)
+      << op << ": " << name << " must be >= " << min << ", got " << shape_str(v);
+  return v;
+}
+
+void check_image(const TensorMeta& x, const char* op, const char* what = "input") {
+  check_floating(x, op, what);
+  SMELT_CHECK(x.shape.size() == 4) << op << ": " << what << " must be 4-D (N, C, H, W), got "
+                                   << shape_str(x.shape);
+}
+
+// The window from attributes (dilation only when given) and the output shape for `input`.
+Pool2dWindow window_of(const Attrs& attrs, const char* op) {
+  const auto kernel = pair_attr(attrs, "kernel", op, 1);
+  const auto stride = pair_attr(attrs, "stride", op, 1);
+  const auto padding = pair_attr(attrs, "padding", op, 0);
+  const auto dilation = attrs.has("dilation") ? pair_attr(attrs, "dilation", op, 1)
+                                              : std::vector<int64_t>{1, 1};
+  Pool2dWindow w{kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1],
+                 dilation[0], dilation[1]};
+  // Every window must hold at least one input pixel (as PyTorch requires).
+  SMELT_CHECK(2 * w.pad_h <= w.dil_h * (w.kH - 1) + 1 && 2 * w.pad_w <= w.dil_w * (w.kW - 1) + 1)
+      << op << ": padding " << shape_str(padding)
+      << " must be at most half the (dilated) kernel size " << shape_str(kernel);
+  return w;
+}
+
+Shape pooled_shape(const Shape& x, const Pool2dWindow& w, const char* op) {
+  const int64_t ho = kernels::conv_output_size(x[2], w.kH, w.stride_h, w.pad_h, w.dil_h);
+  const int64_t wo = kernels::conv_output_size(x[3], w.kW, w.stride_w, w.pad_w, w.dil_w);
+  SMELT_CHECK(ho >= 1 && wo >= 1) << op << ": the window (" << w.dil_h * (w.kH - 1) + 1 << ", "
+                                  << w.dil_w * (w.kW - 1) + 1 << ") is larger than the padded "
+                                  << "input " << shape_str(x);
+  return {x[0], x[1], ho, wo};
+}
+
+const Shape& input_shape_attr(const Attrs& attrs, const char* op) {
+  const Shape& s = attrs.get_ints("input_shape");
+  SMELT_CHECK(s.size() == 4) << op << ": input_shape must be 4-D (N, C, H, W), got "
+                             << shape_str(s);
+  return s;
+}
+
+void check_same_shape(const Shape& got, const Shape& want, const char* op, const char* what) {
+  SMELT_CHECK(got == want) << op << ": " << what << " " << shape_str(got) << " does not match "
+                           << shape_str(want);
+}
+
+Tensor dense(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  Tensor c = empty(x.shape(), x.dtype());
+  kernels::copy_strided(c, x);
+  return c;
+}
+
+Attrs without(const Attrs& attrs, const char* name) {
+  Attrs out;
+  for (const auto& [k, v] : attrs.items()) {
+    if (k != name) out.set(k, v);
+  }
+  return out;
+}
+
+// ---- max_pool2d (x) -> (values, indices); kernel, stride, padding, dilation
+std::vector<TensorMeta> max_pool2d_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  check_image(in[0], "max_pool2d");
+  Shape out = pooled_shape(in[0].shape, window_of(attrs, "max_pool2d"), "max_pool2d");
+  return {{out, in[0].dtype}, {out, DType::Int64}};
+}
+std::vector<Tensor> max_pool2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                                      const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]), indices = alloc(out[1]);
+  kernels::max_pool2d_forward(window_of(attrs, "max_pool2d"), y, indices, dense(in[0]));
+  return {y, indices};
+}
+std::vector<Tensor> max_pool2d_grad_rule(const GradContext& c) {
+  return {call1(OpId::max_pool2d_grad, {c.grads[0], c.outputs[1].detach()},
+                {{"input_shape", c.inputs[0].shape()}})};
+}
+
+// ---- max_pool2d_grad (dy, indices) -> dx; input_shape
+std::vector<TensorMeta> max_pool2d_grad_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  const char* op = "max_pool2d_grad";
+  check_image(in[0], op, "gradient");
+  check_dtype(in[1], DType::Int64, op, "indices");
+  check_same_shape(in[1].shape, in[0].shape, op, "indices");
+  const Shape& x = input_shape_attr(attrs, op);
+  SMELT_CHECK(x[0] == in[0].shape[0] && x[1] == in[0].shape[1])
+      << op << ": gradient " << shape_str(in[0].shape) << " and input_shape " << shape_str(x)
+      << " differ in N or C";
+  return {{x, in[0].dtype}};
+}
+std::vector<Tensor> max_pool2d_grad_kernel(const std::vector<Tensor>& in, const Attrs&,
+                                           const std::vector<TensorMeta>& out) {
+  Tensor dx = alloc(out[0]);
+  kernels::max_pool2d_backward(dx, dense(in[0]), dense(in[1]));
+  return {dx};
+}
+std::vector<Tensor> max_pool2d_grad_grad(const GradContext& c) {
+  return {call1(OpId::max_pool2d_gather, {c.grads[0], c.inputs[1].detach()}), Tensor()};
+}
+
+// ---- max_pool2d_gather (g, indices) -> g at indices
+std::vector<TensorMeta> gather_shape(const std::vector<TensorMeta>& in, const Attrs&) {
+  const char* op = "max_pool2d_gather";
+  check_image(in[0], op);
+  check_dtype(in[1], DType::Int64, op, "indices");
+  SMELT_CHECK(in[1].shape.size() == 4 && in[1].shape[0] == in[0].shape[0] &&
+              in[1].shape[1] == in[0].shape[1])
+      << op << ": indices " << shape_str(in[1].shape) << " must be 4-D with the N and C of "
+      << shape_str(in[0].shape);
+  return {{in[1].shape, in[0].dtype}};
+}
+std::vector<Tensor> gather_kernel(const std::vector<Tensor>& in, const Attrs&,
+                                  const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]);
+  kernels::max_pool2d_gather(y, dense(in[0]), dense(in[1]));
+  return {y};
+}
+std::vector<Tensor> gather_grad(const GradContext& c) {
+  return {call1(OpId::max_pool2d_grad, {c.grads[0], c.inputs[1].detach()},
+                {{"input_shape", c.inputs[0].shape()}}),
+          Tensor()};
+}
+
+// ---- avg_pool2d (x); kernel, stride, padding, count_include_pad
+std::vector<TensorMeta> avg_pool2d_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  check_image(in[0], "avg_pool2d");
+  return {{pooled_shape(in[0].shape, window_of(attrs, "avg_pool2d"), "avg_pool2d"), in[0].dtype}};
+}
+std::vector<Tensor> avg_pool2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                                      const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]);
+  kernels::avg_pool2d_forward(window_of(attrs, "avg_pool2d"), attrs.get_int("count_include_pad") != 0,
+                              y, dense(in[0]));
+  return {y};
+}
+std::vector<Tensor> avg_pool2d_grad_rule(const GradContext& c) {
+  Attrs attrs = c.attrs;
+  attrs.set("input_shape", c.inputs[0].shape());
+  return {call1(OpId::avg_pool2d_grad, {c.grads[0]}, attrs)};
+}
+
+// ---- avg_pool2d_grad (dy); input_shape + avg_pool2d's attributes
+std::vector<TensorMeta> avg_pool2d_grad_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  const char* op = "avg_pool2d_grad";
+  check_image(in[0], op, "gradient");
+  const Shape& x = input_shape_attr(attrs, op);
+  check_same_shape(in[0].shape, pooled_shape(x, window_of(attrs, op), op), op, "gradient");
+  return {{x, in[0].dtype}};
+}
+std::vector<Tensor> avg_pool2d_grad_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                                           const std::vector<TensorMeta>& out) {
+  Tensor dx = alloc(out[0]);
+  kernels::avg_pool2d_backward(window_of(attrs, "avg_pool2d_grad"),
+                               attrs.get_int("count_include_pad") != 0, dx, dense(in[0]));
+  return {dx};
+}
+std::vector<Tensor> avg_pool2d_grad_grad(const GradContext& c) {
+  return {call1(OpId::avg_pool2d, {c.grads[0]}, without(c.attrs, "input_shape"))};
+}
+
+// ---- adaptive_avg_pool2d (x); output_size
+std::vector<TensorMeta> adaptive_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  const char* op = "adaptive_avg_pool2d";
+  check_image(in[0], op);
+  const auto size = pair_attr(attrs, "output_size", op, 1);
+  const Shape& x = in[0].shape;
+  SMELT_CHECK(x[2] >= 1 && x[3] >= 1) << op << ": input " << shape_str(x) << " has an empty plane";
+  return {{{x[0], x[1], size[0], size[1]}, in[0].dtype}};
+}
+std::vector<Tensor> adaptive_kernel(const std::vector<Tensor>& in, const Attrs&,
+                                    const std::vector<TensorMeta>& out) {
+  Tensor y = alloc(out[0]);
+  kernels::adaptive_avg_pool2d_forward(y, dense(in[0]));
+  return {y};
+}
+std::vector<Tensor> adaptive_grad_rule(const GradContext& c) {
+  return {call1(OpId::adaptive_avg_pool2d_grad, {c.grads[0]},
+                {{"input_shape", c.inputs[0].shape()}})};
+}
+
+// ---- adaptive_avg_pool2d_grad (dy); input_shape
+std::vector<TensorMeta> adaptive_grad_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  const char* op = "adaptive_avg_pool2d_grad";
+  check_image(in[0], op, "gradient");
+  const Shape& x = input_shape_attr(attrs, op);
+  SMELT_CHECK(x[0] == in[0].shape[0] && x[1] == in[0].shape[1] && x[2] >= 1 && x[3] >= 1)
+      << op << ": gradient " << shape_str(in[0].shape) << " does not fit input_shape "
+      << shape_str(x);
+  return {{x, in[0].dtype}};
+}
+std::vector<Tensor> adaptive_grad_kernel(const std::vector<Tensor>& in, const Attrs&,
+                                         const std::vector<TensorMeta>& out) {
+  Tensor dx = alloc(out[0]);
+  kernels::adaptive_avg_pool2d_backward(dx, dense(in[0]));
+  return {dx};
+}
+std::vector<Tensor> adaptive_grad_grad(const GradContext& c) {
+  const Tensor& dy = c.inputs[0];
+  return {call1(OpId::adaptive_avg_pool2d, {c.grads[0]},
+                {{"output_size", std::vector<int64_t>{dy.size(2), dy.size(3)}}})};
+}
+
+}  // namespace
+
+SMELT_OP_IMPL(max_pool2d) = {max_pool2d_shape, max_pool2d_kernel, max_pool2d_grad_rule, kSaveOutputs};
+SMELT_OP_IMPL(max_pool2d_grad) = {max_pool2d_grad_shape, max_pool2d_grad_kernel,
+                                  max_pool2d_grad_grad, kSaveInputs};
+SMELT_OP_IMPL(max_pool2d_gather) = {gather_shape, gather_kernel, gather_grad, kSaveInputs};
+SMELT_OP_IMPL(avg_pool2d) = {avg_pool2d_shape, avg_pool2d_kernel, avg_pool2d_grad_rule, kSaveNothing};
+SMELT_OP_IMPL(avg_pool2d_grad) = {avg_pool2d_grad_shape, avg_pool2d_grad_kernel,
+                                  avg_pool2d_grad_grad, kSaveNothing};
+SMELT_OP_IMPL(adaptive_avg_pool2d) = {adaptive_shape, adaptive_kernel, adaptive_grad_rule,
+                                      kSaveNothing};
+SMELT_OP_IMPL(adaptive_avg_pool2d_grad) = {adaptive_grad_shape, adaptive_grad_kernel,
+                                           adaptive_grad_grad, kSaveNothing};
+
+}  // namespace smelt::ops
+
+namespace smelt {
+
+Tensor max_pool2d(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                  std::vector<int64_t> padding, std::vector<int64_t> dilation) {
+  if (stride.empty()) stride = kernel;
+  return ops::call(ops::OpId::max_pool2d, {x},
+                   {{"kernel", kernel}, {"stride", stride}, {"padding", padding},
+                    {"dilation", dilation}})[0];
+}
+
+Tensor avg_pool2d(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                  std::vector<int64_t> padding, bool count_include_pad) {
+  if (stride.empty()) stride = kernel;
+  return ops::call1(ops::OpId::avg_pool2d, {x},
+                    {{"kernel", kernel}, {"stride", stride}, {"padding", padding},
+                     {"count_include_pad", int64_t(count_include_pad)}});
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, std::vector<int64_t> output_size) {
+  return ops::call1(ops::OpId::adaptive_avg_pool2d, {x}, {{"output_size", output_size}});
+}
+
+}  // namespace smelt

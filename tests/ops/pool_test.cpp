@@ -1,0 +1,262 @@
+// max_pool2d, avg_pool2d, adaptive_avg_pool2d and their gradient ops: forward against naive
+// references, gradchecks (stride / padding / dilation, non-contiguous input, the gradient ops
+// themselves, second order) and error messages.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "ops/dispatch.h"
+#include "support/check.h"
+
+namespace smelt {
+namespace {
+
+using testing::all_close;
+using testing::gradcheck;
+using testing::random_leaf;
+
+struct Window {
+  std::vector<int64_t> kernel, stride, padding, dilation;
+};
+
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+// Values and flat indices ih * W + iw; the first maximum wins.
+std::pair<Tensor, Tensor> naive_max_pool(const Tensor& x, const Window& w) {
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t Ho = out_size(H, w.kernel[0], w.stride[0], w.padding[0], w.dilation[0]);
+  const int64_t Wo = out_size(W, w.kernel[1], w.stride[1], w.padding[1], w.dilation[1]);
+  std::vector<double> xv = x.to_vector(), y;
+  std::vector<int64_t> idx;
+  for (int64_t p = 0; p < N * C; ++p)
+    for (int64_t i = 0; i < Ho; ++i)
+      for (int64_t j = 0; j < Wo; ++j) {
+        double best = -std::numeric_limits<double>::infinity();
+        int64_t at = -1;
+        for (int64_t ki = 0; ki < w.kernel[0]; ++ki)
+          for (int64_t kj = 0; kj < w.kernel[1]; ++kj) {
+            int64_t ih = i * w.stride[0] - w.padding[0] + ki * w.dilation[0];
+            int64_t iw = j * w.stride[1] - w.padding[1] + kj * w.dilation[1];
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            double v = xv[size_t((p * H + ih) * W + iw)];
+            if (at < 0 || v > best) { best = v; at = ih * W + iw; }
+          }
+        y.push_back(best);
+        idx.push_back(at);
+      }
+  return {from_vector(y, {N, C, Ho, Wo}, DType::Float64).to(x.dtype()),
+          from_vector(idx, {N, C, Ho, Wo})};
+}
+
+Tensor naive_avg_pool(const Tensor& x, const Window& w, bool include_pad) {
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  const int64_t Ho = out_size(H, w.kernel[0], w.stride[0], w.padding[0], 1);
+  const int64_t Wo = out_size(W, w.kernel[1], w.stride[1], w.padding[1], 1);
+  std::vector<double> xv = x.to_vector(), y;
+  for (int64_t p = 0; p < N * C; ++p)
+    for (int64_t i = 0; i < Ho; ++i)
+      for (int64_t j = 0; j < Wo; ++j) {
+        double acc = 0;
+        int64_t valid = 0, padded = 0;
+        for (int64_t ki = 0; ki < w.kernel[0]; ++ki)
+          for (int64_t kj = 0; kj < w.kernel[1]; ++kj) {
+            int64_t ih = i * w.stride[0] - w.padding[0] + ki;
+            int64_t iw = j * w.stride[1] - w.padding[1] + kj;
+            // Positions beyond the padded image do not count, even with count_include_pad.
+            if (ih >= H + w.padding[0] || iw >= W + w.padding[1]) continue;
+            ++padded;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            acc += xv[size_t((p * H + ih) * W + iw)];
+            ++valid;
+          }
+        y.push_back(acc / double(include_pad ? padded : valid));
+      }
+  return from_vector(y, {N, C, Ho, Wo}, DType::Float64).to(x.dtype());
+}
+
+Tensor naive_adaptive(const Tensor& x, int64_t Ho, int64_t Wo) {
+  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  std::vector<double> xv = x.to_vector(), y;
+  for (int64_t p = 0; p < N * C; ++p)
+    for (int64_t i = 0; i < Ho; ++i)
+      for (int64_t j = 0; j < Wo; ++j) {
+        int64_t h0 = int64_t(std::floor(double(i * H) / double(Ho)));
+        int64_t h1 = int64_t(std::ceil(double((i + 1) * H) / double(Ho)));
+        int64_t w0 = int64_t(std::floor(double(j * W) / double(Wo)));
+        int64_t w1 = int64_t(std::ceil(double((j + 1) * W) / double(Wo)));
+        double acc = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) acc += xv[size_t((p * H + ih) * W + iw)];
+        y.push_back(acc / double((h1 - h0) * (w1 - w0)));
+      }
+  return from_vector(y, {N, C, Ho, Wo}, DType::Float64).to(x.dtype());
+}
+
+std::vector<Tensor> max_pool_op(const Tensor& x, const Window& w) {
+  return ops::call(ops::OpId::max_pool2d, {x},
+                   {{"kernel", w.kernel}, {"stride", w.stride}, {"padding", w.padding},
+                    {"dilation", w.dilation}});
+}
+
+const std::vector<Window> kMaxWindows = {
+    {{2, 2}, {2, 2}, {0, 0}, {1, 1}},
+    {{3, 3}, {2, 2}, {1, 1}, {1, 1}},
+    {{3, 2}, {1, 2}, {1, 0}, {2, 1}},
+    {{2, 3}, {3, 1}, {0, 1}, {1, 2}},
+};
+
+TEST(MaxPool2d, ForwardValuesAndIndicesMatchNaive) {
+  for (const Window& w : kMaxWindows) {
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      Tensor x = randn({2, 3, 9, 8}, dt);
+      auto out = max_pool_op(x, w);
+      auto [y_ref, idx_ref] = naive_max_pool(x, w);
+      EXPECT_TRUE(all_close(out[0], y_ref)) << shape_str(w.kernel);
+      EXPECT_EQ(out[1].dtype(), DType::Int64);
+      EXPECT_EQ(out[1].to_vector(), idx_ref.to_vector()) << shape_str(w.kernel);
+    }
+  }
+  // Default stride = kernel.
+  Tensor x = randn({1, 2, 6, 6});
+  EXPECT_TRUE(all_close(max_pool2d(x, {2, 2}), naive_max_pool(x, kMaxWindows[0]).first));
+}
+
+TEST(MaxPool2d, NaNPropagates) {
+  Tensor x = zeros({1, 1, 2, 2});
+  x.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(max_pool2d(x, {2, 2}).item()));
+}
+
+TEST(MaxPool2d, Gradcheck) {
+  for (const Window& w : kMaxWindows) {
+    Tensor x = random_leaf({2, 2, 7, 6}, -1, 1, 1);
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Tensor>& v) {
+          return max_pool2d(v[0], w.kernel, w.stride, w.padding, w.dilation);
+        },
+        {x}))
+        << shape_str(w.kernel);
+  }
+  // Non-contiguous input: a channels-last tensor permuted to (N, C, H, W).
+  Tensor nhwc = random_leaf({2, 6, 5, 3}, -1, 1, 2);
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& v) { return max_pool2d(v[0].permute({0, 3, 1, 2}), {2, 2}, {1, 1}); },
+      {nhwc}));
+}
+
+TEST(MaxPool2d, GradOpsGradcheck) {
+  const Window& w = kMaxWindows[1];
+  Tensor x = randn({2, 2, 7, 6}, DType::Float64);
+  Tensor indices = max_pool_op(x, w)[1];
+  Tensor dy = random_leaf(indices.shape(), -1, 1, 3), g = random_leaf(x.shape(), -1, 1, 4);
+  EXPECT_TRUE(gradcheck(
+      [&](const std::vector<Tensor>& v) {
+        return ops::call1(ops::OpId::max_pool2d_grad, {v[0], indices}, {{"input_shape", x.shape()}});
+      },
+      {dy}));
+  EXPECT_TRUE(gradcheck(
+      [&](const std::vector<Tensor>& v) { return ops::call1(ops::OpId::max_pool2d_gather, {v[0], indices}); },
+      {g}));
+}
+
+TEST(MaxPool2d, SecondOrder) {
+  Tensor x = random_leaf({1, 2, 6, 6}, -1, 1, 5);
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& v) {
+        autograd::EnableGradGuard enable;
+        Tensor a = v[0].requires_grad() ? v[0] : v[0].detach().set_requires_grad();
+        Tensor y = sum(tanh(max_pool2d(a, {3, 3}, {2, 2}, {1, 1})));
+        return autograd::grad({y}, {a}, {}, false, /*create_graph=*/true)[0];
+      },
+      {x}));
+}
+
+TEST(AvgPool2d, ForwardMatchesNaive) {
+  const std::vector<Window> windows = {{{2, 2}, {2, 2}, {0, 0}, {1, 1}},
+                                       {{3, 3}, {2, 2}, {1, 1}, {1, 1}},
+                                       {{3, 2}, {1, 3}, {1, 1}, {1, 1}}};
+  for (const Window& w : windows) {
+    for (bool include_pad : {true, false}) {
+      Tensor x = randn({2, 3, 9, 8}, DType::Float64);
+      EXPECT_TRUE(all_close(avg_pool2d(x, w.kernel, w.stride, w.padding, include_pad),
+                            naive_avg_pool(x, w, include_pad)))
+          << shape_str(w.kernel) << " include_pad " << include_pad;
+    }
+  }
+}
+
+TEST(AvgPool2d, GradcheckAndGradOp) {
+  for (bool include_pad : {true, false}) {
+    Tensor x = random_leaf({2, 2, 7, 6}, -1, 1, 6);
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Tensor>& v) {
+          return avg_pool2d(v[0].slice(3, 0, 6), {3, 3}, {2, 1}, {1, 1}, include_pad);
+        },
+        {x}));
+    Tensor dy = random_leaf({2, 2, 4, 6}, -1, 1, 7);
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Tensor>& v) {
+          return ops::call1(ops::OpId::avg_pool2d_grad, {v[0]},
+                            {{"kernel", std::vector<int64_t>{3, 3}}, {"stride", std::vector<int64_t>{2, 1}},
+                             {"padding", std::vector<int64_t>{1, 1}},
+                             {"count_include_pad", int64_t(include_pad)},
+                             {"input_shape", Shape{2, 2, 7, 6}}});
+        },
+        {dy}));
+  }
+}
+
+TEST(AdaptiveAvgPool2d, ForwardMatchesNaive) {
+  for (auto [ho, wo] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {3, 2}, {7, 5}, {9, 11}}) {
+    Tensor x = randn({2, 3, 7, 5}, DType::Float64);
+    EXPECT_TRUE(all_close(adaptive_avg_pool2d(x, {ho, wo}), naive_adaptive(x, ho, wo)))
+        << ho << "x" << wo;
+  }
+}
+
+TEST(AdaptiveAvgPool2d, GradcheckAndGradOp) {
+  Tensor x = random_leaf({2, 2, 7, 5}, -1, 1, 8);
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& v) { return adaptive_avg_pool2d(v[0], {3, 2}); },
+                        {x}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& v) { return adaptive_avg_pool2d(v[0].transpose(2, 3), {4, 3}); },
+      {x}));
+  Tensor dy = random_leaf({2, 2, 3, 4}, -1, 1, 9);
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& v) {
+        return ops::call1(ops::OpId::adaptive_avg_pool2d_grad, {v[0]}, {{"input_shape", Shape{2, 2, 7, 5}}});
+      },
+      {dy}));
+}
+
+void expect_error(const std::function<void()>& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Pool2d, Errors) {
+  expect_error([] { max_pool2d(randn({3, 4, 4}), {2, 2}); }, "max_pool2d: input must be 4-D");
+  expect_error([] { max_pool2d(randn({1, 1, 4, 4}), {2, 2}, {2, 2}, {2, 2}); },
+               "max_pool2d: padding");
+  expect_error([] { max_pool2d(randn({1, 1, 2, 2}), {3, 3}); }, "max_pool2d: the window");
+  expect_error([] { max_pool2d(randn({1, 1, 4, 4}), {0, 2}); }, "max_pool2d: kernel must be >= 1");
+  expect_error([] { max_pool2d(arange(16).reshape({1, 1, 4, 4}), {2, 2}); }, "max_pool2d: input must be float");
+  expect_error([] { avg_pool2d(randn({1, 1, 4, 4}), {2}); }, "avg_pool2d: kernel must have 2 values");
+  expect_error([] { adaptive_avg_pool2d(randn({1, 1, 4, 4}), {0, 2}); },
+               "adaptive_avg_pool2d: output_size must be >= 1");
+  expect_error(
+      [] {
+        ops::call1(ops::OpId::max_pool2d_grad, {randn({1, 1, 2, 2}), randn({1, 1, 2, 2})},
+                   {{"input_shape", Shape{1, 1, 4, 4}}});
+      },
+      "max_pool2d_grad: indices must be int64");
+}
+
+}  // namespace
+}  // namespace smelt
