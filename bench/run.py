@@ -78,10 +78,10 @@ class Task:
             self.ms.extend(reply["ms"])
 
 
-def merge_lists(smelt_list, torch_list):
-    """Workloads by name, in smelt's order then any torch-only ones."""
+def merge_lists(listings):
+    """Workloads by name, in the order of the servers' lists; impls map to the server's label."""
     merged = {}
-    for side, listing in (("smelt", smelt_list), ("torch", torch_list)):
+    for side, listing in listings:
         for w in listing["workloads"]:
             entry = merged.setdefault(w["name"], {"name": w["name"], "bytes": 0.0, "flops": 0.0,
                                                   "impls": {}, "missing": {}, "peak_memory": {}})
@@ -140,7 +140,7 @@ def measure(workloads, tasks_by_workload, rounds):
         for w in workloads:
             tasks = tasks_by_workload.get(w["name"], [])
             # smelt first in even rounds, PyTorch first in odd ones
-            ordered = sorted(tasks, key=lambda t: (t.server.label != "smelt") ^ (r % 2 == 1))
+            ordered = sorted(tasks, key=lambda t: (t.server.label == "torch") ^ (r % 2 == 1))
             for task in ordered:
                 task.run(task.per_call)
         print(f"round {r + 1}/{rounds}: {time.time() - t0:.1f} s", flush=True)
@@ -186,30 +186,31 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
     smelt_argv = [str(smelt_exe)]
     torch_argv = [PYTHON, str(BENCH_DIR / "torch_bench.py")]
-    smelt = Server("smelt", smelt_argv + ["--serve"], env)
-    torch = Server("torch", torch_argv, env)
+    servers = {"smelt": Server("smelt", smelt_argv + ["--serve"], env),
+               "limits": Server("limits", smelt_argv + ["--serve-limits"], env),
+               "torch": Server("torch", torch_argv, env)}
     blas_env = avx512_blas_env(env)
-    blas512 = Server("smelt", smelt_argv + ["--serve"], blas_env) if blas_env else None
+    if blas_env:
+        servers["limits-avx512"] = Server("limits-avx512", smelt_argv + ["--serve-limits"], blas_env)
     try:
-        smelt_list, torch_list = smelt.ask("list"), torch.ask("list")
-        workloads = [w for w in merge_lists(smelt_list, torch_list) if args.only in w["name"]]
-        servers = {"smelt": smelt, "torch": torch}
+        listings = {side: servers[side].ask("list") for side in ("smelt", "limits", "torch")}
+        smelt_list, torch_list = listings["smelt"], listings["torch"]
+        workloads = [w for w in merge_lists(listings.items()) if args.only in w["name"]]
         tasks_by_workload = {w["name"]: [Task(w["name"], impl, servers[side])
                                          for impl, side in w["impls"].items()] for w in workloads}
         gemm = next((w for w in workloads if w["name"] == GEMM_LIMIT), None)
-        if blas512 and gemm:
+        if blas_env and gemm:
             name = f"{GEMM_LIMIT} ({blas_env['OPENBLAS_CORETYPE']} kernels)"
             workloads.insert(workloads.index(gemm) + 1, dict(gemm, name=name))
-            tasks_by_workload[name] = [Task(GEMM_LIMIT, "limit", blas512, name)]
+            tasks_by_workload[name] = [Task(GEMM_LIMIT, "limit", servers["limits-avx512"], name)]
         all_tasks = [t for ts in tasks_by_workload.values() for t in ts]
         print(f"{len(workloads)} workloads, {len(all_tasks)} timed pairs, {rounds} rounds, "
               f"{args.threads} threads", flush=True)
         calibrate(all_tasks, target_ms, max_n)
         measure(workloads, tasks_by_workload, rounds)
     finally:
-        for server in (smelt, torch, blas512):
-            if server:
-                server.close()
+        for server in servers.values():
+            server.close()
 
     memory = {}
     for w in workloads:

@@ -1,10 +1,15 @@
 // smelt side of `make bench`: the workloads of bench/torch_bench.py (same names, same shapes)
 // plus the machine's limits, driven by bench/run.py.
 //
-//   smelt_bench --serve                      the line protocol below, on stdin/stdout
+//   smelt_bench --serve                      smelt's workloads, line protocol below (stdin/stdout)
+//   smelt_bench --serve-limits               the machine's limits (impl "limit"), same protocol
 //   smelt_bench --peak-memory <name> <steps> one workload in this (fresh) process: prints
 //                                            {"MiB": peak RSS growth over <steps> steps}
-//   smelt_bench --list                       the workload table as JSON
+//   smelt_bench --list                       both tables as JSON
+//
+// The limits get a process of their own: OpenBLAS keeps one thread count per process, and smelt
+// sets it to 1 for its own GEMM (see src/kernels/gemm_openblas.cpp), while the sgemm ceiling is
+// OpenBLAS with all threads; its thread pool would also compete with smelt's OpenMP threads.
 //
 // Protocol (tab-separated, one line each way, shared with torch_bench.py):
 //   > list                  < {"threads": T, "workloads": [{"name", "bytes", "flops", "impls",
@@ -34,9 +39,9 @@ using nlohmann::json;
 
 constexpr int kWarmupRuns = 3;
 
-std::vector<Workload> all_workloads() {
+std::vector<Workload> smelt_workloads() {
   std::vector<Workload> all;
-  for (auto part : {op_workloads(), training_workloads(), limit_workloads(), future_workloads()}) {
+  for (auto part : {op_workloads(), training_workloads(), future_workloads()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
   return all;
@@ -151,7 +156,7 @@ int peak_memory(const std::vector<Workload>& workloads, const std::string& name,
 
 int usage() {
   std::fprintf(stderr,
-               "usage: smelt_bench --serve | --list | --peak-memory <workload> <steps>\n");
+               "usage: smelt_bench --serve | --serve-limits | --list | --peak-memory <workload> <steps>\n");
   return 2;
 }
 
@@ -162,13 +167,15 @@ int main(int argc, char** argv) {
   using namespace smelt::bench;
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    if (args.size() == 1 && args[0] == "--serve") return Server(all_workloads()).serve();
+    if (args.size() == 1 && args[0] == "--serve") return Server(smelt_workloads()).serve();
+    if (args.size() == 1 && args[0] == "--serve-limits") return Server(limit_workloads()).serve();
     if (args.size() == 1 && args[0] == "--list") {
-      std::cout << list_reply(all_workloads()).dump(2) << "\n";
+      std::cout << list_reply(smelt_workloads()).dump(2) << "\n"
+                << list_reply(limit_workloads()).dump(2) << "\n";
       return 0;
     }
     if (args.size() == 3 && args[0] == "--peak-memory") {
-      return peak_memory(all_workloads(), args[1], std::stoi(args[2]));
+      return peak_memory(smelt_workloads(), args[1], std::stoi(args[2]));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "smelt_bench: %s\n", e.what());
