@@ -72,18 +72,6 @@ void max_backward(int64_t planes, int64_t HW, int64_t HoWo, T* dx, const T* dy, 
 }
 
 template <class T>
-void max_gather(int64_t planes, int64_t HW, int64_t HoWo, T* out, const T* g, const int64_t* idx) {
-  parallel_for(planes, plane_grain(HoWo), [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      for (int64_t o = 0; o < HoWo; ++o) {
-        const int64_t at = idx[p * HoWo + o];
-        out[p * HoWo + o] = at >= 0 ? g[p * HW + at] : T(0);
-      }
-    }
-  });
-}
-
-template <class T>
 void avg_forward(const Pool2dWindow& k, bool include_pad, int64_t planes, int64_t H, int64_t W,
                  int64_t Ho, int64_t Wo, T* y, const T* x) {
   parallel_for(planes, plane_grain(Ho * Wo * k.kH * k.kW), [&](int64_t begin, int64_t end) {
@@ -199,14 +187,6 @@ void max_pool2d_backward(const Tensor& dx, const Tensor& dy, const Tensor& indic
   SMELT_DISPATCH_FLOATING(dy.dtype(), "max_pool2d_grad", [&] {
     max_backward<scalar_t>(p.count, p.H * p.W, p.Ho * p.Wo, dx.data<scalar_t>(),
                            dy.data<scalar_t>(), indices.data<int64_t>());
-  });
-}
-
-void max_pool2d_gather(const Tensor& out, const Tensor& g, const Tensor& indices) {
-  const Planes p = planes_of(g, out);
-  SMELT_DISPATCH_FLOATING(g.dtype(), "max_pool2d_gather", [&] {
-    max_gather<scalar_t>(p.count, p.H * p.W, p.Ho * p.Wo, out.data<scalar_t>(),
-                         g.data<scalar_t>(), indices.data<int64_t>());
   });
 }
 

@@ -23,8 +23,6 @@ void max_pool2d_forward(const Pool2dWindow& win, const Tensor& y /*(N, C, Ho, Wo
 void max_pool2d_backward(const Tensor& dx /*(N, C, H, W)*/, const Tensor& dy /*(N, C, Ho, Wo)*/,
                          const Tensor& indices /*(N, C, Ho, Wo) Int64*/);
 // out[p, o] = g[p, indices[p, o]] (0 where the index is -1): the adjoint of max_pool2d_backward.
-void max_pool2d_gather(const Tensor& out /*(N, C, Ho, Wo)*/, const Tensor& g /*(N, C, H, W)*/,
-                       const Tensor& indices /*(N, C, Ho, Wo) Int64*/);
 
 // Dilation is ignored (1). count_include_pad: the divisor counts padding positions (clipped to
 // the padded image), else only input pixels.

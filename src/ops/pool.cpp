@@ -2,8 +2,7 @@
 // gradient it carries, and its own gradient is the adjoint map, so gradients of any order work:
 //
 //   max_pool2d(x) -> (y, indices)      dx   = max_pool2d_grad(dy, indices)    scatter-add at indices
-//   max_pool2d_grad(dy, indices)       d dy = max_pool2d_gather(G, indices)   read at indices
-//   max_pool2d_gather(g, indices)      d g  = max_pool2d_grad(G, indices)
+//   max_pool2d_grad(dy, indices)       d dy = gather(G, indices) over flattened planes
 //   avg_pool2d(x)                      dx   = avg_pool2d_grad(dy)      d dy = avg_pool2d(G)
 //   adaptive_avg_pool2d(x)             dx   = adaptive_avg_pool2d_grad(dy)
 //                                      d dy = adaptive_avg_pool2d(G)
@@ -119,31 +118,14 @@ std::vector<Tensor> max_pool2d_grad_kernel(const std::vector<Tensor>& in, const 
   kernels::max_pool2d_backward(dx, dense(in[0]), dense(in[1]));
   return {dx};
 }
+// The adjoint of scattering dy to the argmax positions is reading G back at them: a gather over
+// each flattened (H*W) plane.
 std::vector<Tensor> max_pool2d_grad_grad(const GradContext& c) {
-  return {call1(OpId::max_pool2d_gather, {c.grads[0], c.inputs[1].detach()}), Tensor()};
-}
-
-// ---- max_pool2d_gather (g, indices) -> g at indices
-std::vector<TensorMeta> gather_shape(const std::vector<TensorMeta>& in, const Attrs&) {
-  const char* op = "max_pool2d_gather";
-  check_image(in[0], op);
-  check_dtype(in[1], DType::Int64, op, "indices");
-  SMELT_CHECK(in[1].shape.size() == 4 && in[1].shape[0] == in[0].shape[0] &&
-              in[1].shape[1] == in[0].shape[1])
-      << op << ": indices " << shape_str(in[1].shape) << " must be 4-D with the N and C of "
-      << shape_str(in[0].shape);
-  return {{in[1].shape, in[0].dtype}};
-}
-std::vector<Tensor> gather_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                  const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
-  kernels::max_pool2d_gather(y, dense(in[0]), dense(in[1]));
-  return {y};
-}
-std::vector<Tensor> gather_grad(const GradContext& c) {
-  return {call1(OpId::max_pool2d_grad, {c.grads[0], c.inputs[1].detach()},
-                {{"input_shape", c.inputs[0].shape()}}),
-          Tensor()};
+  const Tensor& g = c.grads[0];  // (N, C, H, W)
+  Tensor indices = c.inputs[1].detach();  // (N, C, Ho, Wo), flat positions in each plane
+  const Shape& s = indices.shape();
+  Tensor picked = gather(g.reshape({s[0], s[1], -1}), 2, indices.reshape({s[0], s[1], -1}));
+  return {picked.reshape(s), Tensor()};
 }
 
 // ---- avg_pool2d (x); kernel, stride, padding, count_include_pad
@@ -230,7 +212,6 @@ std::vector<Tensor> adaptive_grad_grad(const GradContext& c) {
 SMELT_OP_IMPL(max_pool2d) = {max_pool2d_shape, max_pool2d_kernel, max_pool2d_grad_rule, kSaveOutputs};
 SMELT_OP_IMPL(max_pool2d_grad) = {max_pool2d_grad_shape, max_pool2d_grad_kernel,
                                   max_pool2d_grad_grad, kSaveInputs};
-SMELT_OP_IMPL(max_pool2d_gather) = {gather_shape, gather_kernel, gather_grad, kSaveInputs};
 SMELT_OP_IMPL(avg_pool2d) = {avg_pool2d_shape, avg_pool2d_kernel, avg_pool2d_grad_rule, kSaveNothing};
 SMELT_OP_IMPL(avg_pool2d_grad) = {avg_pool2d_grad_shape, avg_pool2d_grad_kernel,
                                   avg_pool2d_grad_grad, kSaveNothing};

@@ -156,9 +156,6 @@ TEST(MaxPool2d, GradOpsGradcheck) {
         return ops::call1(ops::OpId::max_pool2d_grad, {v[0], indices}, {{"input_shape", x.shape()}});
       },
       {dy}));
-  EXPECT_TRUE(gradcheck(
-      [&](const std::vector<Tensor>& v) { return ops::call1(ops::OpId::max_pool2d_gather, {v[0], indices}); },
-      {g}));
 }
 
 TEST(MaxPool2d, SecondOrder) {
