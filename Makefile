@@ -30,5 +30,10 @@ test-asan: deps
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE "consumer|slow"
 
+# smelt against PyTorch and this machine's limits (bench/README.md); QUICK=1 for a short run.
+bench: build
+	@bash scripts/install-deps.sh bench
+	@/usr/bin/python3 bench/run.py --build-dir $(BUILD) $(if $(filter-out 0,$(QUICK)),--quick)
+
 clean:
 	@rm -rf $(BUILD) build-asan

@@ -1,22 +1,28 @@
 #!/usr/bin/python3
 """PyTorch side of `make bench`: the same workloads as bench/smelt_bench.cpp, served over stdin.
 
-Protocol (one line each way, shared with smelt_bench --serve):
-  > list                      < {"workloads": [{"name": ..., "impls": [...], "bytes": .., "flops": ..}]}
+Protocol (tab-separated, one line each way, shared with smelt_bench --serve):
+  > list                      < {"threads": T, "workloads": [{"name": ..., "impls": [...], "bytes": ..,
+                                                              "flops": .., "peak_memory": bool}]}
   > run <workload> <impl> <n> < {"ms": [t1, ..., tn]}     (after a warm-up of the same workload)
+                              < {"error": "..."}
   > quit
 impl is "torch-eager" or "torch-script" (torch.jit.trace of the same function, where it applies).
+
+  torch_bench.py --peak-memory <workload> <steps>   (in a fresh process, as smelt_bench does)
+    prints {"MiB": growth of the peak RSS over <steps> steps, "baseline_MiB": ...}
 PyTorch is used here only as the baseline to compare against; smelt never depends on it.
 """
 import json
-import math
+import os
+import resource
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
-torch.set_num_threads(int(__import__("os").environ.get("OMP_NUM_THREADS", "2")))
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", os.cpu_count())))
 torch.manual_seed(0)
 
 
@@ -32,8 +38,9 @@ def timed(fn, n):
 class Workload:
     """A workload: build() makes state once, step() is what is timed."""
 
-    def __init__(self, name, build, bytes_moved=0.0, flops=0.0, scriptable=True):
+    def __init__(self, name, build, bytes_moved=0.0, flops=0.0, scriptable=True, training=False):
         self.name, self.build, self.bytes, self.flops, self.scriptable = name, build, bytes_moved, flops, scriptable
+        self.training = training  # a training step: its peak memory is measured too
 
 
 def elementwise_chain():
@@ -130,43 +137,76 @@ WORKLOADS = [
     Workload("sgemm 1024^3", sgemm_1024, flops=2 * 1024**3),
     Workload("linear+bias+relu 1024^3", linear_relu_1024, flops=2 * 1024**3),
     Workload("conv3x3 64->64 56x56 +bias+relu", conv3x3_64_56, flops=2 * 64 * 64 * 9 * 56 * 56),
+    # training flops: matmul/conv flops of forward + backward = 3x forward
     Workload("MLP 784-1024-1024-10 train step b256", mlp_train, flops=6 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10),
-             scriptable=False),
-    Workload("CNN digits train step b64", cnn_train, scriptable=False),
-    Workload("transformer block d256 h4 s128 b8 fwd+bwd+AdamW", transformer_train, scriptable=False),
+             scriptable=False, training=True),
+    Workload("CNN digits train step b64", cnn_train, flops=6 * 64 * (64 * (16 * 9 + 32 * 16 * 9) + 512 * 64 + 64 * 10),
+             scriptable=False, training=True),
+    Workload("transformer block d256 h4 s128 b8 fwd+bwd+AdamW", transformer_train,
+             flops=3 * (2 * 8 * 128 * 12 * 256**2 + 4 * 8 * 128 * 128 * 256), scriptable=False, training=True),
     Workload("dispatch: 1000 tiny adds", tiny_op, scriptable=False),
 ]
 
 
-def main():
+def build_step(w, impl):
+    step, fn, args = w.build()
+    if impl == "torch-script":
+        with torch.no_grad():
+            traced = torch.jit.trace(fn, args)
+        step = lambda: traced(*args)
+    return step
+
+
+def grad_context(w):
+    return torch.no_grad() if w.scriptable else torch.enable_grad()
+
+
+def serve():
     by_name = {w.name: w for w in WORKLOADS}
     built = {}
     for line in sys.stdin:
-        parts = line.strip().split("\t")
-        if not parts or parts[0] == "quit":
+        parts = line.rstrip("\n").split("\t")
+        if parts[0] == "quit":
             break
         if parts[0] == "list":
-            print(json.dumps({"workloads": [{"name": w.name, "bytes": w.bytes, "flops": w.flops,
-                                             "impls": ["torch-eager"] + (["torch-script"] if w.scriptable else [])}
-                                            for w in WORKLOADS]}), flush=True)
+            print(json.dumps({"threads": torch.get_num_threads(),
+                              "workloads": [{"name": w.name, "bytes": w.bytes, "flops": w.flops,
+                                             "impls": ["torch-eager"] + (["torch-script"] if w.scriptable else []),
+                                             "peak_memory": w.training} for w in WORKLOADS]}), flush=True)
             continue
-        _, name, impl, n = parts
-        key = (name, impl)
-        if key not in built:
-            step, fn, args = by_name[name].build()
-            if impl == "torch-script":
-                with torch.no_grad():
-                    traced = torch.jit.trace(fn, args)
-                step = lambda traced=traced, args=args: traced(*args)
-            with torch.no_grad() if impl == "torch-script" or fn is not None else torch.enable_grad():
-                timed(step, 3)  # warm-up (and jit profiling runs)
-            built[key] = step
-        step = built[key]
-        grad_ctx = torch.no_grad() if by_name[name].scriptable else torch.enable_grad()
-        with grad_ctx:
-            ms = timed(step, int(n))
-        print(json.dumps({"ms": ms}), flush=True)
+        try:
+            _, name, impl, n = parts
+            w = by_name[name]
+            if impl not in ("torch-eager", "torch-script") or (impl == "torch-script" and not w.scriptable):
+                raise ValueError(f"'{name}' has no impl '{impl}'")
+            with grad_context(w):
+                if (name, impl) not in built:
+                    built[(name, impl)] = build_step(w, impl)
+                    timed(built[(name, impl)], 3)  # warm-up (and the jit's profiling runs)
+                reply = {"ms": timed(built[(name, impl)], int(n))}
+        except Exception as e:  # noqa: BLE001 - any failure is reported to run.py, not fatal
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        print(json.dumps(reply), flush=True)
+
+
+def max_rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+
+
+def peak_memory(name, steps):
+    """Peak RSS growth over `steps` steps above the built model and inputs (as smelt_bench)."""
+    w = {w.name: w for w in WORKLOADS}[name]
+    with grad_context(w):
+        step = build_step(w, "torch-eager")
+        baseline = max_rss_mib()
+        for _ in range(steps):
+            step()
+        peak = max_rss_mib()
+    print(json.dumps({"MiB": peak - baseline, "baseline_MiB": baseline}), flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 4 and sys.argv[1] == "--peak-memory":
+        peak_memory(sys.argv[2], int(sys.argv[3]))
+    else:
+        serve()

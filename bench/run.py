@@ -1,0 +1,305 @@
+#!/usr/bin/python3
+"""`make bench`: smelt against PyTorch and against this machine's limits, in one run.
+
+Starts the two workload servers (build/bench/smelt_bench --serve and bench/torch_bench.py, same
+thread count), lists their workloads, and measures them interleaved: in round r every workload
+runs on smelt then on PyTorch, the other way round in round r+1, so drifting machine load hits
+both sides alike. Each side warms a workload up before its first timed call. Times are medians
+over all iterations of all rounds; the machine's limits (STREAM copy/triad, OpenBLAS sgemm) are
+the best rates seen. Peak memory of the training steps is measured in fresh processes.
+
+Writes bench/out/results.jsonl, results.md and results.svg; a full run (not --quick) also
+refreshes the table in bench/README.md and the chart bench/results.svg.
+
+    /usr/bin/python3 bench/run.py [--quick] [--build-dir build] [--threads N]
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import report
+
+BENCH_DIR = Path(__file__).resolve().parent
+PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch, whatever `python3` is first on PATH
+
+# name: (rounds, target ms of work per timed call, max iterations per call, peak-memory steps)
+MODES = {"quick": (3, 120.0, 50, 3), "full": (9, 600.0, 400, 10)}
+
+
+class Server:
+    """One workload server speaking the tab-separated line protocol."""
+
+    def __init__(self, label, argv, env):
+        self.label = label
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                     text=True, bufsize=1)
+
+    def ask(self, *parts):
+        self.proc.stdin.write("\t".join(str(p) for p in parts) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.label} server exited (code {self.proc.wait()})")
+        return json.loads(line)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+class Task:
+    """One (workload, impl) pair and its samples; `name` is what the results call it."""
+
+    def __init__(self, workload, impl, server, name=None):
+        self.workload, self.impl, self.server = workload, impl, server
+        self.name = name or workload
+        self.ms = []
+        self.per_call = 1
+        self.error = None
+
+    def run(self, n):
+        if self.error:
+            return
+        reply = self.server.ask("run", self.workload, self.impl, n)
+        if "error" in reply:
+            self.error = reply["error"]
+            print(f"  {self.name} [{self.impl}]: {self.error}", file=sys.stderr)
+        else:
+            self.ms.extend(reply["ms"])
+
+
+def merge_lists(listings):
+    """Workloads by name, in the order of the servers' lists; impls map to the server's label."""
+    merged = {}
+    for side, listing in listings:
+        for w in listing["workloads"]:
+            entry = merged.setdefault(w["name"], {"name": w["name"], "bytes": 0.0, "flops": 0.0,
+                                                  "impls": {}, "missing": {}, "peak_memory": {}})
+            for key in ("bytes", "flops"):
+                if w.get(key) and entry[key] and abs(w[key] - entry[key]) > 1e-6 * entry[key]:
+                    print(f"warning: {w['name']}: {key} differ ({entry[key]} vs {w[key]})", file=sys.stderr)
+                entry[key] = entry[key] or float(w.get(key) or 0.0)
+            for impl in w["impls"]:
+                entry["impls"][impl] = side
+            entry["missing"].update(w.get("missing", {}))
+            entry["peak_memory"][side] = bool(w.get("peak_memory", False))
+    return list(merged.values())
+
+
+GEMM_LIMIT = "OpenBLAS sgemm 1024^3"
+AVX512_CORES = ("skylakex", "cooperlake", "sapphirerapids")
+
+
+def avx512_blas_env(env):
+    """The environment for a second OpenBLAS sgemm limit with AVX-512 kernels, or None.
+
+    OpenBLAS picks its kernels once per process (OPENBLAS_CORETYPE, else its CPU detection, which
+    may not know a new CPU). When the CPU has AVX-512 and the environment does not already ask for
+    AVX-512 kernels, a second process measures them too: the best rate is the GEMM ceiling."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return None
+    if not {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return None
+    if env.get("OPENBLAS_CORETYPE", "").lower() in AVX512_CORES:
+        return None
+    return dict(env, OPENBLAS_CORETYPE="SkylakeX")
+
+
+def l3_bytes():
+    try:
+        size = Path("/sys/devices/system/cpu/cpu0/cache/index3/size").read_text().strip()
+        return int(size.rstrip("KMG")) * {"K": 2**10, "M": 2**20, "G": 2**30}.get(size[-1], 1)
+    except (OSError, ValueError):
+        return 0
+
+
+def calibrate(tasks, target_ms, max_n):
+    """One call of one iteration each (after the server's own warm-up) sets iterations per call."""
+    for task in tasks:
+        task.run(1)
+        if task.ms:
+            task.per_call = max(1, min(max_n, round(target_ms / max(task.ms[-1], 1e-3))))
+            task.ms.clear()
+
+
+def measure(workloads, tasks_by_workload, rounds):
+    for r in range(rounds):
+        t0 = time.time()
+        for w in workloads:
+            tasks = tasks_by_workload.get(w["name"], [])
+            # smelt first in even rounds, PyTorch first in odd ones
+            ordered = sorted(tasks, key=lambda t: (t.server.label == "torch") ^ (r % 2 == 1))
+            for task in ordered:
+                task.run(task.per_call)
+        print(f"round {r + 1}/{rounds}: {time.time() - t0:.1f} s", flush=True)
+
+
+def peak_memory(argv_prefix, workload, steps, env):
+    out = subprocess.run(argv_prefix + ["--peak-memory", workload, str(steps)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    try:
+        reply = json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        reply = {"error": (out.stderr or out.stdout).strip()[-300:]}
+    return reply
+
+
+def machine_info(threads, smelt_threads, torch_threads):
+    model, cores = platform.processor() or platform.machine(), os.cpu_count()
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        fields = dict(line.split(":", 1) for line in lscpu.splitlines() if ":" in line)
+        model = fields.get("Model name", model).strip()
+        cores = int(fields.get("Core(s) per socket", cores)) * int(fields.get("Socket(s)", 1))
+    except (OSError, ValueError):
+        pass
+    return {"cpu": model, "cores": cores, "logical_cpus": os.cpu_count(), "threads": threads,
+            "smelt_threads": smelt_threads, "torch_threads": torch_threads}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds and iterations (< 5 min)")
+    parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--out", default=str(BENCH_DIR / "out"))
+    parser.add_argument("--only", default="", help="run only workloads whose name contains this")
+    args = parser.parse_args()
+    rounds, target_ms, max_n, mem_steps = MODES["quick" if args.quick else "full"]
+    started, wall0, load0 = datetime.now(timezone.utc), time.time(), os.getloadavg()
+
+    smelt_exe = Path(args.build_dir).resolve() / "bench" / "smelt_bench"
+    if not smelt_exe.exists():
+        sys.exit(f"run.py: {smelt_exe} not found; build first (make build)")
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
+    smelt_argv = [str(smelt_exe)]
+    torch_argv = [PYTHON, str(BENCH_DIR / "torch_bench.py")]
+    servers = {"smelt": Server("smelt", smelt_argv + ["--serve"], env),
+               "limits": Server("limits", smelt_argv + ["--serve-limits"], env),
+               "torch": Server("torch", torch_argv, env)}
+    blas_env = avx512_blas_env(env)
+    if blas_env:
+        servers["limits-avx512"] = Server("limits-avx512", smelt_argv + ["--serve-limits"], blas_env)
+    try:
+        listings = {side: servers[side].ask("list") for side in ("smelt", "limits", "torch")}
+        smelt_list, torch_list = listings["smelt"], listings["torch"]
+        workloads = [w for w in merge_lists(listings.items()) if args.only in w["name"]]
+        tasks_by_workload = {w["name"]: [Task(w["name"], impl, servers[side])
+                                         for impl, side in w["impls"].items()] for w in workloads}
+        gemm = next((w for w in workloads if w["name"] == GEMM_LIMIT), None)
+        if blas_env and gemm:
+            name = f"{GEMM_LIMIT} ({blas_env['OPENBLAS_CORETYPE']} kernels)"
+            workloads.insert(workloads.index(gemm) + 1, dict(gemm, name=name))
+            tasks_by_workload[name] = [Task(GEMM_LIMIT, "limit", servers["limits-avx512"], name)]
+        all_tasks = [t for ts in tasks_by_workload.values() for t in ts]
+        print(f"{len(workloads)} workloads, {len(all_tasks)} timed pairs, {rounds} rounds, "
+              f"{args.threads} threads", flush=True)
+        calibrate(all_tasks, target_ms, max_n)
+        measure(workloads, tasks_by_workload, rounds)
+    finally:
+        for server in servers.values():
+            server.close()
+
+    memory = {}
+    for w in workloads:
+        for side, argv in (("smelt", smelt_argv), ("torch", torch_argv)):
+            if w["peak_memory"].get(side):
+                memory[(w["name"], side)] = peak_memory(argv, w["name"], mem_steps, env)
+    print(f"peak memory: {len(memory)} fresh processes", flush=True)
+
+    results = build_results(workloads, tasks_by_workload, memory, l3_bytes())
+    info = machine_info(args.threads, smelt_list.get("threads"), torch_list.get("threads"))
+    run = {"date": started.strftime("%Y-%m-%d %H:%M UTC"), "mode": "QUICK" if args.quick else "full",
+           "command": "make bench QUICK=1" if args.quick else "make bench", "rounds": rounds,
+           "seconds": time.time() - wall0, "load_before": load0, "load_after": os.getloadavg(),
+           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""), **info}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "results.jsonl", "w") as f:
+        for record in results["records"]:
+            f.write(json.dumps(record) + "\n")
+    markdown = report.markdown(run, results)
+    (out / "results.md").write_text(markdown)
+    (out / "results.svg").write_text(report.svg(run, results))
+    if not args.quick and not args.only:
+        shutil.copyfile(out / "results.svg", BENCH_DIR / "results.svg")
+        report.update_readme(BENCH_DIR / "README.md", markdown)
+    print(markdown)
+    print(f"wrote {out}/results.jsonl, results.md, results.svg in {run['seconds']:.0f} s")
+
+
+def build_results(workloads, tasks_by_workload, memory, l3_size):
+    """Medians, rates, roofline fractions and ratios, plus the jsonl records."""
+    records, rows = [], []
+    for w in workloads:
+        row = {"name": w["name"], "bytes": w["bytes"], "flops": w["flops"], "missing": w["missing"],
+               "impls": sorted(w["impls"]), "training": any(w["peak_memory"].values()),
+               "ms": {}, "spread": {}, "errors": {}, "samples": {}, "mib": {}}
+        for task in tasks_by_workload.get(w["name"], []):
+            if task.error:
+                row["errors"][task.impl] = task.error
+                continue
+            if not task.ms:
+                continue
+            samples = sorted(task.ms)
+            # limits: the best time is the machine's capability; workloads: the median
+            value = samples[0] if task.impl == "limit" else statistics.median(samples)
+            quartiles = statistics.quantiles(samples, n=4) if len(samples) >= 4 else [value, value, value]
+            row["ms"][task.impl] = value
+            row["spread"][task.impl] = (quartiles[2] - quartiles[0]) / value if value else 0.0
+            row["samples"][task.impl] = len(samples)
+            records.append({"workload": w["name"], "impl": task.impl, "metric": "ms", "value": round(value, 6)})
+            if w["bytes"]:
+                records.append({"workload": w["name"], "impl": task.impl, "metric": "GB/s",
+                                "value": round(w["bytes"] / value / 1e6, 3)})
+            if w["flops"]:
+                records.append({"workload": w["name"], "impl": task.impl, "metric": "GFLOP/s",
+                                "value": round(w["flops"] / value / 1e6, 3)})
+        for side, impl in (("smelt", "smelt-eager"), ("torch", "torch-eager")):
+            reply = memory.get((w["name"], side))
+            if reply is None:
+                continue
+            if "error" in reply:
+                row["errors"][impl + " memory"] = reply["error"]
+            else:
+                row["mib"][impl] = reply["MiB"]
+                records.append({"workload": w["name"], "impl": impl, "metric": "MiB",
+                                "value": round(reply["MiB"], 3)})
+        rows.append(row)
+
+    def limit_rate(name, amount):  # bytes or flops per ms
+        row = next((r for r in rows if r["name"] == name and "limit" in r["ms"]), None)
+        return row[amount] / row["ms"]["limit"] if row else None
+
+    dram = limit_rate("STREAM triad", "bytes")
+    in_l3 = limit_rate("STREAM triad in L3 (3x4 MiB)", "bytes")
+    gemm_rates = [r["flops"] / r["ms"]["limit"] for r in rows if "limit" in r["ms"] and r["flops"]]
+    gemm_rate = max(gemm_rates, default=None)
+    for row in rows:
+        bounds = []  # (time at the ceiling, which ceiling)
+        if row["bytes"]:
+            # data that fits in half the last-level cache stays there between iterations
+            if in_l3 and row["bytes"] <= l3_size / 2:
+                bounds.append((row["bytes"] / in_l3, "L3"))
+            elif dram:
+                bounds.append((row["bytes"] / dram, "DRAM"))
+        if row["flops"] and gemm_rate:
+            bounds.append((row["flops"] / gemm_rate, "GEMM"))
+        row["roofline_ms"], row["roofline_kind"] = max(bounds) if bounds else (None, None)
+    return {"rows": rows, "records": records}
+
+
+if __name__ == "__main__":
+    main()
