@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   CLI::App app{"smelt: a deep-learning engine close to the metal"};
   app.require_subcommand(1);
   smelt::tools::register_info(app);
+  smelt::tools::register_demo(app);
   smelt::tools::register_fuzz(app);
   smelt::tools::register_opt(app);
 
