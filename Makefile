@@ -28,7 +28,7 @@ test: build
 test-asan: deps
 	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMELT_SANITIZE=ON -DSMELT_BUILD_BENCH=OFF >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE "consumer|slow"
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE "consumer|memory"
 
 # smelt against PyTorch and this machine's limits (bench/README.md); QUICK=1 for a short run.
 bench: build
