@@ -6,6 +6,7 @@
 
 #include "kernels/loops.h"
 #include "kernels/reduce.h"
+#include "kernels/scalar.h"
 
 namespace smelt::kernels {
 namespace {
@@ -47,7 +48,7 @@ double row_sum(const T* x, int64_t n) {
 template <class T>
 void softmax_row(const T* x, T* y, int64_t n, bool log) {
   const T m = row_max(x, n);
-  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i] - m);
+  for (int64_t i = 0; i < n; ++i) y[i] = scalar::exp(x[i] - m);
   const double s = row_sum(y, n);
   if (log) {
     // (x - m) - log s, not x - (m + log s): the sum would round away log s next to a large m.
@@ -74,7 +75,7 @@ void softmax_columns(const T* x, T* y, int64_t n, int64_t inner, int64_t width, 
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
     for (int64_t j = 0; j < width; ++j) {
-      yk[j] = std::exp(xk[j] - m[j]);
+      yk[j] = scalar::exp(xk[j] - m[j]);
       s[j] += double(yk[j]);
     }
   }

@@ -1,40 +1,24 @@
 #include "smelt/tensor.h"
 
+#include "base/buffer.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <sstream>
 
-#include <sys/mman.h>
 
 namespace smelt {
 
 // ---- storage
 
-Storage::Storage(size_t nbytes) : nbytes_(nbytes), owned_(true) {
-  // Round up so aligned_alloc's size is a multiple of the alignment (and never zero).
-  size_t padded = (nbytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  if (padded == 0) padded = kTensorAlignment;
-  // Large buffers come fresh from mmap on every allocation (glibc), so each first write to a
-  // 4 KiB page is a page fault: for a 64 MB elementwise output that costs several times the
-  // kernel itself. Backing them with 2 MiB transparent huge pages (THP is usually in "madvise"
-  // mode) cuts the faults 512-fold. The buffer is aligned and sized to whole huge pages.
-  constexpr size_t kHugePage = size_t(2) << 20;
-  if (padded >= kHugePage) {
-    padded = (padded + kHugePage - 1) / kHugePage * kHugePage;
-    data_ = std::aligned_alloc(kHugePage, padded);
-    if (data_) madvise(data_, padded, MADV_HUGEPAGE);  // a hint: failure only costs speed
-  } else {
-    data_ = std::aligned_alloc(kTensorAlignment, padded);
-  }
-  if (!data_) throw std::bad_alloc();
-}
+Storage::Storage(size_t nbytes) : data_(buffer_alloc(nbytes)), nbytes_(nbytes), owned_(true) {}
 
 Storage::Storage(void* data, size_t nbytes, std::function<void(void*)> release)
     : data_(data), nbytes_(nbytes), release_(std::move(release)) {}
 
 Storage::~Storage() {
-  if (owned_) std::free(data_);
+  if (owned_) buffer_free(data_, nbytes_);
   else if (release_) release_(data_);
 }
 

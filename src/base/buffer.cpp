@@ -1,0 +1,104 @@
+#include "base/buffer.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <string>
+
+namespace smelt {
+namespace {
+
+constexpr size_t kAlignment = 64;
+constexpr size_t kHugePage = size_t(2) << 20;
+// Blocks this large are cached and huge-page backed; smaller ones are malloc's business.
+constexpr size_t kLargeBlock = kHugePage;
+
+size_t cache_limit_bytes() {
+  static const size_t limit = [] {
+    const char* v = std::getenv("SMELT_BUFFER_CACHE_MB");
+    long mb = v ? std::strtol(v, nullptr, 10) : 1024;
+    return size_t(mb < 0 ? 0 : mb) << 20;
+  }();
+  return limit;
+}
+
+struct BlockCache {
+  std::mutex mutex;
+  std::multimap<size_t, void*> free_blocks;  // rounded size -> block
+  size_t cached_bytes = 0;
+};
+
+BlockCache& cache() {
+  static BlockCache* c = new BlockCache();  // never destroyed: tensors may die during exit
+  return *c;
+}
+
+size_t rounded(size_t bytes) {
+  if (bytes >= kLargeBlock) return (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  size_t r = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return r == 0 ? kAlignment : r;
+}
+
+}  // namespace
+
+void* buffer_alloc(size_t bytes) {
+  const size_t size = rounded(bytes);
+  if (size < kLargeBlock) {
+    void* p = std::aligned_alloc(kAlignment, size);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  {
+    BlockCache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    auto it = c.free_blocks.find(size);
+    if (it != c.free_blocks.end()) {
+      void* p = it->second;
+      c.free_blocks.erase(it);
+      c.cached_bytes -= size;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(kHugePage, size);
+  if (!p) {
+    buffer_cache_clear();  // cached blocks may be what stands between us and the memory
+    p = std::aligned_alloc(kHugePage, size);
+    if (!p) throw std::bad_alloc();
+  }
+  madvise(p, size, MADV_HUGEPAGE);  // a hint: failure only costs speed
+  return p;
+}
+
+void buffer_free(void* p, size_t bytes) {
+  if (!p) return;
+  const size_t size = rounded(bytes);
+  if (size >= kLargeBlock) {
+    BlockCache& c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.cached_bytes + size <= cache_limit_bytes()) {
+      c.free_blocks.emplace(size, p);
+      c.cached_bytes += size;
+      return;
+    }
+  }
+  std::free(p);
+}
+
+void buffer_cache_clear() {
+  BlockCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (auto& [size, p] : c.free_blocks) std::free(p);
+  c.free_blocks.clear();
+  c.cached_bytes = 0;
+}
+
+size_t buffer_cache_bytes() {
+  BlockCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.cached_bytes;
+}
+
+}  // namespace smelt
