@@ -10,7 +10,6 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libopenblas-dev          # library GEMM candidate
   nlohmann-json3-dev       # safetensors headers, reports
-  libfmt-dev               # formatting
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
   libcli11-dev             # the command line of build/smelt
