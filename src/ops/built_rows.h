@@ -7,16 +7,15 @@
 
 namespace smelt::ops {
 
-namespace detail {
+// The names of the implemented rows, in ops.def order.
 inline constexpr std::string_view kBuiltRows[] = {
 #define SMELT_OP(name, kind, arity, flags) #name,
 #include "ops/ops.def"
 #undef SMELT_OP
 };
-}  // namespace detail
 
 constexpr bool row_built(std::string_view row) {
-  for (std::string_view built : detail::kBuiltRows) {
+  for (std::string_view built : kBuiltRows) {
     if (built == row) return true;
   }
   return false;

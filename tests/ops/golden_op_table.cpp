@@ -5,6 +5,7 @@
 namespace smelt::golden {
 namespace {
 
+using ops::kBuiltRows;
 using ops::rows_built;
 
 // Returns the outputs `...` when the ops.def rows are built, else throws PendingRows. The call

@@ -323,7 +323,7 @@ TEST(Optimizer, LoadStateDictValidatesAndChangesNothingOnError) {
 
   Tensor b = param_from({1.0, 2.0});
   optim::Adam fresh({b}, {.lr = 0.3});
-  auto broken = [&](auto edit, std::initializer_list<const char*> needles) {
+  auto broken = [&](auto edit, std::initializer_list<std::string> needles) {
     StateDict sd = good;
     edit(sd);
     expect_error([&] { fresh.load_state_dict(sd); }, needles);
