@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ops/built_rows.h"
+
 namespace smelt::bench {
 
 using Step = std::function<void()>;
@@ -30,32 +32,9 @@ std::vector<Workload> limit_workloads();     // STREAM copy/triad, OpenBLAS sgem
 // Workloads of the issue that need a capability smelt does not have yet (listed, never run).
 std::vector<Workload> future_workloads();
 
-// ---- which ops.def rows this build implements (PENDING rows are comments and do not count)
-namespace detail {
-inline constexpr std::string_view kBuiltRows[] = {
-#define SMELT_OP(name, kind, arity, flags) #name,
-#include "ops/ops.def"
-#undef SMELT_OP
-};
-}  // namespace detail
-
-constexpr bool row_built(std::string_view row) {
-  for (std::string_view built : detail::kBuiltRows) {
-    if (built == row) return true;
-  }
-  return false;
-}
-
-// True when every space-separated row in `rows` is implemented.
-constexpr bool rows_built(std::string_view rows) {
-  while (!rows.empty()) {
-    size_t end = rows.find(' ');
-    if (!row_built(rows.substr(0, end))) return false;
-    if (end == std::string_view::npos) break;
-    rows.remove_prefix(end + 1);
-  }
-  return true;
-}
+// Which ops.def rows this build implements (src/ops/built_rows.h).
+using ops::row_built;
+using ops::rows_built;
 
 // "" when built, else "needs op(s) <rows> (PENDING in src/ops/ops.def of this build)".
 std::string missing_rows(std::string_view rows);

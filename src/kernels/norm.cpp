@@ -5,48 +5,16 @@
 
 #include "kernels/loops.h"
 #include "kernels/reduce.h"
+#include "kernels/row_reduce.h"
 
 namespace smelt::kernels {
 namespace {
-
-constexpr int kLanes = 16;
 
 Tensor row_major(const Tensor& t) {
   if (t.is_contiguous()) return t;
   Tensor copy = empty(t.shape(), t.dtype());
   copy_strided(copy, t);
   return copy;
-}
-
-// Sums with independent double lanes (vectorizable, accurate for float32).
-template <class T>
-double lane_sum(const T* x, int64_t n) {
-  double lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] += double(x[i + l]);
-  }
-  double s = 0;
-  for (; i < n; ++i) s += double(x[i]);
-  for (int l = 0; l < kLanes; ++l) s += lanes[l];
-  return s;
-}
-
-// Sum of (x - mean)^2.
-template <class T>
-double lane_sum_sq_dev(const T* x, int64_t n, double mean) {
-  double lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      double d = double(x[i + l]) - mean;
-      lanes[l] += d * d;
-    }
-  }
-  double s = 0;
-  for (; i < n; ++i) s += (double(x[i]) - mean) * (double(x[i]) - mean);
-  for (int l = 0; l < kLanes; ++l) s += lanes[l];
-  return s;
 }
 
 // y (n) = (x - mean) * rstd * w + b, one row of layer norm. Centered in double: with float32 x
@@ -77,8 +45,8 @@ void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd,
       for (int64_t r = begin; r < end; ++r) {
         const T* row = px + r * cols;
         // An empty row has mean 0/0 = NaN, as PyTorch reports it.
-        const double mu = lane_sum(row, cols) / double(cols);
-        const double var = lane_sum_sq_dev(row, cols, mu) / double(cols);
+        const double mu = row_sum(row, cols) / double(cols);
+        const double var = row_sum_sq_dev(row, cols, mu) / double(cols);
         const double inv = 1.0 / std::sqrt(var + eps);
         pmean[r] = T(mu);
         prstd[r] = T(inv);
@@ -114,11 +82,11 @@ void batch_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& invst
         double mu, inv;
         if (params.training) {
           double total = 0;
-          for (int64_t n = 0; n < batch; ++n) total += lane_sum(px + (n * channels + c) * spatial, spatial);
+          for (int64_t n = 0; n < batch; ++n) total += row_sum(px + (n * channels + c) * spatial, spatial);
           mu = total / double(count);
           double ss = 0;
           for (int64_t n = 0; n < batch; ++n) {
-            ss += lane_sum_sq_dev(px + (n * channels + c) * spatial, spatial, mu);
+            ss += row_sum_sq_dev(px + (n * channels + c) * spatial, spatial, mu);
           }
           inv = 1.0 / std::sqrt(ss / double(count) + params.eps);
           const double m = params.momentum;

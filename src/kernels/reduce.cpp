@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/loops.h"
+#include "kernels/row_reduce.h"
 #include "kernels/transpose.h"
 
 namespace smelt::kernels {
@@ -39,40 +40,6 @@ Tensor as_rows(const Tensor& x, const std::vector<int64_t>& dims, int64_t* outer
   return contiguous_copy(view);  // a permuted copy: normalized, by rows or tiles
 }
 
-namespace {
-
-// Sums with a double accumulator per lane: float32 sums of large rows stay accurate.
-template <class T>
-T row_sum(const T* p, int64_t n) {
-  using Acc = double;
-  constexpr int kLanes = 16;
-  Acc acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += Acc(p[i + l]);
-  }
-  Acc total = 0;
-  for (; i < n; ++i) total += Acc(p[i]);
-  for (int l = 0; l < kLanes; ++l) total += acc[l];
-  return T(total);
-}
-
-template <class T, bool kMax>
-T row_extreme(const T* p, int64_t n) {
-  T best = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-  if constexpr (!std::numeric_limits<T>::has_infinity) {
-    best = kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    T v = p[i];
-    if (v != v) return v;  // NaN propagates
-    best = kMax ? (v > best ? v : best) : (v < best ? v : best);
-  }
-  return best;
-}
-
-}  // namespace
-
 void reduce_forward(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims,
                     ReduceKind kind) {
   int64_t outer, reduced;
@@ -86,10 +53,10 @@ void reduce_forward(const Tensor& out, const Tensor& x, const std::vector<int64_
       for (int64_t o = begin; o < end; ++o) {
         const T* row = src + o * reduced;
         switch (kind) {
-          case ReduceKind::Sum: dst[o] = row_sum(row, reduced); break;
+          case ReduceKind::Sum: dst[o] = T(row_sum(row, reduced)); break;
           case ReduceKind::Mean: dst[o] = T(double(row_sum(row, reduced)) / double(reduced)); break;
-          case ReduceKind::Max: dst[o] = row_extreme<T, true>(row, reduced); break;
-          case ReduceKind::Min: dst[o] = row_extreme<T, false>(row, reduced); break;
+          case ReduceKind::Max: dst[o] = row_max(row, reduced); break;
+          case ReduceKind::Min: dst[o] = row_min(row, reduced); break;
         }
       }
     });
@@ -110,8 +77,8 @@ void var_forward(const Tensor& out, const Tensor& x, const std::vector<int64_t>&
       for (int64_t o = begin; o < end; ++o) {
         const T* row = src + o * reduced;
         double mean = double(row_sum(row, reduced)) / double(reduced);
-        double ss = 0;  // two passes: exact enough without Welford's per-element division
-        for (int64_t i = 0; i < reduced; ++i) ss += (double(row[i]) - mean) * (double(row[i]) - mean);
+        // two passes: exact enough without Welford's per-element division
+        const double ss = row_sum_sq_dev(row, reduced, mean);
         dst[o] = T(denom > 0 ? ss / denom : std::numeric_limits<double>::quiet_NaN());
       }
     });

@@ -6,43 +6,14 @@
 
 #include "kernels/loops.h"
 #include "kernels/reduce.h"
+#include "kernels/row_reduce.h"
 #include "kernels/scalar.h"
 
 namespace smelt::kernels {
 namespace {
 
-// Several independent accumulators so the compiler can vectorize without reassociating.
-constexpr int kLanes = 16;
 // The column path reduces this many adjacent inner positions at once (stack buffers).
 constexpr int64_t kColumnBlock = 256;
-
-template <class T>
-T row_max(const T* x, int64_t n) {
-  T lanes[kLanes];
-  for (int l = 0; l < kLanes; ++l) lanes[l] = -std::numeric_limits<T>::infinity();
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];
-  }
-  T m = -std::numeric_limits<T>::infinity();
-  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
-  for (int l = 0; l < kLanes; ++l) m = lanes[l] > m ? lanes[l] : m;
-  return m;
-}
-
-// Sum in double lanes: float32 rows of many classes keep their accuracy.
-template <class T>
-double row_sum(const T* x, int64_t n) {
-  double lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] += double(x[i + l]);
-  }
-  double s = 0;
-  for (; i < n; ++i) s += double(x[i]);
-  for (int l = 0; l < kLanes; ++l) s += lanes[l];
-  return s;
-}
 
 // One contiguous row: y (n) from x (n). A NaN anywhere makes the whole row NaN through the sum.
 template <class T>

@@ -84,14 +84,7 @@ class OpNode final : public autograd::Node {
     s.is_output = is_output;
     s.version = t.storage() ? t.storage()->version() : 0;
     if (is_output) {
-      auto impl = make_ref<TensorImpl>();
-      impl->storage = t.storage();
-      impl->shape = t.shape();
-      impl->strides = t.strides();
-      impl->offset = t.offset();
-      impl->dtype = t.dtype();
-      impl->trace_id = t.impl()->trace_id;
-      s.data = Tensor(impl);
+      s.data = Tensor(alias_impl(t));
     } else {
       s.data = t;
     }
@@ -110,19 +103,26 @@ class OpNode final : public autograd::Node {
           << " now); clone it before changing it, or change it after backward";
       if (!s.is_output) { out.push_back(t); continue; }
       // Outputs get their history back, so a create_graph backward can differentiate through.
-      auto impl = make_ref<TensorImpl>();
-      impl->storage = t.storage();
-      impl->shape = t.shape();
-      impl->strides = t.strides();
-      impl->offset = t.offset();
-      impl->dtype = t.dtype();
-      impl->trace_id = t.impl()->trace_id;
+      Ref<TensorImpl> impl = alias_impl(t);
       impl->requires_grad = true;
       impl->grad_fn = Ref<GradNode>(this);
       impl->output_nr = static_cast<uint32_t>(k);
       out.emplace_back(impl);
     }
     return out;
+  }
+
+  // A new impl over t's data with none of its autograd history. A saved output must not hold its
+  // own grad_fn (a cycle through this node).
+  static Ref<TensorImpl> alias_impl(const Tensor& t) {
+    auto impl = make_ref<TensorImpl>();
+    impl->storage = t.storage();
+    impl->shape = t.shape();
+    impl->strides = t.strides();
+    impl->offset = t.offset();
+    impl->dtype = t.dtype();
+    impl->trace_id = t.impl()->trace_id;
+    return impl;
   }
 
   static Tensor meta_stand_in(const TensorMeta& m) {

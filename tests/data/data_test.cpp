@@ -1,29 +1,17 @@
 // Datasets, splits and the data loader.
-#include <unistd.h>
-
 #include <algorithm>
 #include <fstream>
 #include <set>
 
 #include "support/check.h"
+#include "support/errors.h"
+#include "support/temp_dir.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
-
-template <class F>
-void expect_error(F fn, std::initializer_list<std::string> needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a smelt::Error";
-  } catch (const Error& e) {
-    for (const std::string& n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-    }
-  }
-}
+using testing::expect_error;
 
 const std::string kDigits = data::default_data_dir() + "/digits.csv.gz";
 
@@ -54,18 +42,9 @@ TEST(Digits, Loads1797LabelledImages) {
   EXPECT_EQ(digits->get(1).target.item(), 1.0);
 }
 
-class DigitsFileTest : public ::testing::Test {
+class DigitsFileTest : public testing::TempDirTest {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/smelt_data_test.XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::remove(path().c_str());
-    rmdir(dir_.c_str());
-  }
-  std::string path() const { return dir_ + "/d.csv.gz"; }
+  std::string path() const { return TempDirTest::path("d.csv.gz"); }
   // zlib reads a file without a gzip header as plain text, so small cases are written as such;
   // the bundled digits file covers the compressed path.
   void write_file(const std::string& bytes) {
@@ -73,7 +52,6 @@ class DigitsFileTest : public ::testing::Test {
     std::ofstream out(path(), std::ios::binary);
     out.write(bytes.data(), std::streamsize(bytes.size()));
   }
-  std::string dir_;
 };
 
 std::string row(int pixel, int label, int fields = 64) {

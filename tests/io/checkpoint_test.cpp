@@ -1,41 +1,15 @@
 // Saving and loading module and optimizer state through safetensors files.
-#include <unistd.h>
-
 #include "support/check.h"
+#include "support/errors.h"
+#include "support/temp_dir.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
+using testing::expect_error;
 
-template <class F>
-void expect_error(F fn, std::initializer_list<std::string> needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a smelt::Error";
-  } catch (const Error& e) {
-    for (const std::string& n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-    }
-  }
-}
-
-class CheckpointTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/smelt_ckpt_test.XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    for (const char* f : {"m.safetensors", "o.safetensors", "c.safetensors"})
-      std::remove(path(f).c_str());
-    rmdir(dir_.c_str());
-  }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string dir_;
-};
+using CheckpointTest = testing::TempDirTest;
 
 // Linear + BatchNorm-like buffers without needing the ops of other branches.
 std::shared_ptr<nn::Sequential> model(uint64_t seed) {

@@ -1,5 +1,4 @@
 // safetensors: round trips, the byte layout, atomic saves, and every kind of broken file.
-#include <dirent.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -10,50 +9,16 @@
 #include <nlohmann/json.hpp>
 
 #include "support/check.h"
+#include "support/errors.h"
+#include "support/temp_dir.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
+using testing::expect_error;
 
-template <class F>
-void expect_error(F fn, std::initializer_list<std::string> needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a smelt::Error";
-  } catch (const Error& e) {
-    for (const std::string& n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-    }
-  }
-}
-
-// A fresh directory per test, removed afterwards.
-class SafetensorsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/smelt_io_test.XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    for (const std::string& f : files()) std::remove((dir_ + "/" + f).c_str());
-    rmdir(dir_.c_str());
-  }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    DIR* d = opendir(dir_.c_str());
-    while (dirent* e = d ? readdir(d) : nullptr) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") out.push_back(n);
-    }
-    if (d) closedir(d);
-    return out;
-  }
-  std::string dir_;
-};
+using SafetensorsTest = testing::TempDirTest;
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

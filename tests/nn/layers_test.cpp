@@ -2,31 +2,16 @@
 #include <cmath>
 
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
+using testing::expect_error;
 using testing::gradcheck;
 using testing::random_leaf;
-
-template <class F>
-void expect_error(F fn, std::initializer_list<const char*> needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a smelt::Error";
-  } catch (const Error& e) {
-    for (const char* n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-    }
-  }
-}
-
-Tensor random64(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
-  Generator gen(seed);
-  return uniform(shape, low, high, DType::Float64, &gen);
-}
+using testing::random_tensor;
 
 // y[n, o] = sum_i x[n, i] w[o, i] + b[o]
 Tensor linear_reference(const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -46,10 +31,10 @@ Tensor linear_reference(const Tensor& x, const Tensor& w, const Tensor& b) {
 TEST(Linear, ForwardMatchesReference) {
   manual_seed(5);
   nn::Linear lin(6, 3, true, DType::Float64);
-  Tensor x = random64({4, 6}, 1);
+  Tensor x = random_tensor({4, 6}, -1, 1, 1);
   EXPECT_TRUE(all_close(lin(x), linear_reference(x, lin.weight, lin.bias), 1e-12, 1e-12));
   // Leading batch dims are kept.
-  EXPECT_EQ(lin(random64({2, 5, 6}, 2)).shape(), (Shape{2, 5, 3}));
+  EXPECT_EQ(lin(random_tensor({2, 5, 6}, -1, 1, 2)).shape(), (Shape{2, 5, 3}));
 }
 
 TEST(Linear, GradientsReachParameters) {
@@ -68,7 +53,7 @@ TEST(Linear, WrongInputIsAnError) {
 }
 
 TEST(Activations, MatchFunctionalOps) {
-  Tensor x = random64({3, 5}, 7, -3, 3);
+  Tensor x = random_tensor({3, 5}, -3, 3, 7);
   EXPECT_TRUE(all_close(nn::ReLU()(x), relu(x), 0, 0));
   EXPECT_TRUE(all_close(nn::GELU()(x), gelu(x), 0, 0));
   EXPECT_TRUE(all_close(nn::GELU(GeluApprox::Tanh)(x), gelu(x, GeluApprox::Tanh), 0, 0));
@@ -81,7 +66,7 @@ TEST(Activations, MatchFunctionalOps) {
 }
 
 TEST(Flatten, KeepsTheBatchDim) {
-  Tensor x = random64({2, 3, 4, 5}, 3);
+  Tensor x = random_tensor({2, 3, 4, 5}, -1, 1, 3);
   EXPECT_EQ(nn::Flatten()(x).shape(), (Shape{2, 60}));
   EXPECT_EQ(nn::Flatten(0)(x).shape(), (Shape{120}));
   EXPECT_EQ(nn::Flatten(1, 2)(x).shape(), (Shape{2, 12, 5}));
@@ -92,7 +77,7 @@ TEST(Sequential, ChainsItsLayers) {
   auto l1 = std::make_shared<nn::Linear>(4, 8, true, DType::Float64);
   auto l2 = std::make_shared<nn::Linear>(8, 2, true, DType::Float64);
   nn::Sequential seq(std::vector<nn::ModulePtr>{l1, std::make_shared<nn::Tanh>(), l2});
-  Tensor x = random64({3, 4}, 4);
+  Tensor x = random_tensor({3, 4}, -1, 1, 4);
   EXPECT_TRUE(all_close(seq(x), (*l2)(tanh((*l1)(x))), 0, 0));
   EXPECT_EQ(seq.size(), 3u);
   EXPECT_TRUE(seq[0] == l1);
@@ -135,7 +120,7 @@ TEST(Conv2d, ForwardMatchesReference) {
   manual_seed(11);
   nn::Conv2d conv(4, 6, {3, 3},
                   {.stride = {2, 2}, .padding = {1, 1}, .groups = 2, .dtype = DType::Float64});
-  Tensor x = random64({2, 4, 7, 6}, 5);
+  Tensor x = random_tensor({2, 4, 7, 6}, -1, 1, 5);
   EXPECT_TRUE(
       all_close(conv(x), conv2d_reference(x, conv.weight, conv.bias, 2, 1, 2), 1e-10, 1e-12));
   expect_error([&] { conv(zeros({2, 3, 7, 6}, DType::Float64)); }, {"Conv2d", "(N, 4, H, W)"});
@@ -143,7 +128,7 @@ TEST(Conv2d, ForwardMatchesReference) {
 
 TEST(BatchNorm2d, TrainingNormalizesAndTracksStatistics) {
   nn::BatchNorm2d bn(3, {.dtype = DType::Float64});
-  Tensor x = random64({4, 3, 2, 5}, 6, -2, 5);
+  Tensor x = random_tensor({4, 3, 2, 5}, -2, 5, 6);
   Tensor y = bn(x);
   // Per channel over (N, H, W): the output has mean 0 and (biased) variance 1.
   std::vector<double> yv = y.to_vector(), xv = x.to_vector();
@@ -175,7 +160,7 @@ TEST(BatchNorm2d, EvalUsesRunningStatistics) {
     bn.bias.copy_(from_vector(std::vector<double>{0.5, -0.5}, {2}));
   }
   bn.eval();
-  Tensor x = random64({3, 2, 2, 2}, 8);
+  Tensor x = random_tensor({3, 2, 2, 2}, -1, 1, 8);
   Tensor rm = from_vector(std::vector<double>{1.0, -2.0}, {1, 2, 1, 1});
   Tensor rv = from_vector(std::vector<double>{4.0, 0.25}, {1, 2, 1, 1});
   Tensor w = from_vector(std::vector<double>{2.0, 3.0}, {1, 2, 1, 1});
@@ -186,7 +171,7 @@ TEST(BatchNorm2d, EvalUsesRunningStatistics) {
 
 TEST(BatchNorm2d, CumulativeAverageWithoutMomentum) {
   nn::BatchNorm2d bn(1, {.momentum = std::nullopt, .dtype = DType::Float64});
-  Tensor a = random64({2, 1, 3, 3}, 9), b = random64({2, 1, 3, 3}, 10, 0, 4);
+  Tensor a = random_tensor({2, 1, 3, 3}, -1, 1, 9), b = random_tensor({2, 1, 3, 3}, 0, 4, 10);
   bn(a);
   bn(b);
   double mean_a = mean(a).item(), mean_b = mean(b).item();
@@ -198,10 +183,10 @@ TEST(LayerNorm, ForwardMatchesReference) {
   nn::LayerNorm ln({4}, 1e-5, true, true, DType::Float64);
   {
     NoGradGuard no_grad;
-    ln.weight.copy_(random64({4}, 12));
-    ln.bias.copy_(random64({4}, 13));
+    ln.weight.copy_(random_tensor({4}, -1, 1, 12));
+    ln.bias.copy_(random_tensor({4}, -1, 1, 13));
   }
-  Tensor x = random64({3, 4}, 14, -3, 3);
+  Tensor x = random_tensor({3, 4}, -3, 3, 14);
   Tensor mu = mean(x, {-1}, true);
   Tensor biased_var = mean((x - mu) * (x - mu), {-1}, true);
   EXPECT_TRUE(

@@ -2,25 +2,13 @@
 #include <cmath>
 
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
-
-// Runs fn, which must throw smelt::Error whose message holds every one of `needles`.
-template <class F>
-void expect_error(F fn, std::initializer_list<const char*> needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a smelt::Error";
-  } catch (const Error& e) {
-    for (const char* n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-    }
-  }
-}
+using testing::expect_error;
 
 std::vector<std::string> names_of(const nn::NamedTensors& named) {
   std::vector<std::string> out;

@@ -5,11 +5,13 @@
 
 #include "ops/dispatch.h"
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
+using testing::expect_error;
 using testing::gradcheck;
 using testing::random_leaf;
 
@@ -206,15 +208,6 @@ TEST(Conv2d, GradOpsMatchNaiveOnLargerProblems) {
     Tensor dw = ops::call1(ops::OpId::conv2d_grad_weight, {x, dy}, w_attrs);
     EXPECT_TRUE(all_close(dx, dx_ref, 1e-4, 1e-4)) << shape_str(cc.x);
     EXPECT_TRUE(all_close(dw, dw_ref, 1e-4, 1e-3)) << shape_str(cc.x);
-  }
-}
-
-void expect_error(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
 }
 

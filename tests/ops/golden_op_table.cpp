@@ -1,34 +1,12 @@
 #include "golden_op_table.h"
 
-
+#include "ops/built_rows.h"
 
 namespace smelt::golden {
 namespace {
 
-// The implemented rows of ops.def; PENDING rows are comments and do not appear.
-constexpr std::string_view kBuiltRows[] = {
-#define SMELT_OP(name, kind, arity, flags) #name,
-#include "ops/ops.def"
-#undef SMELT_OP
-};
-
-constexpr bool row_built(std::string_view row) {
-  for (std::string_view built : kBuiltRows) {
-    if (built == row) return true;
-  }
-  return false;
-}
-
-// True when every space-separated row in `rows` is implemented.
-constexpr bool rows_built(std::string_view rows) {
-  while (!rows.empty()) {
-    size_t end = rows.find(' ');
-    if (!row_built(rows.substr(0, end))) return false;
-    if (end == std::string_view::npos) break;
-    rows.remove_prefix(end + 1);
-  }
-  return true;
-}
+using ops::kBuiltRows;
+using ops::rows_built;
 
 // Returns the outputs `...` when the ops.def rows are built, else throws PendingRows. The call
 // sits in the discarded branch of an `if constexpr` while its rows are PENDING, and a function

@@ -20,6 +20,7 @@
 
 #include "golden_op_table.h"
 #include "support/check.h"
+#include "support/json_tensor.h"
 
 namespace smelt::golden {
 namespace {
@@ -58,15 +59,6 @@ const std::vector<GoldenCase>& all_cases() {
   return cases;
 }
 
-// A JSON tensor {"shape", "dtype", "data"}; undefined for null.
-Tensor load_tensor(const json& j) {
-  if (j.is_null()) return Tensor();
-  std::vector<double> values;
-  values.reserve(j.at("data").size());
-  for (const json& v : j.at("data")) values.push_back(v.is_boolean() ? double(v.get<bool>()) : v.get<double>());
-  return from_vector(values, j.at("shape").get<Shape>(), dtype_from_name(j.at("dtype").get<std::string>()));
-}
-
 struct Tolerance {
   double rtol, atol;
 };
@@ -103,7 +95,7 @@ TEST_P(Golden, MatchesPyTorch) {
   std::vector<std::string> names;
   std::vector<Tensor> leaves, args, differentiable;
   for (const json& in : c.at("inputs")) {
-    Tensor t = load_tensor(in);
+    Tensor t = testing::tensor_from_json(in);
     if (in.at("requires_grad").get<bool>()) {
       t.set_requires_grad();
       differentiable.push_back(t);
@@ -128,8 +120,8 @@ TEST_P(Golden, MatchesPyTorch) {
   ASSERT_EQ(outputs.size(), expected_outputs.size()) << "number of outputs";
   Tensor loss;
   for (size_t k = 0; k < outputs.size(); ++k) {
-    EXPECT_TRUE(matches(outputs[k], load_tensor(expected_outputs[k]), tol)) << "output " << k;
-    Tensor w = load_tensor(c.at("weights")[k]);
+    EXPECT_TRUE(matches(outputs[k], testing::tensor_from_json(expected_outputs[k]), tol)) << "output " << k;
+    Tensor w = testing::tensor_from_json(c.at("weights")[k]);
     if (!w.defined()) continue;
     Tensor term = sum(outputs[k] * cast(w, outputs[k].dtype()));
     loss = loss.defined() ? loss + term : term;
@@ -145,7 +137,7 @@ TEST_P(Golden, MatchesPyTorch) {
   for (size_t i = 0; i < leaves.size(); ++i) {
     const json& expected_grad = c.at("grads")[i];
     if (expected_grad.is_null()) continue;
-    Tensor expected = load_tensor(expected_grad);
+    Tensor expected = testing::tensor_from_json(expected_grad);
     Tensor got = grads[next++];
     if (!got.defined()) {  // no path from the loss: only right when PyTorch's gradient is zero
       got = zeros(expected.shape(), expected.dtype());

@@ -3,11 +3,13 @@
 #include <string>
 
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
+using testing::expect_error;
 using testing::gradcheck;
 using testing::random_leaf;
 
@@ -38,15 +40,6 @@ Tensor naive_matmul(const Tensor& a_in, const Tensor& b_in) {
   if (!a_vec) shape.push_back(M);
   if (!b_vec) shape.push_back(N);
   return from_vector(out, shape, DType::Float64).to(a_in.dtype());
-}
-
-void expect_error(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(Matmul, ForwardShapesMatchNaive) {

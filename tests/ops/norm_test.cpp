@@ -3,23 +3,16 @@
 #include "ops/dispatch.h"
 #include "ops/second_order.h"
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
+using testing::expect_error;
 using testing::gradcheck;
 using testing::gradgradcheck;
 using testing::random_leaf;
-
-void expect_error(const std::function<void()>& fn, const std::string& op) {
-  try {
-    fn();
-    FAIL() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-  }
-}
 
 // ---- layer norm
 

@@ -7,11 +7,13 @@
 
 #include "ops/dispatch.h"
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
+using testing::expect_error;
 using testing::gradcheck;
 using testing::random_leaf;
 
@@ -226,15 +228,6 @@ TEST(AdaptiveAvgPool2d, GradcheckAndGradOp) {
         return ops::call1(ops::OpId::adaptive_avg_pool2d_grad, {v[0]}, {{"input_shape", Shape{2, 2, 7, 5}}});
       },
       {dy}));
-}
-
-void expect_error(const std::function<void()>& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
 }
 
 TEST(Pool2d, Errors) {

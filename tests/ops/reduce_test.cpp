@@ -131,6 +131,32 @@ TEST(Reduce, NaNPropagatesThroughExtremes) {
   EXPECT_EQ(mn[1], 3);
 }
 
+TEST(Reduce, NaNPropagatesFromAnyPositionOfALongRow) {
+  // Rows of 37: the kernel's vectorized lanes cover 32 elements and a scalar tail the rest.
+  for (int64_t at : {0, 5, 17, 31, 32, 36}) {
+    std::vector<double> v(37);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = double(i) - 10;
+    v[size_t(at)] = NAN;
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      Tensor x = from_vector(v, {1, 37}, dtype);
+      EXPECT_TRUE(std::isnan(amax(x, {1}).item())) << at;
+      EXPECT_TRUE(std::isnan(amin(x, {1}).item())) << at;
+    }
+  }
+  std::vector<double> v(37);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = double(i) - 10;
+  EXPECT_EQ(amax(from_vector(v, {37}), {0}).item(), 26);
+  EXPECT_EQ(amin(from_vector(v, {37}), {0}).item(), -10);
+}
+
+TEST(Reduce, Int64SumIsExactBeyondDoublePrecision) {
+  // 2^53 + 1 has no double representation: the sum must not pass through double.
+  const int64_t big = int64_t(1) << 53;
+  Tensor x = from_vector(std::vector<int64_t>(20, 1), {20});
+  Tensor y = cat({from_vector(std::vector<int64_t>{big}, {1}), x}, 0);
+  EXPECT_EQ(sum(y).data<int64_t>()[0], big + 20);
+}
+
 TEST(Reduce, Gradcheck) {
   for (const ReduceCase& c : reduce_cases()) {
     for (const auto& dims : kDimSets) {

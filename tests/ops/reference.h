@@ -3,10 +3,10 @@
 #pragma once
 
 #include <functional>
-#include <string>
 #include <vector>
 
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt::testing {
 
@@ -50,25 +50,6 @@ inline Tensor grad_of(const std::function<Tensor(const Tensor&)>& loss, const Te
     leaf.set_requires_grad();
   }
   return autograd::grad({loss(leaf)}, {leaf}, {}, false, /*create_graph=*/true)[0];
-}
-
-// Runs `f`, expecting a smelt::Error whose message contains every one of `parts`.
-inline ::testing::AssertionResult throws_with(const std::function<void()>& f,
-                                              const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    for (const std::string& p : parts) {
-      if (msg.find(p) == std::string::npos) {
-        return ::testing::AssertionFailure() << "message lacks '" << p << "': " << msg;
-      }
-    }
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-smelt exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "no error was thrown";
 }
 
 }  // namespace smelt::testing

@@ -2,11 +2,13 @@
 
 #include "ops/second_order.h"
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
+using testing::expect_error;
 using testing::gradcheck;
 using testing::gradgradcheck;
 using testing::random_leaf;
@@ -29,15 +31,6 @@ Tensor softmax_ref(const Tensor& x, int64_t dim, bool log) {
     }
   }
   return from_vector(out, x.shape(), x.dtype());
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& op) {
-  try {
-    fn();
-    FAIL() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-  }
 }
 
 struct Case {

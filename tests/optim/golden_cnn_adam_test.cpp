@@ -5,15 +5,12 @@
 #include <fstream>
 
 #include "support/check.h"
+#include "support/json_tensor.h"
 
 namespace smelt {
 namespace {
 
-Tensor tensor_from(const nlohmann::json& j) {
-  Shape shape = j.at("shape").get<Shape>();
-  if (j.at("dtype") == "int64") return from_vector(j.at("data").get<std::vector<int64_t>>(), shape);
-  return from_vector(j.at("data").get<std::vector<float>>(), shape);
-}
+using testing::tensor_from_json;
 
 TEST(GoldenCnnAdam, MatchesPyTorchForThreeSteps) {
   std::ifstream f(std::string(SMELT_TEST_DIR) + "/golden/cnn_adam.json");
@@ -27,14 +24,14 @@ TEST(GoldenCnnAdam, MatchesPyTorchForThreeSteps) {
       std::make_shared<nn::MaxPool2d>(std::vector<int64_t>{2, 2}), std::make_shared<nn::Flatten>(),
       std::make_shared<nn::Linear>(128, 10)});
   StateDict initial;
-  for (auto& [name, value] : golden.at("initial_params").items()) initial[name] = tensor_from(value);
+  for (auto& [name, value] : golden.at("initial_params").items()) initial[name] = tensor_from_json(value);
   model.load_state_dict(initial);
 
   const auto& o = golden.at("optimizer");
   ASSERT_EQ(o.at("name"), "Adam");
   optim::Adam adam(model.parameters(), {.lr = o.at("lr"), .beta1 = o.at("betas")[0], .beta2 = o.at("betas")[1],
                                         .eps = o.at("eps"), .weight_decay = o.at("weight_decay")});
-  Tensor x = tensor_from(golden.at("inputs")), y = tensor_from(golden.at("targets"));
+  Tensor x = tensor_from_json(golden.at("inputs")), y = tensor_from_json(golden.at("targets"));
   auto params = model.named_parameters();
   int step = 0;
   for (const auto& expected : golden.at("steps")) {
@@ -44,12 +41,12 @@ TEST(GoldenCnnAdam, MatchesPyTorchForThreeSteps) {
     EXPECT_NEAR(loss.item(), expected.at("loss_before").get<double>(), 1e-5);
     loss.backward();
     for (auto& [name, p] : params) {
-      EXPECT_TRUE(testing::all_close(p.grad(), tensor_from(expected.at("grads").at(name)), 1e-4, 1e-6)) << name;
+      EXPECT_TRUE(testing::all_close(p.grad(), tensor_from_json(expected.at("grads").at(name)), 1e-4, 1e-6)) << name;
     }
     adam.step();
     for (auto& [name, p] : params) {
       // Adam's first steps move each weight by about lr * sign(grad): absolute 1e-5 is 0.1% of one.
-      EXPECT_TRUE(testing::all_close(p, tensor_from(expected.at("params_after").at(name)), 1e-4, 1e-5)) << name;
+      EXPECT_TRUE(testing::all_close(p, tensor_from_json(expected.at("params_after").at(name)), 1e-4, 1e-5)) << name;
     }
   }
 }

@@ -3,24 +3,13 @@
 
 #include "kernels/optim.h"
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
 
 using testing::all_close;
-
-template <class F>
-void expect_error(F fn, std::initializer_list<const char*> needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a smelt::Error";
-  } catch (const Error& e) {
-    for (const char* n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-    }
-  }
-}
+using testing::expect_error;
 
 Tensor param_from(const std::vector<double>& v, DType dtype = DType::Float64) {
   Tensor p = from_vector(v, {int64_t(v.size())}, dtype);
@@ -334,7 +323,7 @@ TEST(Optimizer, LoadStateDictValidatesAndChangesNothingOnError) {
 
   Tensor b = param_from({1.0, 2.0});
   optim::Adam fresh({b}, {.lr = 0.3});
-  auto broken = [&](auto edit, std::initializer_list<const char*> needles) {
+  auto broken = [&](auto edit, std::initializer_list<std::string> needles) {
     StateDict sd = good;
     edit(sd);
     expect_error([&] { fresh.load_state_dict(sd); }, needles);

@@ -2,22 +2,12 @@
 #include <cmath>
 
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
 
-template <class F>
-void expect_error(F fn, std::initializer_list<const char*> needles) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a smelt::Error";
-  } catch (const Error& e) {
-    for (const char* n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << "message lacks '" << n << "': " << e.what();
-    }
-  }
-}
+using testing::expect_error;
 
 Tensor leaf() {
   Tensor p = zeros({1});

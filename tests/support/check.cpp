@@ -71,9 +71,13 @@ namespace smelt::testing {
   return ::testing::AssertionSuccess();
 }
 
-Tensor random_leaf(const Shape& shape, double low, double high, uint64_t seed) {
+Tensor random_tensor(const Shape& shape, double low, double high, uint64_t seed) {
   Generator gen(seed);
-  Tensor t = uniform(shape, low, high, DType::Float64, &gen);
+  return uniform(shape, low, high, DType::Float64, &gen);
+}
+
+Tensor random_leaf(const Shape& shape, double low, double high, uint64_t seed) {
+  Tensor t = random_tensor(shape, low, high, seed);
   t.set_requires_grad();
   return t;
 }

@@ -21,7 +21,10 @@ namespace smelt::testing {
                                      const std::vector<Tensor>& inputs, double eps = 1e-6,
                                      double rtol = 1e-4, double atol = 1e-5);
 
-// A random float64 leaf (requires grad) with values in [low, high).
+// A random float64 tensor with values in [low, high), the same for the same seed.
+Tensor random_tensor(const Shape& shape, double low = -1.0, double high = 1.0, uint64_t seed = 1);
+
+// random_tensor as a leaf that requires grad.
 Tensor random_leaf(const Shape& shape, double low = -1.0, double high = 1.0, uint64_t seed = 1);
 
 }  // namespace smelt::testing

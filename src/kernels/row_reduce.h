@@ -1,0 +1,94 @@
+// Reductions of one contiguous row, shared by the reduce, softmax and norm kernels. Each keeps
+// kRowLanes independent accumulators so the compiler vectorizes the loop without reassociating
+// floating-point sums; floating rows accumulate in double, so float32 rows of many elements keep
+// their accuracy.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace smelt::kernels {
+
+inline constexpr int kRowLanes = 16;
+
+// The sum's type: double for floating rows; integer rows sum exactly in their own type.
+template <class T>
+using RowSum = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+
+// Sum of x (n).
+template <class T>
+RowSum<T> row_sum(const T* x, int64_t n) {
+  using Acc = RowSum<T>;
+  Acc lanes[kRowLanes] = {};
+  int64_t i = 0;
+  for (; i + kRowLanes <= n; i += kRowLanes) {
+    for (int l = 0; l < kRowLanes; ++l) lanes[l] += Acc(x[i + l]);
+  }
+  Acc total = 0;
+  for (; i < n; ++i) total += Acc(x[i]);
+  for (int l = 0; l < kRowLanes; ++l) total += lanes[l];
+  return total;
+}
+
+// Sum of (x - mean)^2 over x (n), in double.
+template <class T>
+double row_sum_sq_dev(const T* x, int64_t n, double mean) {
+  double lanes[kRowLanes] = {};
+  int64_t i = 0;
+  for (; i + kRowLanes <= n; i += kRowLanes) {
+    for (int l = 0; l < kRowLanes; ++l) {
+      const double d = double(x[i + l]) - mean;
+      lanes[l] += d * d;
+    }
+  }
+  double total = 0;
+  for (; i < n; ++i) total += (double(x[i]) - mean) * (double(x[i]) - mean);
+  for (int l = 0; l < kRowLanes; ++l) total += lanes[l];
+  return total;
+}
+
+namespace detail {
+
+// `candidate` if it beats `best` or is NaN; once NaN, a lane stays NaN (nothing beats NaN).
+template <class T, bool kMax>
+inline T row_pick(T best, T candidate) {
+  const bool beats = kMax ? candidate > best : candidate < best;
+  return beats || candidate != candidate ? candidate : best;
+}
+
+template <class T, bool kMax>
+T row_extreme(const T* x, int64_t n) {
+  T start;
+  if constexpr (std::numeric_limits<T>::has_infinity) {
+    start = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  } else {
+    start = kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  }
+  T lanes[kRowLanes];
+  for (int l = 0; l < kRowLanes; ++l) lanes[l] = start;
+  int64_t i = 0;
+  for (; i + kRowLanes <= n; i += kRowLanes) {
+    for (int l = 0; l < kRowLanes; ++l) lanes[l] = row_pick<T, kMax>(lanes[l], x[i + l]);
+  }
+  T best = start;
+  for (; i < n; ++i) best = row_pick<T, kMax>(best, x[i]);
+  for (int l = 0; l < kRowLanes; ++l) best = row_pick<T, kMax>(best, lanes[l]);
+  return best;
+}
+
+}  // namespace detail
+
+// Maximum of x (n); NaN if any element is NaN; -inf (lowest for integers) for an empty row.
+template <class T>
+T row_max(const T* x, int64_t n) {
+  return detail::row_extreme<T, true>(x, n);
+}
+
+// Minimum of x (n); NaN if any element is NaN; +inf (max for integers) for an empty row.
+template <class T>
+T row_min(const T* x, int64_t n) {
+  return detail::row_extreme<T, false>(x, n);
+}
+
+}  // namespace smelt::kernels
