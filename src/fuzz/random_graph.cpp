@@ -385,9 +385,13 @@ class Builder {
       const int64_t out = groups * pick(1, 2);
       const bool with_batch_norm = chance(0.6);
       const DType dt = with_batch_norm ? kFoldDType : DType::Float32;
-      ir::Value* y = node(OpId::conv2d, {with_batch_norm ? wide(x) : x, constant_or_input({out, channels / groups, k, k}, dt)},
-                          {{"stride", Shape{pick(1, 2), pick(1, 2)}}, {"padding", Shape{pick(0, 1), pick(0, 1)}},
-                           {"dilation", Shape{1, pick(1, 2)}}, {"groups", groups}});
+      ir::Value* input = with_batch_norm ? wide(x) : x;
+      ir::Value* weight = constant_or_input({out, channels / groups, k, k}, dt);
+      const ops::Attrs attrs{{"stride", Shape{pick(1, 2), pick(1, 2)}},
+                             {"padding", Shape{pick(0, 1), pick(0, 1)}},
+                             {"dilation", Shape{1, pick(1, 2)}},
+                             {"groups", groups}};
+      ir::Value* y = node(OpId::conv2d, {input, weight}, attrs);
       if (chance(0.5)) {
         ir::Value* bias = node(OpId::reshape, {random_constant({out}, -2, 2, dt)}, {{"shape", Shape{1, out, 1, 1}}});
         y = node(OpId::add, {y, bias});
