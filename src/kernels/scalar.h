@@ -308,8 +308,14 @@ template <class T> inline T sub(T a, T b) { return a - b; }
 template <class T> inline T mul(T a, T b) { return a * b; }
 template <class T> inline T div(T a, T b) { return a / b; }
 template <class T> inline T pow(T a, T b) { return std::pow(a, b); }
-// NaN-propagating, as PyTorch's maximum/minimum
-template <class T> inline T maximum(T a, T b) { return (a != a || a > b) ? a : b; }
-template <class T> inline T minimum(T a, T b) { return (a != a || a < b) ? a : b; }
+// NaN-propagating, as PyTorch's maximum/minimum. Of -0 and +0, maximum gives +0 and minimum -0
+// in either order (IEEE 754-2019): the op table declares both commutative, and canonicalize / cse
+// swap their operands on that promise (maximum(-0, +0) returning its second operand broke it).
+template <class T> inline T maximum(T a, T b) {
+  return (a != a || a > b || (a == b && !std::signbit(a))) ? a : b;
+}
+template <class T> inline T minimum(T a, T b) {
+  return (a != a || a < b || (a == b && std::signbit(a))) ? a : b;
+}
 
 }  // namespace smelt::scalar

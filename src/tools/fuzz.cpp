@@ -1,5 +1,6 @@
 // smelt fuzz: the differential fuzzer from the command line.
-//   smelt fuzz --seed S --cases N [--max-nodes K] [--passes P] [--out DIR]
+//   smelt fuzz --seed S --cases N [--max-nodes K] [--max-rank R] [--max-dim D] [--passes P]
+//              [--out DIR]
 // One line per failure, then "N passed, M failed". Failures are minimized and written to DIR
 // (default tests/fuzz/regressions under the current directory is NOT assumed: pass --out).
 #include <CLI/CLI.hpp>
@@ -19,6 +20,8 @@ void register_fuzz(CLI::App& app) {
     uint64_t seed = 1;
     int64_t cases = 1000;
     int max_nodes = 12;
+    int max_rank = fuzz::RandomGraphOptions{}.max_rank;
+    int max_dim = fuzz::RandomGraphOptions{}.max_dim;
     std::string passes = passes::kDefaultPipeline;
     std::string out;
   };
@@ -27,12 +30,16 @@ void register_fuzz(CLI::App& app) {
   cmd->add_option("--seed", opt->seed, "first seed; case i uses seed + i");
   cmd->add_option("--cases", opt->cases, "number of random graphs")->check(CLI::PositiveNumber);
   cmd->add_option("--max-nodes", opt->max_nodes, "nodes per graph at most")->check(CLI::Range(1, 1000));
+  cmd->add_option("--max-rank", opt->max_rank, "rank of the random input shapes at most")->check(CLI::Range(0, 6));
+  cmd->add_option("--max-dim", opt->max_dim, "size of each dim of the random input shapes at most")->check(CLI::Range(1, 16));
   cmd->add_option("--passes", opt->passes, "the pipeline to test");
   cmd->add_option("--out", opt->out, "directory for minimized failing cases (.ir)");
   cmd->callback([opt] {
     passes::parse_pipeline(opt->passes);  // reject an unknown pass before running anything
     fuzz::RandomGraphOptions gopt;
     gopt.max_nodes = opt->max_nodes;
+    gopt.max_rank = opt->max_rank;
+    gopt.max_dim = opt->max_dim;
     int64_t failed = 0;
     for (int64_t i = 0; i < opt->cases; ++i) {
       uint64_t seed = opt->seed + uint64_t(i);

@@ -2,6 +2,7 @@
 // regression cases found earlier, and a check that the fuzzer does catch a wrong pass.
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "fuzz/fuzzer.h"
@@ -24,6 +25,25 @@ TEST(Fuzz, RandomGraphsAreValidAndVaried) {
     EXPECT_FALSE(g->outputs().empty());
   }
   EXPECT_GT(total_nodes, 200u * 3);  // not all trivial
+}
+
+// The generator reaches the op families it promises (so a change to it cannot quietly narrow
+// what the fuzzer tests).
+TEST(Fuzz, RandomGraphsCoverTheOpTable) {
+  std::set<ops::OpId> seen;
+  for (uint64_t seed = 1; seed <= 2000; ++seed) {
+    auto g = fuzz::random_graph(seed);
+    for (const auto& n : g->nodes()) seen.insert(n->op);
+  }
+  using ops::OpId;
+  for (OpId op : {OpId::matmul, OpId::softmax, OpId::log_softmax, OpId::layer_norm, OpId::cat,
+                  OpId::index_select, OpId::gather, OpId::pow, OpId::where, OpId::cast, OpId::amax,
+                  OpId::amin, OpId::var, OpId::argmax, OpId::slice, OpId::conv2d, OpId::batch_norm,
+                  OpId::max_pool2d, OpId::avg_pool2d, OpId::adaptive_avg_pool2d, OpId::dropout,
+                  OpId::expand, OpId::permute, OpId::reshape, OpId::lt, OpId::sign}) {
+    EXPECT_TRUE(seen.count(op)) << ops::op_name(op) << " never generated";
+  }
+  EXPECT_GE(seen.size(), 50u);
 }
 
 TEST(Fuzz, DefaultPipelineMatchesInterpreterAndEager) {
