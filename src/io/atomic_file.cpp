@@ -28,7 +28,8 @@ AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   SMELT_CHECK(!path_.empty() && path_.back() != '/')
       << "save: '" << path_ << "' is not a file path";
   // Same directory as the destination, so rename() stays within one file system (atomic).
-  std::string pattern = parent_dir(path_) + "/." + base_name(path_) + ".tmp.XXXXXX";
+  // mkstemp replaces the trailing six placeholder characters with a unique suffix.
+  std::string pattern = parent_dir(path_) + "/." + base_name(path_) + ".tmp." + std::string(6, 'X');
   std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
   fd_ = ::mkstemp(name.data());

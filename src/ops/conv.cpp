@@ -17,15 +17,6 @@ namespace {
 
 using kernels::Conv2dGeometry;
 
-std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char* op, int64_t min) {
-  const auto& v = attrs.get_ints(name);
-  SMELT_CHECK(v.size() == 2) << op << ": " << name << " must have 2 values (h, w), got "
-                             << shape_str(v);
-  SMELT_CHECK(v[0] >= min && v[1] >= min)
-      << op << ": " << name << " must be >= " << min << ", got " << shape_str(v);
-  return v;
-}
-
 // Checks x (N, C, H, W) and w (O, C / groups, kH, kW) against the attributes and derives the
 // output size.
 Conv2dGeometry geometry(const Shape& x, const Shape& w, const Attrs& attrs, const char* op) {

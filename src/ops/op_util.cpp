@@ -61,6 +61,15 @@ Tensor expand_reduced(const Tensor& g, const Shape& shape, const std::vector<int
   return r.expand(shape);
 }
 
+std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char* op, int64_t min) {
+  const auto& v = attrs.get_ints(name);
+  SMELT_CHECK(v.size() == 2) << op << ": " << name << " must have 2 values (h, w), got "
+                             << shape_str(v);
+  SMELT_CHECK(v[0] >= min && v[1] >= min)
+      << op << ": " << name << " must be >= " << min << ", got " << shape_str(v);
+  return v;
+}
+
 Tensor zero_like_scalar(const Tensor& like) { return scalar_like(0.0, like); }
 
 }  // namespace smelt::ops

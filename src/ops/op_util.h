@@ -28,6 +28,9 @@ Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& dims, bool k
 Tensor expand_reduced(const Tensor& g, const Shape& shape, const std::vector<int64_t>& dims,
                       bool keepdim);
 
+// A two-value (h, w) int-list attribute, each value >= min; error names the op and attribute.
+std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char* op, int64_t min);
+
 Tensor zero_like_scalar(const Tensor& like);  // a 0-dim zero of like's dtype
 
 // An allocated output for meta `m`.

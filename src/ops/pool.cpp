@@ -16,15 +16,6 @@ namespace {
 
 using kernels::Pool2dWindow;
 
-std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char* op, int64_t min) {
-  const auto& v = attrs.get_ints(name);
-  SMELT_CHECK(v.size() == 2) << op << ": " << name << " must have 2 values (h, w), got "
-                             << shape_str(v);
-  SMELT_CHECK(v[0] >= min && v[1] >= min)
-      << op << ": " << name << " must be >= " << min << ", got " << shape_str(v);
-  return v;
-}
-
 void check_image(const TensorMeta& x, const char* op, const char* what = "input") {
   check_floating(x, op, what);
   SMELT_CHECK(x.shape.size() == 4) << op << ": " << what << " must be 4-D (N, C, H, W), got "
