@@ -1,8 +1,4 @@
 // Single-op workloads: the same computations as bench/torch_bench.py, through smelt's public API.
-//
-// A workload that calls an op still PENDING in this build keeps that call in the discarded
-// branch of an `if constexpr (rows_built(...))`: a function named only there needs no
-// definition, so this file links before the op is merged and runs it, unchanged, once it is.
 #include <cstdint>
 
 #include "smelt/autograd.h"
@@ -11,19 +7,6 @@
 #include "suite/workload.h"
 
 namespace smelt::bench {
-
-std::string missing_rows(std::string_view rows) {
-  if (rows_built(rows)) return "";
-  std::string missing;
-  while (!rows.empty()) {
-    size_t end = rows.find(' ');
-    std::string_view row = rows.substr(0, end);
-    if (!row_built(row)) missing += (missing.empty() ? "" : ", ") + std::string(row);
-    if (end == std::string_view::npos) break;
-    rows.remove_prefix(end + 1);
-  }
-  return "needs op " + missing + " (PENDING in src/ops/ops.def of this build)";
-}
 
 namespace {
 
@@ -56,30 +39,18 @@ Step layer_norm_rows() {
 }
 
 Step sgemm() {
-  if constexpr (rows_built("matmul")) {
-    Tensor a = randn({kGemm, kGemm}), b = randn({kGemm, kGemm});
-    return no_grad([=] { matmul(a, b); });
-  } else {
-    return Step();
-  }
+  Tensor a = randn({kGemm, kGemm}), b = randn({kGemm, kGemm});
+  return no_grad([=] { matmul(a, b); });
 }
 
 Step linear_relu() {
-  if constexpr (rows_built("matmul")) {
-    Tensor x = randn({kGemm, kGemm}), w = randn({kGemm, kGemm}), b = randn({kGemm});
-    return no_grad([=] { relu(linear(x, w, b)); });
-  } else {
-    return Step();
-  }
+  Tensor x = randn({kGemm, kGemm}), w = randn({kGemm, kGemm}), b = randn({kGemm});
+  return no_grad([=] { relu(linear(x, w, b)); });
 }
 
 Step conv3x3() {
-  if constexpr (rows_built("conv2d")) {
-    Tensor x = randn({1, 64, 56, 56}), w = randn({64, 64, 3, 3}), b = randn({64});
-    return no_grad([=] { relu(conv2d(x, w, b, {1, 1}, {1, 1})); });
-  } else {
-    return Step();
-  }
+  Tensor x = randn({1, 64, 56, 56}), w = randn({64, 64, 3, 3}), b = randn({64});
+  return no_grad([=] { relu(conv2d(x, w, b, {1, 1}, {1, 1})); });
 }
 
 // The eager dispatcher's fixed cost: 1000 adds of one-element tensors (ms per 1000 = µs per op).
@@ -98,12 +69,9 @@ std::vector<Workload> op_workloads() {
       {.name = "gelu(x*a+b) 16M", .bytes = 2.0 * 4 * kChainElements, .build = elementwise_chain},
       {.name = "softmax 2048x1024", .bytes = rows_bytes, .build = softmax_rows},
       {.name = "layer_norm 2048x1024", .bytes = rows_bytes, .build = layer_norm_rows},
-      {.name = "sgemm 1024^3", .flops = 2.0 * kGemm * kGemm * kGemm,
-       .missing = missing_rows("matmul"), .build = sgemm},
-      {.name = "linear+bias+relu 1024^3", .flops = 2.0 * kGemm * kGemm * kGemm,
-       .missing = missing_rows("matmul"), .build = linear_relu},
-      {.name = "conv3x3 64->64 56x56 +bias+relu", .flops = 2.0 * 64 * 64 * 9 * 56 * 56,
-       .missing = missing_rows("conv2d"), .build = conv3x3},
+      {.name = "sgemm 1024^3", .flops = 2.0 * kGemm * kGemm * kGemm, .build = sgemm},
+      {.name = "linear+bias+relu 1024^3", .flops = 2.0 * kGemm * kGemm * kGemm, .build = linear_relu},
+      {.name = "conv3x3 64->64 56x56 +bias+relu", .flops = 2.0 * 64 * 64 * 9 * 56 * 56, .build = conv3x3},
       {.name = "dispatch: 1000 tiny adds", .build = tiny_adds},
   };
   return w;

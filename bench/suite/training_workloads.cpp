@@ -1,35 +1,19 @@
 // Training-step workloads, written with smelt's nn modules and optimizers: the same models,
 // shapes and optimizers as bench/torch_bench.py. One step = zero_grad, forward, loss, backward,
 // optimizer step.
-//
-// Ops still PENDING in this build sit in discarded `if constexpr` branches (see
-// op_workloads.cpp); the nn/optim headers are looked for with __has_include, so this file also
-// builds before those are merged, and the workloads then say what they are waiting for.
 #include <cmath>
 #include <cstdint>
 #include <memory>
 
 #include "smelt/creation.h"
-#include "smelt/ops.h"
-#include "suite/workload.h"
-
-#if __has_include("smelt/nn.h") && __has_include("smelt/optim.h")
-#define SMELT_BENCH_HAVE_NN 1
+#include "smelt/models.h"
 #include "smelt/nn.h"
+#include "smelt/ops.h"
 #include "smelt/optim.h"
-#else
-#define SMELT_BENCH_HAVE_NN 0
-#endif
+#include "suite/workload.h"
 
 namespace smelt::bench {
 namespace {
-
-constexpr std::string_view kMlpRows = "matmul";
-constexpr std::string_view kCnnRows =
-    "matmul conv2d conv2d_grad_input conv2d_grad_weight max_pool2d max_pool2d_grad";
-constexpr std::string_view kTransformerRows = "matmul";
-
-#if SMELT_BENCH_HAVE_NN
 
 using nn::ModulePtr;
 
@@ -44,47 +28,19 @@ Step train_step(std::shared_ptr<nn::Module> model, std::shared_ptr<optim::Optimi
 }
 
 Step mlp_train() {
-  if constexpr (rows_built(kMlpRows)) {
-    auto model = std::make_shared<nn::Sequential>(std::vector<ModulePtr>{
-        std::make_shared<nn::Linear>(784, 1024), std::make_shared<nn::ReLU>(),
-        std::make_shared<nn::Linear>(1024, 1024), std::make_shared<nn::ReLU>(),
-        std::make_shared<nn::Linear>(1024, 10)});
-    auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 1e-3});
-    return train_step(model, opt, randn({256, 784}), randint(0, 10, {256}));
-  } else {
-    return Step();
-  }
+  auto model = std::make_shared<nn::Sequential>(std::vector<ModulePtr>{
+      std::make_shared<nn::Linear>(784, 1024), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(1024, 1024), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(1024, 10)});
+  auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 1e-3});
+  return train_step(model, opt, randn({256, 784}), randint(0, 10, {256}));
 }
-
-// 2x2 max pooling as a module, so the CNN reads as one Sequential like PyTorch's.
-class MaxPool2x2 : public nn::Module {
- public:
-  Tensor forward(const Tensor& x) override {
-    if constexpr (rows_built("max_pool2d")) {
-      return max_pool2d(x, {2, 2});
-    } else {
-      return x;
-    }
-  }
-  std::string type_name() const override { return "MaxPool2d"; }
-};
 
 // The demo's CNN shape class: 8x8 single-channel digits, batch 64.
 Step cnn_train() {
-  if constexpr (rows_built(kCnnRows)) {
-    nn::Conv2d::Options same{.padding = {1, 1}};
-    auto model = std::make_shared<nn::Sequential>(std::vector<ModulePtr>{
-        std::make_shared<nn::Conv2d>(1, 16, std::vector<int64_t>{3, 3}, same),
-        std::make_shared<nn::ReLU>(),
-        std::make_shared<nn::Conv2d>(16, 32, std::vector<int64_t>{3, 3}, same),
-        std::make_shared<nn::ReLU>(), std::make_shared<MaxPool2x2>(),
-        std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(32 * 4 * 4, 64),
-        std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(64, 10)});
-    auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 1e-3});
-    return train_step(model, opt, randn({64, 1, 8, 8}), randint(0, 10, {64}));
-  } else {
-    return Step();
-  }
+  std::shared_ptr<nn::Module> model = models::digits_cnn();
+  auto opt = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 1e-3});
+  return train_step(model, opt, randn({64, 1, 8, 8}), randint(0, 10, {64}));
 }
 
 // PyTorch's nn.TransformerEncoderLayer(d, heads, dim_feedforward=4d, dropout=0, norm_first=True,
@@ -129,32 +85,16 @@ class EncoderBlock : public nn::Module {
 };
 
 Step transformer_train() {
-  if constexpr (rows_built(kTransformerRows)) {
-    auto block = std::make_shared<EncoderBlock>(256, 4);
-    auto opt = std::make_shared<optim::AdamW>(block->parameters(), optim::AdamOptions{.lr = 1e-3});
-    Tensor x = randn({8, 128, 256});  // (B, S, D)
-    return [=] {
-      opt->zero_grad();
-      mean(pow((*block)(x), 2.0)).backward();
-      opt->step();
-    };
-  } else {
-    return Step();
-  }
+  auto block = std::make_shared<EncoderBlock>(256, 4);
+  auto opt = std::make_shared<optim::AdamW>(block->parameters(), optim::AdamOptions{.lr = 1e-3});
+  Tensor x = randn({8, 128, 256});  // (B, S, D)
+  return [=] {
+    opt->zero_grad();
+    mean(pow((*block)(x), 2.0)).backward();
+    opt->step();
+  };
 }
 
-std::string missing_for(std::string_view rows) { return missing_rows(rows); }
-
-#else
-
-Step mlp_train() { return Step(); }
-Step cnn_train() { return Step(); }
-Step transformer_train() { return Step(); }
-std::string missing_for(std::string_view) {
-  return "needs smelt/nn.h and smelt/optim.h (not merged in this build)";
-}
-
-#endif
 
 }  // namespace
 
@@ -166,11 +106,11 @@ std::vector<Workload> training_workloads() {
   const double transformer_flops = 3.0 * (2 * tokens * 12 * d * d + 4 * 8 * 128.0 * 128 * d);
   return {
       {.name = "MLP 784-1024-1024-10 train step b256", .flops = mlp_flops,
-       .missing = missing_for(kMlpRows), .training = true, .build = mlp_train},
-      {.name = "CNN digits train step b64", .flops = cnn_flops, .missing = missing_for(kCnnRows),
+       .training = true, .build = mlp_train},
+      {.name = "CNN digits train step b64", .flops = cnn_flops,
        .training = true, .build = cnn_train},
       {.name = "transformer block d256 h4 s128 b8 fwd+bwd+AdamW", .flops = transformer_flops,
-       .missing = missing_for(kTransformerRows), .training = true, .build = transformer_train},
+       .training = true, .build = transformer_train},
   };
 }
 

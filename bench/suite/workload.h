@@ -7,7 +7,6 @@
 #include <string_view>
 #include <vector>
 
-#include "ops/built_rows.h"
 
 namespace smelt::bench {
 
@@ -18,8 +17,8 @@ struct Workload {
   double bytes = 0;          // bytes a perfect kernel must move (0: not memory-bound)
   double flops = 0;          // floating-point operations (0: not counted)
   std::string impl = "smelt-eager";  // "limit" for the machine's ceilings
-  // Empty when the workload runs in this build; else what it still needs (a PENDING op row, a
-  // header not merged yet), shown in the results table instead of a number.
+  // Empty when the workload runs; else the capability it still needs (ONNX import, the
+  // compiler), shown in the results table instead of a number.
   std::string missing;
   bool training = false;     // a training step: its peak memory is measured too
   // Allocates the inputs (and model) once and returns the step that is timed.
@@ -32,11 +31,5 @@ std::vector<Workload> limit_workloads();     // STREAM copy/triad, OpenBLAS sgem
 // Workloads of the issue that need a capability smelt does not have yet (listed, never run).
 std::vector<Workload> future_workloads();
 
-// Which ops.def rows this build implements (src/ops/built_rows.h).
-using ops::row_built;
-using ops::rows_built;
-
-// "" when built, else "needs op(s) <rows> (PENDING in src/ops/ops.def of this build)".
-std::string missing_rows(std::string_view rows);
 
 }  // namespace smelt::bench

@@ -42,18 +42,12 @@ class GoldenCall {
   std::vector<Tensor> inputs_;
 };
 
-// Thrown by a table entry whose ops.def rows are still `// PENDING` in this build: the smelt
-// function exists in include/smelt/ops.h but its implementation lives on another branch.
-struct PendingRows {
-  std::string rows;  // space-separated ops.def row names
-};
-
 using GoldenFn = std::function<std::vector<Tensor>(const GoldenCall&)>;
 
 // Case op name -> the smelt call. Every op make_golden.py writes has an entry.
 const std::map<std::string, GoldenFn>& golden_op_table();
 
-// The rows of src/ops/ops.def that are implemented (not PENDING) in this build.
-const std::vector<std::string_view>& built_op_rows();
+// The name of every op in the op table (src/ops/ops.def).
+std::vector<std::string> op_table_names();
 
 }  // namespace smelt::golden
