@@ -37,10 +37,6 @@ using kernels::map1;
     return {y};                                                                               \
   }
 
-std::vector<TensorMeta> floating_shape(const std::vector<TensorMeta>& in, const Attrs&) {
-  return {in[0]};
-}
-
 std::vector<TensorMeta> numeric_shape(const std::vector<TensorMeta>& in, const char* op) {
   SMELT_CHECK(in[0].dtype != DType::Bool && in[0].dtype != DType::UInt8)
       << op << ": input must be float32, float64 or int64, got " << dtype_name(in[0].dtype);
@@ -62,7 +58,7 @@ NUMERIC_SHAPE(clamp)
 #define FLOATING_SHAPE(NAME)                                                                  \
   std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs& a) {  \
     check_floating(in[0], #NAME);                                                             \
-    return floating_shape(in, a);                                                             \
+    return same_as_first(in, a);                                                             \
   }
 
 FLOATING_SHAPE(exp)

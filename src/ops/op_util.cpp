@@ -25,10 +25,6 @@ void check_same_dtype(const TensorMeta& a, const TensorMeta& b, const char* op) 
                                   << "; convert one with .to() so both match";
 }
 
-std::vector<TensorMeta> same_floating(const std::vector<TensorMeta>& in, const Attrs&) {
-  return {in[0]};
-}
-
 std::vector<int64_t> reduce_dims(const Attrs& attrs, int64_t rank, const char* op) {
   std::vector<int64_t> dims;
   if (attrs.has("dims")) {

@@ -11,8 +11,6 @@ namespace smelt::ops {
 
 // Output like input 0.
 std::vector<TensorMeta> same_as_first(const std::vector<TensorMeta>& in, const Attrs& attrs);
-// Input 0 must be floating point; output like it.
-std::vector<TensorMeta> same_floating(const std::vector<TensorMeta>& in, const Attrs& attrs);
 
 void check_floating(const TensorMeta& m, const char* op, const char* what = "input");
 void check_dtype(const TensorMeta& m, DType want, const char* op, const char* what);
