@@ -109,6 +109,15 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
                   const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
                   double eps = 1e-5);
+// The same without writing anything: returns y and the new running statistics (the given ones in
+// eval mode), for callers that store state themselves (a traced module, a compiled step).
+struct BatchNormResult {
+  Tensor y, running_mean, running_var;
+};
+BatchNormResult batch_norm_functional(const Tensor& x, const Tensor& running_mean,
+                                      const Tensor& running_var, const Tensor& weight,
+                                      const Tensor& bias, bool training, double momentum = 0.1,
+                                      double eps = 1e-5);
 
 // ---- random
 Tensor dropout(const Tensor& x, double p, bool training);

@@ -56,9 +56,9 @@ void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd,
   });
 }
 
-void batch_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& invstd, const Tensor& x,
-                        const Tensor& w, const Tensor& b, const Tensor& running_mean,
-                        const Tensor& running_var, const BatchNormParams& params) {
+void batch_norm_forward(const BatchNormOutputs& out, const Tensor& x, const Tensor& w,
+                        const Tensor& b, const Tensor& running_mean, const Tensor& running_var,
+                        const BatchNormParams& params) {
   const int64_t batch = x.size(0), channels = x.size(1);
   const int64_t spatial = channels == 0 ? 0 : x.numel() / std::max<int64_t>(batch * channels, 1);
   const int64_t count = batch * spatial;  // elements per channel
@@ -66,14 +66,16 @@ void batch_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& invst
   SMELT_DISPATCH_FLOATING(x.dtype(), "batch_norm", [&] {
     using T = scalar_t;
     const T* px = xs.data<T>();
-    T* py = y.data<T>();
-    T* pmean = mean.data<T>();
-    T* pinv = invstd.data<T>();
-    // Per-channel vectors are read (and running stats written) through their strides.
+    T* py = out.y.data<T>();
+    T* pmean = out.mean.data<T>();
+    T* pinv = out.invstd.data<T>();
+    T* pnew_rm = out.new_running_mean.data<T>();
+    T* pnew_rv = out.new_running_var.data<T>();
+    // Per-channel inputs are read through their strides.
     const T* pw = w.data<T>();
     const T* pb = b.data<T>();
-    T* prm = running_mean.data<T>();
-    T* prv = running_var.data<T>();
+    const T* prm = running_mean.data<T>();
+    const T* prv = running_var.data<T>();
     const int64_t sw = w.stride(0), sb = b.stride(0);
     const int64_t srm = running_mean.stride(0), srv = running_var.stride(0);
     parallel_for(channels, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(count, 1)),
@@ -90,11 +92,13 @@ void batch_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& invst
           }
           inv = 1.0 / std::sqrt(ss / double(count) + params.eps);
           const double m = params.momentum;
-          prm[c * srm] = T((1.0 - m) * double(prm[c * srm]) + m * mu);
-          prv[c * srv] = T((1.0 - m) * double(prv[c * srv]) + m * ss / double(count - 1));
+          pnew_rm[c] = T((1.0 - m) * double(prm[c * srm]) + m * mu);
+          pnew_rv[c] = T((1.0 - m) * double(prv[c * srv]) + m * ss / double(count - 1));
         } else {
           mu = double(prm[c * srm]);
           inv = 1.0 / std::sqrt(double(prv[c * srv]) + params.eps);
+          pnew_rm[c] = prm[c * srm];
+          pnew_rv[c] = prv[c * srv];
         }
         pmean[c] = T(mu);
         pinv[c] = T(inv);
@@ -108,10 +112,6 @@ void batch_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& invst
       }
     });
   });
-  if (params.training) {
-    running_mean.storage()->bump_version();
-    running_var.storage()->bump_version();
-  }
 }
 
 }  // namespace smelt::kernels

@@ -25,13 +25,17 @@ struct BatchNormParams {
 };
 
 // y = (x - mean_c) * invstd_c * w_c + b_c. Training: mean/invstd from the batch (biased
-// variance) and the running statistics updated in place,
-//   running = (1 - momentum) running + momentum batch   (unbiased variance for running_var);
-// eval: mean = running_mean, invstd = 1 / sqrt(running_var + eps), nothing updated.
+// variance) and the new running statistics
+//   new_running = (1 - momentum) running + momentum batch   (unbiased variance for running_var);
+// eval: mean = running_mean, invstd = 1 / sqrt(running_var + eps), new_running = running.
+// Pure: the running statistics are only read; the caller writes the new ones back.
 // x (N, C, S...) any strides; w, b, running_mean, running_var (C) any strides;
-// outputs contiguous: y like x, mean (C), invstd (C).
-void batch_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& invstd, const Tensor& x,
-                        const Tensor& w, const Tensor& b, const Tensor& running_mean,
-                        const Tensor& running_var, const BatchNormParams& params);
+// outputs contiguous: y like x, mean (C), invstd (C), new_running_mean (C), new_running_var (C).
+struct BatchNormOutputs {
+  Tensor y, mean, invstd, new_running_mean, new_running_var;
+};
+void batch_norm_forward(const BatchNormOutputs& out, const Tensor& x, const Tensor& w,
+                        const Tensor& b, const Tensor& running_mean, const Tensor& running_var,
+                        const BatchNormParams& params);
 
 }  // namespace smelt::kernels

@@ -34,16 +34,42 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
   SMELT_CHECK(x.dim() == 4 && x.size(1) == num_features)
       << "BatchNorm2d: expected input (N, " << num_features << ", H, W), got "
       << shape_str(x.shape());
+  // Under trace::trace_module the buffers are symbolic graph inputs: the updates are then new
+  // values bound to the buffer slots (graph outputs), not writes into memory.
+  const bool symbolic_state = !running_mean.storage();
   double momentum = options.momentum.value_or(0.0);
   if (is_training()) {
     NoGradGuard no_grad;
-    int64_t tracked = int64_t(num_batches_tracked.item()) + 1;
-    num_batches_tracked.fill_(double(tracked));
-    // Without a momentum the running statistics are the plain average over all batches seen.
-    if (!options.momentum) momentum = 1.0 / double(tracked);
+    if (symbolic_state) {
+      SMELT_CHECK(options.momentum)
+          << "BatchNorm2d: with momentum = none the running statistics are a cumulative average "
+             "whose weight depends on num_batches_tracked's value, which a traced graph does not "
+             "know; give a momentum to trace it";
+      num_batches_tracked = num_batches_tracked + 1.0;
+    } else {
+      int64_t tracked = int64_t(num_batches_tracked.item()) + 1;
+      num_batches_tracked.fill_(double(tracked));
+      // Without a momentum the running statistics are the plain average over all batches seen.
+      if (!options.momentum) momentum = 1.0 / double(tracked);
+    }
   }
-  return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum,
-                    options.eps);
+  BatchNormResult r = batch_norm_functional(x, running_mean, running_var, weight, bias,
+                                            is_training(), momentum, options.eps);
+  if (is_training()) {
+    if (symbolic_state) {
+      running_mean = r.running_mean;
+      running_var = r.running_var;
+    } else {
+      SMELT_CHECK(r.running_mean.storage())
+          << "BatchNorm2d: traced in training mode with its buffers as constants, the update of "
+             "the running statistics would be lost; trace the module with trace::trace_module, "
+             "which makes the buffers graph inputs and their new values graph outputs";
+      NoGradGuard no_grad;
+      running_mean.copy_(r.running_mean);
+      running_var.copy_(r.running_var);
+    }
+  }
+  return r.y;
 }
 
 std::string BatchNorm2d::extra_repr() const {

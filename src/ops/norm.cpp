@@ -2,6 +2,7 @@
 // read them instead of recomputing, and a second-order backward differentiates through them
 // (so each rule also takes the gradients flowing into the statistics).
 #include "kernels/norm.h"
+#include "smelt/autograd.h"
 #include "ops/op_util.h"
 
 namespace smelt::ops {
@@ -77,8 +78,11 @@ std::vector<Tensor> layer_norm_grad(const GradContext& c) {
   return grads;
 }
 
-// ---- batch_norm: (x, w, b, running_mean, running_var) -> (y, mean, invstd);
-//      attrs training, momentum, eps
+// ---- batch_norm: (x, w, b, running_mean, running_var)
+//        -> (y, mean, invstd, new_running_mean, new_running_var); attrs training, momentum, eps
+// Functional: the running statistics are inputs and their updated values outputs (equal to the
+// inputs in eval mode), so a traced training step shows the update and no pass sees a hidden
+// write. Eager callers (smelt::batch_norm, nn::BatchNorm2d) copy the new values back.
 
 std::vector<TensorMeta> batch_norm_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   const TensorMeta& x = in[0];
@@ -97,20 +101,23 @@ std::vector<TensorMeta> batch_norm_shape(const std::vector<TensorMeta>& in, cons
       << shape_str(x.shape);
   SMELT_CHECK(attrs.get_float("eps") >= 0) << "batch_norm: eps must be >= 0, got "
                                            << attrs.get_float("eps");
-  return {x, {channels, x.dtype}, {channels, x.dtype}};
+  const TensorMeta stats{channels, x.dtype};
+  return {x, stats, stats, stats, stats};
 }
 
 std::vector<Tensor> batch_norm_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
                                       const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]), mean = alloc(out[1]), invstd = alloc(out[2]);
+  kernels::BatchNormOutputs o{alloc(out[0]), alloc(out[1]), alloc(out[2]), alloc(out[3]),
+                              alloc(out[4])};
   kernels::BatchNormParams params{attrs.get_int("training") != 0, attrs.get_float("momentum"),
                                   attrs.get_float("eps")};
-  kernels::batch_norm_forward(y, mean, invstd, in[0], in[1], in[2], in[3], in[4], params);
-  return {y, mean, invstd};
+  kernels::batch_norm_forward(o, in[0], in[1], in[2], in[3], in[4], params);
+  return {o.y, o.mean, o.invstd, o.new_running_mean, o.new_running_var};
 }
 
 // Training differentiates through the batch statistics; eval is an affine map with constant
-// (running) statistics, which get no gradient.
+// (running) statistics, which get no gradient. The new running statistics carry no gradient
+// either (PyTorch updates them under no_grad): gradients flowing into outputs 3 and 4 are dropped.
 std::vector<Tensor> batch_norm_grad(const GradContext& c) {
   const Tensor& x = c.inputs[0];
   const Tensor& gy = c.grads[0];
@@ -138,8 +145,9 @@ std::vector<Tensor> batch_norm_grad(const GradContext& c) {
 
 SMELT_OP_IMPL(layer_norm) = {layer_norm_shape, layer_norm_kernel, layer_norm_grad, kSaveBoth,
                              1u << 2 /* bias is never read */};
-// The rule never reads bias or the running statistics: they are saved as metas, so the next
-// training step may update the running statistics before this backward runs.
+// The rule never reads bias or the running statistics: they are saved as metas, so the caller
+// may write the new running statistics back (and the next training step update them again)
+// before this backward runs.
 SMELT_OP_IMPL(batch_norm) = {batch_norm_shape, batch_norm_kernel, batch_norm_grad, kSaveBoth,
                              (1u << 2) | (1u << 3) | (1u << 4)};
 
@@ -161,9 +169,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   return ops::call(ops::OpId::layer_norm, {x, w, b}, {{"ndim", ndim}, {"eps", eps}})[0];
 }
 
-Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
-                  double eps) {
+BatchNormResult batch_norm_functional(const Tensor& x, const Tensor& running_mean,
+                                      const Tensor& running_var, const Tensor& weight,
+                                      const Tensor& bias, bool training, double momentum,
+                                      double eps) {
   SMELT_CHECK(x.defined() && x.dim() >= 2)
       << "batch_norm: input must be a (N, C, ...) tensor with at least 2 dims, got "
       << (x.defined() ? shape_str(x.shape()) : std::string("an undefined tensor"));
@@ -179,13 +188,33 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     rv = ones(channels, x.dtype());
   } else if (training) {
     SMELT_CHECK(!rm.requires_grad() && !rv.requires_grad())
-        << "batch_norm: running_mean and running_var are updated in place in training and must "
-           "not require grad";
+        << "batch_norm: running_mean and running_var are state updated by training and must not "
+           "require grad";
   }
   Tensor w = weight.defined() ? weight : ones(channels, x.dtype());
   Tensor b = bias.defined() ? bias : zeros(channels, x.dtype());
   ops::Attrs attrs{{"training", int64_t(training)}, {"momentum", momentum}, {"eps", eps}};
-  return ops::call(ops::OpId::batch_norm, {x, w, b, rm, rv}, attrs)[0];
+  std::vector<Tensor> out = ops::call(ops::OpId::batch_norm, {x, w, b, rm, rv}, attrs);
+  return {out[0], out[3], out[4]};
+}
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight, const Tensor& bias, bool training, double momentum,
+                  double eps) {
+  BatchNormResult r =
+      batch_norm_functional(x, running_mean, running_var, weight, bias, training, momentum, eps);
+  if (training && running_mean.defined()) {
+    // The op is pure; the in-place update of the caller's statistics happens here, in eager code.
+    SMELT_CHECK(running_mean.storage() && running_var.storage() && r.running_mean.storage())
+        << "batch_norm: in training the running statistics are updated in place, which a traced "
+           "graph cannot express; trace nn::BatchNorm2d with trace::trace_module (its buffers "
+           "become graph inputs and the new statistics graph outputs), or call "
+           "batch_norm_functional and keep the returned statistics";
+    NoGradGuard no_grad;
+    running_mean.copy_(r.running_mean);
+    running_var.copy_(r.running_var);
+  }
+  return r.y;
 }
 
 }  // namespace smelt

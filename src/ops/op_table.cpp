@@ -4,22 +4,40 @@
 
 namespace smelt::ops {
 
-#define SMELT_OP(name, kind, arity, flags) extern const OpImpl kOpImpl_##name;
+#define SMELT_OP(name, kind, arity, outputs, flags, views, writes) extern const OpImpl kOpImpl_##name;
 #include "ops/ops.def"
 #undef SMELT_OP
 
 namespace {
 
 constexpr OpInfo kOpInfos[] = {
-#define SMELT_OP(name, kind, arity, flags) {#name, OpKind::kind, arity, flags},
+#define SMELT_OP(name, kind, arity, outputs, flags, views, writes) \
+  {#name, OpKind::kind, arity, outputs, flags, views, writes},
 #include "ops/ops.def"
 #undef SMELT_OP
 };
 static_assert(sizeof(kOpInfos) / sizeof(kOpInfos[0]) == kOpCount, "ops.def and the table disagree");
 
+// Each row's memory columns name real inputs and outputs.
+constexpr bool memory_columns_valid(const OpInfo& info) {
+  if (info.num_outputs < 1 || info.num_outputs > kMaxViewOutputs) return false;
+  for (int k = 0; k < kMaxViewOutputs; ++k) {
+    const int in = int((info.views >> (4 * k)) & 15u) - 1;
+    if (in >= 0 && (k >= info.num_outputs || (info.arity >= 0 && in >= info.arity))) return false;
+  }
+  return info.arity < 0 ? info.writes == 0 : (info.writes >> info.arity) == 0;
+}
+constexpr bool all_rows_valid() {
+  for (const OpInfo& info : kOpInfos) {
+    if (!memory_columns_valid(info)) return false;
+  }
+  return true;
+}
+static_assert(all_rows_valid(), "an ops.def row names an output or input the op does not have");
+
 // A missing implementation of any row is a link error, so the table cannot silently shrink.
 const OpImpl* const kOpImpls[] = {
-#define SMELT_OP(name, kind, arity, flags) &kOpImpl_##name,
+#define SMELT_OP(name, kind, arity, outputs, flags, views, writes) &kOpImpl_##name,
 #include "ops/ops.def"
 #undef SMELT_OP
 };
@@ -42,6 +60,17 @@ const char* op_kind_name(OpKind kind) {
 const OpInfo& op_info(OpId op) { return kOpInfos[static_cast<int>(op)]; }
 const char* op_name(OpId op) { return op_info(op).name; }
 const OpImpl& op_impl(OpId op) { return *kOpImpls[static_cast<int>(op)]; }
+
+int aliases(OpId op, int out) {
+  const OpInfo& info = op_info(op);
+  if (out < 0 || out >= info.num_outputs) return -1;
+  return int((info.views >> (4 * out)) & 15u) - 1;
+}
+
+bool mutates(OpId op, int in) { return in >= 0 && in < 32 && ((op_info(op).writes >> in) & 1u); }
+bool mutates_any(OpId op) { return op_info(op).writes != 0; }
+bool is_pure(OpId op) { return !mutates_any(op) && !(op_info(op).flags & kRandom); }
+bool is_differentiable(OpId op) { return op_impl(op).grad != nullptr; }
 
 bool op_from_name(const std::string& name, OpId* out) {
   for (int i = 0; i < kOpCount; ++i) {

@@ -11,13 +11,13 @@
 namespace smelt::ops {
 
 enum class OpId : uint16_t {
-#define SMELT_OP(name, kind, arity, flags) name,
+#define SMELT_OP(name, kind, arity, outputs, flags, views, writes) name,
 #include "ops/ops.def"
 #undef SMELT_OP
 };
 
 inline constexpr int kOpCount = 0
-#define SMELT_OP(name, kind, arity, flags) +1
+#define SMELT_OP(name, kind, arity, outputs, flags, views, writes) +1
 #include "ops/ops.def"
 #undef SMELT_OP
     ;
@@ -27,21 +27,40 @@ const char* op_kind_name(OpKind kind);
 
 enum OpFlags : uint32_t {
   kCommutative = 1u << 0,
-  kAssociative = 1u << 1,
-  kInPlace = 1u << 2,
-  kNoGrad = 1u << 3,
-  kRandom = 1u << 4,
+  kRandom = 1u << 1,
 };
+
+// The memory columns of ops.def. `views` packs, per output k < kMaxViewOutputs, 4 bits holding
+// (the input it may view) + 1, 0 for fresh memory; `writes` has bit j set when input j is written.
+inline constexpr int kMaxViewOutputs = 8;
+constexpr uint32_t view(int out, int in) { return uint32_t(in + 1) << (4 * out); }
+constexpr uint32_t writes(int in) { return 1u << in; }
 
 struct OpInfo {
   const char* name;
   OpKind kind;
   int arity;  // -1: variadic
+  int num_outputs;
   uint32_t flags;
+  uint32_t views;
+  uint32_t writes;
 };
 
 const OpInfo& op_info(OpId op);
 const char* op_name(OpId op);
+
+// The input output `out` of `op` may share storage with (a view, or the input itself); -1 when
+// the output is always fresh memory.
+int aliases(OpId op, int out);
+// Whether `op` stores into input `in` (a mutation a pass must not move, merge or drop).
+bool mutates(OpId op, int in);
+// Whether `op` writes any of its inputs.
+bool mutates_any(OpId op);
+// Whether CSE may merge two calls of `op` with equal inputs and attributes, and DCE drop one
+// whose outputs are unused: neither random nor writing an input.
+bool is_pure(OpId op);
+// Whether `op` has a gradient rule.
+bool is_differentiable(OpId op);
 // Looks an op up by name; false when there is none.
 bool op_from_name(const std::string& name, OpId* out);
 
@@ -77,11 +96,12 @@ enum SaveFlags : uint8_t { kSaveNothing = 0, kSaveInputs = 1, kSaveOutputs = 2, 
 struct OpImpl {
   ShapeFn shape;
   KernelFn kernel;
-  GradRuleFn grad;  // null for kNoGrad ops
+  GradRuleFn grad;  // null for ops that are not differentiable (comparisons, argmax, ...)
   uint8_t saves;    // which tensors the gradient rule reads
   // Bitmask of inputs the gradient rule never reads even with kSaveInputs: they are kept as
-  // shape/dtype only, so that updating them in place after the call (batch norm's running
-  // statistics) does not invalidate the node.
+  // shape/dtype only, so that the caller may update them in place after the call (nn::BatchNorm2d
+  // writes batch_norm's new running statistics back into the buffers it passed in) without
+  // invalidating the node.
   uint32_t unread_inputs = 0;
 };
 

@@ -39,7 +39,7 @@ bool cse(ir::Graph& graph) {
   }
   std::map<NodeKey, ir::Node*> seen;
   for (const auto& n : graph.nodes()) {
-    if (ops::op_info(n->op).flags & ops::kRandom) continue;
+    if (!ops::is_pure(n->op)) continue;  // random or writing an input: never merged
     std::vector<int> ids;
     for (const ir::Value* v : n->inputs) ids.push_back(v->id);
     NodeKey key{int(n->op), attrs_key(n->attrs), ids};

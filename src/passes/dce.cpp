@@ -15,7 +15,7 @@ bool dce(ir::Graph& graph) {
     for (const ir::Value* out : node->outputs) {
       if (!out->uses.empty() || graph.is_output(out)) { dead = false; break; }
     }
-    if (dead) {
+    if (dead && !ops::mutates_any(node->op)) {  // a write is an effect even when unread
       graph.erase_node(node);
       changed = true;
     }

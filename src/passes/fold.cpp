@@ -25,7 +25,7 @@ bool integer_division_may_trap(const ir::Node& node) {
 }
 
 bool foldable(const ir::Node& node, const FoldOptions& options) {
-  if (ops::op_info(node.op).flags & ops::kRandom) return false;
+  if (!ops::is_pure(node.op)) return false;
   for (const ir::Value* in : node.inputs) {
     if (in->kind != ir::ValueKind::Constant) return false;
   }

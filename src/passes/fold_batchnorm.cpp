@@ -58,9 +58,14 @@ bool channel_vector(const ir::Value* v, int64_t channels, std::vector<double>* o
   return true;
 }
 
+// batch_norm's outputs: y, the statistics backward reads (mean, invstd), then the new running
+// statistics, which in eval mode are the running statistics passed in.
+constexpr size_t kBatchNormStats = 1, kBatchNormNewRunning = 3;
+
 bool fold_one(ir::Graph& g, ir::Node* bn, const FoldOps& ops) {
+  // Training updates the running statistics from the batch: nothing constant to fold.
   if (bn->attrs.get_int("training", 1) != 0) return false;
-  for (size_t k = 1; k < bn->outputs.size(); ++k) {
+  for (size_t k = kBatchNormStats; k < kBatchNormNewRunning && k < bn->outputs.size(); ++k) {
     if (!bn->outputs[k]->uses.empty() || g.is_output(bn->outputs[k])) return false;
   }
   ir::Value* x = bn->inputs[0];
@@ -119,6 +124,10 @@ bool fold_one(ir::Graph& g, ir::Node* bn, const FoldOps& ops) {
       << "fold_batchnorm: folded result " << shape_str(folded_out->meta.shape) << " differs from "
       << shape_str(bn->outputs[0]->meta.shape);
   g.replace_all_uses(bn->outputs[0], folded_out);
+  // Eval mode returns the running statistics unchanged: readers of them read the inputs.
+  for (size_t k = kBatchNormNewRunning; k < bn->outputs.size(); ++k) {
+    g.replace_all_uses(bn->outputs[k], bn->inputs[k]);
+  }
   return true;
 }
 

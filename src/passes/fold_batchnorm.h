@@ -8,7 +8,8 @@
 // Folded values are computed in float64, once, at compile time. A weight may reach the
 // contraction through views of a constant (e.g. linear's permute of W). The rewrite happens only
 // when the contraction (and the bias add) feed nothing but the batch norm, and the batch norm's
-// statistics outputs are unused, so no work is duplicated.
+// batch statistics (mean, invstd) are unused, so no work is duplicated; readers of its new
+// running statistics (in eval mode the running statistics themselves) then read its inputs.
 //
 // Parameters are graph inputs, not constants: an inference graph must be traced with its
 // parameters captured as constants (frozen) for this pass to fire. The op names are looked up in
