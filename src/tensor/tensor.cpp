@@ -105,6 +105,9 @@ const Ref<Storage>& Tensor::storage() const { return checked_impl().storage; }
 
 bool Tensor::is_contiguous() const {
   checked_impl();
+  // No element, no layout (as in PyTorch); contiguous_strides gives a 0 dim stride-weight 1, so
+  // checking strides against the sizes below would call zeros({2, 0, 3}) non-contiguous.
+  if (numel() == 0) return true;
   int64_t expected = 1;
   for (size_t i = impl_->shape.size(); i-- > 0;) {
     if (impl_->shape[i] == 1) continue;  // any stride is fine for a size-1 dim
