@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "ops/dispatch.h"
 
 namespace smelt::passes {
@@ -49,13 +50,8 @@ Tensor materialize(const Tensor& t, const ir::Node& node) {
 
 FoldOptions fold_options_from_env() {
   FoldOptions o;
-  if (const char* v = std::getenv("SMELT_FOLD_MAX_ELEMENTS")) {
-    char* end = nullptr;
-    long long n = std::strtoll(v, &end, 10);
-    SMELT_CHECK(end != v && *end == '\0' && n >= 0)
-        << "SMELT_FOLD_MAX_ELEMENTS must be a non-negative integer, got '" << v << "'";
-    o.max_elements = n;
-  }
+  o.max_elements = env_int("SMELT_FOLD_MAX_ELEMENTS", o.max_elements, 0,
+                           std::numeric_limits<int64_t>::max());
   return o;
 }
 

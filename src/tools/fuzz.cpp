@@ -12,8 +12,12 @@
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
 #include "tools/commands.h"
+#include "tools/options.h"
 
 namespace smelt::tools {
+
+// A billion graphs take weeks; a bigger count is a typo.
+constexpr int64_t kMaxCases = 1'000'000'000;
 
 void register_fuzz(CLI::App& app) {
   struct Options {
@@ -27,11 +31,12 @@ void register_fuzz(CLI::App& app) {
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("fuzz", "Random graphs: optimized vs interpreter vs eager");
-  cmd->add_option("--seed", opt->seed, "first seed; case i uses seed + i");
-  cmd->add_option("--cases", opt->cases, "number of random graphs")->check(CLI::PositiveNumber);
-  cmd->add_option("--max-nodes", opt->max_nodes, "nodes per graph at most")->check(CLI::Range(1, 1000));
-  cmd->add_option("--max-rank", opt->max_rank, "rank of the random input shapes at most")->check(CLI::Range(0, 6));
-  cmd->add_option("--max-dim", opt->max_dim, "size of each dim of the random input shapes at most")->check(CLI::Range(1, 16));
+  cmd->add_option("--seed", opt->seed, "first seed; case i uses seed + i")->check(any_uint64());
+  cmd->add_option("--cases", opt->cases, "number of random graphs")
+      ->check(integer_in<int64_t>(1, kMaxCases));
+  cmd->add_option("--max-nodes", opt->max_nodes, "nodes per graph at most")->check(integer_in(1, 1000));
+  cmd->add_option("--max-rank", opt->max_rank, "rank of the random input shapes at most")->check(integer_in(0, 6));
+  cmd->add_option("--max-dim", opt->max_dim, "size of each dim of the random input shapes at most")->check(integer_in(1, 16));
   cmd->add_option("--passes", opt->passes, "the pipeline to test");
   cmd->add_option("--out", opt->out, "directory for minimized failing cases (.ir)");
   cmd->callback([opt] {
