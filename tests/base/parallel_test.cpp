@@ -10,6 +10,7 @@
 #include "base/parallel.h"
 #include "kernels/gemm_threading.h"
 #include "smelt/error.h"
+#include "smelt/smelt.h"
 
 namespace smelt {
 namespace {
@@ -95,6 +96,22 @@ TEST_F(ParallelTest, AnErrorInAGemmStripReachesTheCaller) {
     EXPECT_NE(std::string(e.what()).find("strip [0, "), std::string::npos) << e.what();
   }
   EXPECT_GE(strips.load(), 1);
+}
+
+// A real kernel failing on worker threads: a batched matmul runs its GEMMs inside parallel_for,
+// and the first GEMM reads SMELT_GEMM (ctest runs each test in its own process, so this is the
+// first read). A bad value is an Error thrown on every thread; it used to std::terminate.
+TEST_F(ParallelTest, AKernelErrorOnWorkerThreadsReachesTheCaller) {
+  ::setenv("SMELT_GEMM", "fastest", 1);
+  Tensor a = ones({64, 64, 64});
+  try {
+    matmul(a, a);
+    ::unsetenv("SMELT_GEMM");
+    GTEST_SKIP() << "SMELT_GEMM was read earlier in this process (run the test on its own)";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SMELT_GEMM='fastest'"), std::string::npos) << e.what();
+  }
+  ::unsetenv("SMELT_GEMM");
 }
 
 }  // namespace
