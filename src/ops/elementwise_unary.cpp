@@ -134,7 +134,7 @@ std::vector<Tensor> clamp_kernel(const std::vector<Tensor>& in, const Attrs& att
 }
 
 std::vector<TensorMeta> cast_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  return {{in[0].shape, static_cast<DType>(attrs.get_int("dtype"))}};
+  return {{in[0].shape, attrs.get_dtype("dtype")}};
 }
 
 std::vector<Tensor> cast_kernel(const std::vector<Tensor>& in, const Attrs&,
@@ -287,7 +287,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 }
 Tensor cast(const Tensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;
-  return call1(OpId::cast, {x}, {{"dtype", int64_t(dtype)}});
+  return call1(OpId::cast, {x}, {{"dtype", dtype}});
 }
 
 }  // namespace smelt
