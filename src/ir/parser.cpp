@@ -395,18 +395,28 @@ class Parser {
     return t;
   }
 
-  // Numeric names keep their number as id; named values get ids above all of them.
+  // Numeric names keep their number as id; named values get ids above all of them, or, when
+  // that would pass kMaxValueId, the lowest ids no number uses.
   void assign_ids() {
     int next = 0;
+    size_t named = 0;
+    std::unordered_map<int, bool> used;
     for (auto& [name, v] : scope_.order) {
-      if (is_number_name(name)) next = std::max(next, std::stoi(name) + 1);
+      if (is_number_name(name)) {
+        next = std::max(next, std::stoi(name) + 1);
+        used[std::stoi(name)] = true;
+      } else {
+        ++named;
+      }
     }
+    const bool fill_gaps = int64_t(next) + int64_t(named) > kMaxValueId;
+    if (fill_gaps) next = 0;
     for (auto& [name, v] : scope_.order) {
       if (is_number_name(name)) {
         scope_.graph->set_id(v, std::stoi(name));
         v->name.clear();
       } else {
-        if (next >= kMaxValueId) fail("too many values: ids would pass " + std::to_string(kMaxValueId));
+        while (fill_gaps && used.count(next)) ++next;
         scope_.graph->set_id(v, next++);
         v->name = name;
       }
