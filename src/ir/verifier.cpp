@@ -14,6 +14,7 @@ std::vector<ops::TensorMeta> group_output_metas(const Node& n, int depth);
 void verify_graph(const Graph& g, int depth) {
   SMELT_CHECK(depth < 64) << "verify: group bodies nest more than 64 levels deep";
   std::unordered_set<const Value*> defined;
+  defined.reserve(g.inputs().size() + g.constants().size() + 2 * g.num_nodes());
   for (const Value* v : g.inputs()) {
     SMELT_CHECK(v->is_graph_input()) << "verify: graph input " << value_ref(v) << " has kind "
                                      << value_kind_name(v->kind);
