@@ -79,6 +79,15 @@ Node* Graph::add_group(const std::vector<Value*>& inputs, std::unique_ptr<Graph>
 
 Node* Graph::link_node(Node* before, ops::OpId op, const std::vector<Value*>& inputs,
                        const ops::Attrs& attrs, const std::vector<ops::TensorMeta>& out_metas) {
+  // Element counts must fit in int64 everywhere (strides, sizes, fold's limits); a shape rule
+  // may combine valid inputs into a shape that does not (one_hot, embedding, expand).
+  for (const ops::TensorMeta& m : out_metas) {
+    int64_t numel = 1;
+    for (int64_t d : m.shape) {
+      SMELT_CHECK(d >= 0 && (d == 0 || !__builtin_mul_overflow(numel, d, &numel)))
+          << ops::op_name(op) << ": output shape " << shape_str(m.shape) << " has more elements than int64 counts";
+    }
+  }
   auto owned = std::make_unique<Node>();
   Node* node = owned.get();
   node->op = op;

@@ -160,6 +160,23 @@ const std::vector<int64_t>& get_ints_of_size(const Attrs& attrs, const char* op,
   return v;
 }
 
+const std::vector<int64_t>& get_shape_attr(const Attrs& attrs, const char* op, const std::string& name) {
+  const std::vector<int64_t>& v = attrs.get_ints(name);
+  int64_t numel = 1;
+  for (int64_t d : v) {
+    SMELT_CHECK(d >= 0) << op << ": attribute '" << name << "' " << attr_value_str(v) << " has a negative dim";
+    SMELT_CHECK(d == 0 || !__builtin_mul_overflow(numel, d, &numel))
+        << op << ": attribute '" << name << "' " << attr_value_str(v) << " has more elements than int64 counts";
+  }
+  return v;
+}
+
+double get_finite_float(const Attrs& attrs, const char* op, const std::string& name) {
+  double v = attrs.get_float(name);
+  SMELT_CHECK(std::isfinite(v)) << op << ": attribute '" << name << "' must be finite, got " << float_str(v);
+  return v;
+}
+
 int64_t get_int_in(const Attrs& attrs, const char* op, const std::string& name, int64_t lo, int64_t hi) {
   int64_t v = attrs.get_int(name);
   SMELT_CHECK(v >= lo && v <= hi) << op << ": attribute '" << name << "' is " << v << ", valid: [" << lo << ", "
