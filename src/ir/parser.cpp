@@ -9,7 +9,7 @@
 //   literal := number | '[' [number {',' number}] ']'
 // A `group` node is followed by its body, a nested graph with value names of its own.
 //
-// Value names: `%<digits>` keeps the number as the value's id (no leading zeros, so `%0` and
+// Value names are word characters and '.': `%<digits>` keeps the number as the value's id (no leading zeros, so `%0` and
 // `%00` cannot both name id 0: `%00` is rejected; below kMaxValueId); any other `%name` is kept
 // as the value's name. Numbers are read exactly, per dtype (printer.cpp lists the spellings);
 // a number that does not fit its dtype (a fraction or NaN in an i64, 1e999 in f32, 2 in a bool)
@@ -211,8 +211,9 @@ class Parser {
 
   std::string parse_ref() {
     expect('%');
-    if (pos_ < text_.size() && !is_word_char(text_[pos_])) fail("expected a value name after '%'");
-    std::string name = word();
+    size_t start = pos_;
+    while (pos_ < text_.size() && (is_word_char(text_[pos_]) || text_[pos_] == '.')) ++pos_;
+    std::string name = text_.substr(start, pos_ - start);
     if (name.empty()) fail("expected a value name after '%'");
     if (is_number_name(name)) {
       if (name.size() > 1 && name[0] == '0') {

@@ -2,6 +2,7 @@
 // the same bits (std::to_chars), `inf`, `-inf`, `-0`; NaN as `nan` when it is the default quiet
 // NaN (0x7fc00000 in f32, 0x7ff8000000000000 in f64) and otherwise as `nan:0x<bits>` with all of
 // the element's bits in hex (sign and payload kept), e.g. `nan:0xffc00001`.
+#include <cctype>
 #include <charconv>
 #include <cinttypes>
 #include <cmath>
@@ -110,7 +111,19 @@ void print_graph(std::ostringstream& os, const Graph& g, const std::string& inde
 
 }  // namespace
 
-std::string value_ref(const Value* v) { return "%" + (v->name.empty() ? std::to_string(v->id) : v->name); }
+// A name prints only when it reads back as the same name: word characters and '.', not all
+// digits (that would read as an id); otherwise the value prints by id.
+bool printable_name(const std::string& name) {
+  if (name.empty() || name.find_first_not_of("0123456789") == std::string::npos) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+std::string value_ref(const Value* v) {
+  return "%" + (printable_name(v->name) ? v->name : std::to_string(v->id));
+}
 
 std::string meta_str(const ops::TensorMeta& m) {
   std::string s = ops::dtype_short_name(m.dtype);

@@ -124,6 +124,19 @@ TEST(NumberText, ValueNames) {
   EXPECT_EQ(ir::value_ref(g->outputs()[0]), "%1073741823");
   // The named input takes a free id below instead of one beyond the range.
   EXPECT_EQ(g->inputs()[0]->id, 0);
+
+  // Names with dots (module parameters) read back; a name that would not prints as the id.
+  ir::Graph h;
+  ir::Value* w = h.add_input({{2}, DType::Float32}, "fc.weight", ir::ValueKind::Param);
+  ir::Value* odd = h.add_input({{2}, DType::Float32}, "7");
+  ir::Value* spaced = h.add_input({{2}, DType::Float32}, "a b");
+  h.add_output(h.add_node(ops::OpId::add, {w, odd})->outputs[0]);
+  h.add_output(spaced);
+  const std::string text = ir::print(h);
+  EXPECT_NE(text.find("%fc.weight: f32[2] param"), std::string::npos) << text;
+  EXPECT_EQ(ir::value_ref(odd), "%" + std::to_string(odd->id));
+  EXPECT_EQ(ir::value_ref(spaced), "%" + std::to_string(spaced->id));
+  EXPECT_EQ(ir::print(*ir::parse(text)), text);
 }
 
 TEST(NumberText, DtypeAttributesPrintAsNames) {
