@@ -7,6 +7,7 @@
 //   adaptive_avg_pool2d(x)             dx   = adaptive_avg_pool2d_grad(dy)
 //                                      d dy = adaptive_avg_pool2d(G)
 #include "kernels/conv.h"
+#include "kernels/index.h"
 #include "kernels/pool.h"
 #include "kernels/reduce.h"
 #include "ops/op_util.h"
@@ -105,6 +106,9 @@ std::vector<TensorMeta> max_pool2d_grad_shape(const std::vector<TensorMeta>& in,
 }
 std::vector<Tensor> max_pool2d_grad_kernel(const std::vector<Tensor>& in, const Attrs&,
                                            const std::vector<TensorMeta>& out) {
+  // Indices from a graph (a constant, not max_pool2d) may point anywhere: checked before the scatter.
+  kernels::check_index_range(in[1], out[0].shape[2] * out[0].shape[3], "max_pool2d_grad",
+                             "an (H * W) plane of input_shape");
   Tensor dx = alloc(out[0]);
   kernels::max_pool2d_backward(dx, dense(in[0]), dense(in[1]));
   return {dx};

@@ -10,6 +10,7 @@
 
 #include "errors/ir_opt_harness.h"
 #include "support/check.h"
+#include "support/errors.h"
 
 namespace smelt {
 namespace {
@@ -123,6 +124,22 @@ TEST(MalformedIr, LargeInputsAreHandled) {
   std::string brackets = "graph(%x: f32[2]) {\n  %c: f32[2] = constant ";
   brackets.append(100000, '[');
   EXPECT_THROW(ir::parse(brackets), Error);
+}
+
+TEST(MalformedIr, FoldChecksConstantIndices) {
+  // fold runs the kernel on constant operands: indices that max_pool2d never made must be
+  // checked there, not scattered out of bounds.
+  const std::string text =
+      "graph() {\n"
+      "  %dy: f32[1,1,1,1] = constant [1]\n"
+      "  %i: i64[1,1,1,1] = constant [1000000]\n"
+      "  %1: f32[1,1,2,2] = max_pool2d_grad(%dy, %i) {input_shape=[1,1,2,2]}\n"
+      "  return %1\n"
+      "}\n";
+  auto g = ir::parse(text);
+  ir::verify(*g);
+  testing::expect_error([&] { passes::find_pass("fold")->run(*g); }, {"max_pool2d_grad", "1000000"});
+  EXPECT_EQ(ir_opt_harness::run_ir_text(text), "");
 }
 
 // ---- the mutator
