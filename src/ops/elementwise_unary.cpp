@@ -52,7 +52,13 @@ NUMERIC_SHAPE(neg)
 NUMERIC_SHAPE(abs)
 NUMERIC_SHAPE(sign)
 NUMERIC_SHAPE(relu)
-NUMERIC_SHAPE(clamp)
+
+std::vector<TensorMeta> clamp_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  for (const char* bound : {"min", "max"}) {
+    if (attrs.has(bound)) SMELT_CHECK(!std::isnan(attrs.get_float(bound))) << "clamp: " << bound << " is NaN";
+  }
+  return numeric_shape(in, "clamp");
+}
 
 // Each floating op checks its dtype in the kernel dispatch too; the shape rule names the op.
 #define FLOATING_SHAPE(NAME)                                                                  \
@@ -66,12 +72,26 @@ FLOATING_SHAPE(log)
 FLOATING_SHAPE(sqrt)
 FLOATING_SHAPE(rsqrt)
 FLOATING_SHAPE(erf)
-FLOATING_SHAPE(leaky_relu)
 FLOATING_SHAPE(sigmoid)
 FLOATING_SHAPE(tanh)
-FLOATING_SHAPE(gelu)
 FLOATING_SHAPE(silu)
-FLOATING_SHAPE(softplus)
+
+std::vector<TensorMeta> leaky_relu_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  attrs.get_float("negative_slope");
+  check_floating(in[0], "leaky_relu");
+  return {in[0]};
+}
+std::vector<TensorMeta> gelu_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  get_int_in(attrs, "gelu", "approximate", 0, 1);
+  check_floating(in[0], "gelu");
+  return {in[0]};
+}
+std::vector<TensorMeta> softplus_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  attrs.get_float("beta");
+  attrs.get_float("threshold");
+  check_floating(in[0], "softplus");
+  return {in[0]};
+}
 
 NUMERIC_UNARY_KERNEL(neg, scalar::neg(x))
 FLOAT_UNARY_KERNEL(exp, scalar::exp(x))
@@ -134,7 +154,7 @@ std::vector<Tensor> clamp_kernel(const std::vector<Tensor>& in, const Attrs& att
 }
 
 std::vector<TensorMeta> cast_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  return {{in[0].shape, static_cast<DType>(attrs.get_int("dtype"))}};
+  return {{in[0].shape, attrs.get_dtype("dtype")}};
 }
 
 std::vector<Tensor> cast_kernel(const std::vector<Tensor>& in, const Attrs&,
@@ -287,7 +307,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 }
 Tensor cast(const Tensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;
-  return call1(OpId::cast, {x}, {{"dtype", int64_t(dtype)}});
+  return call1(OpId::cast, {x}, {{"dtype", dtype}});
 }
 
 }  // namespace smelt

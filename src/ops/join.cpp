@@ -8,6 +8,7 @@ namespace {
 
 // ---- cat: inputs equal in every dim but `dim`, which adds up
 std::vector<TensorMeta> cat_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  SMELT_CHECK(!in.empty()) << "cat: needs at least one input";
   const TensorMeta& first = in[0];
   for (size_t i = 0; i < in.size(); ++i) {
     SMELT_CHECK(!in[i].shape.empty())

@@ -36,6 +36,7 @@ REDUCE_OP(amin, ReduceKind::Min,
 
 std::vector<TensorMeta> var_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   check_floating(in[0], "var");
+  attrs.get_int("correction");
   return reduce_shape_rule(in, attrs, "var");
 }
 std::vector<Tensor> var_kernel(const std::vector<Tensor>& in, const Attrs& attrs,

@@ -27,6 +27,7 @@ bool integer_division_may_trap(const ir::Node& node) {
 
 bool foldable(const ir::Node& node, const FoldOptions& options) {
   if (ops::op_info(node.op).flags & ops::kRandom) return false;
+  if (node.body) return false;  // a group runs its body, not a kernel
   for (const ir::Value* in : node.inputs) {
     if (in->kind != ir::ValueKind::Constant) return false;
   }
