@@ -19,6 +19,16 @@ namespace smelt::kernels {
 
 inline constexpr int kMaxDims = 16;
 
+// On an inner loop: inline every call in it, recursively. The loops below are instantiated for
+// every row of the elementwise table in one translation unit, and GCC's per-unit inlining budget
+// would otherwise leave the larger scalar functions (gelu, erf) as calls, which stops
+// vectorization (gelu went 10x slower).
+#if defined(__GNUC__)
+#define SMELT_FLATTEN __attribute__((flatten))
+#else
+#define SMELT_FLATTEN
+#endif
+
 template <int N>
 struct ElementwiseLoop {
   int ndim = 0;
@@ -113,7 +123,7 @@ struct ElementwiseLoop {
 template <class Out, class A, class F>
 void map1(const Tensor& out, const Tensor& a, F f) {
   ElementwiseLoop<2> loop({&out, &a});
-  loop.run([&](char** p, const int64_t* s, int64_t n) {
+  loop.run([&](char** p, const int64_t* s, int64_t n) SMELT_FLATTEN {
     Out* o = reinterpret_cast<Out*>(p[0]);
     const A* x = reinterpret_cast<const A*>(p[1]);
     if (s[0] == sizeof(Out) && s[1] == sizeof(A)) {
@@ -130,7 +140,7 @@ void map1(const Tensor& out, const Tensor& a, F f) {
 template <class Out, class A, class B, class F>
 void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
   ElementwiseLoop<3> loop({&out, &a, &b});
-  loop.run([&](char** p, const int64_t* s, int64_t n) {
+  loop.run([&](char** p, const int64_t* s, int64_t n) SMELT_FLATTEN {
     Out* o = reinterpret_cast<Out*>(p[0]);
     const A* x = reinterpret_cast<const A*>(p[1]);
     const B* y = reinterpret_cast<const B*>(p[2]);
@@ -155,7 +165,7 @@ void map2(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
 template <class Out, class A, class B, class C, class F>
 void map3(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, F f) {
   ElementwiseLoop<4> loop({&out, &a, &b, &c});
-  loop.run([&](char** p, const int64_t* s, int64_t n) {
+  loop.run([&](char** p, const int64_t* s, int64_t n) SMELT_FLATTEN {
     for (int64_t i = 0; i < n; ++i) {
       *reinterpret_cast<Out*>(p[0] + i * s[0]) =
           f(*reinterpret_cast<const A*>(p[1] + i * s[1]), *reinterpret_cast<const B*>(p[2] + i * s[2]),

@@ -79,7 +79,9 @@ void var_forward(const Tensor& out, const Tensor& x, const std::vector<int64_t>&
         double mean = double(row_sum(row, reduced)) / double(reduced);
         // two passes: exact enough without Welford's per-element division
         const double ss = row_sum_sq_dev(row, reduced, mean);
-        dst[o] = T(denom > 0 ? ss / denom : std::numeric_limits<double>::quiet_NaN());
+        // ss / max(0, N - correction) in IEEE arithmetic, as PyTorch and NumPy: inf when the
+        // denominator is 0, NaN for 0 / 0 (all values equal, or no values)
+        dst[o] = T(ss / denom);
       }
     });
   });
