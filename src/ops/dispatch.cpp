@@ -170,7 +170,7 @@ std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inpu
                                     const Attrs& attrs) {
   check_arity(op, inputs.size());
   std::vector<TensorMeta> out = op_impl(op).shape(inputs, attrs);
-  for (const TensorMeta& m : out) shape_numel(m.shape);  // refuses negative sizes and size overflow
+  for (const TensorMeta& m : out) shape_numel(m.shape, op_name(op));  // negative sizes, size overflow
   return out;
 }
 

@@ -28,18 +28,18 @@ Storage::~Storage() {
 // int64 gets past a shape rule, a view or an allocation (the dispatcher checks every output shape
 // through this). The product of the non-zero sizes must fit too, even when a 0 makes the count 0:
 // contiguous strides are built from it.
-int64_t shape_numel(const Shape& shape) {
+int64_t shape_numel(const Shape& shape, const char* where) {
   int64_t n = 1;
   bool has_zero = false;
   for (int64_t s : shape) {
-    SMELT_CHECK(s >= 0) << "negative size " << s << " in shape " << shape_str(shape)
+    SMELT_CHECK(s >= 0) << where << ": negative size " << s << " in shape " << shape_str(shape)
                         << "; sizes must be >= 0";
     if (s == 0) {
       has_zero = true;
       continue;
     }
     SMELT_CHECK(!__builtin_mul_overflow(n, s, &n))
-        << "size overflow: shape " << shape_str(shape) << " has more than 2^63 - 1 elements";
+        << where << ": size overflow: shape " << shape_str(shape) << " has more than 2^63 - 1 elements";
   }
   return has_zero ? 0 : n;
 }
@@ -83,10 +83,10 @@ Tensor make_tensor(Ref<Storage> storage, Shape shape, Shape strides, int64_t off
 }
 
 Tensor empty(const Shape& shape, DType dtype) {
-  const int64_t n = shape_numel(shape);  // checks negative sizes and overflow
+  const int64_t n = shape_numel(shape, "empty");  // checks negative sizes and overflow
   int64_t nbytes = 0;
   SMELT_CHECK(!__builtin_mul_overflow(n, int64_t(dtype_size(dtype)), &nbytes))
-      << "size overflow: shape " << shape_str(shape) << " of " << dtype_name(dtype) << " needs more than "
+      << "empty: size overflow: shape " << shape_str(shape) << " of " << dtype_name(dtype) << " needs more than "
       << "2^63 - 1 bytes";
   Ref<Storage> storage;
   try {
