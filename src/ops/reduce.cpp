@@ -19,8 +19,8 @@ std::vector<TensorMeta> reduce_shape_rule(const std::vector<TensorMeta>& in, con
 // (the result is then empty too), as PyTorch.
 void check_no_empty_reduced_dim(const Shape& shape, const Attrs& attrs, const char* op) {
   for (int64_t d : reduce_dims(attrs, int64_t(shape.size()), op)) {
-    SMELT_CHECK(shape[d] > 0) << op << ": cannot reduce over dim " << d << " of size 0 (input "
-                              << shape_str(shape) << "); an extreme of no elements is undefined";
+    SMELT_CHECK(shape[d] > 0) << op << ": cannot reduce over the empty dim " << d << " (size 0) of input "
+                              << shape_str(shape) << "; an extreme of no elements is undefined";
   }
 }
 
