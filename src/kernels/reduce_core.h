@@ -67,6 +67,7 @@ namespace detail {
 
 // Offset (in elements) of the `index`-th position of a row-major walk over (shape, stride).
 inline int64_t walk_offset(int ndim, const int64_t* shape, const int64_t* stride, int64_t index) {
+  if (ndim == 1) return index * stride[0];
   int64_t off = 0;
   for (int d = ndim - 1; d >= 0; --d) {
     off += (index % shape[d]) * stride[d];
@@ -78,6 +79,7 @@ inline int64_t walk_offset(int ndim, const int64_t* shape, const int64_t* stride
 // Calls fn(offset) for every position of the row-major walk over the first `ndim` dims.
 template <class Fn>
 void walk(int ndim, const int64_t* shape, const int64_t* stride, Fn&& fn) {
+  if (ndim == 0) return fn(int64_t(0));  // the common case of one run per output: no odometer
   int64_t total = 1;
   for (int d = 0; d < ndim; ++d) total *= shape[d];
   if (total == 0) return;
