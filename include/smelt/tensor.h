@@ -159,7 +159,9 @@ class TensorImpl : public RefCounted {
 };
 
 // ---- shape helpers
-int64_t shape_numel(const Shape& shape);
+// Element count of `shape`; an error (naming `where`) for a negative size or a count, or product
+// of the non-zero sizes, beyond 2^63 - 1.
+int64_t shape_numel(const Shape& shape, const char* where = "shape");
 Shape contiguous_strides(const Shape& shape);
 std::string shape_str(const Shape& shape);  // "(2, 3)"
 // Wraps a possibly negative dim into [0, rank); error names `where` and the valid range.

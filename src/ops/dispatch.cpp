@@ -169,7 +169,9 @@ TensorMeta meta_of(const Tensor& t) { return {t.shape(), t.dtype()}; }
 std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inputs,
                                     const Attrs& attrs) {
   check_arity(op, inputs.size());
-  return op_impl(op).shape(inputs, attrs);
+  std::vector<TensorMeta> out = op_impl(op).shape(inputs, attrs);
+  for (const TensorMeta& m : out) shape_numel(m.shape, op_name(op));  // negative sizes, size overflow
+  return out;
 }
 
 std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
