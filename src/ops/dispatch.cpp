@@ -16,6 +16,7 @@ thread_local DispatchHook* t_hook = nullptr;
 // While set, tensors saved for backward that live in this storage are saved as private copies:
 // an in-place op is about to overwrite it (see SaveCopiesOf).
 thread_local const Storage* t_save_copies_of = nullptr;
+thread_local std::vector<const Storage*>* t_saved_log = nullptr;
 
 // A tensor saved for backward. The values are held by an impl of their own, without history,
 // next to the history they had when saved (grad_fn, output_nr), so that later in-place ops that
@@ -103,6 +104,7 @@ class OpNode final : public autograd::Node {
       s.data = keep_leaf ? t : Tensor(alias_impl(t));
     }
     s.version = s.data.storage() ? s.data.storage()->version() : 0;
+    if (t_saved_log && s.data.storage()) t_saved_log->push_back(s.data.storage().get());
     if (!is_output && !keep_leaf && t.impl()->grad_fn) {
       s.grad_fn = t.impl()->grad_fn;
       s.output_nr = t.impl()->output_nr;
@@ -212,6 +214,8 @@ DispatchHook* set_dispatch_hook(DispatchHook* hook) {
 }
 
 TensorMeta meta_of(const Tensor& t) { return {t.shape(), t.dtype()}; }
+
+void set_saved_storage_log(std::vector<const Storage*>* log) { t_saved_log = log; }
 
 SaveCopiesOf::SaveCopiesOf(const Storage* storage) : prev_(t_save_copies_of) {
   t_save_copies_of = storage;
