@@ -164,6 +164,20 @@ void check_inplace_target(const Tensor& self, const char* op) {
                "change a clone() of the leaf";
 }
 
+EagerWhileTracing::EagerWhileTracing(const char* op, const std::vector<Tensor>& operands)
+    : hook_(dispatch_hook()) {
+  if (!hook_) return;
+  for (const Tensor& t : operands) {
+    SMELT_CHECK(!t.defined() || t.storage())
+        << op << ": an operand is symbolic (inside a trace); in-place ops cannot be traced, use "
+                 "the functional form";
+  }
+  set_dispatch_hook(nullptr);
+}
+EagerWhileTracing::~EagerWhileTracing() {
+  if (hook_) set_dispatch_hook(hook_);
+}
+
 void write_into(const Tensor& dst, const Tensor& src) {
   SMELT_INTERNAL_CHECK(src.dtype() == dst.dtype()) << "write_into: dtypes differ";
   switch (mem_overlap(dst, src)) {
@@ -203,6 +217,7 @@ Tensor& inplace_apply(Tensor& self, const char* op, const std::vector<Tensor>& o
 
   Tensor result;
   {
+    EagerWhileTracing eager(op, operands);
     SaveCopiesOf copies(self.storage().get());
     autograd::NoGradGuard no_grad_unless_recording;
     if (recording) autograd::set_grad_enabled(true);

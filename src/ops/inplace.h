@@ -23,6 +23,8 @@
 
 namespace smelt::ops {
 
+class DispatchHook;
+
 // Called by the dispatcher for every eager op: outputs that share memory with an input become
 // views of that input's root, remembering `op` and `attrs` to replay them.
 void record_views(OpId op, const Attrs& attrs, const std::vector<Tensor>& inputs,
@@ -41,6 +43,20 @@ Tensor& inplace_apply(Tensor& self, const char* op, const std::vector<Tensor>& o
 // The check every in-place write makes first: a defined, concrete tensor without internal
 // overlap, and not a leaf (or a view of one) that requires grad while grad mode is on.
 void check_inplace_target(const Tensor& self, const char* op);
+
+// In-place ops on concrete tensors run eagerly even while tracing (the trace does not see
+// them, as before in-place ops were recorded); this suspends the tracer for that. A symbolic
+// operand is an error: the functional form traces.
+class EagerWhileTracing {
+ public:
+  EagerWhileTracing(const char* op, const std::vector<Tensor>& operands);
+  ~EagerWhileTracing();
+  EagerWhileTracing(const EagerWhileTracing&) = delete;
+  EagerWhileTracing& operator=(const EagerWhileTracing&) = delete;
+
+ private:
+  DispatchHook* hook_;
+};
 
 // Writes `src` (broadcastable to dst's shape, same dtype) into dst's memory, reading through a
 // copy when src overlaps dst in another layout, and bumps dst's version. No autograd.

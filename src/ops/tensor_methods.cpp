@@ -167,6 +167,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
       return overwrite(self, cast(src, self.dtype()));
     });
   }
+  ops::EagerWhileTracing eager("copy_", {src});
   NoGradGuard no_grad;
   ops::write_into(*this, cast(src, dtype()));
   return *this;

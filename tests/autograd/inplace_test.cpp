@@ -1,6 +1,7 @@
 // In-place ops under autograd: each program's gradients are compared with the out-of-place
 // version of the same program and with central finite differences (float64).
 #include "support/check.h"
+#include "trace/trace.h"
 
 namespace smelt {
 namespace {
@@ -287,6 +288,32 @@ TEST(InPlace, ResultMustFitTheWrittenTensor) {
   EXPECT_NE(error_of([&] { x.add_(ones({2, 3}, DType::Float64)); }).find("does not broadcast"),
             std::string::npos);
   EXPECT_NE(error_of([&] { x.copy_(ones({2}, DType::Float64)); }).find("copy_"), std::string::npos);
+}
+
+TEST(InPlace, TracingRefusesSymbolicWritesAndRunsConcreteOnesEagerly) {
+  Tensor x = random_tensor({3});
+  auto symbolic_target = [](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    Tensor h = in[0] * 2.0;
+    h.mul_(3.0);
+    return std::vector<Tensor>{h};
+  };
+  EXPECT_NE(error_of([&] { trace::trace(symbolic_target, {x}, {}); }).find("cannot be traced"),
+            std::string::npos);
+  Tensor counter = zeros({1}, DType::Float64);
+  auto symbolic_operand = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    counter.add_(sum(in[0]).reshape({1}));
+    return std::vector<Tensor>{in[0] * 2.0};
+  };
+  EXPECT_NE(error_of([&] { trace::trace(symbolic_operand, {x}, {}); }).find("symbolic"),
+            std::string::npos);
+  Tensor c2 = zeros({1}, DType::Float64);
+  auto eager_only = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    c2.add_(1.0);
+    c2.fill_(5.0);
+    return std::vector<Tensor>{in[0] * 2.0};
+  };
+  trace::trace(eager_only, {x}, {});
+  EXPECT_EQ(c2.item(), 5.0);
 }
 
 }  // namespace
