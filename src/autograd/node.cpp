@@ -115,9 +115,14 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   return {};
 }
 
-Edge gradient_edge(const Tensor& t) {
+void refresh_view_history(const Tensor& t) {
   TensorImpl* impl = t.impl();
   if (impl && impl->view_base && g_view_refresher) g_view_refresher(impl);
+}
+
+Edge gradient_edge(const Tensor& t) {
+  refresh_view_history(t);
+  TensorImpl* impl = t.impl();
   if (!impl || !impl->requires_grad) return {};
   if (impl->grad_fn) return {Ref<Node>(static_cast<Node*>(impl->grad_fn.get())), impl->output_nr};
   if (impl->grad_accumulator) return {Ref<Node>(static_cast<Node*>(impl->grad_accumulator)), 0};

@@ -256,8 +256,9 @@ class Generator {
   const SavedStorages& saved_;
 };
 
-// Empty when close (|a - b| <= atol + rtol |b|, NaN matching NaN), else what differed; clears
-// *bitwise when any element differs in its bits.
+// Empty when close (|a - b| <= atol + rtol |b|; with rtol < 0 only equal values with the same
+// sign of zero; NaN matches NaN), else what differed; clears *bitwise when any element differs
+// in its bits.
 std::string compare(const Tensor& a, const Tensor& b, double rtol, double atol, bool* bitwise,
                     const std::string& what) {
   if (a.shape() != b.shape()) {
@@ -267,7 +268,8 @@ std::string compare(const Tensor& a, const Tensor& b, double rtol, double atol, 
   for (size_t i = 0; i < x.size(); ++i) {
     if (bitwise && std::memcmp(&x[i], &y[i], sizeof(double)) != 0) *bitwise = false;
     if (std::isnan(x[i]) && std::isnan(y[i])) continue;
-    if (x[i] == y[i] || std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i])) continue;
+    const bool exact = x[i] == y[i] && std::signbit(x[i]) == std::signbit(y[i]);
+    if (exact || (rtol >= 0 && std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i]))) continue;
     std::ostringstream os;
     os.precision(17);
     os << what << ": element " << i << " is " << x[i] << " vs " << y[i];
@@ -357,7 +359,8 @@ std::string run_case(uint64_t seed, const AutogradFuzzOptions& opt, AutogradCase
 
   bool* bitwise = &result->bitwise;
   for (size_t k = 0; k < outs_a.size(); ++k) {
-    std::string d = compare(outs_a[k], outs_b[k], kMatchTol, kMatchTol, bitwise,
+    // The same arithmetic on the same values: exactly equal.
+    std::string d = compare(outs_a[k], outs_b[k], /*rtol=*/-1, 0, bitwise,
                             "forward, output " + std::to_string(k));
     if (!d.empty()) return d;
   }

@@ -13,10 +13,12 @@
 // so programs stay smooth and finite (no exp of large values, no relu/clamp input near its
 // kink, no division by values near zero): finite differences then apply everywhere.
 //
-// Tolerances: (a) and (b) run the same arithmetic but their graphs may add gradient
-// contributions in another order, so they are compared with |a - b| <= 1e-9 (1 + |b|) (float64;
-// reassociation of a few terms moves ~1e-16 relative); each case reports whether it matched
-// bitwise. Finite differences use gradcheck's eps 1e-6, rtol 1e-4, atol 1e-5.
+// Tolerances: forward values of (a) and (b) come from the same arithmetic and must be equal
+// exactly (the sign of zero included). Gradients may differ in the last bits: (b) replays a
+// view's ops at every read, so its graph adds the same gradient contributions in another order;
+// they are compared with |a - b| <= 1e-9 (1 + |b|) (float64; reassociating a few terms moves
+// ~1e-16 relative), and each case reports whether everything matched bitwise. Finite
+// differences use gradcheck's eps 1e-6, rtol 1e-4, atol 1e-5.
 #pragma once
 
 #include <cstdint>

@@ -36,34 +36,42 @@ Tensor replay(const ViewStep& step, Tensor root) {
   return root;
 }
 
+// Where a tensor's elements lie: enough to find, at backward time, which elements of a root
+// an in-place write through a view covered.
+struct Layout {
+  Shape shape, strides;
+  int64_t offset = 0;
+  explicit Layout(const Tensor& t) : shape(t.shape()), strides(t.strides()), offset(t.offset()) {}
+};
+
 // Calls f(offset) for each element of `t` in row-major order (offsets in elements from the
 // storage start).
 template <class F>
-void for_each_offset(const Tensor& t, F f) {
-  const int64_t n = t.numel();
-  std::vector<int64_t> index(size_t(t.dim()), 0);
-  int64_t off = t.offset();
+void for_each_offset(const Layout& t, F f) {
+  const int64_t n = shape_numel(t.shape), rank = int64_t(t.shape.size());
+  std::vector<int64_t> index(size_t(rank), 0);
+  int64_t off = t.offset;
   for (int64_t i = 0; i < n; ++i) {
     f(off);
-    for (int64_t d = t.dim() - 1; d >= 0; --d) {
-      off += t.strides()[d];
-      if (++index[d] < t.shape()[d]) break;
-      off -= t.strides()[d] * t.shape()[d];
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      off += t.strides[d];
+      if (++index[d] < t.shape[d]) break;
+      off -= t.strides[d] * t.shape[d];
       index[d] = 0;
     }
   }
 }
 
 // Bool (root's shape): true where the root's element lies in memory that `view` covers.
-Tensor region_mask(const Tensor& root, const Tensor& view) {
+Tensor region_mask(const Layout& root, const Layout& view) {
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for_each_offset(view, [&](int64_t off) { lo = std::min(lo, off); hi = std::max(hi, off); });
-  std::vector<uint8_t> covered(view.numel() > 0 ? size_t(hi - lo + 1) : 0, 0);
+  std::vector<uint8_t> covered(lo <= hi ? size_t(hi - lo + 1) : 0, 0);
   for_each_offset(view, [&](int64_t off) { covered[size_t(off - lo)] = 1; });
-  Tensor mask = empty(root.shape(), DType::Bool);
+  Tensor mask = empty(root.shape, DType::Bool);
   bool* m = mask.data<bool>();
   for_each_offset(root, [&](int64_t off) {
-    *m++ = !covered.empty() && off >= lo && off <= hi && covered[size_t(off - lo)];
+    *m++ = off >= lo && off <= hi && covered[size_t(off - lo)];
   });
   return mask;
 }
@@ -72,20 +80,22 @@ Tensor region_mask(const Tensor& root, const Tensor& view) {
 // history gets the gradient outside the view's region, the written result gets the region.
 class CopySlices final : public autograd::Node {
  public:
-  CopySlices(Ref<ViewStep> view, Tensor region) : Node(1), view_(std::move(view)), region_(std::move(region)) {}
+  CopySlices(Ref<ViewStep> view, const Tensor& root, const Tensor& written)
+      : Node(1), view_(std::move(view)), root_(root), written_(written) {}
   const char* name() const override { return "CopySlices"; }
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     const Tensor& g = grads[0];
     if (!g.defined()) return {};
-    // where() rather than a multiply by the mask: an inf or NaN gradient outside stays exact.
-    Tensor outside = where(region_, scalar_like(0.0, g), g);
+    // where() rather than a multiply by a mask: an inf or NaN gradient outside stays exact.
+    // The region is found from layouts here, so a forward that never runs backward pays nothing.
+    Tensor outside = where(region_mask(root_, written_), scalar_like(0.0, g), g);
     return {outside, replay(*view_, g)};
   }
 
  private:
   Ref<ViewStep> view_;
-  Tensor region_;  // never written after construction, so not version-checked
+  Layout root_, written_;
 };
 
 TensorImpl* root_of(const Tensor& t) {
@@ -237,8 +247,7 @@ Tensor& inplace_apply(Tensor& self, const char* op, const std::vector<Tensor>& o
   SMELT_INTERNAL_CHECK(result.grad_fn()) << op << ": the functional form returned a leaf";
   if (s->view_base) {
     Ref<autograd::Node> copy_slices(
-        new CopySlices(Ref<ViewStep>(const_cast<ViewStep*>(step)),
-                       region_mask(Tensor(s->view_base), self)));
+        new CopySlices(Ref<ViewStep>(const_cast<ViewStep*>(step)), Tensor(s->view_base), self));
     copy_slices->next = {autograd::gradient_edge(Tensor(s->view_base)),
                          autograd::gradient_edge(result)};
     root->grad_fn = Ref<GradNode>(copy_slices.get());

@@ -118,6 +118,7 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_
 }
 
 void Tensor::register_hook(GradHook hook) const {
+  if (defined()) autograd::refresh_view_history(*this);
   SMELT_CHECK(requires_grad()) << "register_hook: the tensor does not require grad, so no "
                                   "gradient will ever reach a hook on it";
   if (impl_->grad_fn) {

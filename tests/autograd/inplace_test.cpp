@@ -264,6 +264,18 @@ TEST(InPlace, ViewOfTensorWithoutGradTakesOperandsHistory) {
       {u});
 }
 
+TEST(InPlace, StaleViewAsBackwardRootTakesTheNewHistory) {
+  // v was made when b did not require grad; the write through another view changed that.
+  Tensor w = random_leaf({2});
+  Tensor b = zeros({3}, DType::Float64);
+  Tensor v = b.slice(0, 0, 2);
+  b.slice(0, 1, 3).copy_(w);
+  v.backward(ones({2}, DType::Float64), /*retain_graph=*/true);
+  EXPECT_TRUE(all_close(w.grad(), from_vector(std::vector<double>{1, 0}, {2}), 0, 0));
+  std::vector<Tensor> g = autograd::grad({sum(b * 2.0)}, {v}, {}, false, false, true);
+  EXPECT_TRUE(all_close(g[0], full({2}, 2.0, DType::Float64), 0, 0));
+}
+
 TEST(InPlace, LeafAndViewsOfLeafAreRefused) {
   Tensor w = random_leaf({3});
   EXPECT_NE(error_of([&] { w.mul_(2.0); }).find("leaf tensor that requires grad"), std::string::npos);
