@@ -85,7 +85,7 @@ Node* Graph::link_node(Node* before, ops::OpId op, const std::vector<Value*>& in
     int64_t numel = 1;
     for (int64_t d : m.shape) {
       SMELT_CHECK(d >= 0 && (d == 0 || !__builtin_mul_overflow(numel, d, &numel)))
-          << ops::op_name(op) << ": output shape " << shape_str(m.shape) << " has more elements than int64 counts";
+          << ops::op_name(op) << ": output shape " << shape_str(m.shape) << " has more elements than int64 counts (size overflow)";
     }
   }
   auto owned = std::make_unique<Node>();

@@ -166,7 +166,7 @@ const std::vector<int64_t>& get_shape_attr(const Attrs& attrs, const char* op, c
   for (int64_t d : v) {
     SMELT_CHECK(d >= 0) << op << ": attribute '" << name << "' " << attr_value_str(v) << " has a negative dim";
     SMELT_CHECK(d == 0 || !__builtin_mul_overflow(numel, d, &numel))
-        << op << ": attribute '" << name << "' " << attr_value_str(v) << " has more elements than int64 counts";
+        << op << ": attribute '" << name << "' " << attr_value_str(v) << " has more elements than int64 counts (size overflow)";
   }
   return v;
 }

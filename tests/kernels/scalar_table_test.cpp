@@ -29,7 +29,7 @@ ops::Attrs attrs_for(ops::OpId op) {
     case ops::OpId::gelu: a.set("approximate", int64_t(1)); break;
     case ops::OpId::softplus: a.set("beta", 2.0); a.set("threshold", 15.0); break;
     case ops::OpId::clamp: a.set("min", -0.5); a.set("max", 0.75); break;
-    case ops::OpId::cast: a.set("dtype", int64_t(DType::Int64)); break;
+    case ops::OpId::cast: a.set("dtype", DType::Int64); break;
     default: break;
   }
   return a;
@@ -67,7 +67,7 @@ TEST(ScalarTable, CallTextNamesTheScalarFunctionWithExactParameters) {
             "smelt::scalar::clamp(v, smelt::scalar::cast<double>(0x0p+0), "
             "smelt::scalar::cast<double>(INFINITY))");
   ops::Attrs to_u8;
-  to_u8.set("dtype", int64_t(DType::UInt8));
+  to_u8.set("dtype", DType::UInt8);
   EXPECT_EQ(text(ops::OpId::cast, to_u8, DType::Float32, {"x"}), "smelt::scalar::cast<uint8_t>(x)");
   EXPECT_EQ(text(ops::OpId::where, {}, DType::Int64, {"c", "a", "b"}), "smelt::scalar::where(c, a, b)");
   ops::Attrs tanh_form;
