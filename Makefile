@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test test-asan bench clean
+.PHONY: all deps configure build demo test test-asan bench fuzz-build fuzz-smoke fuzz clean
 
 all: build
 
@@ -35,5 +35,21 @@ bench: build
 	@bash scripts/install-deps.sh bench
 	@/usr/bin/python3 bench/run.py --build-dir $(BUILD) $(if $(filter-out 0,$(QUICK)),--quick)
 
+# libFuzzer targets (fuzz_targets/README.md): clang++ with ASan + UBSan, in build-fuzz/.
+fuzz-build:
+	@bash scripts/install-deps.sh fuzz
+	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DSMELT_LIBFUZZER=ON -DSMELT_BUILD_TESTS=OFF -DSMELT_BUILD_BENCH=OFF >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_targets
+
+# A few thousand inputs per target (CI).
+fuzz-smoke: fuzz-build
+	@bash fuzz_targets/run.sh smoke
+
+# A long run: make fuzz FUZZ_SECONDS=3600 TARGETS="safetensors"
+FUZZ_SECONDS ?= 600
+TARGETS ?=
+fuzz: fuzz-build
+	@bash fuzz_targets/run.sh long $(FUZZ_SECONDS) $(TARGETS)
+
 clean:
-	@rm -rf $(BUILD) build-asan
+	@rm -rf $(BUILD) build-asan build-fuzz

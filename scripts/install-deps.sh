@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh          build + test dependencies
 #   scripts/install-deps.sh bench    also PyTorch, to benchmark against
 #   scripts/install-deps.sh golden   also PyTorch, to regenerate tests/golden
+#   scripts/install-deps.sh fuzz     also clang, libFuzzer and clang's OpenMP (make fuzz-smoke)
 set -euo pipefail
 
 packages=(
@@ -17,8 +18,10 @@ packages=(
 )
 case "${1:-}" in
   bench|golden) packages+=(python3-torch python3-numpy) ;;
+  # clang-rt: the libFuzzer and sanitizer runtimes; libomp: OpenMP for clang (gcc has libgomp).
+  fuzz) packages+=(clang libclang-rt-dev libomp-dev) ;;
   "") ;;
-  *) echo "usage: $0 [bench|golden]" >&2; exit 2 ;;
+  *) echo "usage: $0 [bench|golden|fuzz]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -9,6 +9,7 @@
 #include <functional>
 #include <initializer_list>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ class GradNode : public RefCounted {
  public:
   virtual const char* name() const = 0;
 };
+
+// Base of the record of how a view is made from its base tensor (ops/ defines it), so that a
+// view's history can be rebuilt after an in-place write changed its base's.
+class ViewFn : public RefCounted {};
 
 class TensorImpl;
 class Tensor;
@@ -125,12 +130,30 @@ class Tensor {
   Tensor clone() const;
   Tensor to(DType dtype) const;
 
-  // ---- in-place updates (bump the version counter; not recorded by autograd)
-  Tensor& copy_(const Tensor& src);
+  // ---- in-place updates
+  // Each writes the result of its functional form (add_ writes add(*this, other * alpha), ...)
+  // into this tensor's memory, bumps the version counter and, when autograd records (grad mode
+  // on and this tensor, its base or an operand requires grad), rebases the history: the tensor's
+  // grad_fn becomes the op's, and a write through a view also rebases the viewed base. Errors:
+  // a leaf (or a view of a leaf) that requires grad, under grad mode; a tensor whose elements
+  // share memory (expand); an operand whose broadcast result does not fit this tensor's shape.
+  // An operand that overlaps this tensor in another layout (x.add_(x.t())) is read as it was
+  // before the write.
+  Tensor& copy_(const Tensor& src);  // src broadcast to this shape and cast to this dtype
   Tensor& fill_(double value);
   Tensor& zero_();
   Tensor& add_(const Tensor& other, double alpha = 1.0);
+  Tensor& add_(double value);
+  Tensor& sub_(const Tensor& other, double alpha = 1.0);
+  Tensor& sub_(double value);
+  Tensor& mul_(const Tensor& other);
   Tensor& mul_(double value);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(double value);
+  Tensor& neg_();
+  Tensor& exp_();
+  Tensor& relu_();
+  Tensor& clamp_(std::optional<double> min, std::optional<double> max);
 
   std::string to_string() const;
 
@@ -156,10 +179,24 @@ class TensorImpl : public RefCounted {
   GradNode* grad_accumulator = nullptr;  // weak: the leaf's accumulate node, while one exists
   std::vector<GradHook> hooks;  // leaves: run before accumulation
   int64_t trace_id = -1;        // while tracing: the IR value this tensor stands for
+
+  // Views (set by the dispatcher for ops whose output shares an input's memory): the root tensor
+  // viewed (never itself a view) and how this view is made from it. An in-place write through a
+  // view rebases the root's history; a view whose root was rebased after its own history was
+  // taken (`view_history` != the root's `history_version`) rebuilds its history on next use.
+  Ref<TensorImpl> view_base;
+  Ref<ViewFn> view_fn;
+  uint64_t view_history = 0;     // views: the root's history_version this view's grad_fn reflects
+  uint64_t history_version = 0;  // roots: bumped each time an in-place op rebases the history
 };
 
+// `view_history` of a view made under no_grad: it never takes its base's history.
+inline constexpr uint64_t kViewWithoutHistory = ~uint64_t(0);
+
 // ---- shape helpers
-int64_t shape_numel(const Shape& shape);
+// Element count of `shape`; an error (naming `where`) for a negative size or a count, or product
+// of the non-zero sizes, beyond 2^63 - 1.
+int64_t shape_numel(const Shape& shape, const char* where = "shape");
 Shape contiguous_strides(const Shape& shape);
 std::string shape_str(const Shape& shape);  // "(2, 3)"
 // Wraps a possibly negative dim into [0, rank); error names `where` and the valid range.

@@ -150,6 +150,7 @@ std::vector<Tensor> seed_gradients(const std::vector<Tensor>& outputs,
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     SMELT_CHECK(out.defined()) << where << ": output " << i << " is an undefined tensor";
+    refresh_view_history(out);  // a view whose base an in-place op changed takes its history
     SMELT_CHECK(out.requires_grad())
         << where << ": output " << i << " " << shape_str(out.shape())
         << " does not require grad and has no grad_fn; did you compute it under no_grad, or "
@@ -192,6 +193,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   std::vector<Edge> targets;  // keeps leaf accumulators alive during the run
   std::vector<Engine::Capture> captures;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined()) refresh_view_history(inputs[i]);
     SMELT_CHECK(inputs[i].defined() && inputs[i].requires_grad())
         << "autograd::grad: input " << i << " does not require grad; only tensors with "
            "requires_grad (or computed from such) can be differentiated against";

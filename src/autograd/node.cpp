@@ -55,6 +55,7 @@ NodeArena& arena() {
 size_t size_class(size_t size) { return (size + kClassBytes - 1) / kClassBytes - 1; }
 
 GradientAdder g_adder = nullptr;
+ViewHistoryRefresher g_view_refresher = nullptr;
 
 }  // namespace
 
@@ -114,7 +115,13 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   return {};
 }
 
+void refresh_view_history(const Tensor& t) {
+  TensorImpl* impl = t.impl();
+  if (impl && impl->view_base && g_view_refresher) g_view_refresher(impl);
+}
+
 Edge gradient_edge(const Tensor& t) {
+  refresh_view_history(t);
   TensorImpl* impl = t.impl();
   if (!impl || !impl->requires_grad) return {};
   if (impl->grad_fn) return {Ref<Node>(static_cast<Node*>(impl->grad_fn.get())), impl->output_nr};
@@ -123,6 +130,7 @@ Edge gradient_edge(const Tensor& t) {
 }
 
 void set_gradient_adder(GradientAdder adder) { g_adder = adder; }
+void set_view_history_refresher(ViewHistoryRefresher refresher) { g_view_refresher = refresher; }
 
 Tensor add_gradients(const Tensor& a, const Tensor& b) {
   SMELT_INTERNAL_CHECK(g_adder) << "no gradient adder registered (ops/ not linked?)";

@@ -64,6 +64,13 @@ class AccumulateGrad final : public Node {
 // accumulator; an empty edge when `t` does not require grad.
 Edge gradient_edge(const Tensor& t);
 
+// How a view whose base was rebased by an in-place op rebuilds its history (ops/ replays the
+// view's ops on the base). Set by ops/ at start-up; gradient_edge calls it first.
+using ViewHistoryRefresher = void (*)(TensorImpl* view);
+void set_view_history_refresher(ViewHistoryRefresher refresher);
+// Runs the refresher on `t` when it is a view.
+void refresh_view_history(const Tensor& t);
+
 // How the engine sums two gradients. Set by ops/ at start-up (autograd sits below ops, so it
 // cannot call `add` directly); the sum is itself recorded when create_graph is on.
 using GradientAdder = Tensor (*)(const Tensor& a, const Tensor& b);

@@ -8,6 +8,8 @@
 #include <new>
 #include <string>
 
+#include "base/env.h"
+
 namespace smelt {
 namespace {
 
@@ -16,12 +18,14 @@ constexpr size_t kHugePage = size_t(2) << 20;
 // Blocks this large are cached and huge-page backed; smaller ones are malloc's business.
 constexpr size_t kLargeBlock = kHugePage;
 
+// 16 TiB: far beyond any machine's memory, and the byte count cannot overflow.
+constexpr int64_t kMaxCacheMB = int64_t(1) << 24;
+
+// SMELT_BUFFER_CACHE_MB, read (and a bad value reported) at the first large allocation, which
+// can throw; buffer_free runs in destructors and must not, and it only ever sees large blocks
+// after that first allocation.
 size_t cache_limit_bytes() {
-  static const size_t limit = [] {
-    const char* v = std::getenv("SMELT_BUFFER_CACHE_MB");
-    long mb = v ? std::strtol(v, nullptr, 10) : 1024;
-    return size_t(mb < 0 ? 0 : mb) << 20;
-  }();
+  static const size_t limit = size_t(env_int("SMELT_BUFFER_CACHE_MB", 1024, 0, kMaxCacheMB)) << 20;
   return limit;
 }
 
@@ -51,6 +55,7 @@ void* buffer_alloc(size_t bytes) {
     if (!p) throw std::bad_alloc();
     return p;
   }
+  cache_limit_bytes();
   {
     BlockCache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
@@ -94,6 +99,8 @@ void buffer_cache_clear() {
   c.free_blocks.clear();
   c.cached_bytes = 0;
 }
+
+size_t buffer_cache_limit() { return cache_limit_bytes(); }
 
 size_t buffer_cache_bytes() {
   BlockCache& c = cache();

@@ -22,5 +22,7 @@ void buffer_free(void* p, size_t bytes);
 void buffer_cache_clear();
 // Bytes currently held by the cache (not in use by any tensor).
 size_t buffer_cache_bytes();
+// The cache's limit from SMELT_BUFFER_CACHE_MB, read once; a smelt::Error for a bad value.
+size_t buffer_cache_limit();
 
 }  // namespace smelt

@@ -202,7 +202,7 @@ class Builder {
       emit(OpId::var, {a}, {{"dims", dims}, {"keepdim", keepdim}, {"correction", int64_t(pick(0, 1))}});
     } else {  // argmax gives Int64: back to float32 for the nodes after it
       ir::Value* index = node(OpId::argmax, {a}, {{"dim", dims[0]}, {"keepdim", keepdim}});
-      emit(OpId::cast, {index}, {{"dtype", int64_t(DType::Float32)}});
+      emit(OpId::cast, {index}, {{"dtype", DType::Float32}});
     }
   }
 
@@ -269,8 +269,8 @@ class Builder {
   // within the fuzzer's float32 tolerance, and a wrong fold (scale, channel axis, bias) still
   // shows as an O(1) difference.
   static constexpr DType kFoldDType = DType::Float64;
-  ir::Value* wide(ir::Value* x) { return node(OpId::cast, {x}, {{"dtype", int64_t(kFoldDType)}}); }
-  ir::Value* narrow(ir::Value* x) { return node(OpId::cast, {x}, {{"dtype", int64_t(DType::Float32)}}); }
+  ir::Value* wide(ir::Value* x) { return node(OpId::cast, {x}, {{"dtype", kFoldDType}}); }
+  ir::Value* narrow(ir::Value* x) { return node(OpId::cast, {x}, {{"dtype", DType::Float32}}); }
 
   ir::Value* batch_norm_eval(ir::Value* x) {
     const Shape channels{x->meta.shape[1]};
@@ -351,14 +351,14 @@ class Builder {
   void add_cast(ir::Value* a) {
     const int which = pick(0, 2);
     if (which == 0) {
-      ir::Value* wide = node(OpId::cast, {a}, {{"dtype", int64_t(DType::Float64)}});
+      ir::Value* wide = node(OpId::cast, {a}, {{"dtype", DType::Float64}});
       if (chance(0.5)) wide = node(pick_from(kPlainUnary), {wide});
-      emit(OpId::cast, {wide}, {{"dtype", int64_t(DType::Float32)}});
+      emit(OpId::cast, {wide}, {{"dtype", DType::Float32}});
     } else if (which == 1) {
-      ir::Value* ints = node(OpId::cast, {a}, {{"dtype", int64_t(DType::Int64)}});
-      emit(OpId::cast, {ints}, {{"dtype", int64_t(DType::Float32)}});
+      ir::Value* ints = node(OpId::cast, {a}, {{"dtype", DType::Int64}});
+      emit(OpId::cast, {ints}, {{"dtype", DType::Float32}});
     } else {
-      ir::Value* mask = node(OpId::cast, {a}, {{"dtype", int64_t(DType::Bool)}});
+      ir::Value* mask = node(OpId::cast, {a}, {{"dtype", DType::Bool}});
       emit(OpId::where, {mask, a, partner(a)});
     }
   }

@@ -1,4 +1,5 @@
 // Module and optimizer state dicts to and from safetensors files.
+#include "base/excerpt.h"
 #include "smelt/io.h"
 #include "smelt/nn.h"
 #include "smelt/optim.h"
@@ -59,7 +60,7 @@ void load_checkpoint(const std::string& path, nn::Module& module, optim::Optimiz
   StateDict all = load_safetensors(path, metadata);
   for (const auto& [name, _] : all) {
     SMELT_CHECK(name.rfind(kModelPrefix, 0) == 0 || name.rfind(kOptimizerPrefix, 0) == 0)
-        << "load_checkpoint: " << path << ": unexpected tensor '" << name
+        << "load_checkpoint: " << path << ": unexpected tensor '" << excerpt(name)
         << "'; a checkpoint holds only 'model.*' and 'optimizer.*' entries";
   }
   try {

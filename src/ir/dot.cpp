@@ -66,6 +66,55 @@ std::string node_label(const Node& n) {
   return label.str();
 }
 
+// Draws the inputs, constants and nodes of `g` with DOT ids starting with `prefix`; returns
+// where each of its values comes from. A group node becomes a cluster holding its body, whose
+// inputs are fed by the node's operands and whose outputs stand for the node's outputs.
+std::unordered_map<const Value*, std::string> draw_graph(std::ostringstream& os, const Graph& g,
+                                                         const std::string& prefix,
+                                                         const std::string& indent) {
+  std::unordered_map<const Value*, std::string> source;
+  for (const Value* v : g.inputs()) {
+    std::string id = str(prefix, "v", v->id);
+    source[v] = id;
+    bool param = v->kind == ValueKind::Param;
+    os << indent << id << " [label=" << quoted(lines({value_ref(v), meta_str(v->meta), param ? "param" : ""}))
+       << ", shape=ellipse, style=filled, fillcolor=" << (param ? "\"#ffe0b2\"" : "\"#cfe3ff\"") << "];\n";
+  }
+  for (const Value* c : g.constants()) {
+    std::string id = str(prefix, "v", c->id);
+    source[c] = id;
+    os << indent << id << " [label=" << quoted(constant_label(c))
+       << ", shape=note, style=filled, fillcolor=\"#eeeeee\"];\n";
+  }
+  auto edge_label = [](const Value* in) {
+    std::string label = meta_str(in->meta);
+    if (in->producer && in->producer->outputs.size() > 1) label = str("#", in->output_index, " ", label);
+    return label;
+  };
+  int index = 0;
+  for (const auto& n : g.nodes()) {
+    std::string id = str(prefix, "n", index++);
+    if (n->body) {
+      os << indent << "subgraph " << quoted(str("cluster_", id)) << " {\n";
+      os << indent << "  label=" << quoted(node_label(*n)) << "; style=\"rounded,dashed\";\n";
+      auto inner = draw_graph(os, *n->body, id + "_", indent + "  ");
+      os << indent << "}\n";
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        os << indent << source.at(n->inputs[i]) << " -> " << inner.at(n->body->inputs()[i])
+           << " [label=" << quoted(edge_label(n->inputs[i])) << "];\n";
+      }
+      for (size_t k = 0; k < n->outputs.size(); ++k) source[n->outputs[k]] = inner.at(n->body->outputs()[k]);
+      continue;
+    }
+    for (const Value* out : n->outputs) source[out] = id;
+    os << indent << id << " [label=" << quoted(node_label(*n)) << ", shape=box, style=\"rounded,filled\", fillcolor=white];\n";
+    for (const Value* in : n->inputs) {
+      os << indent << source.at(in) << " -> " << id << " [label=" << quoted(edge_label(in)) << "];\n";
+    }
+  }
+  return source;
+}
+
 }  // namespace
 
 std::string to_dot(const Graph& g, const std::string& title) {
@@ -73,32 +122,7 @@ std::string to_dot(const Graph& g, const std::string& title) {
   os << "digraph " << quoted(title) << " {\n";
   os << "  node [fontname=\"Helvetica\", fontsize=10];\n";
   os << "  edge [fontname=\"Helvetica\", fontsize=9];\n";
-  // Where each value comes from: its own DOT node (inputs, constants) or its producer's.
-  std::unordered_map<const Value*, std::string> source;
-  for (const Value* v : g.inputs()) {
-    std::string id = str("v", v->id);
-    source[v] = id;
-    bool param = v->kind == ValueKind::Param;
-    os << "  " << id << " [label=" << quoted(lines({value_ref(v), meta_str(v->meta), param ? "param" : ""}))
-       << ", shape=ellipse, style=filled, fillcolor=" << (param ? "\"#ffe0b2\"" : "\"#cfe3ff\"") << "];\n";
-  }
-  for (const Value* c : g.constants()) {
-    std::string id = str("v", c->id);
-    source[c] = id;
-    os << "  " << id << " [label=" << quoted(constant_label(c))
-       << ", shape=note, style=filled, fillcolor=\"#eeeeee\"];\n";
-  }
-  int index = 0;
-  for (const auto& n : g.nodes()) {
-    std::string id = str("n", index++);
-    for (const Value* out : n->outputs) source[out] = id;
-    os << "  " << id << " [label=" << quoted(node_label(*n)) << ", shape=box, style=\"rounded,filled\", fillcolor=white];\n";
-    for (const Value* in : n->inputs) {
-      std::string label = meta_str(in->meta);
-      if (in->producer && in->producer->outputs.size() > 1) label = str("#", in->output_index, " ", label);
-      os << "  " << source.at(in) << " -> " << id << " [label=" << quoted(label) << "];\n";
-    }
-  }
+  auto source = draw_graph(os, g, "", "  ");
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const Value* v = g.outputs()[i];
     std::string id = str("out", i);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "ir/printer.h"
 #include "ops/dispatch.h"
 
 namespace smelt::ir {
@@ -17,7 +18,13 @@ const char* value_kind_name(ValueKind kind) {
   return "?";
 }
 
+Node::Node() = default;
+Node::~Node() = default;
+Graph::Graph() = default;
+Graph::~Graph() = default;
+
 Value* Graph::new_value(ValueKind kind, const ops::TensorMeta& meta) {
+  SMELT_CHECK(next_id_ < kMaxValueId) << "a graph holds at most " << kMaxValueId << " values";
   auto v = std::make_unique<Value>();
   v->id = next_id_++;
   v->kind = kind;
@@ -48,73 +55,130 @@ Node* Graph::add_node(ops::OpId op, const std::vector<Value*>& inputs, const ops
 Node* Graph::insert_node(Node* before, ops::OpId op, const std::vector<Value*>& inputs,
                          const ops::Attrs& attrs) {
   std::vector<ops::TensorMeta> in_metas;
+  in_metas.reserve(inputs.size());
   for (Value* v : inputs) in_metas.push_back(v->meta);
-  std::vector<ops::TensorMeta> out_metas = ops::infer_shape(op, in_metas, attrs);
-  auto node = std::make_unique<Node>();
+  return link_node(before, op, inputs, attrs, ops::infer_shape(op, in_metas, attrs));
+}
+
+Node* Graph::add_group(const std::vector<Value*>& inputs, std::unique_ptr<Graph> body, Node* before,
+                       const ops::Attrs& attrs) {
+  SMELT_CHECK(body) << "group: a group node needs a body graph";
+  SMELT_CHECK(body->inputs().size() == inputs.size())
+      << "group: the body has " << body->inputs().size() << " inputs, the node passes " << inputs.size();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SMELT_CHECK(body->inputs()[i]->meta == inputs[i]->meta)
+        << "group: input " << i << " is " << meta_str(inputs[i]->meta) << " but the body's input "
+        << value_ref(body->inputs()[i]) << " is " << meta_str(body->inputs()[i]->meta);
+  }
+  std::vector<ops::TensorMeta> out_metas;
+  for (const Value* out : body->outputs()) out_metas.push_back(out->meta);
+  Node* node = link_node(before, ops::OpId::group, inputs, attrs, out_metas);
+  node->body = std::move(body);
+  return node;
+}
+
+Node* Graph::link_node(Node* before, ops::OpId op, const std::vector<Value*>& inputs,
+                       const ops::Attrs& attrs, const std::vector<ops::TensorMeta>& out_metas) {
+  // Element counts must fit in int64 everywhere (strides, sizes, fold's limits); a shape rule
+  // may combine valid inputs into a shape that does not (one_hot, embedding, expand).
+  for (const ops::TensorMeta& m : out_metas) {
+    int64_t numel = 1;
+    for (int64_t d : m.shape) {
+      SMELT_CHECK(d >= 0 && (d == 0 || !__builtin_mul_overflow(numel, d, &numel)))
+          << ops::op_name(op) << ": output shape " << shape_str(m.shape) << " has more elements than int64 counts (size overflow)";
+    }
+  }
+  auto owned = std::make_unique<Node>();
+  Node* node = owned.get();
   node->op = op;
   node->attrs = attrs;
   node->inputs = inputs;
-  for (size_t i = 0; i < inputs.size(); ++i) inputs[i]->uses.push_back({node.get(), int(i)});
+  node->use_slot_.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) add_use(node, i, inputs[i]);
   for (size_t k = 0; k < out_metas.size(); ++k) {
     Value* out = new_value(ValueKind::Computed, out_metas[k]);
-    out->producer = node.get();
+    out->producer = node;
     out->output_index = int(k);
     node->outputs.push_back(out);
   }
-  Node* raw = node.get();
-  auto pos = nodes_.end();
-  if (before) {
-    pos = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& n) { return n.get() == before; });
-  }
-  nodes_.insert(pos, std::move(node));
-  return raw;
+  auto pos = before ? before->self_ : nodes_.end();
+  node->self_ = nodes_.insert(pos, std::move(owned));
+  return node;
 }
 
-bool Graph::is_output(const Value* v) const {
-  return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
+void Graph::add_use(Node* node, size_t index, Value* v) {
+  node->use_slot_[index] = v->uses.size();
+  v->uses.push_back({node, int(index)});
+}
+
+void Graph::remove_use(Node* node, size_t index) {
+  Value* v = node->inputs[index];
+  size_t slot = node->use_slot_[index];
+  SMELT_INTERNAL_CHECK(slot < v->uses.size() && v->uses[slot] == (Use{node, int(index)}))
+      << "use list of " << value_ref(v) << " out of sync";
+  Use last = v->uses.back();
+  v->uses[slot] = last;
+  last.node->use_slot_[size_t(last.index)] = slot;
+  v->uses.pop_back();
+}
+
+void Graph::add_output(Value* v) {
+  outputs_.push_back(v);
+  ++v->output_refs;
+}
+
+void Graph::set_output(size_t i, Value* v) {
+  --outputs_.at(i)->output_refs;
+  outputs_[i] = v;
+  ++v->output_refs;
+}
+
+void Graph::set_outputs(std::vector<Value*> outputs) {
+  for (Value* v : outputs_) --v->output_refs;
+  outputs_ = std::move(outputs);
+  for (Value* v : outputs_) ++v->output_refs;
 }
 
 void Graph::set_input(Node* node, int index, Value* v) {
-  Value* old = node->inputs[size_t(index)];
-  auto it = std::find(old->uses.begin(), old->uses.end(), Use{node, index});
-  SMELT_INTERNAL_CHECK(it != old->uses.end()) << "use list out of sync";
-  old->uses.erase(it);
+  remove_use(node, size_t(index));
   node->inputs[size_t(index)] = v;
-  v->uses.push_back({node, index});
+  add_use(node, size_t(index), v);
 }
 
 void Graph::replace_all_uses(Value* from, Value* to) {
   if (from == to) return;
-  std::vector<Use> uses = from->uses;
-  for (const Use& u : uses) set_input(u.node, u.index, to);
+  // set_input swaps the last use into the removed slot: taking from the back moves nothing.
+  while (!from->uses.empty()) {
+    Use u = from->uses.back();
+    set_input(u.node, u.index, to);
+  }
+  if (from->output_refs == 0) return;
   for (Value*& out : outputs_) {
     if (out == from) out = to;
   }
+  to->output_refs += from->output_refs;
+  from->output_refs = 0;
 }
 
 void Graph::erase_node(Node* node) {
   for (Value* out : node->outputs) {
-    SMELT_INTERNAL_CHECK(out->uses.empty() && !is_output(out))
+    SMELT_INTERNAL_CHECK(out->is_dead())
         << "erase_node: %" << out->id << " of " << node->name() << " is still used";
   }
-  for (size_t i = 0; i < node->inputs.size(); ++i) {
-    Value* in = node->inputs[i];
-    auto it = std::find(in->uses.begin(), in->uses.end(), Use{node, int(i)});
-    if (it != in->uses.end()) in->uses.erase(it);
-  }
+  for (size_t i = 0; i < node->inputs.size(); ++i) remove_use(node, i);
   for (Value* out : node->outputs) out->producer = nullptr;
-  nodes_.remove_if([&](const auto& n) { return n.get() == node; });
+  nodes_.erase(node->self_);
 }
 
 bool Graph::erase_unused_constants() {
   size_t before = constants_.size();
-  constants_.erase(std::remove_if(constants_.begin(), constants_.end(),
-                                  [&](Value* c) { return c->uses.empty() && !is_output(c); }),
+  constants_.erase(std::remove_if(constants_.begin(), constants_.end(), [](Value* c) { return c->is_dead(); }),
                    constants_.end());
   return constants_.size() != before;
 }
 
 void Graph::set_id(Value* v, int id) {
+  SMELT_CHECK(id >= 0 && id < kMaxValueId) << "value id " << id << " is out of range [0, " << kMaxValueId << ")";
   v->id = id;
   next_id_ = std::max(next_id_, id + 1);
 }
@@ -132,7 +196,14 @@ std::unique_ptr<Graph> Graph::clone() const {
   for (const auto& n : nodes_) {
     std::vector<Value*> ins;
     for (Value* v : n->inputs) ins.push_back(map.at(v));
-    Node* nn = g->add_node(n->op, ins, n->attrs);
+    Node* nn;
+    if (n->body) {
+      nn = g->add_group(ins, n->body->clone(), nullptr, n->attrs);
+    } else {
+      std::vector<ops::TensorMeta> metas;
+      for (const Value* out : n->outputs) metas.push_back(out->meta);
+      nn = g->link_node(nullptr, n->op, ins, n->attrs, metas);
+    }
     for (size_t k = 0; k < n->outputs.size(); ++k) copy_value(n->outputs[k], nn->outputs[k]);
   }
   for (Value* v : outputs_) g->add_output(map.at(v));

@@ -3,6 +3,20 @@
 // A Value is a graph input (a user input or a parameter), a constant (holding its tensor), or an
 // output of a Node. A Node applies one op from the op table to input values. The same value may
 // feed one node twice (x * x): use lists hold one entry per edge, so passes see both.
+//
+// Costs, so that passes stay linear on 100,000-node graphs: inserting or erasing a node is O(1)
+// (each node keeps its own position in the node list), removing one edge from a use list is O(1)
+// (each node remembers where its edges sit in its inputs' use lists; removal swaps with the last
+// entry, so use lists are unordered), and `is_output` is a counter on the value that
+// add_output / set_output / set_outputs / replace_all_uses keep in sync.
+//
+// Group nodes (the fusion groups of the compiler) hold a subgraph: `Node::body`. The op table has
+// a row `group` (Opaque, variadic, no gradient) so every pass that asks op_info() about a node
+// keeps working; its shape rule cannot see the body and refuses to run, so a group's output metas
+// come from its body (Graph::add_group), never from ops::infer_shape. Body inputs correspond to
+// the node's inputs and body outputs to the node's outputs, one for one with equal metas (the
+// verifier checks it, recursively). A body is a complete graph of its own: its constants live in
+// it, and it never reads values of the enclosing graph except through its inputs.
 #pragma once
 
 #include <cstdint>
@@ -16,9 +30,14 @@
 namespace smelt::ir {
 
 class Node;
+class Graph;
 
 enum class ValueKind : uint8_t { Input, Param, Constant, Computed };
 const char* value_kind_name(ValueKind kind);
+
+// Value ids stay below this bound, so they and the ids above them never overflow an int; the
+// parser rejects larger value numbers.
+inline constexpr int kMaxValueId = 1 << 30;
 
 // One edge: input `index` of `node` reads the value.
 struct Use {
@@ -36,24 +55,44 @@ class Value {
   Node* producer = nullptr;   // Computed only
   int output_index = 0;
   Tensor constant;            // Constant only
-  std::vector<Use> uses;
+  std::vector<Use> uses;      // unordered; change only through Graph (set_input, ...)
+  int output_refs = 0;        // how many graph output slots name this value (kept by Graph)
 
   bool is_graph_input() const { return kind == ValueKind::Input || kind == ValueKind::Param; }
+  bool is_output() const { return output_refs > 0; }
+  bool is_dead() const { return uses.empty() && output_refs == 0; }
 };
 
 class Node {
  public:
+  Node();
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
   ops::OpId op;
   ops::Attrs attrs;
   std::vector<Value*> inputs;
   std::vector<Value*> outputs;
+  std::unique_ptr<Graph> body;  // group nodes only
 
   const char* name() const { return ops::op_name(op); }
+  bool is_group() const { return body != nullptr; }
+
+ private:
+  friend class Graph;
+  // use_slot[i]: where edge i sits in inputs[i]->uses.
+  std::vector<size_t> use_slot_;
+  std::list<std::unique_ptr<Node>>::iterator self_;
+
+ public:
+  size_t use_slot(size_t i) const { return use_slot_[i]; }  // for the verifier
 };
 
 class Graph {
  public:
-  Graph() = default;
+  Graph();
+  ~Graph();
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -66,9 +105,14 @@ class Graph {
   // Same, inserting before `before` (null: at the end).
   Node* insert_node(Node* before, ops::OpId op, const std::vector<Value*>& inputs,
                     const ops::Attrs& attrs);
-  void add_output(Value* v) { outputs_.push_back(v); }
-  void set_output(size_t i, Value* v) { outputs_[i] = v; }
-  void set_outputs(std::vector<Value*> outputs) { outputs_ = std::move(outputs); }
+  // A group node running `body` on `inputs`, inserted before `before` (null: at the end). Its
+  // outputs take the metas of the body's outputs; the body's inputs must match `inputs` in number
+  // and meta (smelt::Error otherwise).
+  Node* add_group(const std::vector<Value*>& inputs, std::unique_ptr<Graph> body,
+                  Node* before = nullptr, const ops::Attrs& attrs = {});
+  void add_output(Value* v);
+  void set_output(size_t i, Value* v);
+  void set_outputs(std::vector<Value*> outputs);
 
   // Points every use of `from` (and graph outputs) at `to`.
   void replace_all_uses(Value* from, Value* to);
@@ -83,17 +127,21 @@ class Graph {
   const std::vector<Value*>& outputs() const { return outputs_; }
   const std::vector<Value*>& constants() const { return constants_; }
   size_t num_nodes() const { return nodes_.size(); }
-  bool is_output(const Value* v) const;
+  bool is_output(const Value* v) const { return v->output_refs > 0; }
 
   // Gives `v` a specific id (the parser keeps the ids of the text); later ids stay above it.
   void set_id(Value* v, int id);
   int next_id() const { return next_id_; }
 
-  // Deep copy (new ids are the same as the old ones).
+  // Deep copy (new ids are the same as the old ones; group bodies are copied too).
   std::unique_ptr<Graph> clone() const;
 
  private:
   Value* new_value(ValueKind kind, const ops::TensorMeta& meta);
+  Node* link_node(Node* before, ops::OpId op, const std::vector<Value*>& inputs, const ops::Attrs& attrs,
+                  const std::vector<ops::TensorMeta>& out_metas);
+  void add_use(Node* node, size_t index, Value* v);
+  void remove_use(Node* node, size_t index);
   int next_id_ = 0;
   std::list<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;

@@ -1,14 +1,10 @@
 #include "ir/pattern.h"
 
+#include "ir/constant.h"
+
 namespace smelt::ir {
 
-bool is_scalar_constant(const Value* v, double value) {
-  if (v->kind != ValueKind::Constant || v->constant.numel() == 0) return false;
-  for (double x : v->constant.to_vector()) {
-    if (x != value) return false;
-  }
-  return true;
-}
+bool is_scalar_constant(const Value* v, double value) { return all_elements_are(v, value); }
 
 Pattern Pattern::any(std::string capture) {
   Pattern p;

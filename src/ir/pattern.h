@@ -29,7 +29,8 @@ class Pattern {
  public:
   static Pattern any(std::string capture = "");
   static Pattern constant(std::string capture = "");
-  // A constant all of whose elements equal `value`.
+  // A constant all of whose elements equal `value` exactly (ir/constant.h: floats by bits, so
+  // scalar(-0.0) matches -0 only and scalar(0.0) +0 only; integers by value).
   static Pattern scalar(double value, std::string capture = "");
   static Pattern op(ops::OpId op, std::vector<Pattern> operands, std::string capture = "");
 
@@ -58,7 +59,7 @@ struct RewriteRule {
 // Returns whether anything changed. Dead nodes are left for dce.
 bool apply_rules(Graph& g, const std::vector<RewriteRule>& rules);
 
-// True when `v` is a constant all of whose elements equal `value`.
+// True when `v` is a constant all of whose elements equal `value` exactly (see Pattern::scalar).
 bool is_scalar_constant(const Value* v, double value);
 
 }  // namespace smelt::ir

@@ -1,58 +1,74 @@
+// Numbers print exactly: integers in decimal; floats as the shortest decimal that reads back to
+// the same bits (std::to_chars), `inf`, `-inf`, `-0`; NaN as `nan` when it is the default quiet
+// NaN (0x7fc00000 in f32, 0x7ff8000000000000 in f64) and otherwise as `nan:0x<bits>` with all of
+// the element's bits in hex (sign and payload kept), e.g. `nan:0xffc00001`.
+#include <cctype>
+#include <charconv>
+#include <cinttypes>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <sstream>
 
+#include "ir/constant.h"
 #include "ir/printer.h"
 
 namespace smelt::ir {
 namespace {
 
-const char* short_dtype(DType t) {
+template <class F, class Bits>
+std::string float_element_str(F v, Bits default_nan) {
+  char buf[64];
+  if (std::isnan(v)) {
+    Bits bits;
+    std::memcpy(&bits, &v, sizeof v);
+    if (bits == default_nan) return "nan";
+    std::snprintf(buf, sizeof buf, "nan:0x%0*" PRIx64, int(2 * sizeof(Bits)), uint64_t(bits));
+    return buf;
+  }
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, res.ptr);
+}
+
+std::string element_str(const char* p, DType t) {
   switch (t) {
-    case DType::Float32: return "f32";
-    case DType::Float64: return "f64";
-    case DType::Int64: return "i64";
-    case DType::Bool: return "bool";
-    case DType::UInt8: return "u8";
+    case DType::Float32: {
+      float f;
+      std::memcpy(&f, p, sizeof f);
+      return float_element_str(f, uint32_t(0x7fc00000u));
+    }
+    case DType::Float64: {
+      double d;
+      std::memcpy(&d, p, sizeof d);
+      return float_element_str(d, uint64_t(0x7ff8000000000000ull));
+    }
+    case DType::Int64: {
+      int64_t i;
+      std::memcpy(&i, p, sizeof i);
+      return std::to_string(i);
+    }
+    case DType::Bool: return *p ? "1" : "0";
+    case DType::UInt8: return std::to_string(unsigned(static_cast<unsigned char>(*p)));
   }
   return "?";
 }
 
-// Exact text for each element: enough digits that parsing gives back the same bits.
-std::string element_str(double v, DType t) {
-  char buf[40];
-  if (t == DType::Float32) std::snprintf(buf, sizeof buf, "%.9g", v);
-  else if (t == DType::Float64) std::snprintf(buf, sizeof buf, "%.17g", v);
-  else std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v));
-  return buf;
-}
-
 void print_constant(std::ostringstream& os, const Value* v) {
-  std::vector<double> data = v->constant.to_vector();
+  const std::string bytes = constant_bytes(v->constant);
+  const size_t size = dtype_size(v->meta.dtype);
   if (v->meta.shape.empty()) {
-    os << element_str(data[0], v->meta.dtype);
+    os << element_str(bytes.data(), v->meta.dtype);
     return;
   }
   os << "[";
-  for (size_t i = 0; i < data.size(); ++i) os << (i ? ", " : "") << element_str(data[i], v->meta.dtype);
+  for (size_t off = 0; off < bytes.size(); off += size) {
+    os << (off ? ", " : "") << element_str(bytes.data() + off, v->meta.dtype);
+  }
   os << "]";
 }
 
-}  // namespace
-
-std::string value_ref(const Value* v) { return "%" + (v->name.empty() ? std::to_string(v->id) : v->name); }
-
-std::string meta_str(const ops::TensorMeta& m) {
-  std::string s = short_dtype(m.dtype);
-  s += "[";
-  for (size_t i = 0; i < m.shape.size(); ++i) {
-    if (i) s += ',';
-    s += std::to_string(m.shape[i]);
-  }
-  return s + "]";
-}
-
-std::string print(const Graph& g) {
-  std::ostringstream os;
+void print_graph(std::ostringstream& os, const Graph& g, const std::string& indent) {
   os << "graph(";
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const Value* v = g.inputs()[i];
@@ -61,12 +77,12 @@ std::string print(const Graph& g) {
   }
   os << ") {\n";
   for (const Value* c : g.constants()) {
-    os << "  " << value_ref(c) << ": " << meta_str(c->meta) << " = constant ";
+    os << indent << "  " << value_ref(c) << ": " << meta_str(c->meta) << " = constant ";
     print_constant(os, c);
     os << "\n";
   }
   for (const auto& n : g.nodes()) {
-    os << "  ";
+    os << indent << "  ";
     for (size_t k = 0; k < n->outputs.size(); ++k) {
       os << (k ? ", " : "") << value_ref(n->outputs[k]) << ": " << meta_str(n->outputs[k]->meta);
     }
@@ -82,11 +98,47 @@ std::string print(const Graph& g) {
       }
       os << "}";
     }
+    if (n->body) {
+      os << " ";
+      print_graph(os, *n->body, indent + "  ");
+    }
     os << "\n";
   }
-  os << "  return";
+  os << indent << "  return";
   for (size_t i = 0; i < g.outputs().size(); ++i) os << (i ? ", " : " ") << value_ref(g.outputs()[i]);
-  os << "\n}\n";
+  os << "\n" << indent << "}";
+}
+
+}  // namespace
+
+// A name prints only when it reads back as the same name: word characters and '.', not all
+// digits (that would read as an id); otherwise the value prints by id.
+bool printable_name(const std::string& name) {
+  if (name.empty() || name.find_first_not_of("0123456789") == std::string::npos) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+std::string value_ref(const Value* v) {
+  return "%" + (printable_name(v->name) ? v->name : std::to_string(v->id));
+}
+
+std::string meta_str(const ops::TensorMeta& m) {
+  std::string s = ops::dtype_short_name(m.dtype);
+  s += "[";
+  for (size_t i = 0; i < m.shape.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(m.shape[i]);
+  }
+  return s + "]";
+}
+
+std::string print(const Graph& g) {
+  std::ostringstream os;
+  print_graph(os, g, "");
+  os << "\n";
   return os.str();
 }
 

@@ -5,7 +5,9 @@
 //     an earlier node): this also rules out cycles;
 //   - use lists match the edges exactly (duplicate edges included);
 //   - graph outputs are values of this graph.
-// Runs after every pass in debug and test builds.
+//   - each value's output mark counts how often the graph returns it;
+//   - a group node's body verifies, and its inputs and outputs match the node's in number and meta.
+// Runs after every pass in debug and test builds; linear in the size of the graph.
 #pragma once
 
 #include "ir/graph.h"

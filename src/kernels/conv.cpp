@@ -187,8 +187,10 @@ void backward_weight_impl(const Conv2dGeometry& g, T* dw, const T* x, const T* d
     else run_part(0);
     return;
   }
+  ParallelErrors errors;  // an exception in run_part (bad_alloc) reaches the caller
 #pragma omp parallel for num_threads(parts) schedule(static, 1)
-  for (int p = 0; p < parts; ++p) run_part(p);
+  for (int p = 0; p < parts; ++p) errors.run([&] { run_part(p); });
+  errors.rethrow();
   for (int p = 1; p < parts; ++p) {
     const T* part = partials.data() + size_t(p - 1) * size_t(w_size);
     for (int64_t i = 0; i < w_size; ++i) dw[i] += part[i];

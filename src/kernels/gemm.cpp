@@ -20,6 +20,7 @@
 #include <string>
 #include <tuple>
 
+#include "base/env.h"
 #include "base/parallel.h"
 
 namespace smelt::kernels {
@@ -47,8 +48,7 @@ int ceil_log2(int64_t v) { return v <= 1 ? 0 : int(std::ceil(std::log2(double(v)
 
 GemmImpl forced_impl() {
   static const GemmImpl forced = [] {
-    const char* env = std::getenv("SMELT_GEMM");
-    std::string v = env ? env : "";
+    const std::string v = env_choice("SMELT_GEMM", "auto", {"auto", "own", "openblas"});
     if (v == "own") return GemmImpl::Own;
     if (v == "openblas") return GemmImpl::OpenBlas;
     return GemmImpl::Auto;

@@ -35,12 +35,16 @@ void for_each_strip(int64_t M, int64_t N, int64_t K, int64_t row_tile, int64_t c
   }
   const int64_t strips =
       std::max<int64_t>(threads, std::min(threads * kStripsPerThread, tiles / kMinStripTiles));
+  ParallelErrors errors;  // an exception in run() reaches the caller, not std::terminate
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (int64_t s = 0; s < strips; ++s) {
-    const int64_t begin = std::min(tiles * s / strips * tile, extent);
-    const int64_t end = std::min(tiles * (s + 1) / strips * tile, extent);
-    if (begin < end) run(split_n, begin, end);
+    errors.run([&] {
+      const int64_t begin = std::min(tiles * s / strips * tile, extent);
+      const int64_t end = std::min(tiles * (s + 1) / strips * tile, extent);
+      if (begin < end) run(split_n, begin, end);
+    });
   }
+  errors.rethrow();
 }
 
 }  // namespace smelt::kernels::gemm_detail

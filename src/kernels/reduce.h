@@ -1,6 +1,6 @@
-// Reduction kernels. A reduction over any set of dims is first brought to "rows": a
-// (outer, reduced) row-major matrix (a free view when the reduced dims are already trailing and
-// contiguous, one copy otherwise), then each row is reduced.
+// Reduction kernels over any set of dims, reading the input in place by its strides (the loops
+// are kernels/reduce_core.h's), threaded over outputs. `as_rows` remains for kernels that want an
+// (outer, reduced) row-major matrix (softmax, norms).
 #pragma once
 
 #include <vector>

@@ -12,14 +12,19 @@ namespace smelt::kernels {
 
 inline constexpr int kRowLanes = 16;
 
-// The sum's type: double for floating rows; integer rows sum exactly in their own type.
+// The sum's type: double for floating rows; integer rows sum in their own type, wrapping around in
+// two's complement on overflow (as PyTorch and NumPy), never undefined.
 template <class T>
 using RowSum = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+// What the lanes accumulate in: integers in their unsigned type, where wrapping is defined.
+template <class T>
+using RowAcc = typename std::conditional_t<std::is_floating_point_v<T>, std::type_identity<double>,
+                                           std::make_unsigned<T>>::type;
 
 // Sum of x (n).
 template <class T>
 RowSum<T> row_sum(const T* x, int64_t n) {
-  using Acc = RowSum<T>;
+  using Acc = RowAcc<T>;
   Acc lanes[kRowLanes] = {};
   int64_t i = 0;
   for (; i + kRowLanes <= n; i += kRowLanes) {
@@ -28,7 +33,7 @@ RowSum<T> row_sum(const T* x, int64_t n) {
   Acc total = 0;
   for (; i < n; ++i) total += Acc(x[i]);
   for (int l = 0; l < kRowLanes; ++l) total += lanes[l];
-  return total;
+  return RowSum<T>(total);
 }
 
 // Sum of (x - mean)^2 over x (n), in double.

@@ -1,7 +1,20 @@
 // The scalar definition of every elementwise op: one inline function each, shared by the eager
 // kernels, the fused-kernel interpreter and generated C++ (which #includes this header), so the
-// math is defined exactly once. Self-contained on purpose: only <cmath>, <cstdint>, <cstring>,
-// no intrinsics, so any C++20 compiler can build the generated kernels.
+// math is defined exactly once. Self-contained on purpose: only standard headers, no intrinsics,
+// so any C++20 compiler can build the generated kernels. kernels/scalar_table.h lists these
+// functions (arity, bound parameters, dtypes) for the code that calls them generically.
+//
+// Every function is defined for every input of the dtypes it accepts; nothing here is undefined
+// behaviour, so every backend computes the same bits:
+// - int64 add, sub, mul, neg, abs wrap around in two's complement (done in uint64, where C++
+//   defines wrapping): INT64_MAX + 1 = INT64_MIN, abs(INT64_MIN) = neg(INT64_MIN) = INT64_MIN,
+//   as PyTorch and NumPy give in practice.
+// - int64 div truncates toward zero (C semantics, PyTorch's rounding_mode="trunc");
+//   INT64_MIN / -1 wraps to INT64_MIN instead of trapping (SIGFPE). x / 0 is 0 here, but the eager
+//   div op refuses a zero integer divisor with an error before it gets here.
+// - cast: see `cast` below (saturating float -> integer, NaN -> 0).
+// - clamp: bounds are real values, infinities included; an absent bound is the infinity that
+//   does not clamp. How an int64 tensor binds float bounds: ops/elementwise_bind.cpp.
 //
 // float64 uses std:: functions (float64 is for gradient checks: accuracy first). float32 has its
 // own branch-free transcendental functions (below, namespace f32) because GCC does not vectorize
@@ -20,6 +33,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 namespace smelt::scalar {
 
@@ -251,14 +266,26 @@ inline float softplus(float x, float beta, float threshold) {
 
 }  // namespace f32
 
-template <class T> inline T neg(T x) { return -x; }
+namespace detail {
+// int64 arithmetic through uint64: wraps (C++ defines unsigned overflow and, since C++20, the
+// conversion back), where signed overflow would be undefined.
+template <class T>
+inline constexpr bool kWrapsInUnsigned = std::is_integral_v<T> && std::is_signed_v<T>;
+template <class T>
+using Unsigned = std::make_unsigned_t<T>;
+}  // namespace detail
+
+template <class T> inline T neg(T x) {
+  if constexpr (detail::kWrapsInUnsigned<T>) return T(detail::Unsigned<T>(0) - detail::Unsigned<T>(x));
+  else return -x;
+}
 template <class T> inline T exp(T x) { return std::exp(x); }
 template <> inline float exp<float>(float x) { return f32::exp(x); }
 template <class T> inline T log(T x) { return std::log(x); }
 template <> inline float log<float>(float x) { return f32::log(x); }
 template <class T> inline T sqrt(T x) { return std::sqrt(x); }
 template <class T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
-template <class T> inline T abs(T x) { return x < T(0) ? -x : x; }
+template <class T> inline T abs(T x) { return x < T(0) ? neg(x) : x; }
 // sign(NaN) is NaN (as PyTorch); x != x is false for integers, so they are unaffected.
 template <class T> inline T sign(T x) { return x != x ? x : T((T(0) < x) - (x < T(0))); }
 template <class T> inline T erf(T x) { return std::erf(x); }
@@ -297,16 +324,35 @@ template <class T> inline T softplus(T x, T beta, T threshold) {
 template <> inline float softplus<float>(float x, float beta, float threshold) {
   return f32::softplus(x, beta, threshold);
 }
-// min(max(x, lo), hi): with lo > hi everything becomes hi (as PyTorch); NaN passes through
+// min(max(x, lo), hi): with lo > hi everything becomes hi (as PyTorch); a NaN x or a NaN bound
+// gives NaN (as PyTorch). lo = -inf / hi = +inf leave that side unclamped.
 template <class T> inline T clamp(T x, T lo, T hi) {
-  T y = x < lo ? lo : x;
-  return y > hi ? hi : y;
+  T y = x < lo || lo != lo ? lo : x;
+  return y > hi || hi != hi ? hi : y;
 }
 
-template <class T> inline T add(T a, T b) { return a + b; }
-template <class T> inline T sub(T a, T b) { return a - b; }
-template <class T> inline T mul(T a, T b) { return a * b; }
-template <class T> inline T div(T a, T b) { return a / b; }
+template <class T> inline T add(T a, T b) {
+  if constexpr (detail::kWrapsInUnsigned<T>) return T(detail::Unsigned<T>(a) + detail::Unsigned<T>(b));
+  else return a + b;
+}
+template <class T> inline T sub(T a, T b) {
+  if constexpr (detail::kWrapsInUnsigned<T>) return T(detail::Unsigned<T>(a) - detail::Unsigned<T>(b));
+  else return a - b;
+}
+template <class T> inline T mul(T a, T b) {
+  if constexpr (detail::kWrapsInUnsigned<T>) return T(detail::Unsigned<T>(a) * detail::Unsigned<T>(b));
+  else return a * b;
+}
+// Integers: truncation toward zero; the two cases C leaves undefined are defined (see the top).
+template <class T> inline T div(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    if (b == T(0)) return T(0);
+    if (b == T(-1)) return neg(a);
+    return a / b;
+  } else {
+    return a / b;
+  }
+}
 template <class T> inline T pow(T a, T b) { return std::pow(a, b); }
 // NaN-propagating, as PyTorch's maximum/minimum. Of -0 and +0, maximum gives +0 and minimum -0
 // in either order (IEEE 754-2019): the op table declares both commutative, and canonicalize / cse
@@ -316,6 +362,40 @@ template <class T> inline T maximum(T a, T b) {
 }
 template <class T> inline T minimum(T a, T b) {
   return (a != a || a < b || (a == b && std::signbit(a))) ? a : b;
+}
+
+template <class T> inline bool eq(T a, T b) { return a == b; }
+template <class T> inline bool ne(T a, T b) { return a != b; }
+template <class T> inline bool lt(T a, T b) { return a < b; }
+template <class T> inline bool le(T a, T b) { return a <= b; }
+template <class T> inline bool gt(T a, T b) { return a > b; }
+template <class T> inline bool ge(T a, T b) { return a >= b; }
+template <class T> inline T where(bool cond, T a, T b) { return cond ? a : b; }
+
+// Conversion between any two of float, double, int64_t, uint8_t, bool, defined for every input:
+// - to bool: x != 0 (NaN -> true), as PyTorch.
+// - float -> int64: truncation toward zero, saturating: NaN -> 0, values >= 2^63 (+inf included)
+//   -> INT64_MAX, values < -2^63 (-inf included) -> INT64_MIN. C++ leaves those undefined and
+//   PyTorch's results depend on the CPU (x86 gives INT64_MIN for all of them), so smelt saturates
+//   like ARM, Rust's `as` and Java.
+// - float -> uint8: the float -> int64 conversion above, then modulo 256 as int64 -> uint8; this
+//   matches PyTorch wherever PyTorch's result does not depend on the CPU (-1.5 -> 255, 300 -> 44).
+// - int64 -> uint8: modulo 256. int64 -> float: round to nearest.
+// - double -> float: round to nearest; beyond float's range -> ±inf (IEEE 754, which GCC and
+//   Clang follow; the C++ standard alone leaves it undefined).
+template <class To, class From> inline To cast(From x) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return x != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    constexpr From kTwo63 = From(9223372036854775808.0);  // exact in float and double
+    int64_t wide = x != x         ? int64_t(0)
+                   : x >= kTwo63  ? std::numeric_limits<int64_t>::max()
+                   : x < -kTwo63  ? std::numeric_limits<int64_t>::min()
+                                  : int64_t(x);
+    return To(wide);
+  } else {
+    return To(x);
+  }
 }
 
 }  // namespace smelt::scalar

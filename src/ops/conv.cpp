@@ -8,6 +8,8 @@
 // (G: the gradient arriving at the op's output.) Attributes: stride, padding, dilation (2 ints
 // each), groups; the gradient ops also carry input_shape / weight_shape, since several input
 // sizes give the same output size when the stride does not divide evenly.
+#include <algorithm>
+
 #include "kernels/conv.h"
 #include "kernels/reduce.h"
 #include "ops/op_util.h"
@@ -40,6 +42,9 @@ Conv2dGeometry geometry(const Shape& x, const Shape& w, const Attrs& attrs, cons
       << op << ": weight " << shape_str(w) << " expects " << w[1] * groups
       << " input channels (dim 1 = C / groups), but the input " << shape_str(x) << " has " << g.C;
   SMELT_CHECK(g.kH >= 1 && g.kW >= 1) << op << ": kernel size must be >= 1, got " << shape_str(w);
+  // Bounded so that the output-size arithmetic cannot overflow.
+  SMELT_CHECK(std::max({g.H, g.W, g.kH, g.kW}) < (int64_t(1) << 31))
+      << op << ": spatial sizes must be below 2^31, got input " << shape_str(x) << " and weight " << shape_str(w);
   g.Ho = kernels::conv_output_size(g.H, g.kH, g.stride_h, g.pad_h, g.dil_h);
   g.Wo = kernels::conv_output_size(g.W, g.kW, g.stride_w, g.pad_w, g.dil_w);
   SMELT_CHECK(g.Ho >= 1 && g.Wo >= 1)
@@ -104,7 +109,7 @@ std::vector<Tensor> conv2d_grad(const GradContext& c) {
 std::vector<TensorMeta> grad_input_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   const char* op = "conv2d_grad_input";
   check_operands(in[0], in[1], op);
-  const Shape& x_shape = attrs.get_ints("input_shape");
+  const Shape& x_shape = get_shape_attr(attrs, op, "input_shape");
   check_grad_output(in[0], geometry(x_shape, in[1].shape, attrs, op), op);
   return {{x_shape, in[0].dtype}};
 }
@@ -127,7 +132,7 @@ std::vector<Tensor> grad_input_grad(const GradContext& c) {
 std::vector<TensorMeta> grad_weight_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   const char* op = "conv2d_grad_weight";
   check_operands(in[0], in[1], op);
-  const Shape& w_shape = attrs.get_ints("weight_shape");
+  const Shape& w_shape = get_shape_attr(attrs, op, "weight_shape");
   check_grad_output(in[1], geometry(in[0].shape, w_shape, attrs, op), op);
   return {{w_shape, in[0].dtype}};
 }

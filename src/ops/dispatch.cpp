@@ -1,6 +1,8 @@
 #include "ops/dispatch.h"
 
 #include "autograd/node.h"
+#include "kernels/transpose.h"
+#include "ops/inplace.h"
 #include "smelt/autograd.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
@@ -11,11 +13,20 @@ namespace {
 
 thread_local DispatchHook* t_hook = nullptr;
 
-// A tensor saved for backward. Outputs are saved without their grad_fn (that would be a cycle
-// node -> output -> node) and get it back on unpack; the version guards against in-place
-// changes made after saving.
+// While set, tensors saved for backward that live in this storage are saved as private copies:
+// an in-place op is about to overwrite it (see SaveCopiesOf).
+thread_local const Storage* t_save_copies_of = nullptr;
+thread_local std::vector<const Storage*>* t_saved_log = nullptr;
+
+// A tensor saved for backward. The values are held by an impl of their own, without history,
+// next to the history they had when saved (grad_fn, output_nr), so that later in-place ops that
+// rebase the original tensor change neither (and no cycle node -> tensor -> node forms through
+// a rebased tensor). Leaves that require grad are held as themselves: a second-order backward
+// must reach their accumulator. The version guards against in-place changes after saving.
 struct SavedTensor {
   Tensor data;
+  Ref<GradNode> grad_fn;     // inputs: the history when saved (outputs get the node back)
+  uint32_t output_nr = 0;
   bool is_output = false;
   uint64_t version = 0;
 };
@@ -34,8 +45,9 @@ class OpNode final : public autograd::Node {
       const uint32_t unread = op_impl(op_).unread_inputs;
       for (size_t i = 0; i < inputs.size(); ++i) {
         bool keep_meta_only = i < 32 && ((unread >> i) & 1u);
-        saved_inputs_.push_back(keep_meta_only ? SavedTensor{meta_stand_in(meta_of(inputs[i]))}
-                                               : saved(inputs[i], false));
+        SavedTensor s;
+        if (keep_meta_only) s.data = meta_stand_in(meta_of(inputs[i]));
+        saved_inputs_.push_back(keep_meta_only ? std::move(s) : saved(inputs[i], false));
       }
     } else {
       // The rule still needs input shapes/dtypes (zeros, sum_to): keep metas only.
@@ -82,11 +94,20 @@ class OpNode final : public autograd::Node {
   SavedTensor saved(const Tensor& t, bool is_output) {
     SavedTensor s;
     s.is_output = is_output;
-    s.version = t.storage() ? t.storage()->version() : 0;
-    if (is_output) {
-      s.data = Tensor(alias_impl(t));
+    const bool keep_leaf = !is_output && t.requires_grad() && t.is_leaf();
+    if (t.storage() && t.storage().get() == t_save_copies_of) {
+      // The in-place op that runs this node overwrites t next: save the values as they are now.
+      s.data = kernels::contiguous_copy(Tensor(alias_impl(t)));
+      s.data.impl()->trace_id = t.impl()->trace_id;
+      SMELT_CHECK(!keep_leaf) << "internal: an in-place write to a leaf that requires grad";
     } else {
-      s.data = t;
+      s.data = keep_leaf ? t : Tensor(alias_impl(t));
+    }
+    s.version = s.data.storage() ? s.data.storage()->version() : 0;
+    if (t_saved_log && s.data.storage()) t_saved_log->push_back(s.data.storage().get());
+    if (!is_output && !keep_leaf && t.impl()->grad_fn) {
+      s.grad_fn = t.impl()->grad_fn;
+      s.output_nr = t.impl()->output_nr;
     }
     return s;
   }
@@ -101,12 +122,13 @@ class OpNode final : public autograd::Node {
           << " saved for the gradient was modified in place afterwards (version " << s.version
           << " when saved, " << t.storage()->version()
           << " now); clone it before changing it, or change it after backward";
-      if (!s.is_output) { out.push_back(t); continue; }
-      // Outputs get their history back, so a create_graph backward can differentiate through.
+      if (!s.is_output && !s.grad_fn) { out.push_back(t); continue; }
+      // Saved values get their history back, so a create_graph backward can differentiate
+      // through them; outputs point at this node.
       Ref<TensorImpl> impl = alias_impl(t);
       impl->requires_grad = true;
-      impl->grad_fn = Ref<GradNode>(this);
-      impl->output_nr = static_cast<uint32_t>(k);
+      impl->grad_fn = s.is_output ? Ref<GradNode>(this) : s.grad_fn;
+      impl->output_nr = s.is_output ? static_cast<uint32_t>(k) : s.output_nr;
       out.emplace_back(impl);
     }
     return out;
@@ -154,42 +176,10 @@ void check_arity(OpId op, size_t n) {
   SMELT_CHECK(info.arity >= 0 || n >= 1) << op_name(op) << ": expected at least one input";
 }
 
-}  // namespace
-
-DispatchHook* dispatch_hook() { return t_hook; }
-
-DispatchHook* set_dispatch_hook(DispatchHook* hook) {
-  DispatchHook* prev = t_hook;
-  t_hook = hook;
-  return prev;
-}
-
-TensorMeta meta_of(const Tensor& t) { return {t.shape(), t.dtype()}; }
-
-std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inputs,
-                                    const Attrs& attrs) {
-  check_arity(op, inputs.size());
-  return op_impl(op).shape(inputs, attrs);
-}
-
-std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
-  (void)kAdderRegistered;
-  std::vector<TensorMeta> in_metas;
-  in_metas.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    SMELT_CHECK(inputs[i].defined())
-        << op_name(op) << ": input " << i << " is an undefined (default-constructed) tensor";
-    in_metas.push_back(meta_of(inputs[i]));
-  }
-  std::vector<TensorMeta> out_metas = infer_shape(op, in_metas, attrs);
+// Records an OpNode for `outputs` when grad mode is on and an input requires grad.
+std::vector<Tensor> record_autograd(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                    std::vector<Tensor> outputs) {
   const OpImpl& impl = op_impl(op);
-
-  std::vector<Tensor> outputs = t_hook ? t_hook->record(op, inputs, attrs, out_metas)
-                                       : impl.kernel(inputs, attrs, out_metas);
-  SMELT_INTERNAL_CHECK(outputs.size() == out_metas.size())
-      << op_name(op) << ": produced " << outputs.size() << " outputs, shape rule says "
-      << out_metas.size();
-
   bool any_requires_grad = false;
   for (const Tensor& t : inputs) any_requires_grad |= t.requires_grad();
   if (!any_requires_grad || !autograd::grad_enabled() || !impl.grad) return outputs;
@@ -210,6 +200,63 @@ std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs
     outputs[k].impl()->output_nr = static_cast<uint32_t>(k);
   }
   node->save(inputs, outputs);
+  return outputs;
+}
+
+}  // namespace
+
+DispatchHook* dispatch_hook() { return t_hook; }
+
+DispatchHook* set_dispatch_hook(DispatchHook* hook) {
+  DispatchHook* prev = t_hook;
+  t_hook = hook;
+  return prev;
+}
+
+TensorMeta meta_of(const Tensor& t) { return {t.shape(), t.dtype()}; }
+
+void set_saved_storage_log(std::vector<const Storage*>* log) { t_saved_log = log; }
+
+SaveCopiesOf::SaveCopiesOf(const Storage* storage) : prev_(t_save_copies_of) {
+  t_save_copies_of = storage;
+}
+SaveCopiesOf::~SaveCopiesOf() { t_save_copies_of = prev_; }
+
+std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inputs,
+                                    const Attrs& attrs) {
+  check_arity(op, inputs.size());
+  std::vector<TensorMeta> out = op_impl(op).shape(inputs, attrs);
+  for (const TensorMeta& m : out) shape_numel(m.shape, op_name(op));  // negative sizes, size overflow
+  return out;
+}
+
+std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  (void)kAdderRegistered;
+  std::vector<TensorMeta> in_metas;
+  in_metas.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SMELT_CHECK(inputs[i].defined())
+        << op_name(op) << ": input " << i << " is an undefined (default-constructed) tensor";
+    in_metas.push_back(meta_of(inputs[i]));
+  }
+  std::vector<TensorMeta> out_metas = infer_shape(op, in_metas, attrs);
+  const OpImpl& impl = op_impl(op);
+
+  std::vector<Tensor> outputs = t_hook ? t_hook->record(op, inputs, attrs, out_metas)
+                                       : impl.kernel(inputs, attrs, out_metas);
+  SMELT_INTERNAL_CHECK(outputs.size() == out_metas.size())
+      << op_name(op) << ": produced " << outputs.size() << " outputs, shape rule says "
+      << out_metas.size();
+
+  if (t_hook) return record_autograd(op, inputs, attrs, outputs);
+  // Views of a tensor that an in-place op rebased take its new history before being read.
+  if (autograd::grad_enabled()) {
+    for (const Tensor& t : inputs) {
+      if (t.impl()->view_base) refresh_view_history(t.impl());
+    }
+  }
+  outputs = record_autograd(op, inputs, attrs, std::move(outputs));
+  record_views(op, attrs, inputs, outputs);
   return outputs;
 }
 

@@ -35,6 +35,25 @@ std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inpu
 
 TensorMeta meta_of(const Tensor& t);
 
+// Test support: while set, the storage of every tensor an autograd node saves is appended to
+// `log` (thread-local; null to stop). The autograd fuzzer uses it to avoid in-place writes that
+// rightly fail at backward ("modified in place").
+void set_saved_storage_log(std::vector<const Storage*>* log);
+
+// While alive, autograd nodes recorded on this thread save tensors that live in `storage` as
+// private copies: an in-place op is about to overwrite that memory with the result of the ops it
+// records, and must not invalidate what those ops saved (x.mul_(w) saves x's old values).
+class SaveCopiesOf {
+ public:
+  explicit SaveCopiesOf(const Storage* storage);
+  ~SaveCopiesOf();
+  SaveCopiesOf(const SaveCopiesOf&) = delete;
+  SaveCopiesOf& operator=(const SaveCopiesOf&) = delete;
+
+ private:
+  const Storage* prev_;
+};
+
 // Sums `grad` down to `shape` (undoing broadcasting): the reduction of broadcast gradients.
 Tensor sum_to(const Tensor& grad, const Shape& shape);
 

@@ -21,6 +21,7 @@ void check_probability(double p) {
 std::vector<TensorMeta> dropout_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   check_floating(in[0], "dropout");
   check_probability(attrs.get_float("p"));
+  attrs.get_int("training");
   return {in[0], {in[0].shape, DType::Bool}};
 }
 

@@ -1,8 +1,9 @@
-// Binary and ternary elementwise ops with NumPy broadcasting, and the arithmetic operators.
+// Binary and ternary elementwise ops with NumPy broadcasting, and the arithmetic operators. The
+// kernels are the elementwise table's (ops/elementwise_bind.h).
 #include <atomic>
 
 #include "kernels/loops.h"
-#include "kernels/scalar.h"
+#include "ops/elementwise_bind.h"
 #include "ops/op_util.h"
 
 namespace smelt {
@@ -25,8 +26,6 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* where) {
 namespace ops {
 namespace {
 
-using kernels::map2;
-
 std::vector<TensorMeta> arith_shape(const std::vector<TensorMeta>& in, const char* op) {
   check_same_dtype(in[0], in[1], op);
   SMELT_CHECK(in[0].dtype != DType::Bool && in[0].dtype != DType::UInt8)
@@ -39,27 +38,20 @@ std::vector<TensorMeta> compare_shape(const std::vector<TensorMeta>& in, const c
   return {{broadcast_shapes(in[0].shape, in[1].shape, op), DType::Bool}};
 }
 
-#define ARITH_OP(NAME, DISPATCH)                                                                \
+#define ARITH_SHAPE(NAME)                                                                      \
   std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs&) {      \
     return arith_shape(in, #NAME);                                                             \
-  }                                                                                            \
-  std::vector<Tensor> NAME##_kernel(const std::vector<Tensor>& in, const Attrs&,               \
-                                    const std::vector<TensorMeta>& out) {                      \
-    Tensor y = alloc(out[0]);                                                                  \
-    DISPATCH(in[0].dtype(), #NAME, [&] {                                                       \
-      using T = scalar_t;                                                                      \
-      map2<T, T, T>(y, in[0], in[1], [](T a, T b) { return scalar::NAME(a, b); });             \
-    });                                                                                        \
-    return {y};                                                                                \
   }
 
-ARITH_OP(add, SMELT_DISPATCH_NUMERIC)
-ARITH_OP(sub, SMELT_DISPATCH_NUMERIC)
-ARITH_OP(mul, SMELT_DISPATCH_NUMERIC)
-ARITH_OP(pow, SMELT_DISPATCH_FLOATING)
+ARITH_SHAPE(add)
+ARITH_SHAPE(sub)
+ARITH_SHAPE(mul)
+ARITH_SHAPE(maximum)
+ARITH_SHAPE(minimum)
+ARITH_SHAPE(pow)
 
-// Integer division truncates toward zero (C semantics); dividing an integer by zero would kill
-// the process (SIGFPE), so the divisor is scanned first and zero is a clear error.
+// Integer division truncates toward zero (C semantics) and INT64_MIN / -1 wraps (scalar::div);
+// an integer divisor of zero is refused here with a clear error (PyTorch raises too).
 std::vector<TensorMeta> div_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   return arith_shape(in, "div");
 }
@@ -75,52 +67,26 @@ std::vector<Tensor> div_kernel(const std::vector<Tensor>& in, const Attrs& attrs
     SMELT_CHECK(!zero) << "div: integer division by zero (the divisor " << shape_str(in[1].shape())
                        << " holds a 0); cast to float32 for IEEE division (inf/nan)";
   }
-  Tensor y = alloc(out[0]);
-  SMELT_DISPATCH_NUMERIC(in[0].dtype(), "div", [&] {
-    using T = scalar_t;
-    map2<T, T, T>(y, in[0], in[1], [](T a, T b) { return scalar::div(a, b); });
-  });
-  return {y};
+  return elementwise_kernel(OpId::div, in, attrs, out);
 }
-ARITH_OP(maximum, SMELT_DISPATCH_NUMERIC)
-ARITH_OP(minimum, SMELT_DISPATCH_NUMERIC)
 
-#define COMPARE_OP(NAME, EXPR)                                                                  \
+#define COMPARE_SHAPE(NAME)                                                                    \
   std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs&) {      \
     return compare_shape(in, #NAME);                                                           \
-  }                                                                                            \
-  std::vector<Tensor> NAME##_kernel(const std::vector<Tensor>& in, const Attrs&,               \
-                                    const std::vector<TensorMeta>& out) {                      \
-    Tensor y = alloc(out[0]);                                                                  \
-    SMELT_DISPATCH_ALL(in[0].dtype(), #NAME, [&] {                                             \
-      using T = scalar_t;                                                                      \
-      map2<bool, T, T>(y, in[0], in[1], [](T a, T b) { return EXPR; });                        \
-    });                                                                                        \
-    return {y};                                                                                \
   }
 
-COMPARE_OP(eq, a == b)
-COMPARE_OP(ne, a != b)
-COMPARE_OP(lt, a < b)
-COMPARE_OP(le, a <= b)
-COMPARE_OP(gt, a > b)
-COMPARE_OP(ge, a >= b)
+COMPARE_SHAPE(eq)
+COMPARE_SHAPE(ne)
+COMPARE_SHAPE(lt)
+COMPARE_SHAPE(le)
+COMPARE_SHAPE(gt)
+COMPARE_SHAPE(ge)
 
 std::vector<TensorMeta> where_shape(const std::vector<TensorMeta>& in, const Attrs&) {
   check_dtype(in[0], DType::Bool, "where", "condition");
   check_same_dtype(in[1], in[2], "where");
   Shape s = broadcast_shapes(in[0].shape, in[1].shape, "where");
   return {{broadcast_shapes(s, in[2].shape, "where"), in[1].dtype}};
-}
-
-std::vector<Tensor> where_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                 const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
-  SMELT_DISPATCH_ALL(in[1].dtype(), "where", [&] {
-    using T = scalar_t;
-    kernels::map3<T, bool, T, T>(y, in[0], in[1], in[2], [](bool c, T a, T b) { return c ? a : b; });
-  });
-  return {y};
 }
 
 // ---- gradient rules (results may have the broadcast shape; the engine sums them down)
@@ -138,16 +104,25 @@ std::vector<Tensor> div_grad(const GradContext& c) {
   const Tensor &g = c.grads[0], &a = c.inputs[0], &b = c.inputs[1];
   return {c.needs(0) ? g / b : Tensor(), c.needs(1) ? -(g * a) / (b * b) : Tensor()};
 }
-// d a^b = b a^(b-1), a^b log(a) (taken as 0 where a <= 0, as PyTorch does for a == 0)
+// d a^b / da = b a^(b-1), 0 where b == 0 (a^0 is constant: without the mask a == 0 gives
+// 0 * inf = NaN). The exponent inside is made 1 where b == 0, so that the rule's own gradient
+// (second order) sees a^0 and is masked the same way instead of meeting 0 * a^-2 = NaN.
+// d a^b / db = a^b log(a), 0 where a == 0 and b >= 0 (the limit; as PyTorch), NaN for a < 0
+// (a^b is not differentiable in b there; as PyTorch).
 std::vector<Tensor> pow_grad(const GradContext& c) {
   const Tensor &g = c.grads[0], &a = c.inputs[0], &b = c.inputs[1];
   Tensor ga, gb;
-  if (c.needs(0)) ga = g * b * pow(a, b - 1.0);
+  if (c.needs(0)) {
+    Tensor zero = zero_like_scalar(b);
+    Tensor b_is_zero = eq(b, zero);
+    Tensor safe_b = where(b_is_zero, scalar_like(1.0, b), b);
+    ga = where(b_is_zero, zero_like_scalar(g), g * b * pow(a, safe_b - 1.0));
+  }
   if (c.needs(1)) {
-    Tensor zero = zero_like_scalar(a);
-    Tensor positive = gt(a, zero);
-    Tensor safe_a = where(positive, a, scalar_like(1.0, a));
-    gb = where(positive, g * pow(a, b) * log(safe_a), zero);
+    Tensor a_is_zero = eq(a, zero_like_scalar(a));
+    Tensor limit_zero = where(a_is_zero, ge(b, zero_like_scalar(b)), a_is_zero);  // a == 0 and b >= 0
+    Tensor safe_a = where(limit_zero, scalar_like(1.0, a), a);
+    gb = where(limit_zero, zero_like_scalar(g), g * pow(safe_a, b) * log(safe_a));
   }
   return {ga, gb};
 }
@@ -173,20 +148,20 @@ std::vector<Tensor> where_grad(const GradContext& c) {
 
 }  // namespace
 
-SMELT_OP_IMPL(add) = {add_shape, add_kernel, add_grad, kSaveNothing};
-SMELT_OP_IMPL(sub) = {sub_shape, sub_kernel, sub_grad, kSaveNothing};
-SMELT_OP_IMPL(mul) = {mul_shape, mul_kernel, mul_grad, kSaveInputs};
+SMELT_OP_IMPL(add) = {add_shape, table_kernel<OpId::add>, add_grad, kSaveNothing};
+SMELT_OP_IMPL(sub) = {sub_shape, table_kernel<OpId::sub>, sub_grad, kSaveNothing};
+SMELT_OP_IMPL(mul) = {mul_shape, table_kernel<OpId::mul>, mul_grad, kSaveInputs};
 SMELT_OP_IMPL(div) = {div_shape, div_kernel, div_grad, kSaveInputs};
-SMELT_OP_IMPL(pow) = {pow_shape, pow_kernel, pow_grad, kSaveInputs};
-SMELT_OP_IMPL(maximum) = {maximum_shape, maximum_kernel, maximum_grad, kSaveInputs};
-SMELT_OP_IMPL(minimum) = {minimum_shape, minimum_kernel, minimum_grad, kSaveInputs};
-SMELT_OP_IMPL(eq) = {eq_shape, eq_kernel, nullptr, kSaveNothing};
-SMELT_OP_IMPL(ne) = {ne_shape, ne_kernel, nullptr, kSaveNothing};
-SMELT_OP_IMPL(lt) = {lt_shape, lt_kernel, nullptr, kSaveNothing};
-SMELT_OP_IMPL(le) = {le_shape, le_kernel, nullptr, kSaveNothing};
-SMELT_OP_IMPL(gt) = {gt_shape, gt_kernel, nullptr, kSaveNothing};
-SMELT_OP_IMPL(ge) = {ge_shape, ge_kernel, nullptr, kSaveNothing};
-SMELT_OP_IMPL(where) = {where_shape, where_kernel, where_grad, kSaveInputs};
+SMELT_OP_IMPL(pow) = {pow_shape, table_kernel<OpId::pow>, pow_grad, kSaveInputs};
+SMELT_OP_IMPL(maximum) = {maximum_shape, table_kernel<OpId::maximum>, maximum_grad, kSaveInputs};
+SMELT_OP_IMPL(minimum) = {minimum_shape, table_kernel<OpId::minimum>, minimum_grad, kSaveInputs};
+SMELT_OP_IMPL(eq) = {eq_shape, table_kernel<OpId::eq>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(ne) = {ne_shape, table_kernel<OpId::ne>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(lt) = {lt_shape, table_kernel<OpId::lt>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(le) = {le_shape, table_kernel<OpId::le>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(gt) = {gt_shape, table_kernel<OpId::gt>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(ge) = {ge_shape, table_kernel<OpId::ge>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(where) = {where_shape, table_kernel<OpId::where>, where_grad, kSaveInputs};
 
 }  // namespace ops
 

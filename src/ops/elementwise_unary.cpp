@@ -1,41 +1,13 @@
-// Unary elementwise ops: shape rule (same shape and dtype), kernel (scalar.h over map1), and the
-// gradient rule in smelt ops.
+// Unary elementwise ops: shape rule (same shape and dtype) and gradient rule in smelt ops. The
+// kernels are the elementwise table's (ops/elementwise_bind.h: the scalar function of
+// kernels/scalar.h and how the op's attributes bind to it).
 #include <cmath>
 
-#include "kernels/loops.h"
-#include "kernels/scalar.h"
+#include "ops/elementwise_bind.h"
 #include "ops/op_util.h"
 
 namespace smelt::ops {
 namespace {
-
-using kernels::map1;
-
-// Applies scalar function `f<T>` for floating dtypes.
-#define FLOAT_UNARY_KERNEL(NAME, EXPR)                                                        \
-  std::vector<Tensor> NAME##_kernel(const std::vector<Tensor>& in, const Attrs& attrs,       \
-                                    const std::vector<TensorMeta>& out) {                    \
-    (void)attrs;                                                                              \
-    Tensor y = alloc(out[0]);                                                                 \
-    SMELT_DISPATCH_FLOATING(in[0].dtype(), #NAME, [&] {                                       \
-      using T = scalar_t;                                                                     \
-      map1<T, T>(y, in[0], [=](T x) { return EXPR; });                                        \
-    });                                                                                       \
-    return {y};                                                                               \
-  }
-
-// Same for float32, float64 and int64.
-#define NUMERIC_UNARY_KERNEL(NAME, EXPR)                                                      \
-  std::vector<Tensor> NAME##_kernel(const std::vector<Tensor>& in, const Attrs& attrs,       \
-                                    const std::vector<TensorMeta>& out) {                    \
-    (void)attrs;                                                                              \
-    Tensor y = alloc(out[0]);                                                                 \
-    SMELT_DISPATCH_NUMERIC(in[0].dtype(), #NAME, [&] {                                        \
-      using T = scalar_t;                                                                     \
-      map1<T, T>(y, in[0], [=](T x) { return EXPR; });                                        \
-    });                                                                                       \
-    return {y};                                                                               \
-  }
 
 std::vector<TensorMeta> numeric_shape(const std::vector<TensorMeta>& in, const char* op) {
   SMELT_CHECK(in[0].dtype != DType::Bool && in[0].dtype != DType::UInt8)
@@ -52,7 +24,11 @@ NUMERIC_SHAPE(neg)
 NUMERIC_SHAPE(abs)
 NUMERIC_SHAPE(sign)
 NUMERIC_SHAPE(relu)
-NUMERIC_SHAPE(clamp)
+
+std::vector<TensorMeta> clamp_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  check_clamp_bounds(attrs, in[0].dtype);
+  return numeric_shape(in, "clamp");
+}
 
 // Each floating op checks its dtype in the kernel dispatch too; the shape rule names the op.
 #define FLOATING_SHAPE(NAME)                                                                  \
@@ -66,88 +42,29 @@ FLOATING_SHAPE(log)
 FLOATING_SHAPE(sqrt)
 FLOATING_SHAPE(rsqrt)
 FLOATING_SHAPE(erf)
-FLOATING_SHAPE(leaky_relu)
 FLOATING_SHAPE(sigmoid)
 FLOATING_SHAPE(tanh)
-FLOATING_SHAPE(gelu)
 FLOATING_SHAPE(silu)
-FLOATING_SHAPE(softplus)
 
-NUMERIC_UNARY_KERNEL(neg, scalar::neg(x))
-FLOAT_UNARY_KERNEL(exp, scalar::exp(x))
-FLOAT_UNARY_KERNEL(log, scalar::log(x))
-FLOAT_UNARY_KERNEL(sqrt, scalar::sqrt(x))
-FLOAT_UNARY_KERNEL(rsqrt, scalar::rsqrt(x))
-NUMERIC_UNARY_KERNEL(abs, scalar::abs(x))
-NUMERIC_UNARY_KERNEL(sign, scalar::sign(x))
-FLOAT_UNARY_KERNEL(erf, scalar::erf(x))
-NUMERIC_UNARY_KERNEL(relu, scalar::relu(x))
-FLOAT_UNARY_KERNEL(sigmoid, scalar::sigmoid(x))
-FLOAT_UNARY_KERNEL(tanh, scalar::tanh(x))
-FLOAT_UNARY_KERNEL(silu, scalar::silu(x))
-
-std::vector<Tensor> leaky_relu_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                      const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
-  double slope = attrs.get_float("negative_slope");
-  SMELT_DISPATCH_FLOATING(in[0].dtype(), "leaky_relu", [&] {
-    using T = scalar_t;
-    map1<T, T>(y, in[0], [=](T x) { return scalar::leaky_relu(x, T(slope)); });
-  });
-  return {y};
+std::vector<TensorMeta> leaky_relu_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  attrs.get_float("negative_slope");
+  check_floating(in[0], "leaky_relu");
+  return {in[0]};
 }
-
-std::vector<Tensor> gelu_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
-  bool tanh_form = attrs.get_int("approximate") == 1;
-  SMELT_DISPATCH_FLOATING(in[0].dtype(), "gelu", [&] {
-    using T = scalar_t;
-    if (tanh_form) map1<T, T>(y, in[0], [](T x) { return scalar::gelu_tanh(x); });
-    else map1<T, T>(y, in[0], [](T x) { return scalar::gelu_erf(x); });
-  });
-  return {y};
+std::vector<TensorMeta> gelu_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  get_int_in(attrs, "gelu", "approximate", 0, 1);
+  check_floating(in[0], "gelu");
+  return {in[0]};
 }
-
-std::vector<Tensor> softplus_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                    const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
-  double beta = attrs.get_float("beta"), threshold = attrs.get_float("threshold");
-  SMELT_DISPATCH_FLOATING(in[0].dtype(), "softplus", [&] {
-    using T = scalar_t;
-    map1<T, T>(y, in[0], [=](T x) { return scalar::softplus(x, T(beta), T(threshold)); });
-  });
-  return {y};
-}
-
-std::vector<Tensor> clamp_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                 const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
-  double lo = attrs.get_float("min", -INFINITY), hi = attrs.get_float("max", INFINITY);
-  SMELT_DISPATCH_NUMERIC(in[0].dtype(), "clamp", [&] {
-    using T = scalar_t;
-    T tlo = std::isinf(lo) ? std::numeric_limits<T>::lowest() : T(lo);
-    T thi = std::isinf(hi) ? std::numeric_limits<T>::max() : T(hi);
-    map1<T, T>(y, in[0], [=](T x) { return scalar::clamp(x, tlo, thi); });
-  });
-  return {y};
+std::vector<TensorMeta> softplus_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  attrs.get_float("beta");
+  attrs.get_float("threshold");
+  check_floating(in[0], "softplus");
+  return {in[0]};
 }
 
 std::vector<TensorMeta> cast_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  return {{in[0].shape, static_cast<DType>(attrs.get_int("dtype"))}};
-}
-
-std::vector<Tensor> cast_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
-  SMELT_DISPATCH_ALL(out[0].dtype, "cast", [&] {
-    using To = scalar_t;
-    SMELT_DISPATCH_ALL(in[0].dtype(), "cast", [&] {
-      using From = scalar_t;
-      map1<To, From>(y, in[0], [](From x) { return static_cast<To>(x); });
-    });
-  });
-  return {y};
+  return {{in[0].shape, attrs.get_dtype("dtype")}};
 }
 
 // ---- gradient rules: ctx.inputs[0] is x, ctx.outputs[0] is y, ctx.grads[0] is dL/dy
@@ -232,23 +149,23 @@ std::vector<Tensor> cast_grad(const GradContext& c) {
 
 }  // namespace
 
-SMELT_OP_IMPL(neg) = {neg_shape, neg_kernel, neg_grad, kSaveNothing};
-SMELT_OP_IMPL(exp) = {exp_shape, exp_kernel, exp_grad, kSaveOutputs};
-SMELT_OP_IMPL(log) = {log_shape, log_kernel, log_grad, kSaveInputs};
-SMELT_OP_IMPL(sqrt) = {sqrt_shape, sqrt_kernel, sqrt_grad, kSaveOutputs};
-SMELT_OP_IMPL(rsqrt) = {rsqrt_shape, rsqrt_kernel, rsqrt_grad, kSaveOutputs};
-SMELT_OP_IMPL(abs) = {abs_shape, abs_kernel, abs_grad, kSaveInputs};
-SMELT_OP_IMPL(sign) = {sign_shape, sign_kernel, nullptr, kSaveNothing};
-SMELT_OP_IMPL(erf) = {erf_shape, erf_kernel, erf_grad, kSaveInputs};
-SMELT_OP_IMPL(relu) = {relu_shape, relu_kernel, relu_grad, kSaveInputs};
-SMELT_OP_IMPL(leaky_relu) = {leaky_relu_shape, leaky_relu_kernel, leaky_relu_grad, kSaveInputs};
-SMELT_OP_IMPL(sigmoid) = {sigmoid_shape, sigmoid_kernel, sigmoid_grad, kSaveOutputs};
-SMELT_OP_IMPL(tanh) = {tanh_shape, tanh_kernel, tanh_grad, kSaveOutputs};
-SMELT_OP_IMPL(gelu) = {gelu_shape, gelu_kernel, gelu_grad, kSaveInputs};
-SMELT_OP_IMPL(silu) = {silu_shape, silu_kernel, silu_grad, kSaveInputs};
-SMELT_OP_IMPL(softplus) = {softplus_shape, softplus_kernel, softplus_grad, kSaveInputs};
-SMELT_OP_IMPL(clamp) = {clamp_shape, clamp_kernel, clamp_grad, kSaveInputs};
-SMELT_OP_IMPL(cast) = {cast_shape, cast_kernel, cast_grad, kSaveInputs};
+SMELT_OP_IMPL(neg) = {neg_shape, table_kernel<OpId::neg>, neg_grad, kSaveNothing};
+SMELT_OP_IMPL(exp) = {exp_shape, table_kernel<OpId::exp>, exp_grad, kSaveOutputs};
+SMELT_OP_IMPL(log) = {log_shape, table_kernel<OpId::log>, log_grad, kSaveInputs};
+SMELT_OP_IMPL(sqrt) = {sqrt_shape, table_kernel<OpId::sqrt>, sqrt_grad, kSaveOutputs};
+SMELT_OP_IMPL(rsqrt) = {rsqrt_shape, table_kernel<OpId::rsqrt>, rsqrt_grad, kSaveOutputs};
+SMELT_OP_IMPL(abs) = {abs_shape, table_kernel<OpId::abs>, abs_grad, kSaveInputs};
+SMELT_OP_IMPL(sign) = {sign_shape, table_kernel<OpId::sign>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(erf) = {erf_shape, table_kernel<OpId::erf>, erf_grad, kSaveInputs};
+SMELT_OP_IMPL(relu) = {relu_shape, table_kernel<OpId::relu>, relu_grad, kSaveInputs};
+SMELT_OP_IMPL(leaky_relu) = {leaky_relu_shape, table_kernel<OpId::leaky_relu>, leaky_relu_grad, kSaveInputs};
+SMELT_OP_IMPL(sigmoid) = {sigmoid_shape, table_kernel<OpId::sigmoid>, sigmoid_grad, kSaveOutputs};
+SMELT_OP_IMPL(tanh) = {tanh_shape, table_kernel<OpId::tanh>, tanh_grad, kSaveOutputs};
+SMELT_OP_IMPL(gelu) = {gelu_shape, table_kernel<OpId::gelu>, gelu_grad, kSaveInputs};
+SMELT_OP_IMPL(silu) = {silu_shape, table_kernel<OpId::silu>, silu_grad, kSaveInputs};
+SMELT_OP_IMPL(softplus) = {softplus_shape, table_kernel<OpId::softplus>, softplus_grad, kSaveInputs};
+SMELT_OP_IMPL(clamp) = {clamp_shape, table_kernel<OpId::clamp>, clamp_grad, kSaveInputs};
+SMELT_OP_IMPL(cast) = {cast_shape, table_kernel<OpId::cast>, cast_grad, kSaveInputs};
 
 }  // namespace smelt::ops
 
@@ -287,7 +204,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 }
 Tensor cast(const Tensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;
-  return call1(OpId::cast, {x}, {{"dtype", int64_t(dtype)}});
+  return call1(OpId::cast, {x}, {{"dtype", dtype}});
 }
 
 }  // namespace smelt

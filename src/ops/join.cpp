@@ -8,6 +8,7 @@ namespace {
 
 // ---- cat: inputs equal in every dim but `dim`, which adds up
 std::vector<TensorMeta> cat_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  SMELT_CHECK(!in.empty()) << "cat: needs at least one input";
   const TensorMeta& first = in[0];
   for (size_t i = 0; i < in.size(); ++i) {
     SMELT_CHECK(!in[i].shape.empty())
@@ -32,7 +33,8 @@ std::vector<TensorMeta> cat_shape(const std::vector<TensorMeta>& in, const Attrs
           << shape_str(first.shape) << "; sizes must match except in the joined dim " << dim
           << " (they differ in dim " << d << ")";
     }
-    out[dim] += m.shape[dim];
+    SMELT_CHECK(!__builtin_add_overflow(out[dim], m.shape[dim], &out[dim]))
+        << "cat: size overflow: the joined dim " << dim << " adds up beyond 2^63 - 1";
   }
   return {{out, first.dtype}};
 }

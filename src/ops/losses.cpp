@@ -36,6 +36,7 @@ std::vector<TensorMeta> nll_loss_shape(const std::vector<TensorMeta>& in, const 
   SMELT_CHECK(logp.shape.size() >= 2) << "nll_loss: log-probabilities must be (N, C) or (N, C, d...), got "
                                       << shape_str(logp.shape);
   check_class_target(logp, in[1], "nll_loss");
+  attrs.get_int("ignore_index");
   const int64_t reduction = attrs.get_int("reduction");
   SMELT_CHECK(reduction >= kNone && reduction <= kSum)
       << "nll_loss: reduction must be 0 (none), 1 (mean) or 2 (sum), got " << reduction;

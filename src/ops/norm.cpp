@@ -99,6 +99,7 @@ std::vector<TensorMeta> batch_norm_shape(const std::vector<TensorMeta>& in, cons
       << "batch_norm: training needs more than 1 value per channel to estimate a variance, got "
          "input "
       << shape_str(x.shape);
+  attrs.get_float("momentum");
   SMELT_CHECK(attrs.get_float("eps") >= 0) << "batch_norm: eps must be >= 0, got "
                                            << attrs.get_float("eps");
   const TensorMeta stats{channels, x.dtype};

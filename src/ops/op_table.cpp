@@ -20,10 +20,11 @@ static_assert(sizeof(kOpInfos) / sizeof(kOpInfos[0]) == kOpCount, "ops.def and t
 
 // Each row's memory columns name real inputs and outputs.
 constexpr bool memory_columns_valid(const OpInfo& info) {
-  if (info.num_outputs < 1 || info.num_outputs > kMaxViewOutputs) return false;
+  if (info.num_outputs == 0 || info.num_outputs < -1) return false;
   for (int k = 0; k < kMaxViewOutputs; ++k) {
     const int in = int((info.views >> (4 * k)) & 15u) - 1;
-    if (in >= 0 && (k >= info.num_outputs || (info.arity >= 0 && in >= info.arity))) return false;
+    const bool no_such_output = info.num_outputs >= 0 && k >= info.num_outputs;
+    if (in >= 0 && (no_such_output || (info.arity >= 0 && in >= info.arity))) return false;
   }
   return info.arity < 0 ? info.writes == 0 : (info.writes >> info.arity) == 0;
 }

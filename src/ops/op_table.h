@@ -40,7 +40,7 @@ struct OpInfo {
   const char* name;
   OpKind kind;
   int arity;  // -1: variadic
-  int num_outputs;
+  int num_outputs;  // -1: variable (a group returns what its body returns)
   uint32_t flags;
   uint32_t views;
   uint32_t writes;

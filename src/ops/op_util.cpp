@@ -61,8 +61,10 @@ std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char*
   const auto& v = attrs.get_ints(name);
   SMELT_CHECK(v.size() == 2) << op << ": " << name << " must have 2 values (h, w), got "
                              << shape_str(v);
-  SMELT_CHECK(v[0] >= min && v[1] >= min)
-      << op << ": " << name << " must be >= " << min << ", got " << shape_str(v);
+  // The upper bound keeps window and output-size arithmetic far from overflow.
+  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
+  SMELT_CHECK(v[0] >= min && v[1] >= min && v[0] <= kMax && v[1] <= kMax)
+      << op << ": " << name << " must be in [" << min << ", " << kMax << "], got " << shape_str(v);
   return v;
 }
 

@@ -7,6 +7,7 @@
 //   adaptive_avg_pool2d(x)             dx   = adaptive_avg_pool2d_grad(dy)
 //                                      d dy = adaptive_avg_pool2d(G)
 #include "kernels/conv.h"
+#include "kernels/index.h"
 #include "kernels/pool.h"
 #include "kernels/reduce.h"
 #include "ops/op_util.h"
@@ -48,7 +49,7 @@ Shape pooled_shape(const Shape& x, const Pool2dWindow& w, const char* op) {
 }
 
 const Shape& input_shape_attr(const Attrs& attrs, const char* op) {
-  const Shape& s = attrs.get_ints("input_shape");
+  const Shape& s = get_shape_attr(attrs, op, "input_shape");
   SMELT_CHECK(s.size() == 4) << op << ": input_shape must be 4-D (N, C, H, W), got "
                              << shape_str(s);
   return s;
@@ -105,6 +106,9 @@ std::vector<TensorMeta> max_pool2d_grad_shape(const std::vector<TensorMeta>& in,
 }
 std::vector<Tensor> max_pool2d_grad_kernel(const std::vector<Tensor>& in, const Attrs&,
                                            const std::vector<TensorMeta>& out) {
+  // Indices from a graph (a constant, not max_pool2d) may point anywhere: checked before the scatter.
+  kernels::check_index_range(in[1], out[0].shape[2] * out[0].shape[3], "max_pool2d_grad",
+                             "an (H * W) plane of input_shape");
   Tensor dx = alloc(out[0]);
   kernels::max_pool2d_backward(dx, dense(in[0]), dense(in[1]));
   return {dx};
@@ -121,6 +125,7 @@ std::vector<Tensor> max_pool2d_grad_grad(const GradContext& c) {
 
 // ---- avg_pool2d (x); kernel, stride, padding, count_include_pad
 std::vector<TensorMeta> avg_pool2d_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  attrs.get_int("count_include_pad");
   check_image(in[0], "avg_pool2d");
   return {{pooled_shape(in[0].shape, window_of(attrs, "avg_pool2d"), "avg_pool2d"), in[0].dtype}};
 }
@@ -140,6 +145,7 @@ std::vector<Tensor> avg_pool2d_grad_rule(const GradContext& c) {
 // ---- avg_pool2d_grad (dy); input_shape + avg_pool2d's attributes
 std::vector<TensorMeta> avg_pool2d_grad_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   const char* op = "avg_pool2d_grad";
+  attrs.get_int("count_include_pad");
   check_image(in[0], op, "gradient");
   const Shape& x = input_shape_attr(attrs, op);
   check_same_shape(in[0].shape, pooled_shape(x, window_of(attrs, op), op), op, "gradient");

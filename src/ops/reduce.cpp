@@ -15,6 +15,15 @@ std::vector<TensorMeta> reduce_shape_rule(const std::vector<TensorMeta>& in, con
   return {{reduced_shape(in[0].shape, dims, keepdim_of(attrs)), in[0].dtype}};
 }
 
+// A max/min has no value over zero elements, so a reduced dim may not be empty; other dims may
+// (the result is then empty too), as PyTorch.
+void check_no_empty_reduced_dim(const Shape& shape, const Attrs& attrs, const char* op) {
+  for (int64_t d : reduce_dims(attrs, int64_t(shape.size()), op)) {
+    SMELT_CHECK(shape[d] > 0) << op << ": cannot reduce over the empty dim " << d << " (size 0) of input "
+                              << shape_str(shape) << "; an extreme of no elements is undefined";
+  }
+}
+
 #define REDUCE_OP(NAME, KIND, CHECK)                                                              \
   std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) { \
     CHECK;                                                                                       \
@@ -29,13 +38,12 @@ std::vector<TensorMeta> reduce_shape_rule(const std::vector<TensorMeta>& in, con
 
 REDUCE_OP(sum, ReduceKind::Sum, (void)0)
 REDUCE_OP(mean, ReduceKind::Mean, check_floating(in[0], "mean"))
-REDUCE_OP(amax, ReduceKind::Max,
-          SMELT_CHECK(shape_numel(in[0].shape) > 0) << "amax: cannot reduce an empty tensor")
-REDUCE_OP(amin, ReduceKind::Min,
-          SMELT_CHECK(shape_numel(in[0].shape) > 0) << "amin: cannot reduce an empty tensor")
+REDUCE_OP(amax, ReduceKind::Max, check_no_empty_reduced_dim(in[0].shape, attrs, "amax"))
+REDUCE_OP(amin, ReduceKind::Min, check_no_empty_reduced_dim(in[0].shape, attrs, "amin"))
 
 std::vector<TensorMeta> var_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   check_floating(in[0], "var");
+  attrs.get_int("correction");
   return reduce_shape_rule(in, attrs, "var");
 }
 std::vector<Tensor> var_kernel(const std::vector<Tensor>& in, const Attrs& attrs,

@@ -4,6 +4,7 @@
 #include "autograd/node.h"
 #include "kernels/loops.h"
 #include "kernels/reduce.h"
+#include "ops/inplace.h"
 #include "ops/op_util.h"
 #include "smelt/autograd.h"
 
@@ -117,6 +118,7 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph, bool create_
 }
 
 void Tensor::register_hook(GradHook hook) const {
+  if (defined()) autograd::refresh_view_history(*this);
   SMELT_CHECK(requires_grad()) << "register_hook: the tensor does not require grad, so no "
                                   "gradient will ever reach a hook on it";
   if (impl_->grad_fn) {
@@ -127,33 +129,58 @@ void Tensor::register_hook(GradHook hook) const {
   }
 }
 
-// ---- in-place updates
+// ---- in-place updates: each is its functional form written back (ops/inplace.h)
 
 namespace {
-void check_writable(const Tensor& t, const char* op) {
-  SMELT_CHECK(t.defined() && t.storage()) << op << ": the tensor has no data";
-  SMELT_CHECK(!(t.requires_grad() && t.is_leaf() && autograd::grad_enabled()))
-      << op << ": a leaf tensor that requires grad cannot be changed in place while grad mode "
-               "is on; wrap the update in a NoGradGuard";
+
+// Whether writing `self` with these operands records autograd history.
+bool records(const Tensor& self, std::initializer_list<const Tensor*> operands) {
+  if (!autograd::grad_enabled()) return false;
+  bool any = self.requires_grad() ||
+             (self.impl()->view_base && self.impl()->view_base->requires_grad);
+  for (const Tensor* t : operands) any |= t->requires_grad();
+  return any;
 }
+
+// where(true, value, self): the value everywhere, and a zero gradient for self's old history
+// (so the written tensor keeps requiring grad, as its consumers expect).
+Tensor overwrite(const Tensor& self, const Tensor& value) {
+  Tensor yes = empty({}, DType::Bool);
+  yes.data<bool>()[0] = true;
+  return where(yes, value, self);
+}
+
+void check_broadcasts_to(const Tensor& self, const Tensor& other, const char* op) {
+  Shape b = broadcast_shapes(self.shape(), other.shape(), op);
+  SMELT_CHECK(b == self.shape()) << op << ": " << shape_str(other.shape())
+                                 << " does not broadcast to the written tensor's shape "
+                                 << shape_str(self.shape());
+}
+
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
-  check_writable(*this, "copy_");
-  Shape b = broadcast_shapes(shape(), src.shape(), "copy_");
-  SMELT_CHECK(b == shape()) << "copy_: source " << shape_str(src.shape())
-                            << " does not broadcast to the destination " << shape_str(shape());
-  Tensor s = src.dtype() == dtype() ? src : [&] {
-    NoGradGuard guard;
-    return cast(src, dtype());
-  }();
-  kernels::copy_strided(*this, s);
-  storage()->bump_version();
+  ops::check_inplace_target(*this, "copy_");
+  SMELT_CHECK(src.defined()) << "copy_: the source is undefined (default-constructed)";
+  check_broadcasts_to(*this, src, "copy_");
+  if (records(*this, {&src})) {
+    return ops::inplace_apply(*this, "copy_", {src}, [&](const Tensor& self) {
+      return overwrite(self, cast(src, self.dtype()));
+    });
+  }
+  ops::EagerWhileTracing eager("copy_", {src});
+  NoGradGuard no_grad;
+  ops::write_into(*this, cast(src, dtype()));
   return *this;
 }
 
 Tensor& Tensor::fill_(double value) {
-  check_writable(*this, "fill_");
+  ops::check_inplace_target(*this, "fill_");
+  if (records(*this, {})) {
+    return ops::inplace_apply(*this, "fill_", {}, [&](const Tensor& self) {
+      return overwrite(self, scalar_like(value, self));
+    });
+  }
   SMELT_DISPATCH_ALL(dtype(), "fill_", [&] {
     using T = scalar_t;
     T v = static_cast<T>(value);
@@ -166,29 +193,64 @@ Tensor& Tensor::fill_(double value) {
 Tensor& Tensor::zero_() { return fill_(0.0); }
 
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
-  check_writable(*this, "add_");
-  Shape b = broadcast_shapes(shape(), other.shape(), "add_");
-  SMELT_CHECK(b == shape()) << "add_: " << shape_str(other.shape()) << " does not broadcast to "
-                            << shape_str(shape());
+  check_broadcasts_to(*this, other, "add_");
   ops::check_same_dtype(ops::meta_of(*this), ops::meta_of(other), "add_");
-  SMELT_DISPATCH_NUMERIC(dtype(), "add_", [&] {
-    using T = scalar_t;
-    T a = static_cast<T>(alpha);
-    kernels::map2<T, T, T>(*this, *this, other, [a](T x, T y) { return x + a * y; });
+  return ops::inplace_apply(*this, "add_", {other}, [&](const Tensor& self) {
+    return alpha == 1.0 ? add(self, other) : add(self, other * alpha);
   });
-  storage()->bump_version();
-  return *this;
+}
+
+Tensor& Tensor::add_(double value) {
+  return ops::inplace_apply(*this, "add_", {}, [&](const Tensor& self) { return self + value; });
+}
+
+Tensor& Tensor::sub_(const Tensor& other, double alpha) {
+  check_broadcasts_to(*this, other, "sub_");
+  ops::check_same_dtype(ops::meta_of(*this), ops::meta_of(other), "sub_");
+  return ops::inplace_apply(*this, "sub_", {other}, [&](const Tensor& self) {
+    return alpha == 1.0 ? sub(self, other) : sub(self, other * alpha);
+  });
+}
+
+Tensor& Tensor::sub_(double value) {
+  return ops::inplace_apply(*this, "sub_", {}, [&](const Tensor& self) { return self - value; });
+}
+
+Tensor& Tensor::mul_(const Tensor& other) {
+  check_broadcasts_to(*this, other, "mul_");
+  return ops::inplace_apply(*this, "mul_", {other},
+                            [&](const Tensor& self) { return mul(self, other); });
 }
 
 Tensor& Tensor::mul_(double value) {
-  check_writable(*this, "mul_");
-  SMELT_DISPATCH_NUMERIC(dtype(), "mul_", [&] {
-    using T = scalar_t;
-    T v = static_cast<T>(value);
-    kernels::map1<T, T>(*this, *this, [v](T x) { return x * v; });
-  });
-  storage()->bump_version();
-  return *this;
+  return ops::inplace_apply(*this, "mul_", {}, [&](const Tensor& self) { return self * value; });
+}
+
+Tensor& Tensor::div_(const Tensor& other) {
+  check_broadcasts_to(*this, other, "div_");
+  return ops::inplace_apply(*this, "div_", {other},
+                            [&](const Tensor& self) { return div(self, other); });
+}
+
+Tensor& Tensor::div_(double value) {
+  return ops::inplace_apply(*this, "div_", {}, [&](const Tensor& self) { return self / value; });
+}
+
+Tensor& Tensor::neg_() {
+  return ops::inplace_apply(*this, "neg_", {}, [](const Tensor& self) { return neg(self); });
+}
+
+Tensor& Tensor::exp_() {
+  return ops::inplace_apply(*this, "exp_", {}, [](const Tensor& self) { return exp(self); });
+}
+
+Tensor& Tensor::relu_() {
+  return ops::inplace_apply(*this, "relu_", {}, [](const Tensor& self) { return relu(self); });
+}
+
+Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
+  return ops::inplace_apply(*this, "clamp_", {},
+                            [&](const Tensor& self) { return clamp(self, min, max); });
 }
 
 }  // namespace smelt

@@ -58,7 +58,7 @@ Tensor copy_contiguous(const Tensor& x) { return kernels::contiguous_copy(x); }
 
 // ---- reshape
 std::vector<TensorMeta> reshape_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  const auto& shape = attrs.get_ints("shape");
+  const auto& shape = get_shape_attr(attrs, "reshape", "shape");
   SMELT_CHECK(shape_numel(shape) == shape_numel(in[0].shape))
       << "reshape: cannot reshape " << shape_str(in[0].shape) << " (" << shape_numel(in[0].shape)
       << " elements) to " << shape_str(shape) << " (" << shape_numel(shape) << " elements)";
@@ -114,6 +114,7 @@ std::vector<Tensor> permute_grad(const GradContext& c) {
 
 // ---- slice: attrs already normalized (0 <= start <= end <= size, step >= 1)
 Shape slice_result(const Shape& shape, const Attrs& attrs, const char* op) {
+  SMELT_CHECK(!shape.empty()) << op << ": cannot slice a 0-dim tensor";
   int64_t dim = wrap_dim(attrs.get_int("dim"), int64_t(shape.size()), op);
   int64_t start = attrs.get_int("start"), end = attrs.get_int("end"), step = attrs.get_int("step");
   SMELT_CHECK(step >= 1) << op << ": step must be >= 1, got " << step;
@@ -121,7 +122,7 @@ Shape slice_result(const Shape& shape, const Attrs& attrs, const char* op) {
       << op << ": range [" << start << ", " << end << ") is not within dim " << dim << " of size "
       << shape[dim];
   Shape out = shape;
-  out[dim] = (end - start + step - 1) / step;
+  out[dim] = end == start ? 0 : (end - start - 1) / step + 1;  // no overflow for a huge step
   return out;
 }
 std::vector<TensorMeta> slice_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -144,7 +145,7 @@ std::vector<Tensor> slice_grad(const GradContext& c) {
 
 // ---- slice_grad: zeros of input_shape with the slice set to the gradient
 std::vector<TensorMeta> slice_grad_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  const auto& shape = attrs.get_ints("input_shape");
+  const auto& shape = get_shape_attr(attrs, "slice_grad", "input_shape");
   SMELT_CHECK(slice_result(shape, attrs, "slice_grad") == in[0].shape)
       << "slice_grad: gradient " << shape_str(in[0].shape) << " does not match the slice of "
       << shape_str(shape);
@@ -168,7 +169,7 @@ std::vector<Tensor> slice_grad_grad(const GradContext& c) {
 
 // ---- expand (stride 0 in broadcast dims)
 std::vector<TensorMeta> expand_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  const auto& shape = attrs.get_ints("shape");
+  const auto& shape = get_shape_attr(attrs, "expand", "shape");
   const Shape& from = in[0].shape;
   SMELT_CHECK(shape.size() >= from.size())
       << "expand: cannot expand " << shape_str(from) << " to fewer dims " << shape_str(shape);

@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "ir/constant.h"
 #include "ir/printer.h"
 
 namespace smelt::passes {
@@ -13,7 +14,7 @@ namespace {
 // the duplicate).
 constexpr int64_t kMaxMergedConstant = 4096;
 
-// A node's identity: op, attribute text, input value ids.
+// A node's identity: op, attribute text, input value ids, and for a group node its body's text.
 using NodeKey = std::tuple<int, std::string, std::vector<int>>;
 
 std::string attrs_key(const ops::Attrs& attrs) {
@@ -26,12 +27,13 @@ std::string attrs_key(const ops::Attrs& attrs) {
 
 bool cse(ir::Graph& graph) {
   bool changed = false;
-  // constants: same dtype, shape and elements
-  std::map<std::tuple<int, Shape, std::vector<double>>, ir::Value*> seen_constants;
+  // Constants: same dtype, shape and bits (NaN payloads, the sign of zero and every int64 digit
+  // count; ir/constant.h).
+  std::map<std::tuple<int, Shape, std::string>, ir::Value*> seen_constants;
   for (ir::Value* c : graph.constants()) {
     if (c->constant.numel() > kMaxMergedConstant || c->uses.empty()) continue;
-    auto key = std::make_tuple(int(c->meta.dtype), c->meta.shape, c->constant.to_vector());
-    auto [it, inserted] = seen_constants.emplace(key, c);
+    auto key = std::make_tuple(int(c->meta.dtype), c->meta.shape, ir::constant_bytes(c->constant));
+    auto [it, inserted] = seen_constants.emplace(std::move(key), c);
     if (!inserted) {
       graph.replace_all_uses(c, it->second);
       changed = true;
@@ -42,11 +44,13 @@ bool cse(ir::Graph& graph) {
     if (!ops::is_pure(n->op)) continue;  // random or writing an input: never merged
     std::vector<int> ids;
     for (const ir::Value* v : n->inputs) ids.push_back(v->id);
-    NodeKey key{int(n->op), attrs_key(n->attrs), ids};
-    auto [it, inserted] = seen.emplace(key, n.get());
+    std::string attrs = attrs_key(n->attrs);
+    if (n->body) attrs += "body=" + ir::print(*n->body);
+    NodeKey key{int(n->op), std::move(attrs), std::move(ids)};
+    auto [it, inserted] = seen.emplace(std::move(key), n.get());
     if (inserted) continue;
     for (size_t k = 0; k < n->outputs.size(); ++k) {
-      if (n->outputs[k]->uses.empty() && !graph.is_output(n->outputs[k])) continue;
+      if (n->outputs[k]->is_dead()) continue;
       graph.replace_all_uses(n->outputs[k], it->second->outputs[k]);
       changed = true;
     }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/env.h"
 #include "ops/dispatch.h"
 
 namespace smelt::passes {
@@ -26,6 +27,7 @@ bool integer_division_may_trap(const ir::Node& node) {
 
 bool foldable(const ir::Node& node, const FoldOptions& options) {
   if (!ops::is_pure(node.op)) return false;
+  if (node.body) return false;  // a group runs its body, not a kernel
   for (const ir::Value* in : node.inputs) {
     if (in->kind != ir::ValueKind::Constant) return false;
   }
@@ -49,13 +51,8 @@ Tensor materialize(const Tensor& t, const ir::Node& node) {
 
 FoldOptions fold_options_from_env() {
   FoldOptions o;
-  if (const char* v = std::getenv("SMELT_FOLD_MAX_ELEMENTS")) {
-    char* end = nullptr;
-    long long n = std::strtoll(v, &end, 10);
-    SMELT_CHECK(end != v && *end == '\0' && n >= 0)
-        << "SMELT_FOLD_MAX_ELEMENTS must be a non-negative integer, got '" << v << "'";
-    o.max_elements = n;
-  }
+  o.max_elements = env_int("SMELT_FOLD_MAX_ELEMENTS", o.max_elements, 0,
+                           std::numeric_limits<int64_t>::max());
   return o;
 }
 

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/env.h"
+#include "base/excerpt.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 
@@ -39,12 +41,21 @@ std::vector<const PassInfo*> parse_pipeline(const std::string& pipeline) {
 
 PipelineOptions options_from_env() {
   PipelineOptions o;
-  if (const char* v = std::getenv("SMELT_PRINT_IR_AFTER")) o.print_ir_after = v;
-  if (const char* v = std::getenv("SMELT_DISABLE_PASSES")) {
-    std::stringstream ss(v);
+  if (std::optional<std::string> v = env_text("SMELT_PRINT_IR_AFTER")) {
+    SMELT_CHECK(*v == "all" || find_pass(*v))
+        << "environment variable SMELT_PRINT_IR_AFTER='" << excerpt(*v)
+        << "' names no pass; valid: all, or a pass name (smelt opt --list-passes)";
+    o.print_ir_after = *v;
+  }
+  if (std::optional<std::string> v = env_text("SMELT_DISABLE_PASSES")) {
+    std::stringstream ss(*v);
     std::string name;
     while (std::getline(ss, name, ',')) {
-      if (!name.empty()) o.disabled.insert(name);
+      if (name.empty()) continue;
+      SMELT_CHECK(find_pass(name))
+          << "environment variable SMELT_DISABLE_PASSES='" << excerpt(*v) << "' names no pass '"
+          << excerpt(name) << "'; valid: comma-separated pass names (smelt opt --list-passes)";
+      o.disabled.insert(name);
     }
   }
   return o;
@@ -54,7 +65,8 @@ PipelineResult run_pipeline(ir::Graph& graph, const std::string& pipeline,
                             const PipelineOptions& options) {
   std::vector<const PassInfo*> passes = parse_pipeline(pipeline);
   for (const std::string& d : options.disabled) {
-    SMELT_CHECK(find_pass(d)) << "SMELT_DISABLE_PASSES names an unknown pass '" << d << "'";
+    SMELT_CHECK(find_pass(d)) << "SMELT_DISABLE_PASSES names an unknown pass '" << excerpt(d)
+                              << "'; valid: the names smelt opt --list-passes shows";
   }
   PipelineResult result;
   for (const PassInfo* p : passes) result.stats.push_back({p->name});

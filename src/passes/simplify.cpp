@@ -1,10 +1,12 @@
-// Floating-point policy. IEEE inf and NaN must survive every rewrite: x * 0 is NaN for x = inf or
-// NaN, and x - x is NaN for x = inf, so `x * 0 -> 0` and `x - x -> 0` apply to int64 only (when x
-// is a constant, fold computes the exact answer instead). Two deliberate exceptions, as in other
-// ML compilers: the sign of zero is not preserved by `x + 0 -> x` (-0 + 0 is +0), and
-// `1 / (1 / x) -> x` returns the exact x where the original rounds twice (and over/underflows for
-// |x| beyond 1/FLT_MIN). Rules that need matching shapes decline when an operand would broadcast
-// x to a larger shape.
+// Floating-point policy: a rule fires only when its result is bit-identical to the original for
+// every input, IEEE specials included (quieting a signaling NaN aside). So:
+//   - x + c -> x only for c = -0 (x + (+0) turns x = -0 into +0); x - c -> x only for c = +0;
+//   - x * 1 -> x and x / 1 -> x (exactly 1: constants compare by bits, never through double);
+//   - x * 0 -> 0 and x - x -> 0 apply to int64 only (inf * 0 and inf - inf are NaN, and -1 * 0
+//     is -0); when x is a constant, fold computes the exact answer instead;
+//   - x / 2^k -> x * 2^-k: both are the correctly rounded value of the same real number.
+// `1 / (1 / x) -> x` is not a rule: 1 / (1 / 3) rounds to 3.0000000000000004 in f64.
+// Rules that need matching shapes decline when an operand would broadcast x to a larger shape.
 #include "passes/simplify.h"
 
 #include <cmath>
@@ -95,11 +97,11 @@ bool mask_unused(const ir::Graph& g, const ir::Node* n) {
 
 std::vector<ir::RewriteRule> make_rules() {
   std::vector<ir::RewriteRule> rules = {
-      // add(x, 0) -> x  (and 0 + x: add is commutative)
-      {"add(x, 0) -> x", Pattern::op(OpId::add, {Pattern::any("x"), Pattern::scalar(0)}),
+      // add(x, -0) -> x  (and -0 + x: add is commutative); for integers, add(x, 0) -> x
+      {"add(x, -0) -> x", Pattern::op(OpId::add, {Pattern::any("x"), Pattern::scalar(-0.0)}),
        [](ir::Graph&, const Match& m) { return same_meta_or_null(m, m["x"]); }},
-      // sub(x, 0) -> x
-      {"sub(x, 0) -> x", Pattern::op(OpId::sub, {Pattern::any("x"), Pattern::scalar(0)}),
+      // sub(x, +0) -> x
+      {"sub(x, +0) -> x", Pattern::op(OpId::sub, {Pattern::any("x"), Pattern::scalar(0.0)}),
        [](ir::Graph&, const Match& m) { return same_meta_or_null(m, m["x"]); }},
       // mul(x, 1) -> x  (and 1 * x)
       {"mul(x, 1) -> x", Pattern::op(OpId::mul, {Pattern::any("x"), Pattern::scalar(1)}),
@@ -116,10 +118,6 @@ std::vector<ir::RewriteRule> make_rules() {
       // neg(neg(x)) -> x
       {"neg(neg(x)) -> x", Pattern::op(OpId::neg, {Pattern::op(OpId::neg, {Pattern::any("x")})}),
        [](ir::Graph&, const Match& m) { return m["x"]; }},
-      // div(1, div(1, x)) -> x  for floating x (integer 1 / x truncates)
-      {"div(1, div(1, x)) -> x",
-       Pattern::op(OpId::div, {Pattern::scalar(1), Pattern::op(OpId::div, {Pattern::scalar(1), Pattern::any("x").where(is_floating)})}),
-       [](ir::Graph&, const Match& m) { return same_meta_or_null(m, m["x"]); }},
       // div(x, c) -> mul(x, 1/c)  when every element of c is a power of two (1/c is exact)
       {"div(x, 2^k) -> mul(x, 2^-k)",
        Pattern::op(OpId::div, {Pattern::any("x"), Pattern::constant("c").where(has_exact_reciprocal)}),

@@ -55,6 +55,19 @@ void fill_pairs(int64_t n, Generator* gen, Fill fill) {
   }
 }
 
+// A value that an integer dtype cannot hold is an error here (as PyTorch's full), not an
+// undefined conversion: int64 takes [-2^63, 2^63) after truncation toward zero, uint8 [0, 255];
+// bool takes anything (v != 0; NaN is true).
+void check_storable(double v, DType dtype, const char* where) {
+  if (dtype == DType::Int64) {
+    SMELT_CHECK(v >= -9223372036854775808.0 && v < 9223372036854775808.0)
+        << where << ": value " << v << " cannot be stored in int64 (valid: finite, in [-2^63, 2^63))";
+  } else if (dtype == DType::UInt8) {
+    SMELT_CHECK(v > -1.0 && v < 256.0)
+        << where << ": value " << v << " cannot be stored in uint8 (valid: [0, 255])";
+  }
+}
+
 void store(Tensor& t, int64_t i, double v) {
   if (t.dtype() == DType::Float32) t.data<float>()[i] = float(v);
   else if (t.dtype() == DType::Float64) t.data<double>()[i] = v;
@@ -71,6 +84,7 @@ void check_floating(DType dtype, const char* where) {
 }  // namespace
 
 Tensor full(const Shape& shape, double value, DType dtype) {
+  check_storable(value, dtype, "full");
   Tensor t = empty(shape, dtype);
   t.fill_(value);
   return t;
@@ -91,8 +105,16 @@ Tensor arange(double start, double end, double step, DType dtype) {
   SMELT_CHECK((end - start) / step >= 0)
       << "arange: start " << start << ", end " << end << " and step " << step
       << " give a negative count; step must point from start towards end";
-  int64_t n = int64_t(std::ceil((end - start) / step));
+  const double count = std::ceil((end - start) / step);
+  SMELT_CHECK(count < 9223372036854775808.0)
+      << "arange: start " << start << ", end " << end << " and step " << step << " give " << count
+      << " elements; the count must be finite and below 2^63";
+  int64_t n = int64_t(count);
   Tensor t = empty({n}, dtype);
+  if (n > 0) {  // the values are monotone: the first and last bound them all
+    check_storable(start, dtype, "arange");
+    check_storable(start + double(n - 1) * step, dtype, "arange");
+  }
   for (int64_t i = 0; i < n; ++i) store(t, i, start + double(i) * step);
   return t;
 }
@@ -168,7 +190,10 @@ Tensor copy_in(const std::vector<T>& values, const Shape& shape, DType dtype) {
       << "from_vector: " << values.size() << " values do not fill shape " << shape_str(shape)
       << " (" << shape_numel(shape) << " elements)";
   Tensor t = empty(shape, dtype);
-  for (size_t i = 0; i < values.size(); ++i) store(t, int64_t(i), double(values[i]));
+  for (size_t i = 0; i < values.size(); ++i) {
+    check_storable(double(values[i]), dtype, "from_vector");
+    store(t, int64_t(i), double(values[i]));
+  }
   return t;
 }
 }  // namespace

@@ -24,10 +24,24 @@ Storage::~Storage() {
 
 // ---- shape helpers
 
-int64_t shape_numel(const Shape& shape) {
+// Every size is checked here, so that no shape with a negative size or an element count beyond
+// int64 gets past a shape rule, a view or an allocation (the dispatcher checks every output shape
+// through this). The product of the non-zero sizes must fit too, even when a 0 makes the count 0:
+// contiguous strides are built from it.
+int64_t shape_numel(const Shape& shape, const char* where) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
-  return n;
+  bool has_zero = false;
+  for (int64_t s : shape) {
+    SMELT_CHECK(s >= 0) << where << ": negative size " << s << " in shape " << shape_str(shape)
+                        << "; sizes must be >= 0";
+    if (s == 0) {
+      has_zero = true;
+      continue;
+    }
+    SMELT_CHECK(!__builtin_mul_overflow(n, s, &n))
+        << where << ": size overflow: shape " << shape_str(shape) << " has more than 2^63 - 1 elements";
+  }
+  return has_zero ? 0 : n;
 }
 
 Shape contiguous_strides(const Shape& shape) {
@@ -69,11 +83,18 @@ Tensor make_tensor(Ref<Storage> storage, Shape shape, Shape strides, int64_t off
 }
 
 Tensor empty(const Shape& shape, DType dtype) {
-  for (int64_t s : shape) {
-    SMELT_CHECK(s >= 0) << "empty: negative size in shape " << shape_str(shape);
+  const int64_t n = shape_numel(shape, "empty");  // checks negative sizes and overflow
+  int64_t nbytes = 0;
+  SMELT_CHECK(!__builtin_mul_overflow(n, int64_t(dtype_size(dtype)), &nbytes))
+      << "empty: size overflow: shape " << shape_str(shape) << " of " << dtype_name(dtype) << " needs more than "
+      << "2^63 - 1 bytes";
+  Ref<Storage> storage;
+  try {
+    storage = make_ref<Storage>(size_t(nbytes));
+  } catch (const std::bad_alloc&) {
+    SMELT_CHECK(false) << "out of memory: shape " << shape_str(shape) << " of " << dtype_name(dtype)
+                       << " needs " << nbytes << " bytes";
   }
-  int64_t n = shape_numel(shape);
-  auto storage = make_ref<Storage>(size_t(n) * dtype_size(dtype));
   return make_tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
 
@@ -105,6 +126,9 @@ const Ref<Storage>& Tensor::storage() const { return checked_impl().storage; }
 
 bool Tensor::is_contiguous() const {
   checked_impl();
+  // No element, no layout (as in PyTorch); contiguous_strides gives a 0 dim stride-weight 1, so
+  // checking strides against the sizes below would call zeros({2, 0, 3}) non-contiguous.
+  if (numel() == 0) return true;
   int64_t expected = 1;
   for (size_t i = impl_->shape.size(); i-- > 0;) {
     if (impl_->shape[i] == 1) continue;  // any stride is fine for a size-1 dim

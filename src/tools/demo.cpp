@@ -11,6 +11,8 @@
 
 #include "smelt/smelt.h"
 #include "tools/commands.h"
+#include "tools/options.h"
+#include "tools/output_dir.h"
 #include "tools/progress.h"
 #include "tools/svg_plot.h"
 
@@ -43,6 +45,8 @@ double accuracy(nn::Module& model, const data::DatasetPtr& dataset) {
 }
 
 void run_demo(const DemoOptions& opt) {
+  // A bad --out fails now, not after minutes of training.
+  prepare_output_dir(opt.out, "demo: --out");
   manual_seed(opt.seed);
   auto digits = data::load_digits(opt.data);
   auto [train, test] = data::train_test_split(digits, 0.8, opt.seed);
@@ -76,7 +80,6 @@ void run_demo(const DemoOptions& opt) {
     bar.end_epoch(epoch, opt.epochs, extra);
   }
 
-  std::filesystem::create_directories(opt.out);
   const double trained = accuracy(*model, test);
   const std::string checkpoint = opt.out + "/digits_cnn.safetensors";
   io::save_module(checkpoint, *model, {{"model", "digits_cnn"}, {"epochs", std::to_string(opt.epochs)}});
@@ -100,10 +103,13 @@ void run_demo(const DemoOptions& opt) {
 void register_demo(CLI::App& app) {
   auto opt = std::make_shared<DemoOptions>();
   CLI::App* cmd = app.add_subcommand("demo", "Train a small CNN on handwritten digits");
-  cmd->add_option("--epochs", opt->epochs, "training epochs")->check(CLI::Range(1, 1000));
-  cmd->add_option("--batch-size", opt->batch_size, "examples per step")->check(CLI::Range(1, 4096));
-  cmd->add_option("--lr", opt->lr, "Adam learning rate (cosine-annealed)")->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", opt->seed, "seed for the split, initialization and shuffling");
+  cmd->add_option("--epochs", opt->epochs, "training epochs")->check(integer_in(1, 1000));
+  cmd->add_option("--batch-size", opt->batch_size, "examples per step")
+      ->check(integer_in<int64_t>(1, 4096));
+  cmd->add_option("--lr", opt->lr, "Adam learning rate (cosine-annealed)")
+      ->check(positive_at_most(10.0));
+  cmd->add_option("--seed", opt->seed, "seed for the split, initialization and shuffling")
+      ->check(any_uint64());
   cmd->add_option("--data", opt->data, "digits CSV (gzip)");
   cmd->add_option("--out", opt->out, "directory for the checkpoint and the loss curve");
   cmd->callback([opt] { run_demo(*opt); });

@@ -1,6 +1,8 @@
 // smelt fuzz: the differential fuzzer from the command line.
 //   smelt fuzz --seed S --cases N [--max-nodes K] [--max-rank R] [--max-dim D] [--passes P]
 //              [--out DIR]
+//   smelt fuzz --autograd --seed S --cases N: the eager autograd fuzzer (fuzz/autograd_fuzzer.h)
+//              instead; each failure prints its program.
 // One line per failure, then "N passed, M failed". Failures are minimized and written to DIR
 // (default tests/fuzz/regressions under the current directory is NOT assumed: pass --out).
 #include <CLI/CLI.hpp>
@@ -8,12 +10,41 @@
 #include <cstdio>
 #include <fstream>
 
+#include "fuzz/autograd_fuzzer.h"
 #include "fuzz/fuzzer.h"
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
 #include "tools/commands.h"
+#include "tools/options.h"
 
 namespace smelt::tools {
+
+// A billion graphs take weeks; a bigger count is a typo.
+constexpr int64_t kMaxCases = 1'000'000'000;
+
+namespace {
+
+void run_autograd_fuzz(uint64_t first_seed, int64_t cases) {
+  int64_t failed = 0, bitwise = 0, in_place_ops = 0;
+  for (int64_t i = 0; i < cases; ++i) {
+    uint64_t seed = first_seed + uint64_t(i);
+    fuzz::AutogradCaseResult r = fuzz::check_autograd_program(seed);
+    bitwise += r.bitwise;
+    in_place_ops += r.in_place_ops;
+    if (r.passed) continue;
+    ++failed;
+    std::printf("FAIL seed %llu: %s\n%s", static_cast<unsigned long long>(seed), r.message.c_str(),
+                r.program.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("%lld passed, %lld failed (%lld in-place ops; %lld cases bitwise equal to the "
+              "out-of-place program)\n",
+              static_cast<long long>(cases - failed), static_cast<long long>(failed),
+              static_cast<long long>(in_place_ops), static_cast<long long>(bitwise));
+  if (failed > 0) throw CLI::RuntimeError(1);
+}
+
+}  // namespace
 
 void register_fuzz(CLI::App& app) {
   struct Options {
@@ -24,17 +55,26 @@ void register_fuzz(CLI::App& app) {
     int max_dim = fuzz::RandomGraphOptions{}.max_dim;
     std::string passes = passes::kDefaultPipeline;
     std::string out;
+    bool autograd = false;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("fuzz", "Random graphs: optimized vs interpreter vs eager");
-  cmd->add_option("--seed", opt->seed, "first seed; case i uses seed + i");
-  cmd->add_option("--cases", opt->cases, "number of random graphs")->check(CLI::PositiveNumber);
-  cmd->add_option("--max-nodes", opt->max_nodes, "nodes per graph at most")->check(CLI::Range(1, 1000));
-  cmd->add_option("--max-rank", opt->max_rank, "rank of the random input shapes at most")->check(CLI::Range(0, 6));
-  cmd->add_option("--max-dim", opt->max_dim, "size of each dim of the random input shapes at most")->check(CLI::Range(1, 16));
+  cmd->add_option("--seed", opt->seed, "first seed; case i uses seed + i")->check(any_uint64());
+  cmd->add_option("--cases", opt->cases, "number of random graphs")
+      ->check(integer_in<int64_t>(1, kMaxCases));
+  cmd->add_option("--max-nodes", opt->max_nodes, "nodes per graph at most")->check(integer_in(1, 1000));
+  cmd->add_option("--max-rank", opt->max_rank, "rank of the random input shapes at most")->check(integer_in(0, 6));
+  cmd->add_option("--max-dim", opt->max_dim, "size of each dim of the random input shapes at most")->check(integer_in(1, 16));
   cmd->add_option("--passes", opt->passes, "the pipeline to test");
   cmd->add_option("--out", opt->out, "directory for minimized failing cases (.ir)");
+  cmd->add_flag("--autograd", opt->autograd,
+                "random eager programs with in-place ops and views: gradients vs the out-of-place "
+                "program and finite differences");
   cmd->callback([opt] {
+    if (opt->autograd) {
+      run_autograd_fuzz(opt->seed, opt->cases);
+      return;
+    }
     passes::parse_pipeline(opt->passes);  // reject an unknown pass before running anything
     fuzz::RandomGraphOptions gopt;
     gopt.max_nodes = opt->max_nodes;

@@ -1,11 +1,27 @@
 // build/smelt: the command-line program. Each subcommand lives in its own file; errors from smelt
-// become one clear line on stderr and exit code 1.
+// become one clear line on stderr and exit code 1; command-line mistakes one line and CLI11's
+// exit code (105 for a value out of range).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 
+#include "base/buffer.h"
+#include "passes/fold.h"
+#include "passes/pass_manager.h"
 #include "smelt/error.h"
 #include "tools/commands.h"
+
+namespace {
+
+// SMELT_* variables with a bad value fail before any command starts, not minutes into one.
+// (SMELT_GEMM is checked at the first matrix product.)
+void check_environment() {
+  smelt::buffer_cache_limit();
+  smelt::passes::options_from_env();
+  smelt::passes::fold_options_from_env();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"smelt: a deep-learning engine close to the metal"};
@@ -16,9 +32,13 @@ int main(int argc, char** argv) {
   smelt::tools::register_opt(app);
 
   try {
+    check_environment();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print their text; a mistake on the command line is one line.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::fprintf(stderr, "smelt: error: %s (--help lists the options)\n", e.what());
+    return e.get_exit_code();
   } catch (const smelt::Error& e) {
     std::fprintf(stderr, "smelt: error: %s\n", e.what());
     return 1;

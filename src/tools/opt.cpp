@@ -23,6 +23,7 @@
 #include "passes/bisect.h"
 #include "passes/pass_manager.h"
 #include "tools/commands.h"
+#include "tools/options.h"
 
 namespace smelt::tools {
 namespace {
@@ -132,7 +133,9 @@ void register_opt(CLI::App& app) {
   cmd->add_flag("--list-passes", args->list_passes, "list the registered passes and exit");
   cmd->add_flag("--bisect", args->bisect,
                 "find the first pass application that changes the results on random inputs (exit 2 if one does)");
-  cmd->add_option("--seed", args->seed, "seed of --bisect's random inputs")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "seed of --bisect's random inputs")
+      ->check(any_uint64())
+      ->capture_default_str();
   cmd->callback([args] { run_opt(*args); });
 }
 

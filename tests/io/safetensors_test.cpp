@@ -218,7 +218,7 @@ std::vector<Corruption> corruptions() {
       {"binary garbage header",
        file_bytes(std::string("\xff\xfe\x00\x13garbage", 11), ""),
        {"not valid JSON"}},
-      {"JSON array header", file_bytes("[1, 2, 3]", ""), {"must be a JSON object", "array"}},
+      {"JSON array header", file_bytes("[1, 2, 3]", ""), {"must be a JSON object", "'['"}},
       {"entry not an object", file_bytes(R"({"a": 3})", ""), {"tensor 'a'", "JSON object"}},
       {"missing field",
        file_bytes(R"({"a":{"dtype":"F32","shape":[2]}})", data8),

@@ -71,9 +71,9 @@ std::vector<OpExample> examples() {
       {OpId::softplus, {f32({2, 3}, -30, 30)}, {{"beta", 1.5}, {"threshold", 20.0}}},
       {OpId::clamp, {f32({2, 3})}, {{"min", -0.5}, {"max", 1.5}}},
       {OpId::clamp, {f64({2, 3})}, {{"min", 0.25}}},
-      {OpId::cast, {f32({2, 3})}, {{"dtype", int64_t(DType::Float64)}}},
-      {OpId::cast, {i64({2, 3}, 5, -5)}, {{"dtype", int64_t(DType::Float32)}}},
-      {OpId::cast, {f64({2, 3})}, {{"dtype", int64_t(DType::Bool)}}},
+      {OpId::cast, {f32({2, 3})}, {{"dtype", DType::Float64}}},
+      {OpId::cast, {i64({2, 3}, 5, -5)}, {{"dtype", DType::Float32}}},
+      {OpId::cast, {f64({2, 3})}, {{"dtype", DType::Bool}}},
       // elementwise, binary and ternary (with broadcasting)
       {OpId::add, {f32({2, 3}), f32({3})}, {}},
       {OpId::add, {i64({2, 1}, 9), i64({4}, 9)}, {}},
@@ -199,6 +199,7 @@ TEST(OpRoundTrip, EveryOpHasAnExample) {
   for (const OpExample& e : examples()) ++count[e.op];
   for (int i = 0; i < ops::kOpCount; ++i) {
     OpId op = static_cast<OpId>(i);
+    if (op == OpId::group) continue;  // holds a subgraph, not an op example: tests/ir/group_test.cpp
     EXPECT_GT(count[op], 0) << "op '" << ops::op_name(op)
                             << "' has no example in tests/ir/op_roundtrip_test.cpp: add one";
   }

@@ -220,7 +220,7 @@ TEST(Conv2d, Errors) {
   expect_error([] { conv2d(randn({1, 3, 2, 2}), randn({2, 3, 3, 3}), Tensor(), {2, 2}); },
                "conv2d: the dilated kernel");
   expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}), Tensor(), {0, 1}); },
-               "conv2d: stride must be >= 1");
+               "conv2d: stride must be in [1, ");
   expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}), Tensor(), {1}); },
                "conv2d: stride must have 2 values");
   expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}), randn({3})); }, "conv2d: bias");

@@ -1,0 +1,53 @@
+#include "ir/constant.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace smelt::ir {
+
+std::string constant_bytes(const Tensor& t) {
+  Tensor c = t.is_contiguous() ? t : t.contiguous();
+  const size_t n = size_t(c.numel()) * dtype_size(c.dtype());
+  std::string bytes(n, '\0');
+  if (n) std::memcpy(bytes.data(), c.raw_data(), n);
+  return bytes;
+}
+
+bool same_constant(const Value* a, const Value* b) {
+  if (a->kind != ValueKind::Constant || b->kind != ValueKind::Constant) return false;
+  if (!(a->meta == b->meta)) return false;
+  return constant_bytes(a->constant) == constant_bytes(b->constant);
+}
+
+namespace {
+
+template <class T>
+bool all_bits_equal(const std::string& bytes, T want) {
+  for (size_t off = 0; off < bytes.size(); off += sizeof(T)) {
+    if (std::memcmp(bytes.data() + off, &want, sizeof(T)) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool all_elements_are(const Value* v, double value) {
+  if (v->kind != ValueKind::Constant || v->constant.numel() == 0) return false;
+  const std::string bytes = constant_bytes(v->constant);
+  switch (v->meta.dtype) {
+    case DType::Float32: return all_bits_equal(bytes, float(value));
+    case DType::Float64: return all_bits_equal(bytes, value);
+    case DType::Int64:
+      if (value != std::trunc(value) || std::fabs(value) > 9.0e18) return false;
+      return all_bits_equal(bytes, int64_t(value));
+    case DType::Bool:
+      if (value != 0 && value != 1) return false;
+      return all_bits_equal(bytes, bool(value));
+    case DType::UInt8:
+      if (value != std::trunc(value) || value < 0 || value > 255) return false;
+      return all_bits_equal(bytes, uint8_t(value));
+  }
+  return false;
+}
+
+}  // namespace smelt::ir

@@ -1,0 +1,80 @@
+#include "ops/elementwise_bind.h"
+
+#include <cmath>
+
+#include "kernels/elementwise.h"
+#include "ops/op_util.h"
+
+namespace smelt::ops {
+
+using kernels::ScalarCall;
+using kernels::ScalarFn;
+
+void check_clamp_bounds(const Attrs& attrs, DType dtype) {
+  for (const char* side : {"min", "max"}) {
+    if (!attrs.has(side)) continue;
+    const double v = attrs.get_float(side);
+    if (dtype_is_floating(dtype)) continue;  // any double binds: ±inf and NaN included
+    // int64 has no type promotion here (PyTorch would return float): refuse what int64 cannot
+    // hold rather than round it. A bound beyond int64 on the side where it changes nothing
+    // (min = -inf, max = 1e30) saturates to the int64 extreme, which clamps nothing either.
+    const bool is_min = side[1] == 'i';
+    const double two63 = 9223372036854775808.0;
+    SMELT_CHECK(!std::isnan(v)) << "clamp: " << side << " is NaN; an " << dtype_name(dtype)
+                                << " tensor needs an integral bound (or cast to float first)";
+    SMELT_CHECK(std::isinf(v) || v == std::trunc(v))
+        << "clamp: " << side << " = " << v << " is not an integer; an " << dtype_name(dtype)
+        << " tensor needs integral bounds (cast it to float to clamp at " << v << ")";
+    const bool beyond_above = v >= two63, beyond_below = v < -two63;
+    SMELT_CHECK(is_min ? !beyond_above : !beyond_below)
+        << "clamp: " << side << " = " << v << " is beyond the range of " << dtype_name(dtype)
+        << " in the direction it clamps; valid: [-2^63, 2^63)";
+  }
+}
+
+std::optional<ScalarCall> elementwise_scalar_call(OpId op, const Attrs& attrs, DType dtype) {
+  switch (op) {
+    // the ops whose scalar function has the op's name and no parameters
+#define SMELT_SAME_NAME(name) \
+  case OpId::name: return ScalarCall{ScalarFn::name};
+    SMELT_SAME_NAME(neg) SMELT_SAME_NAME(exp) SMELT_SAME_NAME(log) SMELT_SAME_NAME(sqrt)
+    SMELT_SAME_NAME(rsqrt) SMELT_SAME_NAME(abs) SMELT_SAME_NAME(sign) SMELT_SAME_NAME(erf)
+    SMELT_SAME_NAME(relu) SMELT_SAME_NAME(sigmoid) SMELT_SAME_NAME(tanh) SMELT_SAME_NAME(silu)
+    SMELT_SAME_NAME(add) SMELT_SAME_NAME(sub) SMELT_SAME_NAME(mul) SMELT_SAME_NAME(div)
+    SMELT_SAME_NAME(pow) SMELT_SAME_NAME(maximum) SMELT_SAME_NAME(minimum) SMELT_SAME_NAME(eq)
+    SMELT_SAME_NAME(ne) SMELT_SAME_NAME(lt) SMELT_SAME_NAME(le) SMELT_SAME_NAME(gt)
+    SMELT_SAME_NAME(ge) SMELT_SAME_NAME(where)
+#undef SMELT_SAME_NAME
+    // leaky_relu(x, negative_slope)
+    case OpId::leaky_relu: return ScalarCall{ScalarFn::leaky_relu, {attrs.get_float("negative_slope")}};
+    // approximate = 1 selects the tanh form
+    case OpId::gelu:
+      return ScalarCall{attrs.get_int("approximate") == 1 ? ScalarFn::gelu_tanh : ScalarFn::gelu_erf};
+    // softplus(x, beta, threshold)
+    case OpId::softplus:
+      return ScalarCall{ScalarFn::softplus, {attrs.get_float("beta"), attrs.get_float("threshold")}};
+    // clamp(x, min, max); an absent bound is the infinity that clamps nothing
+    case OpId::clamp:
+      check_clamp_bounds(attrs, dtype);
+      return ScalarCall{ScalarFn::clamp, {attrs.get_float("min", -INFINITY), attrs.get_float("max", INFINITY)}};
+    // cast<dtype>(x)
+    case OpId::cast: {
+      ScalarCall call{ScalarFn::cast};
+      call.cast_to = attrs.get_dtype("dtype");
+      return call;
+    }
+    default: return std::nullopt;
+  }
+}
+
+std::vector<Tensor> elementwise_kernel(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
+                                       const std::vector<TensorMeta>& out) {
+  const DType value_dtype = in[in.size() == 3 ? 1 : 0].dtype();
+  std::optional<ScalarCall> call = elementwise_scalar_call(op, attrs, value_dtype);
+  SMELT_INTERNAL_CHECK(call) << op_name(op) << " has no row in the elementwise table";
+  Tensor y = alloc(out[0]);
+  kernels::elementwise_forward(*call, y, in);
+  return {y};
+}
+
+}  // namespace smelt::ops

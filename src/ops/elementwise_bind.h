@@ -1,0 +1,33 @@
+// How each elementwise op's attributes bind to its scalar function: the op-side half of the
+// elementwise table (kernels/scalar_table.h holds the functions). The eager kernels, and later
+// the fused-kernel interpreter and the C++ emitter, ask here which scalar function an op node
+// computes and with which parameters, instead of spelling the math themselves.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "kernels/scalar_table.h"
+#include "ops/dispatch.h"
+
+namespace smelt::ops {
+
+// The scalar call op `op` with `attrs` makes on value operands of `dtype`; nullopt for ops that
+// are not elementwise (not in the table). Errors (SMELT_CHECK) for attributes that cannot bind,
+// e.g. a non-integral clamp bound on an int64 tensor.
+std::optional<kernels::ScalarCall> elementwise_scalar_call(OpId op, const Attrs& attrs, DType dtype);
+
+// Validates clamp's bounds for an input of `dtype` (float: any value; int64: integral, or an
+// infinity / out-of-range value on the side where it clamps nothing).
+void check_clamp_bounds(const Attrs& attrs, DType dtype);
+
+// The eager kernel of every table op: binds, allocates the output, runs the generic loop.
+std::vector<Tensor> elementwise_kernel(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
+                                       const std::vector<TensorMeta>& out);
+template <OpId kOp>
+std::vector<Tensor> table_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                                 const std::vector<TensorMeta>& out) {
+  return elementwise_kernel(kOp, in, attrs, out);
+}
+
+}  // namespace smelt::ops

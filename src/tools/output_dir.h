@@ -1,0 +1,12 @@
+// Output directories given on the command line, checked before any work starts.
+#pragma once
+
+#include <string>
+
+namespace smelt::tools {
+
+// Creates `dir` (and its parents) if missing, then proves it is a writable directory by creating
+// and removing a file in it. A smelt::Error starting with `what` (e.g. "demo: --out") otherwise.
+void prepare_output_dir(const std::string& dir, const std::string& what);
+
+}  // namespace smelt::tools

@@ -1,0 +1,127 @@
+// The smelt program facing bad command lines and environments: every mistake is one line on
+// stderr naming the option or variable, what was typed (cut) and the valid range, a non-zero
+// exit code, and no work done first.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("smelt_cli_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+  // `env_assignments smelt args`, stdout through a pipe, stderr through a file.
+  CliRun smelt(const std::string& args, const std::string& env_assignments = "") {
+    const fs::path err = dir_ / "stderr.txt";
+    const std::string command = "env " + env_assignments + " " + quote(SMELT_CLI_PATH) + " " +
+                                args + " 2>" + quote(err.string());
+    CliRun r;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (!pipe) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+    const int status = ::pclose(pipe);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream f(err);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    r.err = ss.str();
+    return r;
+  }
+
+  // A refused command: non-zero exit, one short line on stderr holding every needle.
+  void expect_refused(const CliRun& r, std::initializer_list<std::string> needles) {
+    EXPECT_NE(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.rfind("smelt: error: ", 0), 0u) << r.err;
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_LT(r.err.size(), 300u) << r.err;
+    for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << r.err;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, HugeAndMalformedNumbersAreRefusedWithTheRange) {
+  expect_refused(smelt("fuzz --cases 99999999999999999999"),
+                 {"--cases", "'99999999999999999999'", "out of range", "[1, 1000000000]"});
+  expect_refused(smelt("fuzz --cases 0"), {"--cases", "[1, 1000000000]"});
+  expect_refused(smelt("fuzz --cases 12abc"), {"--cases", "not an integer"});
+  expect_refused(smelt("fuzz --cases 1e3"), {"--cases", "not an integer"});
+  expect_refused(smelt("fuzz --max-nodes 1e308"), {"--max-nodes", "[1, 1000]"});
+  expect_refused(smelt("fuzz --max-rank -1"), {"--max-rank", "[0, 6]"});
+  expect_refused(smelt("fuzz --seed -1"), {"--seed", "'-1'", "[0, 18446744073709551615]"});
+  expect_refused(smelt("fuzz --seed 18446744073709551616"), {"--seed", "out of range"});
+  expect_refused(smelt("demo --epochs 1001"), {"--epochs", "[1, 1000]"});
+  expect_refused(smelt("demo --batch-size 99999999999999999999999999"),
+                 {"--batch-size", "[1, 4096]"});
+  expect_refused(smelt("demo --lr 1e400"), {"--lr", "not a finite number", "(0, 10]"});
+  expect_refused(smelt("demo --lr -0.1"), {"--lr", "out of range"});
+  expect_refused(smelt("demo --lr nan"), {"--lr", "not a finite number"});
+  expect_refused(smelt("opt --seed 1.5 x.ir"), {"--seed"});
+  // The typed text is cut, never echoed in full.
+  const CliRun r = smelt("fuzz --cases " + std::string(400, '9'));
+  expect_refused(r, {"--cases", "...'", "out of range"});
+}
+
+TEST_F(Cli, NumbersInRangeStillWork) {
+  const CliRun r = smelt("fuzz --cases 2 --seed 18446744073709551615 --max-nodes 4");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 passed, 0 failed"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, DemoChecksOutBeforeTraining) {
+  const fs::path file = dir_ / "a_file";
+  std::ofstream(file) << "x";
+  for (const std::string& out : {file.string(), (file / "sub").string(), std::string("")}) {
+    SCOPED_TRACE(out);
+    const CliRun r = smelt("demo --epochs 1000 --out " + quote(out));
+    expect_refused(r, {"demo: --out"});
+    EXPECT_EQ(r.out, "") << "work started before the check";
+  }
+  expect_refused(smelt("demo --out " + quote(file.string())), {"exists and is not a directory"});
+  expect_refused(smelt("demo --out " + quote((file / "sub").string())),
+                 {"cannot create the directory", "Not a directory"});
+}
+
+TEST_F(Cli, BadEnvironmentValuesAreRefusedAtStart) {
+  expect_refused(smelt("info", "SMELT_BUFFER_CACHE_MB=abc"),
+                 {"SMELT_BUFFER_CACHE_MB='abc'", "not an integer", "[0, 16777216]"});
+  expect_refused(smelt("info", "SMELT_BUFFER_CACHE_MB=-1"), {"SMELT_BUFFER_CACHE_MB", "out of range"});
+  expect_refused(smelt("info", "SMELT_BUFFER_CACHE_MB=64MB"), {"'64MB'", "not an integer"});
+  expect_refused(smelt("info", "SMELT_FOLD_MAX_ELEMENTS=1e6"), {"SMELT_FOLD_MAX_ELEMENTS='1e6'"});
+  expect_refused(smelt("info", "SMELT_PRINT_IR_AFTER=nonsense"), {"SMELT_PRINT_IR_AFTER"});
+  expect_refused(smelt("info", "SMELT_DISABLE_PASSES=cse,nonsense"),
+                 {"SMELT_DISABLE_PASSES", "'nonsense'"});
+  // SMELT_GEMM is read at the first matrix product: the demo's first training step.
+  const CliRun r = smelt("demo --epochs 1 --out " + quote((dir_ / "demo").string()),
+                      "SMELT_GEMM=fast");
+  expect_refused(r, {"SMELT_GEMM='fast'", "auto, own, openblas"});
+  EXPECT_EQ(r.out.find("test accuracy"), std::string::npos);
+  // Valid and empty values are fine.
+  EXPECT_EQ(smelt("info", "SMELT_BUFFER_CACHE_MB=0 SMELT_GEMM= SMELT_FOLD_MAX_ELEMENTS=10").exit_code, 0);
+}
+
+}  // namespace
