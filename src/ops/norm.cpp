@@ -212,8 +212,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
            "become graph inputs and the new statistics graph outputs), or call "
            "batch_norm_functional and keep the returned statistics";
     NoGradGuard no_grad;
-    running_mean.copy_(r.running_mean);
-    running_var.copy_(r.running_var);
+    Tensor rm = running_mean, rv = running_var;  // handles on the caller's storage
+    rm.copy_(r.running_mean);
+    rv.copy_(r.running_var);
   }
   return r.y;
 }
