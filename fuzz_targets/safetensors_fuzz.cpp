@@ -1,7 +1,7 @@
 // libFuzzer target: the safetensors loader on arbitrary bytes.
 //
 // An input must either load or be refused with a smelt::Error whose message is a user error
-// ("internal error" marks a smelt bug) of bounded length. Any other exception, a crash or a
+// (Error::internal() marks a smelt bug) of bounded length. Any other exception, a crash or a
 // sanitizer report is a bug. A loaded input is checked against its own header: every tensor
 // has the declared dtype and shape and holds exactly the bytes of its data_offsets range.
 #include <cstdint>
@@ -60,8 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     loaded = smelt::io::detail::read_safetensors(source, "fuzz-input", &metadata);
   } catch (const smelt::Error& e) {
     const std::string message = e.what();
-    // SMELT_INTERNAL_CHECK's prefix (a user error may quote "internal error" from the input).
-    if (message.rfind("internal error (a smelt bug)", 0) == 0) bug("internal error", message);
+    if (e.internal()) bug("internal error", message);
     if (message.size() > kMaxMessageChars) {
       bug("unbounded message", std::to_string(message.size()) + " characters");
     }

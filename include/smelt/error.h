@@ -16,7 +16,14 @@ namespace smelt {
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what, bool internal = false)
+      : std::runtime_error(what), internal_(internal) {}
+  // True for a failed SMELT_INTERNAL_CHECK (a smelt bug). Tell bugs from user errors by this,
+  // never by the message: a user error may quote input that reads "internal error".
+  bool internal() const { return internal_; }
+
+ private:
+  bool internal_;
 };
 
 namespace detail {

@@ -18,7 +18,7 @@ ErrorBuilder::~ErrorBuilder() noexcept(false) {
   } else if (text.empty()) {
     text = std::string("check `") + cond_ + "` failed";
   }
-  throw Error(text);
+  throw Error(text, internal_);
 }
 
 }  // namespace smelt::detail

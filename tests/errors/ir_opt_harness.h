@@ -18,7 +18,7 @@
 
 namespace smelt::ir_opt_harness {
 
-inline bool is_internal(const Error& e) { return std::string(e.what()).find("internal error") != std::string::npos; }
+inline bool is_internal(const Error& e) { return e.internal(); }
 
 // print(parse(print(g))) == print(g); "" or what differs.
 inline std::string check_round_trip(const ir::Graph& g, const char* where) {
