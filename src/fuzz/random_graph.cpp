@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
+#include "fuzz/special_values.h"
 #include "ops/dispatch.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
@@ -24,11 +26,19 @@ constexpr OpId kPlainUnary[] = {OpId::neg, OpId::exp, OpId::tanh, OpId::sigmoid,
 constexpr OpId kBinary[] = {OpId::add, OpId::sub, OpId::mul, OpId::div, OpId::maximum, OpId::minimum};
 constexpr OpId kCompare[] = {OpId::lt, OpId::le, OpId::gt, OpId::ge, OpId::eq, OpId::ne};
 constexpr OpId kReduce[] = {OpId::sum, OpId::mean, OpId::amax, OpId::amin};
-constexpr double kSpecialConstants[] = {0.0, 1.0, -1.0, 2.0, 0.5};
+// Scalars the algebraic rules key on (simplify: x + (-0), x - (+0), x * 1, x / 1, x / 2^k; the
+// int64-only x * 0): both zeros, so a rule that confuses them shows.
+constexpr double kAlgebraicConstants[] = {0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 0.25};
+constexpr int64_t kAlgebraicIntegers[] = {0, 1, -1, 2};
+// The share of elements of a graph's constant tensors that are special values (per graph).
+constexpr double kConstantSpecialProbability[] = {0.0, 0.05, 0.2};
+constexpr OpId kIntegerBinary[] = {OpId::add, OpId::sub, OpId::mul, OpId::maximum, OpId::minimum};
 
 class Builder {
  public:
-  Builder(uint64_t seed, const RandomGraphOptions& o) : rng_(seed), opt_(o), graph_(std::make_unique<ir::Graph>()) {}
+  Builder(uint64_t seed, const RandomGraphOptions& o) : rng_(seed), opt_(o), graph_(std::make_unique<ir::Graph>()) {
+    special_ = pick_from(kConstantSpecialProbability);
+  }
 
   std::unique_ptr<ir::Graph> build() {
     Shape base = random_shape();
@@ -79,11 +89,24 @@ class Builder {
     return s;
   }
 
+  // A 0-dim constant of `dtype`: one the rewrite rules key on, a special value, or an ordinary
+  // one. Int64 values are exact (INT64_MAX does not survive a trip through double).
+  Tensor scalar_constant(DType dtype) {
+    const double r = std::uniform_real_distribution<double>(0, 1)(rng_);
+    if (dtype == DType::Int64) {
+      const int64_t c = r < 0.5 ? pick_from(kAlgebraicIntegers) : r < 0.8 ? special_int64(rng_) : pick(-9, 9);
+      return from_vector(std::vector<int64_t>{c}, Shape{});
+    }
+    const double c = r < 0.55 ? pick_from(kAlgebraicConstants)
+                     : r < 0.8 ? special_float(dtype, rng_)
+                               : std::uniform_real_distribution<double>(-2, 2)(rng_);
+    return scalar_tensor(c, dtype);
+  }
+
   ir::Value* constant_like(const ir::Value* v) {
-    double c = chance(0.6) ? pick_from(kSpecialConstants) : std::uniform_real_distribution<double>(-2, 2)(rng_);
-    if (chance(0.7)) return graph_->add_constant(scalar_tensor(c, v->meta.dtype));
-    Generator gen(rng_());
-    return graph_->add_constant(uniform(broadcastable_to(v->meta.shape), -2, 2, v->meta.dtype, &gen));
+    if (chance(0.7)) return graph_->add_constant(scalar_constant(v->meta.dtype));
+    return graph_->add_constant(
+        random_tensor(broadcastable_to(v->meta.shape), v->meta.dtype, {-2, 2, special_}, rng_));
   }
 
   // An operand for a binary op with `a`: itself (a duplicate edge), a constant, or a value
@@ -112,10 +135,18 @@ class Builder {
   ir::Value* node(OpId op, const std::vector<ir::Value*>& in, const ops::Attrs& attrs = {}) {
     return graph_->add_node(op, in, attrs)->outputs[0];
   }
+  // Elements in [lo, hi], a share of them special values.
   ir::Value* random_constant(const Shape& shape, double lo = -2, double hi = 2,
                              DType dtype = DType::Float32) {
-    Generator gen(rng_());
-    return graph_->add_constant(uniform(shape, lo, hi, dtype, &gen));
+    return graph_->add_constant(random_tensor(shape, dtype, {lo, hi, special_}, rng_));
+  }
+  // Elements in [lo, hi] and nothing else: the constants of a block fold_batchnorm folds. Its
+  // rewrite multiplies weights by the batch norm's scale before the sum instead of after, which
+  // is exact only up to rounding; with extreme weights or statistics the two orders overflow or
+  // cancel differently (inf * 0 on one side, a finite number on the other), a legal difference
+  // beyond any rounding tolerance. Special values still reach these blocks through the inputs.
+  ir::Value* ordinary_constant(const Shape& shape, double lo, double hi, DType dtype) {
+    return graph_->add_constant(random_tensor(shape, dtype, {lo, hi, 0.0}, rng_));
   }
   // Int64 indices in [0, high).
   ir::Value* index_constant(const Shape& shape, int64_t high) {
@@ -132,13 +163,17 @@ class Builder {
   void add_random_node() {
     ir::Value* a = recent_value();
     const Shape& s = a->meta.shape;
-    const int kind = pick(0, 39);
+    const int kind = pick(0, 44);
     if (kind < 10) {
       add_unary(a);
     } else if (kind < 18) {
       ir::Value* b = partner(a);
       if (chance(0.5)) std::swap(a, b);
-      emit(pick_from(kBinary), {a, b});
+      OpId op = pick_from(kBinary);
+      // int64 values reach here too (the integer block and rule baits emit them); a zero integer
+      // divisor is an error when the graph runs, so they are not divided by random values
+      if (op == OpId::div && !dtype_is_floating(a->meta.dtype)) op = OpId::sub;
+      emit(op, {a, b});
     } else if (kind < 20) {
       add_select(a);
     } else if (kind < 23 && !s.empty()) {
@@ -157,6 +192,10 @@ class Builder {
       add_cast(a);
     } else if (kind < 32) {
       add_image_block(a);
+    } else if (kind < 34) {
+      add_integer_block(a);
+    } else if (kind < 37) {
+      add_rule_bait();
     } else {
       add_view(a);
     }
@@ -168,12 +207,29 @@ class Builder {
     if (op == OpId::leaky_relu) attrs.set("negative_slope", 0.1);
     if (op == OpId::gelu) attrs.set("approximate", int64_t(pick(0, 1)));
     if (op == OpId::softplus) attrs = {{"beta", 1.0}, {"threshold", 20.0}};
-    if (op == OpId::clamp) attrs = {{"min", -0.5}, {"max", 1.5}};
+    if (op == OpId::clamp) attrs = clamp_bounds();
     if (op == OpId::dropout) {  // the identity only: eval mode, or p = 0 (the results stay deterministic)
       attrs = chance(0.5) ? ops::Attrs{{"p", 0.5}, {"training", int64_t(0)}}
                           : ops::Attrs{{"p", 0.0}, {"training", int64_t(1)}};
     }
     emit(op, {a}, attrs);
+  }
+
+  // clamp's bounds: finite, signed zeros, infinite (inf as a lower bound clamps everything to
+  // inf), NaN, or absent (only one bound).
+  ops::Attrs clamp_bounds() {
+    const double inf = std::numeric_limits<double>::infinity();
+    constexpr double kLow[] = {-0.5, 0.0, -0.0, -1e30, 1.5};
+    constexpr double kHigh[] = {1.5, 0.0, -0.0, 1e30, -0.5};
+    auto bound = [&](const double (&finite)[5], double infinite) {
+      const double r = std::uniform_real_distribution<double>(0, 1)(rng_);
+      return r < 0.75 ? pick_from(finite) : r < 0.9 ? infinite : -infinite;
+    };
+    ops::Attrs attrs;
+    const int which = pick(0, 3);  // 0: both, 1: min only, 2: max only, 3: both
+    if (which != 2) attrs.set("min", bound(kLow, -inf));
+    if (which != 1) attrs.set("max", bound(kHigh, inf));
+    return attrs;
   }
 
   // where(cmp(a, b), a, b), or against a scalar constant with one branch a constant.
@@ -277,8 +333,8 @@ class Builder {
     const DType dt = x->meta.dtype;
     ir::Node* bn = graph_->add_node(
         OpId::batch_norm,
-        {x, random_constant(channels, 0.5, 1.5, dt), random_constant(channels, -1, 1, dt),
-         random_constant(channels, -0.5, 0.5, dt), random_constant(channels, 0.25, 2, dt)},
+        {x, ordinary_constant(channels, 0.5, 1.5, dt), ordinary_constant(channels, -1, 1, dt),
+         ordinary_constant(channels, -0.5, 0.5, dt), ordinary_constant(channels, 0.25, 2, dt)},
         {{"training", int64_t(0)}, {"momentum", 0.1}, {"eps", 1e-5}});
     return bn->outputs[0];
   }
@@ -286,9 +342,9 @@ class Builder {
   // linear(a, W, b) -> batch_norm, as nn::Linear traces: matmul(a, permute(W)) + b.
   void add_linear_batch_norm(ir::Value* a) {
     const int64_t out = pick(1, 4);
-    ir::Value* w = random_constant({out, a->meta.shape[1]}, -2, 2, kFoldDType);
+    ir::Value* w = ordinary_constant({out, a->meta.shape[1]}, -2, 2, kFoldDType);
     ir::Value* y = node(OpId::matmul, {wide(a), node(OpId::permute, {w}, {{"dims", Shape{1, 0}}})});
-    if (chance(0.5)) y = node(OpId::add, {y, random_constant({out}, -2, 2, kFoldDType)});
+    if (chance(0.5)) y = node(OpId::add, {y, ordinary_constant({out}, -2, 2, kFoldDType)});
     ir::Value* bn = batch_norm_eval(y);
     pool_.push_back(narrow(chance(0.5) ? bn : node(OpId::relu, {bn})));
   }
@@ -332,14 +388,15 @@ class Builder {
     emit(OpId::gather, {a, index_constant(index_shape, s[size_t(dim)])}, {{"dim", dim}});
   }
 
-  // pow with exponents that stay finite on the inputs' range: small integer or half-integer
-  // constants (the simplifier rewrites several of them), or any exponent of a positive base.
+  // pow with small integer or half-integer exponents (of abs(a) for a fractional one, mostly),
+  // special exponents (±0, ±inf, NaN, huge), or any exponent of a base in (0, 1). Results need
+  // not be finite: comparisons are bit-exact, NaN matching NaN.
   void add_pow(ir::Value* a) {
-    constexpr double kExponents[] = {0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5, 1.5};
+    constexpr double kExponents[] = {0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, -0.5, 1.5, -0.0};
     if (chance(0.7)) {
-      double e = pick_from(kExponents);
-      ir::Value* base = e == std::floor(e) ? a : node(OpId::abs, {a});
-      emit(OpId::pow, {base, graph_->add_constant(scalar_tensor(e, DType::Float32))});
+      double e = chance(0.8) ? pick_from(kExponents) : special_float(a->meta.dtype, rng_);
+      ir::Value* base = e == std::floor(e) || chance(0.2) ? a : node(OpId::abs, {a});
+      emit(OpId::pow, {base, graph_->add_constant(scalar_tensor(e, a->meta.dtype))});
     } else {
       ir::Value* base = node(OpId::sigmoid, {a});  // in (0, 1)
       emit(OpId::pow, {base, partner(a)});
@@ -353,6 +410,7 @@ class Builder {
     if (which == 0) {
       ir::Value* wide = node(OpId::cast, {a}, {{"dtype", DType::Float64}});
       if (chance(0.5)) wide = node(pick_from(kPlainUnary), {wide});
+      if (chance(0.5)) wide = node(pick_from(kBinary), {wide, constant_like(wide)});
       emit(OpId::cast, {wide}, {{"dtype", DType::Float32}});
     } else if (which == 1) {
       ir::Value* ints = node(OpId::cast, {a}, {{"dtype", DType::Int64}});
@@ -361,6 +419,50 @@ class Builder {
       ir::Value* mask = node(OpId::cast, {a}, {{"dtype", DType::Bool}});
       emit(OpId::where, {mask, a, partner(a)});
     }
+  }
+
+  // op(x, c) with c a scalar the algebraic rules key on (or a special one), and x any value, an
+  // input often: where inputs hold -0, inf and NaN, a rule that is wrong only there shows.
+  void add_rule_bait() {
+    const auto& inputs = graph_->inputs();
+    ir::Value* x = chance(0.5) ? inputs[size_t(pick(0, int(inputs.size()) - 1))] : any_value();
+    constexpr OpId kRuleOps[] = {OpId::add, OpId::sub, OpId::mul, OpId::div};
+    OpId op = pick_from(kRuleOps);
+    if (op == OpId::div && !dtype_is_floating(x->meta.dtype)) op = OpId::mul;  // no division by an int 0
+    ir::Value* c = graph_->add_constant(scalar_constant(x->meta.dtype));
+    if (chance(0.8)) emit(op, {x, c});
+    else emit(op, {c, x});
+  }
+
+  // int64 arithmetic from a cast of a (saturating; NaN -> 0) or a new int64 input: wrapping add,
+  // sub, mul, neg, abs; maximum / minimum; truncating div by a constant (INT64_MIN / -1 wraps);
+  // selects on comparisons; sum / amax / amin; with constants at the int64 extremes and the
+  // ones simplify's int64-only rules key on (x * 0, x - x). Back to float32 at the end.
+  void add_integer_block(ir::Value* a) {
+    ir::Value* x = chance(0.5) ? node(OpId::cast, {a}, {{"dtype", DType::Int64}})
+                               : graph_->add_input({broadcastable_to(a->meta.shape), DType::Int64});
+    for (int i = pick(1, 4); i > 0; --i) {
+      const int which = pick(0, 6);
+      if (which == 0) {
+        x = node(chance(0.5) ? OpId::neg : OpId::abs, {x});
+      } else if (which <= 2) {
+        ir::Value* b = chance(0.3) ? x : constant_like(x);
+        x = chance(0.5) ? node(pick_from(kIntegerBinary), {x, b}) : node(pick_from(kIntegerBinary), {b, x});
+      } else if (which == 3) {
+        // a divisor without zeros: a zero integer divisor is an error when the graph runs
+        constexpr int64_t kDivisors[] = {1, -1, 2, -3, 7, std::numeric_limits<int64_t>::min(),
+                                         std::numeric_limits<int64_t>::max()};
+        x = node(OpId::div, {x, graph_->add_constant(from_vector(std::vector<int64_t>{pick_from(kDivisors)}, Shape{}))});
+      } else if (which == 4 && !x->meta.shape.empty()) {
+        constexpr OpId kIntegerReduce[] = {OpId::sum, OpId::amax, OpId::amin};
+        x = node(pick_from(kIntegerReduce), {x}, {{"dims", std::vector<int64_t>{random_dim(x->meta.shape)}},
+                                                  {"keepdim", int64_t(pick(0, 1))}});
+      } else {
+        ir::Value* b = constant_like(x);
+        x = node(OpId::where, {node(pick_from(kCompare), {x, b}), x, b});
+      }
+    }
+    emit(OpId::cast, {x}, {{"dtype", chance(0.8) ? DType::Float32 : DType::Float64}});
   }
 
   // A 4-D image (a reshaped to (N, 1, H, W), or a new input) through conv2d (+ bias, + eval
@@ -386,14 +488,18 @@ class Builder {
       const bool with_batch_norm = chance(0.6);
       const DType dt = with_batch_norm ? kFoldDType : DType::Float32;
       ir::Value* input = with_batch_norm ? wide(x) : x;
-      ir::Value* weight = constant_or_input({out, channels / groups, k, k}, dt);
+      const Shape weight_shape{out, channels / groups, k, k};
+      ir::Value* weight = !with_batch_norm           ? constant_or_input(weight_shape, dt)
+                          : chance(0.6)              ? ordinary_constant(weight_shape, -2, 2, dt)
+                                                     : graph_->add_input({weight_shape, dt});
       const ops::Attrs attrs{{"stride", Shape{pick(1, 2), pick(1, 2)}},
                              {"padding", Shape{pick(0, 1), pick(0, 1)}},
                              {"dilation", Shape{1, pick(1, 2)}},
                              {"groups", groups}};
       ir::Value* y = node(OpId::conv2d, {input, weight}, attrs);
       if (chance(0.5)) {
-        ir::Value* bias = node(OpId::reshape, {random_constant({out}, -2, 2, dt)}, {{"shape", Shape{1, out, 1, 1}}});
+        ir::Value* b = with_batch_norm ? ordinary_constant({out}, -2, 2, dt) : random_constant({out}, -2, 2, dt);
+        ir::Value* bias = node(OpId::reshape, {b}, {{"shape", Shape{1, out, 1, 1}}});
         y = node(OpId::add, {y, bias});
       }
       if (with_batch_norm) y = batch_norm_eval(y);
@@ -441,6 +547,7 @@ class Builder {
   RandomGraphOptions opt_;
   std::unique_ptr<ir::Graph> graph_;
   std::vector<ir::Value*> pool_;
+  double special_ = 0;  // the share of special elements in this graph's constant tensors
 };
 
 }  // namespace

@@ -1,11 +1,18 @@
-// The differential fuzzer in CI: a few thousand random graphs through the default pipeline, the
-// regression cases found earlier, and a check that the fuzzer does catch a wrong pass.
+// The differential fuzzer in CI: a few thousand random graphs through the default pipeline
+// (special values in constants and inputs, results compared bit for bit), the regression cases
+// found earlier, and checks that the fuzzer does catch wrong passes, including ones that only
+// special values expose.
+#include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "fuzz/fuzzer.h"
+#include "fuzz/special_values.h"
+#include "ir/constant.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"
@@ -46,11 +53,81 @@ TEST(Fuzz, RandomGraphsCoverTheOpTable) {
   EXPECT_GE(seen.size(), 50u);
 }
 
+// What the special-value draws put into the graphs' constants, by kind.
+struct SpecialCounts {
+  int nan = 0, inf = 0, negative_zero = 0, subnormal = 0, huge = 0, int64_extreme = 0, beyond_2_53 = 0;
+};
+
+void count_specials(const Tensor& t, SpecialCounts& c) {
+  const std::string bytes = ir::constant_bytes(t);
+  if (t.dtype() == DType::Int64) {
+    for (size_t off = 0; off < bytes.size(); off += 8) {
+      int64_t v;
+      std::memcpy(&v, bytes.data() + off, 8);
+      c.int64_extreme += v == std::numeric_limits<int64_t>::min() || v == std::numeric_limits<int64_t>::max();
+      c.beyond_2_53 += v > (int64_t(1) << 53) || v < -(int64_t(1) << 53);
+    }
+    return;
+  }
+  if (!dtype_is_floating(t.dtype())) return;
+  for (double v : t.to_vector()) {  // float32 -> double keeps the class and the sign of zero
+    c.nan += std::isnan(v);
+    c.inf += std::isinf(v);
+    c.negative_zero += v == 0 && std::signbit(v);
+    const double smallest_normal = t.dtype() == DType::Float32 ? double(std::numeric_limits<float>::min())
+                                                               : std::numeric_limits<double>::min();
+    c.subnormal += v != 0 && std::fabs(v) < smallest_normal;
+    c.huge += std::isfinite(v) && std::fabs(v) >= 1e30;
+  }
+}
+
+// Constants carry every kind of special value, in float32, float64 and int64.
+TEST(Fuzz, ConstantsHoldSpecialValues) {
+  SpecialCounts c;
+  std::set<DType> special_dtypes;
+  for (uint64_t seed = 1; seed <= 2000; ++seed) {
+    auto g = fuzz::random_graph(seed);
+    for (const ir::Value* v : g->constants()) {
+      SpecialCounts before = c;
+      count_specials(v->constant, c);
+      if (c.nan + c.inf + c.int64_extreme != before.nan + before.inf + before.int64_extreme) {
+        special_dtypes.insert(v->meta.dtype);
+      }
+    }
+  }
+  EXPECT_GT(c.nan, 20);
+  EXPECT_GT(c.inf, 20);
+  EXPECT_GT(c.negative_zero, 20);
+  EXPECT_GT(c.subnormal, 20);
+  EXPECT_GT(c.huge, 20);
+  EXPECT_GT(c.int64_extreme, 10);
+  EXPECT_GT(c.beyond_2_53, 10);
+  EXPECT_TRUE(special_dtypes.count(DType::Float32));
+  EXPECT_TRUE(special_dtypes.count(DType::Float64));
+  EXPECT_TRUE(special_dtypes.count(DType::Int64));
+}
+
+TEST(Fuzz, SpecialValueDrawsAreExactAndSeeded) {
+  std::mt19937_64 a(7), b(7);
+  fuzz::ElementDraw draw{-10, 10, 0.5};
+  Tensor x = fuzz::random_tensor({64}, DType::Int64, draw, a);
+  Tensor y = fuzz::random_tensor({64}, DType::Int64, draw, b);
+  EXPECT_EQ(ir::constant_bytes(x), ir::constant_bytes(y));  // the same seed, the same bits
+  SpecialCounts c;
+  count_specials(fuzz::random_tensor({4096}, DType::Int64, {-10, 10, 1.0}, a), c);
+  EXPECT_GT(c.int64_extreme, 100);  // INT64_MAX itself, not a double rounded to 2^63
+  EXPECT_GT(c.beyond_2_53, 100);
+  count_specials(fuzz::random_tensor({4096}, DType::Float32, {-2, 2, 0.0}, a), c);
+  EXPECT_EQ(c.nan + c.inf + c.subnormal + c.huge, 0);  // no specials when the share is 0
+}
+
 TEST(Fuzz, DefaultPipelineMatchesInterpreterAndEager) {
-  int failed = 0;
+  int failed = 0, exact_outputs = 0, runtime_errors = 0;
   for (uint64_t seed = 1; seed <= kCiCases; ++seed) {
     auto g = fuzz::random_graph(seed);
     fuzz::CaseResult r = fuzz::check_graph(*g, passes::kDefaultPipeline, seed);
+    exact_outputs += r.exact_outputs;
+    runtime_errors += r.runtime_error;
     if (!r.passed) {
       ++failed;
       ADD_FAILURE() << "seed " << seed << ": " << r.message << "\n" << ir::print(*fuzz::minimize(*g, passes::kDefaultPipeline, seed));
@@ -58,6 +135,52 @@ TEST(Fuzz, DefaultPipelineMatchesInterpreterAndEager) {
     }
   }
   EXPECT_EQ(failed, 0);
+  EXPECT_GT(exact_outputs, kCiCases);          // most outputs are compared bit for bit
+  EXPECT_LT(runtime_errors, kCiCases / 100);   // graphs that fail when run are rare
+}
+
+// Wrong passes that look right on ordinary numbers; each must be caught by the fuzzer on the
+// default CI cases, which only special values and the bit-exact comparison can do.
+// add(x, +0) -> x: wrong at x = -0 (-0 + +0 is +0).
+bool drop_add_positive_zero(ir::Graph& g) {
+  bool changed = false;
+  for (const auto& n : g.nodes()) {
+    if (n->op == ops::OpId::add && ir::all_elements_are(n->inputs[1], 0.0) && n->inputs[0]->meta == n->outputs[0]->meta) {
+      g.replace_all_uses(n->outputs[0], n->inputs[0]);
+      changed = true;
+    }
+  }
+  return changed;
+}
+// mul(x, 0) -> 0 for floats: wrong at x = inf or NaN (NaN) and x < 0 (-0).
+bool float_mul_zero(ir::Graph& g) {
+  bool changed = false;
+  for (const auto& n : g.nodes()) {
+    if (n->op == ops::OpId::mul && dtype_is_floating(n->outputs[0]->meta.dtype) && n->inputs[1]->kind == ir::ValueKind::Constant &&
+        n->inputs[1]->meta.shape.empty() && n->inputs[1]->constant.item() == 0) {
+      n->op = ops::OpId::sub;  // x - x: 0 for finite x, but NaN at inf, +0 at negative x
+      g.set_input(n.get(), 1, n->inputs[0]);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+TEST(Fuzz, SpecialValuesCatchWrongRules) {
+  passes::register_pass({"test-add-positive-zero", "add(x, +0) -> x (wrong at -0)", drop_add_positive_zero});
+  passes::register_pass({"test-float-mul-zero", "mul(x, 0) -> x - x (wrong at inf, NaN, -0)", float_mul_zero});
+  for (const char* pass : {"test-add-positive-zero", "test-float-mul-zero"}) {
+    int caught = 0;
+    for (uint64_t seed = 1; seed <= kCiCases && caught == 0; ++seed) {
+      auto g = fuzz::random_graph(seed);
+      auto h = g->clone();
+      bool fired = false;
+      for (int it = 0; it < 2; ++it) { passes::find_pass("canonicalize")->run(*h); fired |= passes::find_pass(pass)->run(*h); }
+      if (fired && getenv("DBG")) std::fprintf(stderr, "fired seed %d\n%s", int(seed), ir::print(*g).c_str());
+      caught += !fuzz::check_graph(*g, std::string("canonicalize,") + pass, seed).passed;
+    }
+    EXPECT_GT(caught, 0) << pass << " was never caught";
+  }
 }
 
 // A deliberately wrong pass: turns every add into sub.
