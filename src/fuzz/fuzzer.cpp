@@ -157,8 +157,9 @@ bool element_matches(const char* a, const char* b, DType dtype, bool tolerant) {
 
 // Empty when every output matches by the rule above, else a description of the first difference.
 // `tolerant[i]` selects the tolerance for output i (empty: all bit-exact).
+// `*rounded` counts the tolerant outputs that matched only within the tolerance.
 std::string compare(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const char* what,
-                    const std::vector<bool>& tolerant = {}) {
+                    const std::vector<bool>& tolerant = {}, int* rounded = nullptr) {
   if (got.size() != want.size()) return std::string(what) + ": different number of outputs";
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i].shape() != want[i].shape() || got[i].dtype() != want[i].dtype()) {
@@ -169,12 +170,15 @@ std::string compare(const std::vector<Tensor>& got, const std::vector<Tensor>& w
     const DType dt = got[i].dtype();
     const size_t size = dtype_size(dt);
     std::string a = ir::constant_bytes(got[i]), b = ir::constant_bytes(want[i]);
+    bool bits_differ = false;
     for (size_t off = 0; off < a.size(); off += size) {
+      bits_differ |= tol && !element_matches(a.data() + off, b.data() + off, dt, false);
       if (element_matches(a.data() + off, b.data() + off, dt, tol)) continue;
       return std::string(what) + ": output " + std::to_string(i) + " element " + std::to_string(off / size) +
              " is " + element_str(a.data() + off, dt) + ", expected " + element_str(b.data() + off, dt) +
              (tol ? " (within tolerance)" : " (bit-exact)");
     }
+    if (bits_differ && rounded) ++*rounded;
   }
   return "";
 }
@@ -227,7 +231,7 @@ CaseResult check_graph(const ir::Graph& graph, const std::string& pipeline, uint
     return r;
   }
   std::string diff = compare(eager, reference, "eager vs interpreter");
-  if (diff.empty()) diff = compare(opt, reference, "optimized vs interpreter", tolerant);
+  if (diff.empty()) diff = compare(opt, reference, "optimized vs interpreter", tolerant, &r.rounded_outputs);
   if (!diff.empty()) return fail(diff);
   return r;
 }

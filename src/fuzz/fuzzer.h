@@ -22,6 +22,7 @@ struct CaseResult {
   std::string message;         // what differed, for a failure
   int exact_outputs = 0;       // outputs compared bit for bit
   int tolerant_outputs = 0;    // outputs compared with the rounding tolerance
+  int rounded_outputs = 0;     // ... of which differed in some bits (within the tolerance)
   bool runtime_error = false;  // the graph fails when run (integer division by zero), and every
                                // way of running it failed alike
 };
