@@ -41,10 +41,11 @@ class Builder {
   }
 
   std::unique_ptr<ir::Graph> build() {
+    base_dtype_ = chance(0.2) ? DType::Float64 : DType::Float32;
     Shape base = random_shape();
     int num_inputs = pick(1, 3);
     for (int i = 0; i < num_inputs; ++i) {
-      pool_.push_back(graph_->add_input({broadcastable_to(base), DType::Float32}));
+      pool_.push_back(graph_->add_input({broadcastable_to(base), base_dtype_}));
     }
     int nodes = pick(1, opt_.max_nodes);
     for (int i = 0; i < nodes; ++i) {
@@ -136,8 +137,7 @@ class Builder {
     return graph_->add_node(op, in, attrs)->outputs[0];
   }
   // Elements in [lo, hi], a share of them special values.
-  ir::Value* random_constant(const Shape& shape, double lo = -2, double hi = 2,
-                             DType dtype = DType::Float32) {
+  ir::Value* random_constant(const Shape& shape, double lo, double hi, DType dtype) {
     return graph_->add_constant(random_tensor(shape, dtype, {lo, hi, special_}, rng_));
   }
   // Elements in [lo, hi] and nothing else: the constants of a block fold_batchnorm folds. Its
@@ -154,7 +154,7 @@ class Builder {
     return graph_->add_constant(randint(0, high, shape, &gen));
   }
   // A weight-like operand: a constant (foldable) or a new graph input.
-  ir::Value* constant_or_input(const Shape& shape, DType dtype = DType::Float32) {
+  ir::Value* constant_or_input(const Shape& shape, DType dtype) {
     if (chance(0.6)) return random_constant(shape, -2, 2, dtype);
     return graph_->add_input({shape, dtype});
   }
@@ -256,9 +256,9 @@ class Builder {
       emit(kReduce[which], {a}, {{"dims", dims}, {"keepdim", keepdim}});
     } else if (which == 4) {
       emit(OpId::var, {a}, {{"dims", dims}, {"keepdim", keepdim}, {"correction", int64_t(pick(0, 1))}});
-    } else {  // argmax gives Int64: back to float32 for the nodes after it
+    } else {  // argmax gives Int64: back to a's dtype for the nodes after it
       ir::Value* index = node(OpId::argmax, {a}, {{"dim", dims[0]}, {"keepdim", keepdim}});
-      emit(OpId::cast, {index}, {{"dtype", DType::Float32}});
+      emit(OpId::cast, {index}, {{"dtype", a->meta.dtype}});
     }
   }
 
@@ -272,7 +272,8 @@ class Builder {
     }
     const int64_t ndim = pick(1, std::min(rank, 2));
     const Shape normalized(s.end() - ndim, s.end());
-    emit(OpId::layer_norm, {a, random_constant(normalized, 0.5, 1.5), constant_or_input(normalized)},
+    const DType dt = a->meta.dtype;
+    emit(OpId::layer_norm, {a, random_constant(normalized, 0.5, 1.5, dt), constant_or_input(normalized, dt)},
          {{"ndim", ndim}, {"eps", 1e-5}});
   }
 
@@ -306,7 +307,7 @@ class Builder {
       if (batch.empty() || chance(0.2)) batch.insert(batch.begin(), pick(1, 3));
       b_shape.insert(b_shape.begin(), batch.begin(), batch.end());
     }
-    ir::Value* b = constant_or_input(b_shape);
+    ir::Value* b = constant_or_input(b_shape, a->meta.dtype);
     if (chance(0.2)) {
       emit(OpId::matmul, {b_shape.size() == 1 ? b : a, b_shape.size() == 1 ? a : b});  // also b @ a
     } else {
@@ -326,7 +327,7 @@ class Builder {
   // shows as an O(1) difference.
   static constexpr DType kFoldDType = DType::Float64;
   ir::Value* wide(ir::Value* x) { return node(OpId::cast, {x}, {{"dtype", kFoldDType}}); }
-  ir::Value* narrow(ir::Value* x) { return node(OpId::cast, {x}, {{"dtype", DType::Float32}}); }
+  ir::Value* narrow(ir::Value* x) { return node(OpId::cast, {x}, {{"dtype", base_dtype_}}); }
 
   ir::Value* batch_norm_eval(ir::Value* x) {
     const Shape channels{x->meta.shape[1]};
@@ -361,7 +362,7 @@ class Builder {
       if (r < 0.5) {
         Shape other = s;
         other[size_t(dim)] = pick(1, 3);
-        part = random_constant(other);
+        part = random_constant(other, -2, 2, a->meta.dtype);
       } else if (r < 0.8) {
         for (int tries = 0; tries < 6; ++tries) {
           ir::Value* v = any_value();
@@ -410,14 +411,15 @@ class Builder {
   // bool selecting between a and a partner.
   void add_cast(ir::Value* a) {
     const int which = pick(0, 2);
-    if (which == 0) {
-      ir::Value* wide = node(OpId::cast, {a}, {{"dtype", DType::Float64}});
+    if (which == 0) {  // to the other float dtype (float64 -> float32 overflows and flushes)
+      const DType other = a->meta.dtype == DType::Float32 ? DType::Float64 : DType::Float32;
+      ir::Value* wide = node(OpId::cast, {a}, {{"dtype", other}});
       if (chance(0.5)) wide = node(pick_from(kPlainUnary), {wide});
       if (chance(0.5)) wide = node(pick_from(kBinary), {wide, constant_like(wide)});
-      emit(OpId::cast, {wide}, {{"dtype", DType::Float32}});
+      emit(OpId::cast, {wide}, {{"dtype", a->meta.dtype}});
     } else if (which == 1) {
       ir::Value* ints = node(OpId::cast, {a}, {{"dtype", DType::Int64}});
-      emit(OpId::cast, {ints}, {{"dtype", DType::Float32}});
+      emit(OpId::cast, {ints}, {{"dtype", a->meta.dtype}});
     } else {
       ir::Value* mask = node(OpId::cast, {a}, {{"dtype", DType::Bool}});
       emit(OpId::where, {mask, a, partner(a)});
@@ -465,7 +467,7 @@ class Builder {
         x = node(OpId::where, {node(pick_from(kCompare), {x, b}), x, b});
       }
     }
-    emit(OpId::cast, {x}, {{"dtype", chance(0.8) ? DType::Float32 : DType::Float64}});
+    emit(OpId::cast, {x}, {{"dtype", chance(0.8) ? base_dtype_ : DType::Float64}});
   }
 
   // A 4-D image (a reshaped to (N, 1, H, W), or a new input) through conv2d (+ bias, + eval
@@ -479,7 +481,7 @@ class Builder {
       const int64_t h = s[s.size() - 2], w = s.back();
       x = node(OpId::reshape, {a}, {{"shape", Shape{shape_numel(s) / (h * w), 1, h, w}}});
     } else {
-      x = graph_->add_input({{pick(1, 2), pick(1, 3), pick(3, 6), pick(3, 6)}, DType::Float32});
+      x = graph_->add_input({{pick(1, 2), pick(1, 3), pick(3, 6), pick(3, 6)}, base_dtype_});
     }
     const Shape& xs = x->meta.shape;
     const int64_t k = pick(1, int(std::min<int64_t>(3, std::min(xs[2], xs[3]))));
@@ -489,7 +491,7 @@ class Builder {
       const int64_t groups = channels > 1 && chance(0.3) ? channels : 1;
       const int64_t out = groups * pick(1, 2);
       const bool with_batch_norm = chance(0.6);
-      const DType dt = with_batch_norm ? kFoldDType : DType::Float32;
+      const DType dt = with_batch_norm ? kFoldDType : x->meta.dtype;
       ir::Value* input = with_batch_norm ? wide(x) : x;
       const Shape weight_shape{out, channels / groups, k, k};
       ir::Value* weight = !with_batch_norm           ? constant_or_input(weight_shape, dt)
@@ -551,6 +553,7 @@ class Builder {
   std::unique_ptr<ir::Graph> graph_;
   std::vector<ir::Value*> pool_;
   double special_ = 0;  // the share of special elements in this graph's constant tensors
+  DType base_dtype_ = DType::Float32;  // the graph inputs' dtype
 };
 
 }  // namespace
