@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
+#include <variant>
 #include <random>
 
 #include "fuzz/special_values.h"
@@ -204,24 +206,49 @@ class Builder {
   void add_unary(ir::Value* a) {
     OpId op = pick_from(kUnary);
     ops::Attrs attrs;
-    if (op == OpId::leaky_relu) attrs.set("negative_slope", 0.1);
+    if (op == OpId::leaky_relu) attrs.set("negative_slope", chance(0.7) ? 0.1 : special_float(DType::Float64, rng_));
     if (op == OpId::gelu) attrs.set("approximate", int64_t(pick(0, 1)));
-    if (op == OpId::softplus) attrs = {{"beta", 1.0}, {"threshold", 20.0}};
+    if (op == OpId::softplus) attrs = {{"beta", chance(0.8) ? 1.0 : 0.5}, {"threshold", 20.0}};
     if (op == OpId::clamp) attrs = clamp_bounds();
     if (op == OpId::dropout) {  // the identity only: eval mode, or p = 0 (the results stay deterministic)
       attrs = chance(0.5) ? ops::Attrs{{"p", 0.5}, {"training", int64_t(0)}}
                           : ops::Attrs{{"p", 0.0}, {"training", int64_t(1)}};
     }
+    if (op != OpId::dropout && chance(0.15)) {
+      if (auto twin = attribute_twin(attrs)) {
+        emit(OpId::sub, {node(op, {a}, attrs), node(op, {a}, *twin)});
+        return;
+      }
+    }
     emit(op, {a}, attrs);
+  }
+
+  // The same attributes with one float attribute moved by one ulp (or +0 <-> -0): two nodes
+  // that CSE must not merge, since it keys on the attributes' exact values.
+  std::optional<ops::Attrs> attribute_twin(const ops::Attrs& attrs) {
+    ops::Attrs twin;
+    bool moved = false;
+    for (const auto& [name, value] : attrs.items()) {
+      const double* v = std::get_if<double>(&value);
+      if (v && !moved && std::isfinite(*v)) {
+        twin.set(name, *v == 0 ? -*v : std::nextafter(*v, std::numeric_limits<double>::infinity()));
+        moved = true;
+      } else {
+        twin.set(name, value);
+      }
+    }
+    if (!moved) return std::nullopt;
+    return twin;
   }
 
   // clamp's bounds: finite, signed zeros, infinite (inf as a lower bound clamps everything to
   // inf), NaN, or absent (only one bound).
   ops::Attrs clamp_bounds() {
     const double inf = std::numeric_limits<double>::infinity();
-    constexpr double kLow[] = {-0.5, 0.0, -0.0, -1e30, 1.5};
-    constexpr double kHigh[] = {1.5, 0.0, -0.0, 1e30, -0.5};
-    auto bound = [&](const double (&finite)[5], double infinite) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double kLow[] = {-0.5, 0.0, -0.0, -1e30, 1.5, nan};
+    const double kHigh[] = {1.5, 0.0, -0.0, 1e30, -0.5, nan};
+    auto bound = [&](const double (&finite)[6], double infinite) {
       const double r = std::uniform_real_distribution<double>(0, 1)(rng_);
       return r < 0.75 ? pick_from(finite) : r < 0.9 ? infinite : -infinite;
     };
@@ -325,9 +352,19 @@ class Builder {
   // fold's float64 rounding is far below one float32 ulp, the results after the cast back agree
   // within the fuzzer's float32 tolerance, and a wrong fold (scale, channel axis, bias) still
   // shows as an O(1) difference.
+  // A float64 graph has no wider type: its blocks round through float32 at the end instead (the
+  // same margin), and their input is clamped to ±1e30 first, since with inputs near DBL_MAX the
+  // two orders overflow differently (inf - inf = NaN on one side, a finite sum on the other: a
+  // legal difference of a reassociation, beyond any rounding tolerance; seeds 3528 and 18928).
   static constexpr DType kFoldDType = DType::Float64;
-  ir::Value* wide(ir::Value* x) { return node(OpId::cast, {x}, {{"dtype", kFoldDType}}); }
-  ir::Value* narrow(ir::Value* x) { return node(OpId::cast, {x}, {{"dtype", base_dtype_}}); }
+  ir::Value* wide(ir::Value* x) {
+    if (x->meta.dtype == kFoldDType) return node(OpId::clamp, {x}, {{"min", -1e30}, {"max", 1e30}});
+    return node(OpId::cast, {x}, {{"dtype", kFoldDType}});
+  }
+  ir::Value* narrow(ir::Value* x) {
+    ir::Value* y = node(OpId::cast, {x}, {{"dtype", DType::Float32}});
+    return base_dtype_ == DType::Float32 ? y : node(OpId::cast, {y}, {{"dtype", base_dtype_}});
+  }
 
   ir::Value* batch_norm_eval(ir::Value* x) {
     const Shape channels{x->meta.shape[1]};
