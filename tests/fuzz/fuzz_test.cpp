@@ -139,6 +139,45 @@ TEST(Fuzz, DefaultPipelineMatchesInterpreterAndEager) {
   EXPECT_LT(runtime_errors, kCiCases / 100);   // graphs that fail when run are rare
 }
 
+// Passes must be right in any order, not only the default one: another order, without
+// fold_batchnorm, where every output is compared bit for bit.
+TEST(Fuzz, ReorderedPipelineIsBitExact) {
+  const std::string pipeline = "simplify,transpose_sink,fold,cse,canonicalize,transpose_normalize,dce";
+  int failed = 0, tolerant_outputs = 0;
+  for (uint64_t seed = 1; seed <= kCiCases / 3; ++seed) {
+    auto g = fuzz::random_graph(seed);
+    fuzz::CaseResult r = fuzz::check_graph(*g, pipeline, seed);
+    tolerant_outputs += r.tolerant_outputs;
+    if (!r.passed && ++failed <= 5) ADD_FAILURE() << "seed " << seed << ": " << r.message;
+  }
+  EXPECT_EQ(tolerant_outputs, 0);  // no rounding-changing pass in this pipeline
+}
+
+// The tolerance reaches exactly the outputs computed from a batch_norm that fold_batchnorm may
+// fold; the others stay bit-exact.
+TEST(Fuzz, ToleranceOnlyDownstreamOfFoldedBatchNorm) {
+  auto g = ir::parse(R"(graph(%x: f64[2,3]) {
+  %w: f64[2,3] = constant [1, 2, 3, 4, 5, 6]
+  %g: f64[2] = constant [1, 1]
+  %b: f64[2] = constant [0, 0]
+  %m: f64[2] = constant [0.5, -0.5]
+  %v: f64[2] = constant [1, 2]
+  %wt: f64[3,2] = permute(%w) {dims=[1,0]}
+  %y: f64[2,2] = matmul(%x, %wt)
+  %bn: f64[2,2], %s1: f64[2], %s2: f64[2], %s3: f64[2], %s4: f64[2] = batch_norm(%y, %g, %b, %m, %v) {training=0, momentum=0.1, eps=1e-05}
+  %r: f64[2,2] = relu(%bn)
+  %e: f64[2,3] = exp(%x)
+  return %r, %e
+})");
+  fuzz::CaseResult r = fuzz::check_graph(*g, passes::kDefaultPipeline, 1);
+  EXPECT_TRUE(r.passed) << r.message;
+  EXPECT_EQ(r.tolerant_outputs, 1);
+  EXPECT_EQ(r.exact_outputs, 1);
+  r = fuzz::check_graph(*g, "dce,cse,fold,simplify", 1);  // no fold_batchnorm: all exact
+  EXPECT_EQ(r.tolerant_outputs, 0);
+  EXPECT_EQ(r.exact_outputs, 2);
+}
+
 // Wrong passes that look right on ordinary numbers; each must be caught by the fuzzer on the
 // default CI cases, which only special values and the bit-exact comparison can do.
 // add(x, +0) -> x: wrong at x = -0 (-0 + +0 is +0).
