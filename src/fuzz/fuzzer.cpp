@@ -65,7 +65,7 @@ namespace {
 // an infinity matching only the same infinity, the sign of zero not checked. The generator runs
 // those blocks in float64 and rounds their results to float32, so the rounding change stays far
 // below the tolerance (the CLI reports how many tolerant outputs were not bit-equal); it keeps
-// their inputs where the two orders cannot overflow differently (random_graph.cpp, wide()).
+// their inputs where the two orders cannot overflow differently (random_graph_blocks.cpp, wide()).
 // ---------------------------------------------------------------------------------------------
 constexpr double kRtol = 1e-4, kAtol = 1e-5;
 
