@@ -2,6 +2,12 @@
 // unoptimized graph on the interpreter and against eager execution through the dispatcher.
 // A failing graph is minimized (outputs dropped, nodes bypassed, while it still fails) and can be
 // written as a text-IR regression case for tests/fuzz/.
+//
+// Inputs are drawn with special values (fuzz/special_values.h) in a share of the cases, and the
+// results are compared by the rule in fuzzer.cpp: bit for bit (any NaN matching any NaN, the sign
+// of zero checked, integers exact), with a tolerance only for outputs that a rounding-changing
+// pass (fold_batchnorm) may reach, and with canonical operand layouts for reductions and
+// contractions whose accumulation order follows the memory layout.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +20,14 @@ namespace smelt::fuzz {
 
 struct CaseResult {
   bool passed = true;
-  std::string message;  // what differed, for a failure
+  std::string message;         // what differed, for a failure
+  int exact_outputs = 0;       // outputs compared bit for bit
+  int tolerant_outputs = 0;    // outputs compared with the rounding tolerance
+  int rounded_outputs = 0;     // ... of which differed in some bits (within the tolerance)
+  bool layout_rounding = false;  // outputs matched only once reductions and contractions read
+                                 // contiguous operands (an accumulation order, not a pass bug)
+  bool runtime_error = false;  // the graph fails when run (integer division by zero), and every
+                               // way of running it failed alike
 };
 
 // Runs `graph` unoptimized (interpreter and eager) and after `pipeline`; compares the results on

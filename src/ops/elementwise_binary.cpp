@@ -48,7 +48,14 @@ ARITH_SHAPE(sub)
 ARITH_SHAPE(mul)
 ARITH_SHAPE(maximum)
 ARITH_SHAPE(minimum)
-ARITH_SHAPE(pow)
+// pow has float rows only in the elementwise table (kernels/scalar_table.h): an int64 pow passed
+// this rule and then failed in the kernel, inside fold at compile time (found by smelt fuzz).
+std::vector<TensorMeta> pow_shape(const std::vector<TensorMeta>& in, const Attrs&) {
+  std::vector<TensorMeta> out = arith_shape(in, "pow");
+  SMELT_CHECK(dtype_is_floating(in[0].dtype))
+      << "pow: operands must be float32 or float64, got " << dtype_name(in[0].dtype) << "; cast first";
+  return out;
+}
 
 // Integer division truncates toward zero (C semantics) and INT64_MIN / -1 wraps (scalar::div);
 // an integer divisor of zero is refused here with a clear error (PyTorch raises too).

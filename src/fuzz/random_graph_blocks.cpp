@@ -1,0 +1,165 @@
+// The generator's blocks for rewrites that need more than one node: contraction + batch norm
+// (what fold_batchnorm folds), 4-D images through conv and pools, int64 arithmetic, and rule
+// baits. See random_graph.h for what the graphs hold.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fuzz/random_graph_builder.h"
+
+namespace smelt::fuzz::detail {
+
+void Builder::add_matmul(ir::Value* a) {
+  const Shape& s = a->meta.shape;
+  const int rank = int(s.size());
+  const int64_t k = s.back();
+  if (rank >= 2 && chance(0.2)) {
+    std::vector<int64_t> perm(static_cast<size_t>(rank));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[size_t(rank - 1)], perm[size_t(rank - 2)]);
+    emit(OpId::matmul, {a, node(OpId::permute, {a}, {{"dims", perm}})});
+    return;
+  }
+  if (rank == 2 && chance(0.3)) {
+    add_linear_batch_norm(a);
+    return;
+  }
+  const int64_t n = pick(1, 4);
+  Shape b_shape{k, n};
+  const double r = std::uniform_real_distribution<double>(0, 1)(rng_);
+  if (r < 0.2) {
+    b_shape = {k};
+  } else if (r < 0.6) {
+    // batch dims: a's own (some set to 1), fewer of them, or one new leading dim
+    Shape batch(s.begin(), s.end() - std::min(rank, 2));
+    for (auto& d : batch) if (chance(0.3)) d = 1;
+    if (!batch.empty() && chance(0.3)) batch.erase(batch.begin());
+    if (batch.empty() || chance(0.2)) batch.insert(batch.begin(), pick(1, 3));
+    b_shape.insert(b_shape.begin(), batch.begin(), batch.end());
+  }
+  ir::Value* b = constant_or_input(b_shape, a->meta.dtype);
+  if (chance(0.2)) {
+    emit(OpId::matmul, {b_shape.size() == 1 ? b : a, b_shape.size() == 1 ? a : b});  // also b @ a
+  } else {
+    emit(OpId::matmul, {a, b});
+  }
+}
+
+ir::Value* Builder::wide(ir::Value* x) {
+  if (x->meta.dtype == kFoldDType) return node(OpId::clamp, {x}, {{"min", -1e30}, {"max", 1e30}});
+  return node(OpId::cast, {x}, {{"dtype", kFoldDType}});
+}
+
+ir::Value* Builder::narrow(ir::Value* x) {
+  ir::Value* y = node(OpId::cast, {x}, {{"dtype", DType::Float32}});
+  return base_dtype_ == DType::Float32 ? y : node(OpId::cast, {y}, {{"dtype", base_dtype_}});
+}
+
+ir::Value* Builder::batch_norm_eval(ir::Value* x) {
+  const Shape channels{x->meta.shape[1]};
+  const DType dt = x->meta.dtype;
+  ir::Node* bn = graph_->add_node(
+      OpId::batch_norm,
+      {x, ordinary_constant(channels, 0.5, 1.5, dt), ordinary_constant(channels, -1, 1, dt),
+       ordinary_constant(channels, -0.5, 0.5, dt), ordinary_constant(channels, 0.25, 2, dt)},
+      {{"training", int64_t(0)}, {"momentum", 0.1}, {"eps", 1e-5}});
+  return bn->outputs[0];
+}
+
+void Builder::add_linear_batch_norm(ir::Value* a) {
+  const int64_t out = pick(1, 4);
+  ir::Value* w = ordinary_constant({out, a->meta.shape[1]}, -2, 2, kFoldDType);
+  ir::Value* y = node(OpId::matmul, {wide(a), node(OpId::permute, {w}, {{"dims", Shape{1, 0}}})});
+  if (chance(0.5)) y = node(OpId::add, {y, ordinary_constant({out}, -2, 2, kFoldDType)});
+  ir::Value* bn = batch_norm_eval(y);
+  pool_.push_back(narrow(chance(0.5) ? bn : node(OpId::relu, {bn})));
+}
+
+void Builder::add_rule_bait() {
+  const auto& inputs = graph_->inputs();
+  ir::Value* x = chance(0.5) ? inputs[size_t(pick(0, int(inputs.size()) - 1))] : any_value();
+  constexpr OpId kRuleOps[] = {OpId::add, OpId::sub, OpId::mul, OpId::div};
+  OpId op = pick_from(kRuleOps);
+  if (op == OpId::div && !dtype_is_floating(x->meta.dtype)) op = OpId::mul;  // no division by an int 0
+  ir::Value* c = graph_->add_constant(scalar_constant(x->meta.dtype));
+  if (chance(0.8)) emit(op, {x, c});
+  else emit(op, {c, x});
+}
+
+void Builder::add_integer_block(ir::Value* a) {
+  ir::Value* x = chance(0.5) ? node(OpId::cast, {a}, {{"dtype", DType::Int64}})
+                             : graph_->add_input({broadcastable_to(a->meta.shape), DType::Int64});
+  for (int i = pick(1, 4); i > 0; --i) {
+    const int which = pick(0, 6);
+    if (which == 0) {
+      x = node(chance(0.5) ? OpId::neg : OpId::abs, {x});
+    } else if (which <= 2) {
+      ir::Value* b = chance(0.3) ? x : constant_like(x);
+      x = chance(0.5) ? node(pick_from(kIntegerBinary), {x, b}) : node(pick_from(kIntegerBinary), {b, x});
+    } else if (which == 3) {
+      // a divisor without zeros: a zero integer divisor is an error when the graph runs
+      constexpr int64_t kDivisors[] = {1, -1, 2, -3, 7, std::numeric_limits<int64_t>::min(),
+                                       std::numeric_limits<int64_t>::max()};
+      x = node(OpId::div, {x, graph_->add_constant(from_vector(std::vector<int64_t>{pick_from(kDivisors)}, Shape{}))});
+    } else if (which == 4 && !x->meta.shape.empty()) {
+      constexpr OpId kIntegerReduce[] = {OpId::sum, OpId::amax, OpId::amin};
+      x = node(pick_from(kIntegerReduce), {x}, {{"dims", std::vector<int64_t>{random_dim(x->meta.shape)}},
+                                                {"keepdim", int64_t(pick(0, 1))}});
+    } else {
+      ir::Value* b = constant_like(x);
+      x = node(OpId::where, {node(pick_from(kCompare), {x, b}), x, b});
+    }
+  }
+  emit(OpId::cast, {x}, {{"dtype", chance(0.8) ? base_dtype_ : DType::Float64}});
+}
+
+void Builder::add_image_block(ir::Value* a) {
+  const Shape& s = a->meta.shape;
+  ir::Value* x = nullptr;
+  if (s.size() == 4) {
+    x = a;
+  } else if (s.size() >= 2 && s[s.size() - 1] >= 2 && s[s.size() - 2] >= 2) {
+    const int64_t h = s[s.size() - 2], w = s.back();
+    x = node(OpId::reshape, {a}, {{"shape", Shape{shape_numel(s) / (h * w), 1, h, w}}});
+  } else {
+    x = graph_->add_input({{pick(1, 2), pick(1, 3), pick(3, 6), pick(3, 6)}, base_dtype_});
+  }
+  const Shape& xs = x->meta.shape;
+  const int64_t k = pick(1, int(std::min<int64_t>(3, std::min(xs[2], xs[3]))));
+  const int which = pick(0, 5);
+  if (which <= 2) {
+    const int64_t channels = xs[1];
+    const int64_t groups = channels > 1 && chance(0.3) ? channels : 1;
+    const int64_t out = groups * pick(1, 2);
+    const bool with_batch_norm = chance(0.6);
+    const DType dt = with_batch_norm ? kFoldDType : x->meta.dtype;
+    ir::Value* input = with_batch_norm ? wide(x) : x;
+    const Shape weight_shape{out, channels / groups, k, k};
+    ir::Value* weight = !with_batch_norm           ? constant_or_input(weight_shape, dt)
+                        : chance(0.6)              ? ordinary_constant(weight_shape, -2, 2, dt)
+                                                   : graph_->add_input({weight_shape, dt});
+    const ops::Attrs attrs{{"stride", Shape{pick(1, 2), pick(1, 2)}},
+                           {"padding", Shape{pick(0, 1), pick(0, 1)}},
+                           {"dilation", Shape{1, pick(1, 2)}},
+                           {"groups", groups}};
+    ir::Value* y = node(OpId::conv2d, {input, weight}, attrs);
+    if (chance(0.5)) {
+      ir::Value* b = with_batch_norm ? ordinary_constant({out}, -2, 2, dt) : random_constant({out}, -2, 2, dt);
+      ir::Value* bias = node(OpId::reshape, {b}, {{"shape", Shape{1, out, 1, 1}}});
+      y = node(OpId::add, {y, bias});
+    }
+    if (with_batch_norm) y = batch_norm_eval(y);
+    if (chance(0.5)) y = node(OpId::relu, {y});
+    pool_.push_back(with_batch_norm ? narrow(y) : y);
+  } else if (which == 3) {
+    emit(OpId::max_pool2d, {x}, {{"kernel", Shape{k, k}}, {"stride", Shape{pick(1, 2), pick(1, 2)}},
+                                 {"padding", Shape{0, k / 2}}, {"dilation", Shape{1, 1}}});
+  } else if (which == 4) {
+    emit(OpId::avg_pool2d, {x}, {{"kernel", Shape{k, k}}, {"stride", Shape{pick(1, 2), pick(1, 2)}},
+                                 {"padding", Shape{k / 2, 0}}, {"count_include_pad", int64_t(pick(0, 1))}});
+  } else {
+    emit(OpId::adaptive_avg_pool2d, {x}, {{"output_size", Shape{pick(1, 3), pick(1, 3)}}});
+  }
+}
+
+}  // namespace smelt::fuzz::detail
