@@ -285,7 +285,11 @@ template <class T> inline T log(T x) { return std::log(x); }
 template <> inline float log<float>(float x) { return f32::log(x); }
 template <class T> inline T sqrt(T x) { return std::sqrt(x); }
 template <class T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
-template <class T> inline T abs(T x) { return x < T(0) ? neg(x) : x; }
+// Floats clear the sign bit (abs(-0) = +0 and abs(-NaN) = NaN, as PyTorch); integers wrap.
+template <class T> inline T abs(T x) {
+  if constexpr (std::is_floating_point_v<T>) return std::fabs(x);
+  else return x < T(0) ? neg(x) : x;
+}
 // sign(NaN) is NaN (as PyTorch); x != x is false for integers, so they are unaffected.
 template <class T> inline T sign(T x) { return x != x ? x : T((T(0) < x) - (x < T(0))); }
 template <class T> inline T erf(T x) { return std::erf(x); }

@@ -139,6 +139,22 @@ TEST(Unary, IntegerOps) {
   EXPECT_EQ(neg(x).dtype(), DType::Int64);
 }
 
+// abs clears the sign bit of floats, as PyTorch: abs(-0) is +0 and abs(-NaN) a NaN without sign
+// (found by the graph fuzzer's special values), in float32 and float64, strided or not.
+TEST(Unary, AbsClearsTheSignOfZeroAndNaN) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    Tensor x = cast(from_vector(std::vector<double>{-0.0, -NAN, -1.5, 0.0}, {4}), dt);
+    for (const Tensor& in : {x, x.reshape({2, 2}).t()}) {
+      std::vector<double> r = abs(in).to_vector();
+      for (double v : r) EXPECT_FALSE(std::signbit(v)) << dtype_name(dt);
+    }
+    std::vector<double> r = abs(x).to_vector();
+    EXPECT_EQ(r[0], 0.0);
+    EXPECT_TRUE(std::isnan(r[1]));
+    EXPECT_EQ(r[2], 1.5);
+  }
+}
+
 TEST(Unary, ExtremeInputsStayFinite) {
   Tensor x = from_vector(std::vector<double>{-1000, -50, 50, 1000}, {4});
   EXPECT_TRUE(all_close(sigmoid(x), from_vector(std::vector<double>{0, ref_sigmoid(-50), 1, 1}, {4})));
