@@ -44,7 +44,7 @@ Tensor materialize(const Tensor& t, const ir::Node& node) {
   for (const ir::Value* in : node.inputs) shares_input |= in->constant.storage().get() == t.storage().get();
   if (!shares_input && t.is_contiguous() && t.offset() == 0) return t;
   ops::TensorMeta meta{t.shape(), t.dtype()};
-  return ops::op_impl(ops::OpId::contiguous).kernel({t}, {}, {meta})[0];
+  return ops::compute(ops::OpId::contiguous, {t}, {}, {meta})[0];
 }
 
 }  // namespace
@@ -72,7 +72,7 @@ bool fold(ir::Graph& graph, const FoldOptions& options) {
     for (const ir::Value* in : node->inputs) args.push_back(in->constant);
     std::vector<ops::TensorMeta> metas;
     for (const ir::Value* out : node->outputs) metas.push_back(out->meta);
-    std::vector<Tensor> results = ops::op_impl(node->op).kernel(args, node->attrs, metas);
+    std::vector<Tensor> results = ops::compute(node->op, args, node->attrs, metas);
     for (size_t k = 0; k < node->outputs.size(); ++k) {
       ir::Value* out = node->outputs[k];
       if (out->uses.empty() && !graph.is_output(out)) continue;
