@@ -115,8 +115,8 @@ std::vector<TensorMeta> grad_input_shape(const std::vector<TensorMeta>& in, cons
 void grad_input_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
                        const std::vector<Tensor>& out) {
   const Tensor& dx = out[0];
-  kernels::conv2d_backward_input(geometry(out[0].shape(), in[1].shape(), attrs, "conv2d_grad_input"),
-                                 dx, dense(in[0]), dense(in[1]));
+  const Conv2dGeometry g = geometry(dx.shape(), in[1].shape(), attrs, "conv2d_grad_input");
+  kernels::conv2d_backward_input(g, dx, dense(in[0]), dense(in[1]));
 }
 std::vector<Tensor> grad_input_grad(const GradContext& c) {
   const Tensor &dy = c.inputs[0], &w = c.inputs[1], &g = c.grads[0];
@@ -137,8 +137,8 @@ std::vector<TensorMeta> grad_weight_shape(const std::vector<TensorMeta>& in, con
 void grad_weight_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
                         const std::vector<Tensor>& out) {
   const Tensor& dw = out[0];
-  kernels::conv2d_backward_weight(geometry(in[0].shape(), out[0].shape(), attrs, "conv2d_grad_weight"),
-                                  dw, dense(in[0]), dense(in[1]));
+  const Conv2dGeometry g = geometry(in[0].shape(), dw.shape(), attrs, "conv2d_grad_weight");
+  kernels::conv2d_backward_weight(g, dw, dense(in[0]), dense(in[1]));
 }
 std::vector<Tensor> grad_weight_grad(const GradContext& c) {
   const Tensor &x = c.inputs[0], &dy = c.inputs[1], &g = c.grads[0];

@@ -292,7 +292,8 @@ std::vector<Tensor> compute(OpId op, const std::vector<Tensor>& inputs, const At
     return impl.view_kernel(inputs, attrs, out_metas);
   }
   SMELT_INTERNAL_CHECK(impl.kernel && !impl.view_kernel)
-      << op_name(op) << ": an op with fresh outputs (zero views column) needs an out-variant kernel";
+      << op_name(op) << ": an op with fresh outputs (zero views column) needs an out-variant "
+      << "kernel";
   std::vector<Tensor> outputs;
   outputs.reserve(out_metas.size());
   for (const TensorMeta& m : out_metas) outputs.push_back(empty(m.shape, m.dtype));

@@ -25,7 +25,8 @@ void check_clamp_bounds(const Attrs& attrs, DType dtype);
 void elementwise_kernel(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
                         const std::vector<Tensor>& out);
 template <OpId kOp>
-void table_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
+void table_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                  const std::vector<Tensor>& out) {
   elementwise_kernel(kOp, in, attrs, out);
 }
 

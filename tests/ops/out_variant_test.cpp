@@ -166,8 +166,9 @@ std::string describe(const RecordedCall& c) {
   std::ostringstream os;
   os << op_name(c.op) << "(";
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    os << (i ? ", " : "") << dtype_name(c.inputs[i].dtype()) << " " << shape_str(c.inputs[i].shape())
-       << (c.inputs[i].is_contiguous() ? "" : " strided");
+    const Tensor& t = c.inputs[i];
+    os << (i ? ", " : "") << dtype_name(t.dtype()) << " " << shape_str(t.shape())
+       << (t.is_contiguous() ? "" : " strided");
   }
   return os.str() + ") from golden case " + c.golden_case;
 }
@@ -189,7 +190,8 @@ std::string describe(const RecordedCall& c) {
       const size_t element = i / dtype_size(c.metas[k].dtype);
       return ::testing::AssertionFailure()
              << describe(c) << ": output " << k << " differs from the normal call at element "
-             << element << " (arena bytes filled with " << int(fill) << "): got " << arena.outputs[k].to_vector()[element] << ", expected "
+             << element << " (arena bytes filled with " << int(fill) << "): got "
+             << arena.outputs[k].to_vector()[element] << ", expected "
              << expected[k].to_vector()[element];
     }
   }
@@ -209,7 +211,8 @@ std::vector<RecordedCall> large_calls() {
   hook.golden_case = "(large shapes)";
   manual_seed(11);
   Tensor a = randn({130, 150}).set_requires_grad(), b = randn({150, 170}).set_requires_grad();
-  Tensor x = randn({4, 8, 36, 36}).set_requires_grad(), w = randn({16, 8, 3, 3}).set_requires_grad();
+  Tensor x = randn({4, 8, 36, 36}).set_requires_grad();
+  Tensor w = randn({16, 8, 3, 3}).set_requires_grad();
   Tensor y = matmul(a, b);                                  // (130, 170)
   Tensor c = conv2d(x, w, Tensor(), {1, 1}, {1, 1});        // (4, 16, 36, 36)
   Tensor pooled = max_pool2d(c, {2, 2}) + avg_pool2d(c, {2, 2});
@@ -307,10 +310,12 @@ TEST(OutVariant, MismatchedOutputsAreClearErrors) {
 
   // Several outputs: every one is checked, and two may not share bytes.
   const Tensor x = ones({1, 1, 4, 4});
-  const Attrs pool{{"kernel", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}},
-                   {"padding", std::vector<int64_t>{0, 0}}, {"dilation", std::vector<int64_t>{1, 1}}};
-  expect_error([&] { call_into(OpId::max_pool2d, {x}, pool, {placed({1, 1, 2, 2}, DType::Float32)}); },
-               "max_pool2d has 2 outputs, got 1");
+  using Ints = std::vector<int64_t>;
+  const Attrs pool{{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}, {"padding", Ints{0, 0}},
+                   {"dilation", Ints{1, 1}}};
+  expect_error([&] {
+    call_into(OpId::max_pool2d, {x}, pool, {placed({1, 1, 2, 2}, DType::Float32)});
+  }, "max_pool2d has 2 outputs, got 1");
   expect_error([&] {
     call_into(OpId::max_pool2d, {x}, pool,
               {placed({1, 1, 2, 2}, DType::Float32), placed({1, 1, 2, 2}, DType::Float32)});
@@ -369,8 +374,10 @@ TEST(OutVariant, ViewOpsStillAliasTheirInput) {
 TEST(OutVariant, ViewOpsCannotBePlaced) {
   const Tensor x = ones({2, 3});
   for (OpId op : {OpId::reshape, OpId::contiguous}) {
-    expect_error([&] { call_into(op, {x}, {{"shape", Shape{3, 2}}}, {placed({3, 2}, DType::Float32)}); },
-                 {std::string("call_into: ") + op_name(op) + " is a view op", "run it with ops::call"});
+    const std::string what = std::string("call_into: ") + op_name(op) + " is a view op";
+    expect_error([&] {
+      call_into(op, {x}, {{"shape", Shape{3, 2}}}, {placed({3, 2}, DType::Float32)});
+    }, {what, "run it with ops::call"});
   }
 }
 
