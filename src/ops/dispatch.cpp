@@ -314,6 +314,9 @@ void call_into(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
   std::vector<TensorMeta> out_metas = infer_shape(op, input_metas(op, inputs), attrs);
   check_given_outputs(op, out_metas, outputs);
   op_impl(op).kernel(inputs, attrs, outputs);
+  // A write into existing memory, as an in-place op's: a tensor saved for backward that lives
+  // there is refused on use instead of read with new values.
+  for (const Tensor& o : outputs) o.storage()->bump_version();
 }
 
 std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs) {

@@ -40,8 +40,9 @@ std::vector<Tensor> compute(OpId op, const std::vector<Tensor>& inputs, const At
 // the caller placed (e.g. views into one arena storage), allocating no output. Checks first, with
 // a clear smelt::Error: `op` is not a view op; the outputs are as many as the shape rule gives,
 // each concrete, of its dtype and shape, contiguous, within its storage, and not overlapping
-// another output. Records no autograd and no trace; the kernel may still check input values
-// (an index out of range is an error, as in call()).
+// another output. Records no autograd and no trace, but bumps each output storage's version (a
+// write into existing memory, as an in-place op); the kernel may still check input values (an
+// index out of range is an error, as in call()).
 void call_into(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                const std::vector<Tensor>& outputs);
 

@@ -277,8 +277,10 @@ TEST(OutVariant, InputsMayLiveInTheArenaToo) {
     a.data<float>()[i] = float(i);
     b.data<float>()[i] = float(10 * i);
   }
+  const uint64_t version = arena->version();
   call_into(OpId::add, {a, b}, {}, {y});
   EXPECT_EQ(y.to_vector(), (std::vector<double>{0, 11, 22, 33, 44, 55}));
+  EXPECT_GT(arena->version(), version) << "a write into the arena counts as an in-place write";
   EXPECT_EQ(add(a, b).to_vector(), y.to_vector());
 }
 
