@@ -90,12 +90,11 @@ std::vector<TensorMeta> conv2d_shape(const std::vector<TensorMeta>& in, const At
   check_operands(in[0], in[1], "conv2d");
   return {{output_shape(geometry(in[0].shape, in[1].shape, attrs, "conv2d")), in[0].dtype}};
 }
-std::vector<Tensor> conv2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                  const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
+void conv2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                   const std::vector<Tensor>& out) {
+  const Tensor& y = out[0];
   kernels::conv2d_forward(geometry(in[0].shape(), in[1].shape(), attrs, "conv2d"), y,
                           dense(in[0]), dense(in[1]));
-  return {y};
 }
 std::vector<Tensor> conv2d_grad(const GradContext& c) {
   const Tensor &x = c.inputs[0], &w = c.inputs[1], &g = c.grads[0];
@@ -113,12 +112,11 @@ std::vector<TensorMeta> grad_input_shape(const std::vector<TensorMeta>& in, cons
   check_grad_output(in[0], geometry(x_shape, in[1].shape, attrs, op), op);
   return {{x_shape, in[0].dtype}};
 }
-std::vector<Tensor> grad_input_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                      const std::vector<TensorMeta>& out) {
-  Tensor dx = alloc(out[0]);
-  kernels::conv2d_backward_input(geometry(out[0].shape, in[1].shape(), attrs, "conv2d_grad_input"),
-                                 dx, dense(in[0]), dense(in[1]));
-  return {dx};
+void grad_input_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                       const std::vector<Tensor>& out) {
+  const Tensor& dx = out[0];
+  const Conv2dGeometry g = geometry(dx.shape(), in[1].shape(), attrs, "conv2d_grad_input");
+  kernels::conv2d_backward_input(g, dx, dense(in[0]), dense(in[1]));
 }
 std::vector<Tensor> grad_input_grad(const GradContext& c) {
   const Tensor &dy = c.inputs[0], &w = c.inputs[1], &g = c.grads[0];
@@ -136,12 +134,11 @@ std::vector<TensorMeta> grad_weight_shape(const std::vector<TensorMeta>& in, con
   check_grad_output(in[1], geometry(in[0].shape, w_shape, attrs, op), op);
   return {{w_shape, in[0].dtype}};
 }
-std::vector<Tensor> grad_weight_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                       const std::vector<TensorMeta>& out) {
-  Tensor dw = alloc(out[0]);
-  kernels::conv2d_backward_weight(geometry(in[0].shape(), out[0].shape, attrs, "conv2d_grad_weight"),
-                                  dw, dense(in[0]), dense(in[1]));
-  return {dw};
+void grad_weight_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                        const std::vector<Tensor>& out) {
+  const Tensor& dw = out[0];
+  const Conv2dGeometry g = geometry(in[0].shape(), dw.shape(), attrs, "conv2d_grad_weight");
+  kernels::conv2d_backward_weight(g, dw, dense(in[0]), dense(in[1]));
 }
 std::vector<Tensor> grad_weight_grad(const GradContext& c) {
   const Tensor &x = c.inputs[0], &dy = c.inputs[1], &g = c.grads[0];

@@ -203,6 +203,59 @@ std::vector<Tensor> record_autograd(OpId op, const std::vector<Tensor>& inputs, 
   return outputs;
 }
 
+std::vector<TensorMeta> input_metas(OpId op, const std::vector<Tensor>& inputs) {
+  std::vector<TensorMeta> in_metas;
+  in_metas.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SMELT_CHECK(inputs[i].defined())
+        << op_name(op) << ": input " << i << " is an undefined (default-constructed) tensor";
+    in_metas.push_back(meta_of(inputs[i]));
+  }
+  return in_metas;
+}
+
+// What call_into requires of the outputs a plan hands in (see dispatch.h).
+void check_given_outputs(OpId op, const std::vector<TensorMeta>& metas,
+                         const std::vector<Tensor>& outputs) {
+  const char* name = op_name(op);
+  SMELT_CHECK(outputs.size() == metas.size())
+      << "call_into: " << name << " has " << metas.size() << " outputs, got " << outputs.size();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& o = outputs[k];
+    SMELT_CHECK(o.defined() && o.storage())
+        << "call_into: " << name << ": output " << k << " must be a concrete tensor of "
+        << dtype_name(metas[k].dtype) << " " << shape_str(metas[k].shape) << ", got "
+        << (o.defined() ? "a symbolic (traced) tensor" : "an undefined tensor");
+    SMELT_CHECK(o.dtype() == metas[k].dtype && o.shape() == metas[k].shape)
+        << "call_into: " << name << ": output " << k << " must be " << dtype_name(metas[k].dtype)
+        << " " << shape_str(metas[k].shape) << " (the shape rule's), got " << dtype_name(o.dtype())
+        << " " << shape_str(o.shape());
+    SMELT_CHECK(o.is_contiguous())
+        << "call_into: " << name << ": output " << k << " " << shape_str(o.shape())
+        << " must be contiguous (row-major), got strides " << shape_str(o.strides());
+    const size_t end = size_t(o.offset() + o.numel()) * dtype_size(o.dtype());
+    SMELT_CHECK(o.offset() >= 0 && end <= o.storage()->nbytes())
+        << "call_into: " << name << ": output " << k << " (offset " << o.offset() << ", "
+        << o.numel() << " elements) reaches past its storage of " << o.storage()->nbytes()
+        << " bytes";
+  }
+  // Kernels write outputs independently: two that share bytes would overwrite each other.
+  for (size_t a = 0; a < outputs.size(); ++a) {
+    for (size_t b = a + 1; b < outputs.size(); ++b) {
+      const Tensor &x = outputs[a], &y = outputs[b];
+      if (x.storage().get() != y.storage().get() || x.numel() == 0 || y.numel() == 0) continue;
+      const int64_t xs = x.offset() * int64_t(dtype_size(x.dtype())),
+                    xe = xs + x.numel() * int64_t(dtype_size(x.dtype()));
+      const int64_t ys = y.offset() * int64_t(dtype_size(y.dtype())),
+                    ye = ys + y.numel() * int64_t(dtype_size(y.dtype()));
+      SMELT_CHECK(xe <= ys || ye <= xs)
+          << "call_into: " << name << ": outputs " << a << " and " << b
+          << " overlap in memory (bytes [" << xs << ", " << xe << ") and [" << ys << ", " << ye
+          << ") of one storage); give each output its own range";
+    }
+  }
+}
+
 }  // namespace
 
 DispatchHook* dispatch_hook() { return t_hook; }
@@ -230,20 +283,48 @@ std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inpu
   return out;
 }
 
+std::vector<Tensor> compute(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                            const std::vector<TensorMeta>& out_metas) {
+  const OpImpl& impl = op_impl(op);
+  if (is_view_op(op)) {
+    SMELT_INTERNAL_CHECK(impl.view_kernel && !impl.kernel)
+        << op_name(op) << ": a view op (non-zero views column) needs a view kernel and no kernel";
+    return impl.view_kernel(inputs, attrs, out_metas);
+  }
+  SMELT_INTERNAL_CHECK(impl.kernel && !impl.view_kernel)
+      << op_name(op) << ": an op with fresh outputs (zero views column) needs an out-variant "
+      << "kernel";
+  std::vector<Tensor> outputs;
+  outputs.reserve(out_metas.size());
+  for (const TensorMeta& m : out_metas) outputs.push_back(empty(m.shape, m.dtype));
+  impl.kernel(inputs, attrs, outputs);
+  return outputs;
+}
+
+void call_into(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+               const std::vector<Tensor>& outputs) {
+  SMELT_CHECK(!is_view_op(op))
+      << "call_into: " << op_name(op) << " is a view op (its output may share its input's memory), "
+      << "so it cannot write into given outputs; run it with ops::call";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SMELT_CHECK(!inputs[i].defined() || inputs[i].storage())
+        << "call_into: " << op_name(op) << ": input " << i
+        << " is symbolic (traced); call_into runs kernels on concrete tensors";
+  }
+  std::vector<TensorMeta> out_metas = infer_shape(op, input_metas(op, inputs), attrs);
+  check_given_outputs(op, out_metas, outputs);
+  op_impl(op).kernel(inputs, attrs, outputs);
+  // A write into existing memory, as an in-place op's: a tensor saved for backward that lives
+  // there is refused on use instead of read with new values.
+  for (const Tensor& o : outputs) o.storage()->bump_version();
+}
+
 std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
   (void)kAdderRegistered;
-  std::vector<TensorMeta> in_metas;
-  in_metas.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    SMELT_CHECK(inputs[i].defined())
-        << op_name(op) << ": input " << i << " is an undefined (default-constructed) tensor";
-    in_metas.push_back(meta_of(inputs[i]));
-  }
-  std::vector<TensorMeta> out_metas = infer_shape(op, in_metas, attrs);
-  const OpImpl& impl = op_impl(op);
+  std::vector<TensorMeta> out_metas = infer_shape(op, input_metas(op, inputs), attrs);
 
   std::vector<Tensor> outputs = t_hook ? t_hook->record(op, inputs, attrs, out_metas)
-                                       : impl.kernel(inputs, attrs, out_metas);
+                                       : compute(op, inputs, attrs, out_metas);
   SMELT_INTERNAL_CHECK(outputs.size() == out_metas.size())
       << op_name(op) << ": produced " << outputs.size() << " outputs, shape rule says "
       << out_metas.size();

@@ -3,7 +3,8 @@
 //   call(op, inputs, attrs):
 //     1. the op's shape rule -> output metas (errors for bad input happen here, before any work)
 //     2. a dispatch hook is installed (tracing): the hook records the op and returns symbolic
-//        outputs; otherwise the op's kernel computes them
+//        outputs; otherwise compute() runs the op: a view op's view kernel, or outputs
+//        allocated here from the metas and written by the op's out-variant kernel
 //     3. grad mode on and an input requires grad: an OpNode is recorded for backward
 #pragma once
 
@@ -28,6 +29,22 @@ DispatchHook* set_dispatch_hook(DispatchHook* hook);
 std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
 // For single-output ops.
 Tensor call1(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs = {});
+
+// Runs `op` on concrete tensors, with no autograd and no hook: a view op's view kernel, else
+// outputs allocated from `out_metas` (the shape rule's) and filled by the out-variant kernel.
+// What the IR interpreter and constant folding run.
+std::vector<Tensor> compute(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                            const std::vector<TensorMeta>& out_metas);
+
+// The entry point of a memory plan: runs the out-variant kernel of `op` into `outputs`, tensors
+// the caller placed (e.g. views into one arena storage), allocating no output. Checks first, with
+// a clear smelt::Error: `op` is not a view op; the outputs are as many as the shape rule gives,
+// each concrete, of its dtype and shape, contiguous, within its storage, and not overlapping
+// another output. Records no autograd and no trace, but bumps each output storage's version (a
+// write into existing memory, as an in-place op); the kernel may still check input values (an
+// index out of range is an error, as in call()).
+void call_into(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+               const std::vector<Tensor>& outputs);
 
 // Runs only the shape rule (with the arity check): what the IR verifier and tracer use.
 std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inputs,

@@ -25,22 +25,23 @@ std::vector<TensorMeta> dropout_shape(const std::vector<TensorMeta>& in, const A
   return {in[0], {in[0].shape, DType::Bool}};
 }
 
-std::vector<Tensor> dropout_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                   const std::vector<TensorMeta>& out) {
+void dropout_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                    const std::vector<Tensor>& out) {
   const double p = attrs.get_float("p");
-  Tensor mask = alloc(out[1]);
+  const Tensor& mask = out[1];
   bool* keep = mask.data<bool>();
   const int64_t n = mask.numel();
-  if (!attrs.get_int("training") || p == 0.0) {  // the identity: y shares x's data
+  if (!attrs.get_int("training") || p == 0.0) {  // the identity: y is a copy of x
     std::fill(keep, keep + n, true);
-    return {in[0], mask};
+    kernels::copy_strided(out[0], in[0]);
+    return;
   }
   Tensor x = in[0];
   if (!x.is_contiguous()) {
     x = empty(x.shape(), x.dtype());
     kernels::copy_strided(x, in[0]);
   }
-  Tensor y = alloc(out[0]);
+  const Tensor& y = out[0];
   // Threads must use the caller's generator (it is thread-local); block() is a pure function.
   const Generator& gen = default_generator();
   const uint64_t first = default_generator().reserve(uint64_t((n + 3) / 4));
@@ -61,7 +62,6 @@ std::vector<Tensor> dropout_kernel(const std::vector<Tensor>& in, const Attrs& a
       }
     });
   });
-  return {y, mask};
 }
 
 // dx = g mask / (1 - p)

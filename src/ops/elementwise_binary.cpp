@@ -62,8 +62,7 @@ std::vector<TensorMeta> pow_shape(const std::vector<TensorMeta>& in, const Attrs
 std::vector<TensorMeta> div_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   return arith_shape(in, "div");
 }
-std::vector<Tensor> div_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                               const std::vector<TensorMeta>& out) {
+void div_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
   if (in[1].dtype() == DType::Int64) {
     std::atomic<bool> zero{false};
     kernels::ElementwiseLoop<1>({&in[1]}).run([&](char** p, const int64_t* s, int64_t n) {
@@ -74,7 +73,7 @@ std::vector<Tensor> div_kernel(const std::vector<Tensor>& in, const Attrs& attrs
     SMELT_CHECK(!zero) << "div: integer division by zero (the divisor " << shape_str(in[1].shape())
                        << " holds a 0); cast to float32 for IEEE division (inf/nan)";
   }
-  return elementwise_kernel(OpId::div, in, attrs, out);
+  elementwise_kernel(OpId::div, in, attrs, out);
 }
 
 #define COMPARE_SHAPE(NAME)                                                                    \

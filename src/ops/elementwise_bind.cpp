@@ -67,14 +67,12 @@ std::optional<ScalarCall> elementwise_scalar_call(OpId op, const Attrs& attrs, D
   }
 }
 
-std::vector<Tensor> elementwise_kernel(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
-                                       const std::vector<TensorMeta>& out) {
+void elementwise_kernel(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
+                        const std::vector<Tensor>& out) {
   const DType value_dtype = in[in.size() == 3 ? 1 : 0].dtype();
   std::optional<ScalarCall> call = elementwise_scalar_call(op, attrs, value_dtype);
   SMELT_INTERNAL_CHECK(call) << op_name(op) << " has no row in the elementwise table";
-  Tensor y = alloc(out[0]);
-  kernels::elementwise_forward(*call, y, in);
-  return {y};
+  kernels::elementwise_forward(*call, out[0], in);
 }
 
 }  // namespace smelt::ops

@@ -21,13 +21,13 @@ std::optional<kernels::ScalarCall> elementwise_scalar_call(OpId op, const Attrs&
 // infinity / out-of-range value on the side where it clamps nothing).
 void check_clamp_bounds(const Attrs& attrs, DType dtype);
 
-// The eager kernel of every table op: binds, allocates the output, runs the generic loop.
-std::vector<Tensor> elementwise_kernel(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
-                                       const std::vector<TensorMeta>& out);
+// The eager kernel of every table op: binds, then runs the generic loop into out[0].
+void elementwise_kernel(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
+                        const std::vector<Tensor>& out);
 template <OpId kOp>
-std::vector<Tensor> table_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                 const std::vector<TensorMeta>& out) {
-  return elementwise_kernel(kOp, in, attrs, out);
+void table_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                  const std::vector<Tensor>& out) {
+  elementwise_kernel(kOp, in, attrs, out);
 }
 
 }  // namespace smelt::ops

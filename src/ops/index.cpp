@@ -44,16 +44,14 @@ std::vector<TensorMeta> embedding_shape(const std::vector<TensorMeta>& in, const
   out.push_back(weight.shape[1]);
   return {{out, weight.dtype}};
 }
-std::vector<Tensor> embedding_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                     const std::vector<TensorMeta>& out) {
+void embedding_kernel(const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
   const Tensor &weight = in[0], &indices = in[1];
   kernels::check_index_range(indices, weight.size(0), "embedding",
                              dim_target(0, "weight", weight.shape()));
-  Tensor y = alloc(out[0]);
+  const Tensor& y = out[0];
   Shape rows{indices.numel(), weight.size(1)};  // (N, D): y seen as one row per index
-  Tensor y_rows = make_tensor(y.storage(), rows, contiguous_strides(rows), 0, y.dtype());
+  Tensor y_rows = make_tensor(y.storage(), rows, contiguous_strides(rows), y.offset(), y.dtype());
   kernels::index_select_forward(y_rows, weight, 0, indices);
-  return {y};
 }
 // dweight = zeros (V, D) with row indices[n] += g[n] (repeated indices accumulate)
 std::vector<Tensor> embedding_grad(const GradContext& c) {
@@ -72,14 +70,13 @@ std::vector<TensorMeta> index_select_shape(const std::vector<TensorMeta>& in, co
   out[dim_of(attrs, int64_t(x.shape.size()), "index_select")] = index.shape[0];
   return {{out, x.dtype}};
 }
-std::vector<Tensor> index_select_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                        const std::vector<TensorMeta>& out) {
+void index_select_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                         const std::vector<Tensor>& out) {
   const Tensor &x = in[0], &index = in[1];
   int64_t dim = dim_of(attrs, x.dim(), "index_select");
   kernels::check_index_range(index, x.size(dim), "index_select", dim_target(dim, "x", x.shape()));
-  Tensor y = alloc(out[0]);
+  const Tensor& y = out[0];
   kernels::index_select_forward(y, x, dim, index);
-  return {y};
 }
 std::vector<Tensor> index_select_grad(const GradContext& c) {
   const Tensor &x = c.inputs[0], &index = c.inputs[1], &g = c.grads[0];
@@ -102,14 +99,13 @@ std::vector<TensorMeta> index_add_shape(const std::vector<TensorMeta>& in, const
       << " needs src of shape " << shape_str(want);
   return {x};
 }
-std::vector<Tensor> index_add_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                     const std::vector<TensorMeta>& out) {
+void index_add_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                      const std::vector<Tensor>& out) {
   const Tensor &x = in[0], &index = in[1], &src = in[2];
   int64_t dim = dim_of(attrs, x.dim(), "index_add");
   kernels::check_index_range(index, x.size(dim), "index_add", dim_target(dim, "x", x.shape()));
-  Tensor y = alloc(out[0]);
+  const Tensor& y = out[0];
   kernels::index_add_forward(y, x, dim, index, src);
-  return {y};
 }
 std::vector<Tensor> index_add_grad(const GradContext& c) {
   const Tensor &index = c.inputs[1], &g = c.grads[0];
@@ -136,14 +132,13 @@ std::vector<TensorMeta> gather_shape(const std::vector<TensorMeta>& in, const At
   check_gather_index(x, index, dim_of(attrs, int64_t(x.shape.size()), "gather"), "gather");
   return {{index.shape, x.dtype}};
 }
-std::vector<Tensor> gather_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                  const std::vector<TensorMeta>& out) {
+void gather_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                   const std::vector<Tensor>& out) {
   const Tensor &x = in[0], &index = in[1];
   int64_t dim = dim_of(attrs, x.dim(), "gather");
   kernels::check_index_range(index, x.size(dim), "gather", dim_target(dim, "x", x.shape()));
-  Tensor y = alloc(out[0]);
+  const Tensor& y = out[0];
   kernels::gather_forward(y, x, dim, index);
-  return {y};
 }
 std::vector<Tensor> gather_grad(const GradContext& c) {
   const Tensor &x = c.inputs[0], &index = c.inputs[1], &g = c.grads[0];
@@ -170,14 +165,13 @@ std::vector<TensorMeta> scatter_add_shape(const std::vector<TensorMeta>& in, con
   }
   return {x};
 }
-std::vector<Tensor> scatter_add_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                       const std::vector<TensorMeta>& out) {
+void scatter_add_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                        const std::vector<Tensor>& out) {
   const Tensor &x = in[0], &index = in[1], &src = in[2];
   int64_t dim = dim_of(attrs, x.dim(), "scatter_add");
   kernels::check_index_range(index, x.size(dim), "scatter_add", dim_target(dim, "x", x.shape()));
-  Tensor y = alloc(out[0]);
+  const Tensor& y = out[0];
   kernels::scatter_add_forward(y, x, dim, index, src);
-  return {y};
 }
 // dsrc = gather(g) at index positions, zero where src reaches beyond index.
 std::vector<Tensor> scatter_add_grad(const GradContext& c) {
@@ -204,13 +198,12 @@ std::vector<TensorMeta> one_hot_shape(const std::vector<TensorMeta>& in, const A
   out.push_back(num_classes);
   return {{out, DType::Int64}};
 }
-std::vector<Tensor> one_hot_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                   const std::vector<TensorMeta>& out) {
+void one_hot_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                    const std::vector<Tensor>& out) {
   int64_t num_classes = attrs.get_int("num_classes");
   kernels::check_index_range(in[0], num_classes, "one_hot", "num_classes");
-  Tensor y = alloc(out[0]);
+  const Tensor& y = out[0];
   kernels::one_hot_forward(y, in[0], num_classes);
-  return {y};
 }
 
 }  // namespace

@@ -43,8 +43,8 @@ std::vector<TensorMeta> nll_loss_shape(const std::vector<TensorMeta>& in, const 
   return {{reduction == kNone ? in[1].shape : Shape{}, logp.dtype}};
 }
 
-std::vector<Tensor> nll_loss_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                    const std::vector<TensorMeta>& out) {
+void nll_loss_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                     const std::vector<Tensor>& out) {
   const Tensor logp = row_major(in[0]), target = row_major(in[1]);
   const int64_t ignore = attrs.get_int("ignore_index"), reduction = attrs.get_int("reduction");
   const int64_t batch = logp.size(0), classes = logp.size(1);
@@ -56,7 +56,7 @@ std::vector<Tensor> nll_loss_kernel(const std::vector<Tensor>& in, const Attrs& 
         << "nll_loss: target " << t[i] << " at flat index " << i << " is out of range for "
         << classes << " classes; valid: [0, " << classes - 1 << "] or ignore_index " << ignore;
   }
-  Tensor loss = alloc(out[0]);
+  const Tensor& loss = out[0];
   SMELT_DISPATCH_FLOATING(logp.dtype(), "nll_loss", [&] {
     using T = scalar_t;
     const T* p = logp.data<T>();  // (N, C, S)
@@ -76,7 +76,6 @@ std::vector<Tensor> nll_loss_kernel(const std::vector<Tensor>& in, const Attrs& 
     if (reduction == kSum) l[0] = T(total);
     if (reduction == kMean) l[0] = T(total / double(counted));
   });
-  return {loss};
 }
 
 // d loss / d logp[n, c, s] = -g[n, s] [c == target[n, s] and target not ignored]

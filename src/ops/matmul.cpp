@@ -98,13 +98,11 @@ void matmul_forward(const Tensor& y, const Tensor& a, const Tensor& b) {
   }
 }
 
-std::vector<Tensor> matmul_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                  const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
+void matmul_kernel(const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
+  const Tensor& y = out[0];
   SMELT_DISPATCH_FLOATING(in[0].dtype(), "matmul", [&] {
     matmul_forward<scalar_t>(y, in[0], in[1]);
   });
-  return {y};
 }
 
 // With a and b promoted to matrices and g to (batch..., M, N):

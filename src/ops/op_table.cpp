@@ -71,6 +71,7 @@ int aliases(OpId op, int out) {
 bool mutates(OpId op, int in) { return in >= 0 && in < 32 && ((op_info(op).writes >> in) & 1u); }
 bool mutates_any(OpId op) { return op_info(op).writes != 0; }
 bool is_pure(OpId op) { return !mutates_any(op) && !(op_info(op).flags & kRandom); }
+bool is_view_op(OpId op) { return op_info(op).views != 0; }
 bool is_differentiable(OpId op) { return op_impl(op).grad != nullptr; }
 
 bool op_from_name(const std::string& name, OpId* out) {

@@ -59,6 +59,9 @@ bool mutates_any(OpId op);
 // Whether CSE may merge two calls of `op` with equal inputs and attributes, and DCE drop one
 // whose outputs are unused: neither random nor writing an input.
 bool is_pure(OpId op);
+// Whether `op` is a view op (its `views` column is non-zero): its outputs may alias its inputs, so
+// it runs its view kernel and cannot write into caller-given buffers (ops::call_into refuses it).
+bool is_view_op(OpId op);
 // Whether `op` has a gradient rule.
 bool is_differentiable(OpId op);
 // Looks an op up by name; false when there is none.
@@ -83,9 +86,18 @@ struct GradContext {
 
 // Output metas from input metas and attributes; throws smelt::Error on invalid input.
 using ShapeFn = std::vector<TensorMeta> (*)(const std::vector<TensorMeta>& in, const Attrs& attrs);
-// Computes the outputs (allocating them, or returning views of an input).
-using KernelFn = std::vector<Tensor> (*)(const std::vector<Tensor>& in, const Attrs& attrs,
-                                         const std::vector<TensorMeta>& out);
+// The out-variant kernel of an op whose outputs are fresh memory (a zero `views` column): writes
+// every element of out[k] for each output k. The caller allocates `out` from the shape rule's
+// metas (the dispatcher for eager calls; a memory plan hands it slots of one arena): each is
+// contiguous and may be a view at an offset into a larger storage whose bytes hold anything.
+// So a kernel writes only through out[k]'s data pointer, never assumes zeroed memory (it clears
+// what it accumulates into), and allocates nothing that it returns.
+using KernelFn = void (*)(const std::vector<Tensor>& in, const Attrs& attrs,
+                          const std::vector<Tensor>& out);
+// The kernel of a view op (a non-zero `views` column): returns outputs that may share an input's
+// storage (reshape, permute, slice, expand; contiguous), so it cannot write into given buffers.
+using ViewKernelFn = std::vector<Tensor> (*)(const std::vector<Tensor>& in, const Attrs& attrs,
+                                             const std::vector<TensorMeta>& out);
 // One gradient per input (undefined where there is none), written with smelt ops so that it runs
 // eagerly, records IR under the tracer, and differentiates again for higher-order gradients.
 // Gradients may have the broadcast shape; the engine reduces them to the input's shape.
@@ -93,9 +105,11 @@ using GradRuleFn = std::vector<Tensor> (*)(const GradContext& ctx);
 
 enum SaveFlags : uint8_t { kSaveNothing = 0, kSaveInputs = 1, kSaveOutputs = 2, kSaveBoth = 3 };
 
+// The ops.def row's `views` column says which of `kernel` and `view_kernel` an op has: exactly
+// one is set (tests/ops/out_variant_test.cpp checks every row).
 struct OpImpl {
   ShapeFn shape;
-  KernelFn kernel;
+  KernelFn kernel;  // null for view ops
   GradRuleFn grad;  // null for ops that are not differentiable (comparisons, argmax, ...)
   uint8_t saves;    // which tensors the gradient rule reads
   // Bitmask of inputs the gradient rule never reads even with kSaveInputs: they are kept as
@@ -103,6 +117,7 @@ struct OpImpl {
   // writes batch_norm's new running statistics back into the buffers it passed in) without
   // invalidating the node.
   uint32_t unread_inputs = 0;
+  ViewKernelFn view_kernel = nullptr;  // view ops only
 };
 
 const OpImpl& op_impl(OpId op);
@@ -111,5 +126,8 @@ const OpImpl& op_impl(OpId op);
 
 // Defines the implementation record of op `name` in a family file:
 //   SMELT_OP_IMPL(add) = {add_shape, add_kernel, add_grad, kSaveInputs};
+// and of a view op, with designated initializers so that the view kernel is visibly one:
+//   SMELT_OP_IMPL(reshape) = {.shape = reshape_shape, .grad = reshape_grad, .saves = kSaveNothing,
+//                             .view_kernel = reshape_view};
 #define SMELT_OP_IMPL(name) extern const ::smelt::ops::OpImpl kOpImpl_##name; \
   const ::smelt::ops::OpImpl kOpImpl_##name

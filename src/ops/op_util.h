@@ -31,7 +31,4 @@ std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char*
 
 Tensor zero_like_scalar(const Tensor& like);  // a 0-dim zero of like's dtype
 
-// An allocated output for meta `m`.
-inline Tensor alloc(const TensorMeta& m) { return empty(m.shape, m.dtype); }
-
 }  // namespace smelt::ops

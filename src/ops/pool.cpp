@@ -81,11 +81,9 @@ std::vector<TensorMeta> max_pool2d_shape(const std::vector<TensorMeta>& in, cons
   Shape out = pooled_shape(in[0].shape, window_of(attrs, "max_pool2d"), "max_pool2d");
   return {{out, in[0].dtype}, {out, DType::Int64}};
 }
-std::vector<Tensor> max_pool2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                      const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]), indices = alloc(out[1]);
-  kernels::max_pool2d_forward(window_of(attrs, "max_pool2d"), y, indices, dense(in[0]));
-  return {y, indices};
+void max_pool2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                       const std::vector<Tensor>& out) {
+  kernels::max_pool2d_forward(window_of(attrs, "max_pool2d"), out[0], out[1], dense(in[0]));
 }
 std::vector<Tensor> max_pool2d_grad_rule(const GradContext& c) {
   return {call1(OpId::max_pool2d_grad, {c.grads[0], c.outputs[1].detach()},
@@ -104,14 +102,13 @@ std::vector<TensorMeta> max_pool2d_grad_shape(const std::vector<TensorMeta>& in,
       << " differ in N or C";
   return {{x, in[0].dtype}};
 }
-std::vector<Tensor> max_pool2d_grad_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                           const std::vector<TensorMeta>& out) {
+void max_pool2d_grad_kernel(const std::vector<Tensor>& in, const Attrs&,
+                            const std::vector<Tensor>& out) {
   // Indices from a graph (a constant, not max_pool2d) may point anywhere: checked before the scatter.
-  kernels::check_index_range(in[1], out[0].shape[2] * out[0].shape[3], "max_pool2d_grad",
+  kernels::check_index_range(in[1], out[0].shape()[2] * out[0].shape()[3], "max_pool2d_grad",
                              "an (H * W) plane of input_shape");
-  Tensor dx = alloc(out[0]);
+  const Tensor& dx = out[0];
   kernels::max_pool2d_backward(dx, dense(in[0]), dense(in[1]));
-  return {dx};
 }
 // The adjoint of scattering dy to the argmax positions is reading G back at them: a gather over
 // each flattened (H*W) plane.
@@ -129,12 +126,11 @@ std::vector<TensorMeta> avg_pool2d_shape(const std::vector<TensorMeta>& in, cons
   check_image(in[0], "avg_pool2d");
   return {{pooled_shape(in[0].shape, window_of(attrs, "avg_pool2d"), "avg_pool2d"), in[0].dtype}};
 }
-std::vector<Tensor> avg_pool2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                      const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
+void avg_pool2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                       const std::vector<Tensor>& out) {
+  const Tensor& y = out[0];
   kernels::avg_pool2d_forward(window_of(attrs, "avg_pool2d"), attrs.get_int("count_include_pad") != 0,
                               y, dense(in[0]));
-  return {y};
 }
 std::vector<Tensor> avg_pool2d_grad_rule(const GradContext& c) {
   Attrs attrs = c.attrs;
@@ -151,12 +147,11 @@ std::vector<TensorMeta> avg_pool2d_grad_shape(const std::vector<TensorMeta>& in,
   check_same_shape(in[0].shape, pooled_shape(x, window_of(attrs, op), op), op, "gradient");
   return {{x, in[0].dtype}};
 }
-std::vector<Tensor> avg_pool2d_grad_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                           const std::vector<TensorMeta>& out) {
-  Tensor dx = alloc(out[0]);
+void avg_pool2d_grad_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                            const std::vector<Tensor>& out) {
+  const Tensor& dx = out[0];
   kernels::avg_pool2d_backward(window_of(attrs, "avg_pool2d_grad"),
                                attrs.get_int("count_include_pad") != 0, dx, dense(in[0]));
-  return {dx};
 }
 std::vector<Tensor> avg_pool2d_grad_grad(const GradContext& c) {
   return {call1(OpId::avg_pool2d, {c.grads[0]}, without(c.attrs, "input_shape"))};
@@ -171,11 +166,9 @@ std::vector<TensorMeta> adaptive_shape(const std::vector<TensorMeta>& in, const 
   SMELT_CHECK(x[2] >= 1 && x[3] >= 1) << op << ": input " << shape_str(x) << " has an empty plane";
   return {{{x[0], x[1], size[0], size[1]}, in[0].dtype}};
 }
-std::vector<Tensor> adaptive_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                    const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
+void adaptive_kernel(const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
+  const Tensor& y = out[0];
   kernels::adaptive_avg_pool2d_forward(y, dense(in[0]));
-  return {y};
 }
 std::vector<Tensor> adaptive_grad_rule(const GradContext& c) {
   return {call1(OpId::adaptive_avg_pool2d_grad, {c.grads[0]},
@@ -192,11 +185,10 @@ std::vector<TensorMeta> adaptive_grad_shape(const std::vector<TensorMeta>& in, c
       << shape_str(x);
   return {{x, in[0].dtype}};
 }
-std::vector<Tensor> adaptive_grad_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                         const std::vector<TensorMeta>& out) {
-  Tensor dx = alloc(out[0]);
+void adaptive_grad_kernel(const std::vector<Tensor>& in, const Attrs&,
+                          const std::vector<Tensor>& out) {
+  const Tensor& dx = out[0];
   kernels::adaptive_avg_pool2d_backward(dx, dense(in[0]));
-  return {dx};
 }
 std::vector<Tensor> adaptive_grad_grad(const GradContext& c) {
   const Tensor& dy = c.inputs[0];

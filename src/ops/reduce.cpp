@@ -29,11 +29,9 @@ void check_no_empty_reduced_dim(const Shape& shape, const Attrs& attrs, const ch
     CHECK;                                                                                       \
     return reduce_shape_rule(in, attrs, #NAME);                                                  \
   }                                                                                              \
-  std::vector<Tensor> NAME##_kernel(const std::vector<Tensor>& in, const Attrs& attrs,           \
-                                    const std::vector<TensorMeta>& out) {                        \
-    Tensor y = alloc(out[0]);                                                                    \
-    kernels::reduce_forward(y, in[0], reduce_dims(attrs, in[0].dim(), #NAME), KIND);             \
-    return {y};                                                                                  \
+  void NAME##_kernel(const std::vector<Tensor>& in, const Attrs& attrs,                          \
+                     const std::vector<Tensor>& out) {                                           \
+    kernels::reduce_forward(out[0], in[0], reduce_dims(attrs, in[0].dim(), #NAME), KIND);        \
   }
 
 REDUCE_OP(sum, ReduceKind::Sum, (void)0)
@@ -46,11 +44,9 @@ std::vector<TensorMeta> var_shape(const std::vector<TensorMeta>& in, const Attrs
   attrs.get_int("correction");
   return reduce_shape_rule(in, attrs, "var");
 }
-std::vector<Tensor> var_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                               const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
+void var_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
+  const Tensor& y = out[0];
   kernels::var_forward(y, in[0], reduce_dims(attrs, in[0].dim(), "var"), attrs.get_int("correction"));
-  return {y};
 }
 
 std::vector<TensorMeta> argmax_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -60,15 +56,14 @@ std::vector<TensorMeta> argmax_shape(const std::vector<TensorMeta>& in, const At
   Shape s = rank == 0 ? Shape{} : reduced_shape(in[0].shape, {dim}, keepdim_of(attrs));
   return {{s, DType::Int64}};
 }
-std::vector<Tensor> argmax_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                  const std::vector<TensorMeta>& out) {
-  Tensor y = alloc(out[0]);
+void argmax_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                   const std::vector<Tensor>& out) {
+  const Tensor& y = out[0];
   if (in[0].dim() == 0) {
     y.data<int64_t>()[0] = 0;
-    return {y};
+    return;
   }
   kernels::argmax_forward(y, in[0], wrap_dim(attrs.get_int("dim"), in[0].dim(), "argmax"));
-  return {y};
 }
 
 // ---- gradient rules

@@ -19,21 +19,19 @@ std::vector<TensorMeta> log_softmax_shape(const std::vector<TensorMeta>& in, con
   return softmax_rule(in, attrs, "log_softmax");
 }
 
-std::vector<Tensor> softmax_run(const std::vector<Tensor>& in, const Attrs& attrs,
-                                const std::vector<TensorMeta>& out, bool log) {
-  Tensor y = alloc(out[0]);
+void softmax_run(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out,
+                 bool log) {
   const Tensor& x = in[0];
-  kernels::softmax_forward(y, x, wrap_dim(attrs.get_int("dim"), x.dim(), "softmax"), log);
-  return {y};
+  kernels::softmax_forward(out[0], x, wrap_dim(attrs.get_int("dim"), x.dim(), "softmax"), log);
 }
 
-std::vector<Tensor> softmax_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                   const std::vector<TensorMeta>& out) {
-  return softmax_run(in, attrs, out, false);
+void softmax_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                    const std::vector<Tensor>& out) {
+  softmax_run(in, attrs, out, false);
 }
-std::vector<Tensor> log_softmax_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                       const std::vector<TensorMeta>& out) {
-  return softmax_run(in, attrs, out, true);
+void log_softmax_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                        const std::vector<Tensor>& out) {
+  softmax_run(in, attrs, out, true);
 }
 
 // The reduction dims of the rule: {dim}, or none for a 0-dim tensor.

@@ -1,6 +1,7 @@
 // View and movement ops. reshape/permute/slice/expand return views that share storage (reshape
 // copies only when no strides can describe the result); contiguous copies to row-major.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "kernels/loops.h"
@@ -64,8 +65,8 @@ std::vector<TensorMeta> reshape_shape(const std::vector<TensorMeta>& in, const A
       << " elements) to " << shape_str(shape) << " (" << shape_numel(shape) << " elements)";
   return {{shape, in[0].dtype}};
 }
-std::vector<Tensor> reshape_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                   const std::vector<TensorMeta>& out) {
+std::vector<Tensor> reshape_view(const std::vector<Tensor>& in, const Attrs&,
+                                 const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
   Shape strides;
   if (view_strides(x.shape(), x.strides(), out[0].shape, &strides)) {
@@ -96,8 +97,8 @@ std::vector<TensorMeta> permute_shape(const std::vector<TensorMeta>& in, const A
   }
   return {{shape, in[0].dtype}};
 }
-std::vector<Tensor> permute_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                   const std::vector<TensorMeta>& out) {
+std::vector<Tensor> permute_view(const std::vector<Tensor>& in, const Attrs& attrs,
+                                 const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
   Shape strides;
   for (int64_t d : attrs.get_ints("dims")) strides.push_back(x.strides()[wrap_dim(d, x.dim(), "permute")]);
@@ -128,8 +129,8 @@ Shape slice_result(const Shape& shape, const Attrs& attrs, const char* op) {
 std::vector<TensorMeta> slice_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   return {{slice_result(in[0].shape, attrs, "slice"), in[0].dtype}};
 }
-std::vector<Tensor> slice_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                 const std::vector<TensorMeta>& out) {
+std::vector<Tensor> slice_view(const std::vector<Tensor>& in, const Attrs& attrs,
+                               const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
   int64_t dim = wrap_dim(attrs.get_int("dim"), x.dim(), "slice");
   Shape strides = x.strides();
@@ -151,15 +152,15 @@ std::vector<TensorMeta> slice_grad_shape(const std::vector<TensorMeta>& in, cons
       << shape_str(shape);
   return {{shape, in[0].dtype}};
 }
-std::vector<Tensor> slice_grad_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
-                                      const std::vector<TensorMeta>& out) {
-  Tensor y = zeros(out[0].shape, out[0].dtype);
-  std::vector<Tensor> window = slice_kernel({y}, attrs, {TensorMeta{in[0].shape(), in[0].dtype()}});
+void slice_grad_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
+                       const std::vector<Tensor>& out) {
+  const Tensor& y = out[0];  // contiguous, but its memory holds anything: cleared first
+  std::memset(y.raw_data(), 0, size_t(y.numel()) * dtype_size(y.dtype()));
+  std::vector<Tensor> window = slice_view({y}, attrs, {TensorMeta{in[0].shape(), in[0].dtype()}});
   SMELT_DISPATCH_ALL(y.dtype(), "slice_grad", [&] {
     using T = scalar_t;
     kernels::map1<T, T>(window[0], in[0], [](T v) { return v; });
   });
-  return {y};
 }
 std::vector<Tensor> slice_grad_grad(const GradContext& c) {
   return {call1(OpId::slice, {c.grads[0]},
@@ -182,8 +183,8 @@ std::vector<TensorMeta> expand_shape(const std::vector<TensorMeta>& in, const At
   }
   return {{shape, in[0].dtype}};
 }
-std::vector<Tensor> expand_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                  const std::vector<TensorMeta>& out) {
+std::vector<Tensor> expand_view(const std::vector<Tensor>& in, const Attrs&,
+                                const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
   const Shape& shape = out[0].shape;
   size_t lead = shape.size() - size_t(x.dim());
@@ -197,20 +198,27 @@ std::vector<Tensor> expand_kernel(const std::vector<Tensor>& in, const Attrs&,
 std::vector<Tensor> expand_grad(const GradContext& c) { return {c.grads[0]}; }
 
 // ---- contiguous
-std::vector<Tensor> contiguous_kernel(const std::vector<Tensor>& in, const Attrs&,
-                                      const std::vector<TensorMeta>&) {
+std::vector<Tensor> contiguous_view(const std::vector<Tensor>& in, const Attrs&,
+                                    const std::vector<TensorMeta>&) {
   return {copy_contiguous(in[0])};
 }
 std::vector<Tensor> identity_grad(const GradContext& c) { return {c.grads[0]}; }
 
 }  // namespace
 
-SMELT_OP_IMPL(reshape) = {reshape_shape, reshape_kernel, reshape_grad, kSaveNothing};
-SMELT_OP_IMPL(permute) = {permute_shape, permute_kernel, permute_grad, kSaveNothing};
-SMELT_OP_IMPL(slice) = {slice_shape, slice_kernel, slice_grad, kSaveNothing};
+// View ops (a non-zero views column) have a view kernel instead of an out-variant one.
+SMELT_OP_IMPL(reshape) = {.shape = reshape_shape, .grad = reshape_grad, .saves = kSaveNothing,
+                          .view_kernel = reshape_view};
+SMELT_OP_IMPL(permute) = {.shape = permute_shape, .grad = permute_grad, .saves = kSaveNothing,
+                          .view_kernel = permute_view};
+SMELT_OP_IMPL(slice) = {.shape = slice_shape, .grad = slice_grad, .saves = kSaveNothing,
+                        .view_kernel = slice_view};
 SMELT_OP_IMPL(slice_grad) = {slice_grad_shape, slice_grad_kernel, slice_grad_grad, kSaveNothing};
-SMELT_OP_IMPL(expand) = {expand_shape, expand_kernel, expand_grad, kSaveNothing};
-SMELT_OP_IMPL(contiguous) = {same_as_first, contiguous_kernel, identity_grad, kSaveNothing};
+SMELT_OP_IMPL(expand) = {.shape = expand_shape, .grad = expand_grad, .saves = kSaveNothing,
+                         .view_kernel = expand_view};
+// contiguous may return its input (the views column); today its view kernel always copies.
+SMELT_OP_IMPL(contiguous) = {.shape = same_as_first, .grad = identity_grad, .saves = kSaveNothing,
+                             .view_kernel = contiguous_view};
 
 }  // namespace smelt::ops
 

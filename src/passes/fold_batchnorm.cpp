@@ -30,7 +30,7 @@ Tensor constant_value(const ir::Value* v, int depth = 0) {
   if (!in.defined()) return {};
   std::vector<ops::TensorMeta> metas;
   for (const ir::Value* out : n->outputs) metas.push_back(out->meta);
-  return ops::op_impl(n->op).kernel({in}, n->attrs, metas)[size_t(v->output_index)];
+  return ops::compute(n->op, {in}, n->attrs, metas)[size_t(v->output_index)];
 }
 
 // The C per-channel values of a constant that broadcasts along dim 1 of a rank-`rank` tensor:

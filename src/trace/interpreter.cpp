@@ -27,7 +27,7 @@ std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>&
     for (const ir::Value* v : node->outputs) metas.push_back(v->meta);
     // A group node runs its body: a graph of its own whose inputs are the node's inputs.
     std::vector<Tensor> outs = node->body ? interpret(*node->body, args)
-                                          : ops::op_impl(node->op).kernel(args, node->attrs, metas);
+                                          : ops::compute(node->op, args, node->attrs, metas);
     for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
   }
   std::vector<Tensor> results;
