@@ -172,6 +172,9 @@ class Builder {
     if (op == OpId::dropout) {  // the identity only: eval mode, or p = 0 (the results stay deterministic)
       attrs = chance(0.5) ? ops::Attrs{{"p", 0.5}, {"training", int64_t(0)}}
                           : ops::Attrs{{"p", 0.0}, {"training", int64_t(1)}};
+      // A constant generator state (its last input); the identity draws nothing from it.
+      emit(op, {a, graph_->add_constant(generator_state_tensor({0, 0}))}, attrs);
+      return;
     }
     emit(op, {a}, attrs);
   }

@@ -205,6 +205,14 @@ std::vector<Tensor> record_autograd(OpId op, const std::vector<Tensor>& inputs, 
 
 }  // namespace
 
+Tensor DispatchHook::random_state() {
+  SMELT_CHECK(false) << "random ops (dropout) cannot be recorded by this dispatch hook";
+  return Tensor();
+}
+void DispatchHook::set_random_state(const Tensor&) {
+  SMELT_CHECK(false) << "random ops (dropout) cannot be recorded by this dispatch hook";
+}
+
 DispatchHook* dispatch_hook() { return t_hook; }
 
 DispatchHook* set_dispatch_hook(DispatchHook* hook) {
