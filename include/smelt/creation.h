@@ -39,6 +39,8 @@ class Generator {
   GeneratorState reserve(uint64_t n);
   // Four random words for block `counter` of the stream `seed` (a pure function).
   static void block(uint64_t seed, uint64_t counter, uint32_t out[4]);
+  // The same for the block at `at`, e.g. the first one reserve() returned.
+  static void block(const GeneratorState& at, uint32_t out[4]) { block(at.seed, at.counter, out); }
 
  private:
   mutable std::mutex mutex_;

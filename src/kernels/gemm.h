@@ -16,6 +16,9 @@
 //              class is first met, before that call computes anything (gemm.cpp); overridable
 //              with SMELT_GEMM=own|openblas|auto. The same call gives bitwise-identical results
 //              every time within a process; SMELT_GEMM pins the choice across processes.
+//              Own's bits do not depend on the thread count; OpenBlas's do (its blocking follows
+//              the strip each thread gets), so runs that must match bit for bit across thread
+//              counts use SMELT_GEMM=own.
 // Every implementation runs on one thread when called inside a parallel region.
 #pragma once
 

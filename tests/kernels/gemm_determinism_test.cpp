@@ -2,7 +2,9 @@
 // the first call of a new shape class included: the implementation is decided before that call
 // computes anything and never changes afterwards.
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -115,6 +117,25 @@ TEST(GemmDeterminism, ColumnMajorCallsAreRepeatable) {
     results.push_back(C);
   }
   for (size_t i = 1; i < results.size(); ++i) EXPECT_TRUE(same_bits(results[0], results[i])) << i;
+}
+
+// Own splits C over threads but never a dot product, and its tiles do not depend on the strips,
+// so its bits do not depend on the thread count. (OpenBlas's do: OpenBLAS picks its blocking from
+// the strip it is given, and the strips follow the thread count — one reason the thread count is
+// part of Auto's shape class.)
+TEST(GemmDeterminism, OwnIgnoresTheThreadCount) {
+  const int threads = omp_get_max_threads();
+  for (const Problem& p : kProblems) {
+    auto A = random_values<float>(size_t(p.M * p.K), 9);
+    auto B = random_values<float>(size_t(p.K * p.N), 10);
+    auto C0 = random_values<float>(size_t(p.M * p.N), 11);
+    omp_set_num_threads(1);
+    const std::vector<float> one = run(p, A, B, C0, GemmImpl::Own);
+    omp_set_num_threads(std::max(3, threads));
+    const std::vector<float> many = run(p, A, B, C0, GemmImpl::Own);
+    omp_set_num_threads(threads);
+    EXPECT_TRUE(same_bits(one, many)) << "M=" << p.M << " N=" << p.N << " K=" << p.K;
+  }
 }
 
 }  // namespace
