@@ -5,7 +5,8 @@
 // Implementations:
 //   own           kernels::gemm_own (OpenMP strips, OMP_NUM_THREADS)
 //   openblas      kernels::gemm_openblas (OpenBLAS single-threaded per OpenMP strip)
-//   auto          kernels::gemm with GemmImpl::Auto (measures both on its first calls)
+//   auto          kernels::gemm with GemmImpl::Auto (measures both on scratch buffers at the first call
+//                 of a shape class, then keeps the faster)
 //   openblas_pool cblas_sgemm with OpenBLAS's own pthread pool (openblas_set_num_threads to the
 //                 OpenMP thread count), for reference: what the library does by itself
 // Counter GFLOPS = 2 M N K / time.

@@ -2,13 +2,20 @@
 //
 // Which implementation is faster depends on the shape (and on the machine: OpenBLAS's kernels
 // vary with the CPU it recognizes), so Auto measures instead of guessing. Problems are grouped
-// into shape classes: dtype, thread count, and ceil(log2) of M, N and K. The first calls of a new
-// class alternate between Own and OpenBlas — each call computes the real result, so measuring
-// costs nothing extra — and time each one; the first call of each implementation is a warm-up
-// (page faults, packing buffers) and is not counted. After kTimedRuns counted calls of each, the
-// class keeps the implementation with the lower best time per flop. Problems under
-// kMeasureMinFlops are not worth timing and use Own (no library call overhead).
-// SMELT_GEMM=own|openblas forces one implementation; gemm_selection_report() shows the table.
+// into shape classes: dtype, thread count, and ceil(log2) of M, N and K.
+//
+// Determinism: Own and OpenBlas round differently, so the implementation is what decides the
+// bits. The first call of a new class therefore measures both on private scratch buffers of its
+// shape and layout (one warm-up and kTimedRuns timed runs each, under the table's lock), records
+// the decision, and only then computes the caller's result, with the decided implementation —
+// as does every later call of the class. So within a process the same call gives bitwise-identical
+// results every time, the first call included. Problems under kMeasureMinFlops are not worth
+// timing and always use Own (no library call overhead).
+//
+// Across processes: the decision is measured again in each process (nothing is persisted), and a
+// close race may go either way, so two runs may use different implementations for a class (the
+// results then differ in the last bits). SMELT_GEMM=own|openblas pins the implementation for
+// bitwise reproducibility across runs on the same machine; gemm_selection_report() shows the table.
 #include "kernels/gemm.h"
 
 #include <chrono>
@@ -19,6 +26,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "base/env.h"
 #include "base/parallel.h"
@@ -36,9 +44,8 @@ struct ClassKey {
 };
 
 struct ClassStats {
-  int runs[2] = {0, 0};                        // [own, openblas], warm-up included
-  double best_ns_per_flop[2] = {1e300, 1e300};
-  GemmImpl choice = GemmImpl::Auto;            // Auto while measuring
+  double best_ns_per_flop[2] = {1e300, 1e300};  // [own, openblas]
+  GemmImpl choice = GemmImpl::Own;
 };
 
 std::mutex g_mutex;
@@ -83,10 +90,67 @@ const char* gemm_impl_name(GemmImpl impl) {
   return "?";
 }
 
+namespace {
+
+// Best time per flop of `impl` on scratch matrices shaped like the caller's problem: the same
+// M, N, K and the same orientation of A, B and C (row- or column-major), values in [-1, 1).
+// One warm-up run (page faults, packing buffers) is not counted.
+template <class T>
+double measure_ns_per_flop(GemmImpl impl, int64_t M, int64_t N, int64_t K, bool a_rows,
+                           bool b_rows, bool c_rows) {
+  std::vector<T> A(size_t(M * K)), B(size_t(K * N)), C(size_t(M * N));
+  uint32_t state = 12345;
+  for (std::vector<T>* v : {&A, &B}) {
+    for (T& x : *v) {
+      state = state * 1664525u + 1013904223u;
+      x = T(int32_t(state >> 8) - (1 << 23)) / T(1 << 23);
+    }
+  }
+  const int64_t rsa = a_rows ? K : 1, csa = a_rows ? 1 : M;
+  const int64_t rsb = b_rows ? N : 1, csb = b_rows ? 1 : K;
+  const int64_t rsc = c_rows ? N : 1, csc = c_rows ? 1 : M;
+  double best = 1e300;
+  for (int run = 0; run <= kTimedRuns; ++run) {
+    auto start = std::chrono::steady_clock::now();
+    run_impl<T>(impl, M, N, K, T(1), A.data(), rsa, csa, B.data(), rsb, csb, T(0), C.data(), rsc,
+                csc);
+    double ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+    if (run > 0) best = std::min(best, ns);
+  }
+  return best / (2.0 * double(M) * double(N) * double(K));
+}
+
+bool worth_measuring(int64_t M, int64_t N, int64_t K) {
+  return 2.0 * double(M) * double(N) * double(K) >= kMeasureMinFlops;
+}
+
+// The implementation for this problem's class, measuring it first when the class is new.
+template <class T>
+GemmImpl decide(int64_t M, int64_t N, int64_t K, bool a_rows, bool b_rows, bool c_rows) {
+  if (forced_impl() != GemmImpl::Auto) return forced_impl();
+  if (!worth_measuring(M, N, K)) return GemmImpl::Own;
+  const ClassKey key = class_key<T>(M, N, K);
+  // Held while measuring: a second thread meeting the same new class waits for the decision
+  // instead of computing its result with an implementation the class may not keep.
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_classes.find(key);
+  if (it != g_classes.end()) return it->second.choice;
+  ClassStats s;
+  s.best_ns_per_flop[0] = measure_ns_per_flop<T>(GemmImpl::Own, M, N, K, a_rows, b_rows, c_rows);
+  s.best_ns_per_flop[1] =
+      measure_ns_per_flop<T>(GemmImpl::OpenBlas, M, N, K, a_rows, b_rows, c_rows);
+  s.choice = s.best_ns_per_flop[1] < s.best_ns_per_flop[0] ? GemmImpl::OpenBlas : GemmImpl::Own;
+  g_classes.emplace(key, s);
+  return s.choice;
+}
+
+}  // namespace
+
 template <class T>
 GemmImpl gemm_choice(int64_t M, int64_t N, int64_t K) {
   if (forced_impl() != GemmImpl::Auto) return forced_impl();
-  if (2.0 * double(M) * double(N) * double(K) < kMeasureMinFlops) return GemmImpl::Own;
+  if (!worth_measuring(M, N, K)) return GemmImpl::Own;
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = g_classes.find(class_key<T>(M, N, K));
   return it == g_classes.end() ? GemmImpl::Auto : it->second.choice;
@@ -96,34 +160,10 @@ template <class T>
 void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
           const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
           GemmImpl impl) {
-  if (impl == GemmImpl::Auto) impl = gemm_choice<T>(M, N, K);
-  if (impl != GemmImpl::Auto) {
-    run_impl(impl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
-    return;
-  }
-  // Measuring: run whichever implementation has had fewer calls in this class.
-  const ClassKey key = class_key<T>(M, N, K);
-  int slot;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    ClassStats& s = g_classes[key];
-    slot = s.runs[1] < s.runs[0] ? 1 : 0;
-  }
-  const GemmImpl trial = slot == 1 ? GemmImpl::OpenBlas : GemmImpl::Own;
-  auto start = std::chrono::steady_clock::now();
-  run_impl(trial, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
-  double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
-                  .count();
-  std::lock_guard<std::mutex> lock(g_mutex);
-  ClassStats& s = g_classes[key];
-  if (s.choice != GemmImpl::Auto) return;  // another thread finished the measurement
-  if (s.runs[slot]++ > 0) {
-    s.best_ns_per_flop[slot] =
-        std::min(s.best_ns_per_flop[slot], ns / (2.0 * double(M) * double(N) * double(K)));
-  }
-  if (s.runs[0] > kTimedRuns && s.runs[1] > kTimedRuns) {
-    s.choice = s.best_ns_per_flop[1] < s.best_ns_per_flop[0] ? GemmImpl::OpenBlas : GemmImpl::Own;
-  }
+  // The orientation (a unit column stride means row-major) is part of what is measured, not of
+  // the class key: the decision stays one per class whichever layout meets it first.
+  if (impl == GemmImpl::Auto) impl = decide<T>(M, N, K, csa == 1, csb == 1, csc == 1);
+  run_impl(impl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
 }
 
 std::string gemm_selection_report() {
@@ -134,11 +174,7 @@ std::string gemm_selection_report() {
        << " M<=2^" << key.log_m << " N<=2^" << key.log_n << " K<=2^" << key.log_k << ": own ";
     for (int slot = 0; slot < 2; ++slot) {
       if (slot == 1) os << ", openblas ";
-      if (s.runs[slot] > 1) {
-        os << 1.0 / s.best_ns_per_flop[slot] << " GFLOP/s";
-      } else {
-        os << "-";
-      }
+      os << 1.0 / s.best_ns_per_flop[slot] << " GFLOP/s";
     }
     os << " -> " << gemm_impl_name(s.choice) << "\n";
   }

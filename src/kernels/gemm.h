@@ -12,8 +12,13 @@
 //              register-blocked micro-kernels, OpenMP over C's columns or rows.
 //   OpenBlas — cblas_sgemm/dgemm. OpenBLAS runs single-threaded and smelt splits C over its own
 //              OpenMP threads, so the two thread pools never compete for the cores.
-//   Auto     — the faster of the two for this shape class, measured on the first calls of the
-//              class (gemm.cpp), overridable with SMELT_GEMM=own|openblas|auto.
+//   Auto     — the faster of the two for this shape class, measured on scratch buffers when the
+//              class is first met, before that call computes anything (gemm.cpp); overridable
+//              with SMELT_GEMM=own|openblas|auto. The same call gives bitwise-identical results
+//              every time within a process; SMELT_GEMM pins the choice across processes.
+//              Own's bits do not depend on the thread count; OpenBlas's do (its blocking follows
+//              the strip each thread gets), so runs that must match bit for bit across thread
+//              counts use SMELT_GEMM=own.
 // Every implementation runs on one thread when called inside a parallel region.
 #pragma once
 
@@ -40,8 +45,8 @@ template <class T>
 void gemm_openblas(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
                    const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc);
 
-// Which implementation Auto uses for this problem (measuring it if the class is new is done by
-// gemm itself; this only reports the decision so far: Auto while still measuring).
+// Which implementation Auto uses for this problem; Auto when its class has not been met yet
+// (gemm measures a new class on its first call; this only reports).
 template <class T>
 GemmImpl gemm_choice(int64_t M, int64_t N, int64_t K);
 

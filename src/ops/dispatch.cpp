@@ -258,6 +258,14 @@ void check_given_outputs(OpId op, const std::vector<TensorMeta>& metas,
 
 }  // namespace
 
+Tensor DispatchHook::random_state() {
+  SMELT_CHECK(false) << "random ops (dropout) cannot be recorded by this dispatch hook";
+  return Tensor();
+}
+void DispatchHook::set_random_state(const Tensor&) {
+  SMELT_CHECK(false) << "random ops (dropout) cannot be recorded by this dispatch hook";
+}
+
 DispatchHook* dispatch_hook() { return t_hook; }
 
 DispatchHook* set_dispatch_hook(DispatchHook* hook) {

@@ -20,6 +20,11 @@ class DispatchHook {
   virtual ~DispatchHook() = default;
   virtual std::vector<Tensor> record(OpId op, const std::vector<Tensor>& inputs,
                                      const Attrs& attrs, const std::vector<TensorMeta>& outputs) = 0;
+  // The generator state a random op reads (its last input, Int64 [2]) while the hook records,
+  // and the advanced state it returns: the tracer makes the first one a graph input and threads
+  // the rest through the graph. A hook that cannot record random ops keeps the default (an error).
+  virtual Tensor random_state();
+  virtual void set_random_state(const Tensor& state);
 };
 
 DispatchHook* dispatch_hook();

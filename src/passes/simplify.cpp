@@ -87,7 +87,8 @@ Value* reciprocal_constant(ir::Graph& g, const Value* c) {
 bool is_eval_dropout(const Value* v) { return v->producer->attrs.get_float("training", 1.0) == 0.0; }
 
 // Dropout in eval mode is the identity on its first output. Only rewritten when nothing reads the
-// mask (no use, not a graph output), so the whole node can disappear.
+// mask or the returned generator state (no use, not a graph output), so the whole node can
+// disappear.
 bool mask_unused(const ir::Graph& g, const ir::Node* n) {
   for (size_t k = 1; k < n->outputs.size(); ++k) {
     if (!n->outputs[k]->uses.empty() || g.is_output(n->outputs[k])) return false;
@@ -169,12 +170,12 @@ std::vector<ir::RewriteRule> make_rules() {
        Pattern::op(OpId::contiguous, {Pattern::op(OpId::contiguous, {Pattern::any()}, "inner")}),
        [](ir::Graph&, const Match& m) { return m["inner"]; }},
   };
-  // dropout(x, training=0) -> x  when the mask is unused. Looked up by name: the op table may be
-  // built without dropout.
+  // dropout(x, state, training=0) -> x  when the mask and the returned state are unused. Looked
+  // up by name: the op table may be built without dropout.
   ops::OpId dropout;
   if (ops::op_from_name("dropout", &dropout)) {
-    rules.push_back({"dropout(x, training=0) -> x",
-                     Pattern::op(dropout, {Pattern::any("x")}).where(is_eval_dropout),
+    rules.push_back({"dropout(x, state, training=0) -> x",
+                     Pattern::op(dropout, {Pattern::any("x"), Pattern::any()}).where(is_eval_dropout),
                      [](ir::Graph& g, const Match& m) {
                        return mask_unused(g, m.root) ? same_meta_or_null(m, m["x"]) : nullptr;
                      }});

@@ -3,16 +3,17 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <string>
 
 namespace smelt {
 
 // ---- Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11)
 
-void Generator::block(uint64_t counter, uint32_t out[4]) const {
+void Generator::block(uint64_t seed, uint64_t counter, uint32_t out[4]) {
   constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
   constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
   uint32_t c[4] = {uint32_t(counter), uint32_t(counter >> 32), 0, 0};
-  uint32_t k[2] = {uint32_t(seed_), uint32_t(seed_ >> 32)};
+  uint32_t k[2] = {uint32_t(seed), uint32_t(seed >> 32)};
   for (int round = 0; round < 10; ++round) {
     uint64_t p0 = uint64_t(kMul0) * c[0];
     uint64_t p1 = uint64_t(kMul1) * c[2];
@@ -28,12 +29,54 @@ void Generator::block(uint64_t counter, uint32_t out[4]) const {
   std::memcpy(out, c, sizeof(c));
 }
 
+Generator& Generator::operator=(const Generator& other) {
+  if (this != &other) set_state(other.state());
+  return *this;
+}
+
+GeneratorState Generator::state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_;
+}
+
+void Generator::set_state(const GeneratorState& state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_ = state;
+}
+
+GeneratorState Generator::reserve(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  GeneratorState first = state_;
+  state_.counter += n;
+  return first;
+}
+
 Generator& default_generator() {
-  static thread_local Generator gen;
+  static Generator gen;
   return gen;
 }
 
 void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
+
+Tensor generator_state_tensor(const GeneratorState& state) {
+  Tensor t = empty({2}, DType::Int64);
+  std::memcpy(t.data<int64_t>(), &state.seed, sizeof(uint64_t));
+  std::memcpy(t.data<int64_t>() + 1, &state.counter, sizeof(uint64_t));
+  return t;
+}
+
+GeneratorState generator_state_from_tensor(const Tensor& t) {
+  SMELT_CHECK(t.defined() && t.dtype() == DType::Int64 && t.shape() == Shape{2} && t.storage())
+      << "generator state: expected an int64 tensor [2] = {seed, counter} with data, got "
+      << (t.defined() ? std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape())
+                      : std::string("an undefined tensor"));
+  const int64_t* p = t.data<int64_t>();
+  const int64_t stride = t.strides()[0];
+  GeneratorState state;
+  std::memcpy(&state.seed, p, sizeof(uint64_t));
+  std::memcpy(&state.counter, p + stride, sizeof(uint64_t));
+  return state;
+}
 
 namespace {
 
@@ -47,10 +90,10 @@ inline double unit_double(uint32_t hi, uint32_t lo) {
 template <class Fill>
 void fill_pairs(int64_t n, Generator* gen, Fill fill) {
   Generator& g = gen ? *gen : default_generator();
-  uint64_t first = g.reserve(uint64_t((n + 1) / 2));
+  const GeneratorState first = g.reserve(uint64_t((n + 1) / 2));
   for (int64_t i = 0; i < n; i += 2) {
     uint32_t w[4];
-    g.block(first + uint64_t(i / 2), w);
+    Generator::block(first.seed, first.counter + uint64_t(i / 2), w);
     fill(i, unit_double(w[0], w[1]), unit_double(w[2], w[3]));
   }
 }

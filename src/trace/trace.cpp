@@ -53,8 +53,21 @@ class Tracer final : public ops::DispatchHook {
     return outputs;
   }
 
+  // The first random op makes the generator state a graph input; later ones read the state the
+  // previous one returned.
+  Tensor random_state() override {
+    if (!rng_state_.defined()) {
+      rng_state_ = symbolic(graph_->add_input({{2}, DType::Int64}, "rng_state"), false);
+    }
+    return rng_state_;
+  }
+  void set_random_state(const Tensor& state) override { rng_state_ = state; }
+  // The state after the last random op, to return from the graph; undefined when none ran.
+  const Tensor& final_random_state() const { return rng_state_; }
+
  private:
   ir::Graph* graph_;
+  Tensor rng_state_;
   std::unordered_map<int64_t, ir::Value*> by_id_;
   std::unordered_map<const TensorImpl*, std::pair<Tensor, ir::Value*>> constants_;
 };
@@ -89,6 +102,9 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
   if (!joint) {
     NoGradGuard no_grad;  // a forward-only trace records no autograd nodes
     for (const Tensor& out : fn(inputs, sym_params)) graph->add_output(tracer.value_of(out));
+    if (tracer.final_random_state().defined()) {
+      graph->add_output(tracer.value_of(tracer.final_random_state()));
+    }
     return graph;
   }
   autograd::EnableGradGuard grad_on;
@@ -104,6 +120,9 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
   for (size_t i = 0; i < grads.size(); ++i) {
     // A parameter the loss does not use gets a zero gradient, as a constant.
     graph->add_output(tracer.value_of(grads[i].defined() ? grads[i] : zeros_like(params[i])));
+  }
+  if (tracer.final_random_state().defined()) {
+    graph->add_output(tracer.value_of(tracer.final_random_state()));
   }
   return graph;
 }

@@ -15,12 +15,18 @@ using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs,
 
 // Graph inputs: one per example input, then one per parameter (kind Param). Tensors the callable
 // creates itself (constants, numbers) become constants of the graph.
+// Random ops (dropout) make the generator state explicit: the first one adds an input `rng_state`
+// (Int64 [2] = {seed, counter}, see generator_state_tensor) after the parameters, each one passes
+// the advanced state to the next, and the last state is the graph's last output. Replaying with
+// generator_state_tensor(default_generator().state()) draws what eager code would, and feeding
+// the output state into the next run draws fresh numbers.
 std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
                                  const std::vector<Tensor>& params = {});
 
 // The joint forward+backward graph (ahead-of-time autograd): `fn` returns one scalar loss.
-// Graph inputs: the example inputs, the parameters, then the loss tangent (a scalar, 1 for plain
-// training). Graph outputs: the loss, then d loss / d param for each parameter. The backward part
+// Graph inputs: the example inputs, the parameters, `rng_state` when fn draws random numbers, then
+// the loss tangent (a scalar, 1 for plain training). Graph outputs: the loss, then d loss / d param
+// for each parameter, then the final generator state when fn draws random numbers. The backward part
 // is recorded by running smelt's own gradient rules under the tracer.
 std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
                                        const std::vector<Tensor>& params);

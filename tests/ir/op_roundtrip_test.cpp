@@ -123,9 +123,9 @@ std::vector<OpExample> examples() {
       {OpId::batch_norm, {f64({3, 2, 2, 2}), f64({2}), f64({2}), f64({2}), f64({2}, 0.5, 2)},
        {{"training", int64_t(1)}, {"momentum", 0.1}, {"eps", 1e-5}}},
       // random: compared under the same seed (p = 0 is the identity)
-      {OpId::dropout, {f32({4, 5})}, {{"p", 0.0}, {"training", int64_t(1)}}},
-      {OpId::dropout, {f32({4, 5})}, {{"p", 0.5}, {"training", int64_t(1)}}},
-      {OpId::dropout, {f64({4, 5})}, {{"p", 0.5}, {"training", int64_t(0)}}},
+      {OpId::dropout, {f32({4, 5}), i64({2}, 1000)}, {{"p", 0.0}, {"training", int64_t(1)}}},
+      {OpId::dropout, {f32({4, 5}), i64({2}, 1000)}, {{"p", 0.5}, {"training", int64_t(1)}}},
+      {OpId::dropout, {f64({4, 5}), i64({2}, 1000)}, {{"p", 0.5}, {"training", int64_t(0)}}},
       // indexing and joining (indices in range; repeated indices accumulate)
       {OpId::embedding, {f32({5, 3}), i64({2, 4}, 5)}, {}},
       {OpId::index_select, {f32({4, 3}), i64({5}, 4)}, {{"dim", int64_t(0)}}},

@@ -19,10 +19,13 @@ TEST(Dropout, IdentityInEvalAndForZeroP) {
   EXPECT_TRUE(dropout(x, 0.5, /*training=*/false).same(x));
   EXPECT_TRUE(dropout(x, 0.0, /*training=*/true).same(x));
   // the op itself, in eval: y equals x and the mask keeps everything
-  auto out = ops::call(ops::OpId::dropout, {x}, {{"p", 0.5}, {"training", int64_t(0)}});
+  const Tensor state = generator_state_tensor({17, 40});
+  auto out = ops::call(ops::OpId::dropout, {x, state}, {{"p", 0.5}, {"training", int64_t(0)}});
   EXPECT_TRUE(all_close(out[0], x));
   EXPECT_EQ(out[1].dtype(), DType::Bool);
   for (double k : out[1].to_vector()) EXPECT_EQ(k, 1.0);
+  // ...and draws nothing: the state comes back unchanged
+  EXPECT_EQ(generator_state_from_tensor(out[2]), (GeneratorState{17, 40}));
 }
 
 TEST(Dropout, PEqualOneGivesZerosAndZeroGradient) {
@@ -36,8 +39,8 @@ TEST(Dropout, PEqualOneGivesZerosAndZeroGradient) {
 TEST(Dropout, KeptElementsScaledAndRateAboutRight) {
   const double p = 0.3;
   Tensor x = uniform({200, 500}, 1.0, 2.0);
-  manual_seed(123);
-  auto out = ops::call(ops::OpId::dropout, {x}, {{"p", p}, {"training", int64_t(1)}});
+  auto out = ops::call(ops::OpId::dropout, {x, generator_state_tensor({123, 0})},
+                       {{"p", p}, {"training", int64_t(1)}});
   std::vector<double> xv = x.to_vector(), yv = out[0].to_vector(), mv = out[1].to_vector();
   int64_t kept = 0;
   for (size_t i = 0; i < xv.size(); ++i) {
@@ -85,8 +88,8 @@ TEST(Dropout, MaskIndependentOfLayoutAndThreads) {
 
 TEST(Dropout, GradientIsMaskOverKeepProbability) {
   Tensor x = random_leaf({4, 6});
-  manual_seed(3);
-  auto out = ops::call(ops::OpId::dropout, {x}, {{"p", 0.25}, {"training", int64_t(1)}});
+  auto out = ops::call(ops::OpId::dropout, {x, generator_state_tensor({3, 0})},
+                       {{"p", 0.25}, {"training", int64_t(1)}});
   sum(out[0]).backward();
   EXPECT_TRUE(all_close(x.grad(), cast(out[1], DType::Float64) / 0.75));
 
@@ -99,7 +102,33 @@ TEST(Dropout, GradientIsMaskOverKeepProbability) {
   EXPECT_TRUE(gradgradcheck(f, {y}));
 }
 
+// The op is a pure function of (x, state): it returns the state advanced by one Philox block per 4
+// elements, and eager dropout draws exactly what the op draws from the default generator's state.
+TEST(Dropout, OpReadsTheStateAndReturnsItAdvanced) {
+  Tensor x = randn({7, 5});  // 35 elements: 9 blocks
+  const ops::Attrs attrs{{"p", 0.5}, {"training", int64_t(1)}};
+  auto a = ops::call(ops::OpId::dropout, {x, generator_state_tensor({77, 1000})}, attrs);
+  auto b = ops::call(ops::OpId::dropout, {x, generator_state_tensor({77, 1000})}, attrs);
+  EXPECT_EQ(generator_state_from_tensor(a[2]), (GeneratorState{77, 1009}));
+  EXPECT_TRUE(all_close(a[0], b[0], 0, 0));
+  EXPECT_TRUE(all_close(cast(a[1], DType::Float32), cast(b[1], DType::Float32), 0, 0));
+  auto c = ops::call(ops::OpId::dropout, {x, a[2]}, attrs);
+  EXPECT_FALSE(all_close(a[0], c[0], 0, 0)) << "the advanced state draws a new mask";
+
+  manual_seed(77);
+  default_generator().reserve(1000);
+  Tensor eager = dropout(x, 0.5, true);
+  EXPECT_TRUE(all_close(eager, a[0], 0, 0));
+  EXPECT_EQ(default_generator().state(), (GeneratorState{77, 1009}));
+}
+
 TEST(Dropout, Errors) {
+  const ops::Attrs attrs{{"p", 0.5}, {"training", int64_t(1)}};
+  expect_error([&] { ops::call(ops::OpId::dropout, {randn({3}), zeros({2})}, attrs); },
+               "generator state (input 1) must be int64 [2]");
+  expect_error([&] { ops::call(ops::OpId::dropout, {randn({3}), zeros({3}, DType::Int64)}, attrs); },
+               "generator state (input 1) must be int64 [2]");
+  expect_error([&] { ops::call(ops::OpId::dropout, {randn({3})}, attrs); }, "expected 2 inputs");
   expect_error([] { dropout(randn({3}), 1.5, true); }, "dropout");
   expect_error([] { dropout(randn({3}), -0.1, false); }, "dropout");
   expect_error([] { dropout(arange(3), 0.5, true); }, "dropout");
