@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "fuzz/random_graph_builder.h"
+#include "smelt/creation.h"
 #include "smelt/ops.h"
 
 namespace smelt::fuzz {
@@ -91,8 +92,11 @@ void Builder::add_unary(ir::Value* a) {
   if (op == OpId::dropout) {  // the identity only: eval mode, or p = 0 (the results stay deterministic)
     attrs = chance(0.5) ? ops::Attrs{{"p", 0.5}, {"training", int64_t(0)}}
                         : ops::Attrs{{"p", 0.0}, {"training", int64_t(1)}};
+    // A constant generator state (its last input); the identity draws nothing from it.
+    emit(op, {a, graph_->add_constant(generator_state_tensor({0, 0}))}, attrs);
+    return;
   }
-  if (op != OpId::dropout && chance(0.15)) {
+  if (chance(0.15)) {
     if (auto twin = attribute_twin(attrs)) {
       emit(OpId::sub, {node(op, {a}, attrs), node(op, {a}, *twin)});
       return;
@@ -117,95 +121,12 @@ std::optional<ops::Attrs> Builder::attribute_twin(const ops::Attrs& attrs) {
   return twin;
 }
 
-<<<<<<< HEAD
 ops::Attrs Builder::clamp_bounds() {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double kLow[] = {-0.5, 0.0, -0.0, -1e30, 1.5, nan};
   const double kHigh[] = {1.5, 0.0, -0.0, 1e30, -0.5, nan};
   auto bound = [&](const double (&finite)[6], double infinite) {
-=======
-  void add_unary(ir::Value* a) {
-    OpId op = pick_from(kUnary);
-    ops::Attrs attrs;
-    if (op == OpId::leaky_relu) attrs.set("negative_slope", 0.1);
-    if (op == OpId::gelu) attrs.set("approximate", int64_t(pick(0, 1)));
-    if (op == OpId::softplus) attrs = {{"beta", 1.0}, {"threshold", 20.0}};
-    if (op == OpId::clamp) attrs = {{"min", -0.5}, {"max", 1.5}};
-    if (op == OpId::dropout) {  // the identity only: eval mode, or p = 0 (the results stay deterministic)
-      attrs = chance(0.5) ? ops::Attrs{{"p", 0.5}, {"training", int64_t(0)}}
-                          : ops::Attrs{{"p", 0.0}, {"training", int64_t(1)}};
-      // A constant generator state (its last input); the identity draws nothing from it.
-      emit(op, {a, graph_->add_constant(generator_state_tensor({0, 0}))}, attrs);
-      return;
-    }
-    emit(op, {a}, attrs);
-  }
-
-  // where(cmp(a, b), a, b), or against a scalar constant with one branch a constant.
-  void add_select(ir::Value* a) {
-    ir::Value* b = chance(0.7) ? partner(a) : constant_like(a);
-    ir::Value* cond = node(pick_from(kCompare), {a, b});
-    if (chance(0.7)) {
-      emit(OpId::where, {cond, a, b});
-    } else {
-      emit(OpId::where, {cond, constant_like(a), a});
-    }
-  }
-
-  void add_reduction(ir::Value* a) {
-    const Shape& s = a->meta.shape;
-    std::vector<int64_t> dims{random_dim(s)};
-    if (s.size() > 1 && chance(0.3)) {
-      int64_t other = random_dim(s);
-      if (other != dims[0]) dims.push_back(other);
-    }
-    const int64_t keepdim = pick(0, 1);
-    const int which = pick(0, 5);
-    if (which < 4) {
-      emit(kReduce[which], {a}, {{"dims", dims}, {"keepdim", keepdim}});
-    } else if (which == 4) {
-      emit(OpId::var, {a}, {{"dims", dims}, {"keepdim", keepdim}, {"correction", int64_t(pick(0, 1))}});
-    } else {  // argmax gives Int64: back to float32 for the nodes after it
-      ir::Value* index = node(OpId::argmax, {a}, {{"dim", dims[0]}, {"keepdim", keepdim}});
-      emit(OpId::cast, {index}, {{"dtype", DType::Float32}});
-    }
-  }
-
-  // softmax / log_softmax over a random dim, or layer_norm over the last one or two dims.
-  void add_normalization(ir::Value* a) {
-    const Shape& s = a->meta.shape;
-    const int rank = int(s.size());
-    if (chance(0.6)) {
-      emit(chance(0.5) ? OpId::softmax : OpId::log_softmax, {a}, {{"dim", int64_t(pick(-rank, rank - 1))}});
-      return;
-    }
-    const int64_t ndim = pick(1, std::min(rank, 2));
-    const Shape normalized(s.end() - ndim, s.end());
-    emit(OpId::layer_norm, {a, random_constant(normalized, 0.5, 1.5), constant_or_input(normalized)},
-         {{"ndim", ndim}, {"eps", 1e-5}});
-  }
-
-  // a @ b with b a vector, a matrix, a batch whose batch dims broadcast against a's, or a's own
-  // transpose (a @ a^T); with a 2-D, sometimes a linear layer followed by an eval batch norm.
-  void add_matmul(ir::Value* a) {
-    const Shape& s = a->meta.shape;
-    const int rank = int(s.size());
-    const int64_t k = s.back();
-    if (rank >= 2 && chance(0.2)) {
-      std::vector<int64_t> perm(static_cast<size_t>(rank));
-      std::iota(perm.begin(), perm.end(), 0);
-      std::swap(perm[size_t(rank - 1)], perm[size_t(rank - 2)]);
-      emit(OpId::matmul, {a, node(OpId::permute, {a}, {{"dims", perm}})});
-      return;
-    }
-    if (rank == 2 && chance(0.3)) {
-      add_linear_batch_norm(a);
-      return;
-    }
-    const int64_t n = pick(1, 4);
-    Shape b_shape{k, n};
->>>>>>> determinism
     const double r = std::uniform_real_distribution<double>(0, 1)(rng_);
     return r < 0.75 ? pick_from(finite) : r < 0.9 ? infinite : -infinite;
   };
