@@ -48,6 +48,11 @@ class RecordingHook final : public DispatchHook {
     }
     return compute(op, inputs, attrs, metas);
   }
+  // Random ops run eagerly under this hook: they read and advance the default generator.
+  Tensor random_state() override { return generator_state_tensor(default_generator().state()); }
+  void set_random_state(const Tensor& state) override {
+    default_generator().set_state(generator_state_from_tensor(state));
+  }
   std::vector<RecordedCall> calls;
   std::string golden_case;
 };
