@@ -6,6 +6,7 @@
 #include "smelt/data.h"
 #include "smelt/dtype.h"
 #include "smelt/error.h"
+#include "smelt/graph.h"
 #include "smelt/models.h"
 #include "smelt/io.h"
 #include "smelt/nn.h"
