@@ -18,10 +18,11 @@ using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs,
 std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
                                  const std::vector<Tensor>& params = {});
 
-// The joint forward+backward graph (ahead-of-time autograd): `fn` returns one scalar loss.
+// The joint forward+backward graph (ahead-of-time autograd): `fn` returns a scalar loss, then
+// optionally auxiliary outputs that are not differentiated (new batch-norm statistics, metrics).
 // Graph inputs: the example inputs, the parameters, then the loss tangent (a scalar, 1 for plain
-// training). Graph outputs: the loss, then d loss / d param for each parameter. The backward part
-// is recorded by running smelt's own gradient rules under the tracer.
+// training). Graph outputs: the loss, d loss / d param for each parameter, then the auxiliary
+// outputs. The backward part is recorded by running smelt's own gradient rules under the tracer.
 std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
                                        const std::vector<Tensor>& params);
 
