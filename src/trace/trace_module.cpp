@@ -91,6 +91,16 @@ ModuleGraph trace_module_impl(nn::Module& module, const ModuleFn& fn,
     SlotBinding bind_buffers(buffers, sym_buffers);
     std::vector<Tensor> outs = fn(std::vector<Tensor>(in.begin(), in.begin() + std::ptrdiff_t(n)));
     user_outputs = outs.size();
+    // A parameter slot the forward rebinds would be put back silently: the graph could not
+    // reproduce what eager code does to the module.
+    for (size_t i = 0; i < params.size(); ++i) {
+      for (Tensor* slot : params[i].slots) {
+        SMELT_CHECK(slot->impl() == sym_params[i].impl())
+            << "trace_module: the forward replaced parameter '" << params[i].name
+            << "' with another tensor; only buffers may be rebound while tracing (their new "
+               "values become graph outputs); update parameters in place, outside the forward";
+      }
+    }
     // A buffer the forward replaced (a new value bound to its slot) leaves as an extra output.
     for (size_t i = 0; i < buffers.size(); ++i) {
       for (Tensor* slot : buffers[i].slots) {

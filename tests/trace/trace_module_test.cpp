@@ -193,7 +193,9 @@ TEST(TraceModule, OptimizerStepsAreSeenWithoutRetracing) {
     traced_opt.step();
     eager_opt.zero_grad();
     traced_opt.zero_grad();
-    if (previous.defined()) EXPECT_FALSE(same_bits(got, previous)) << "the parameters changed";
+    if (previous.defined()) {
+      EXPECT_FALSE(same_bits(got, previous)) << "the parameters changed";
+    }
     previous = got;
   }
 }
@@ -267,6 +269,58 @@ TEST(TraceModule, RunChecksTheModuleItIsGiven) {
   auto wider = std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
       std::make_shared<nn::Linear>(5, 8), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(8, 3)});
   testing::expect_error([&] { mg.run(*wider, {randn({2, 5})}); }, {"'0.weight'", "retrace"});
+}
+
+
+// The joint graph of a training step: loss, one gradient per parameter, then the new running
+// statistics, all as eager autograd and eager batch norm give them.
+TEST(TraceModule, JointTrainingStepMatchesEagerAutograd) {
+  auto eager = make_conv_bn(10), traced = make_conv_bn(10);
+  auto loss_of = [](nn::Module& m) {
+    return [&m](const std::vector<Tensor>& in) { return std::vector<Tensor>{mean(m(in[0]) * in[1])}; };
+  };
+  auto mg = trace::trace_module_joint(*traced, loss_of(*traced), {randn({2, 2, 4, 4}), randn({2, 4, 4, 4})});
+  ir::verify(*mg.graph);
+  EXPECT_EQ(mg.num_outputs, 1 + mg.params.size());
+  EXPECT_EQ(mg.updated_buffers.size(), 3u);
+  ASSERT_EQ(mg.graph->outputs().size(), mg.num_outputs + 3);
+  for (int step = 0; step < 2; ++step) {
+    Tensor x = randn({2, 2, 4, 4}), w = randn({2, 4, 4, 4});
+    std::vector<Tensor> got = mg.run(*traced, {x, w});
+    eager->zero_grad();
+    Tensor loss = loss_of(*eager)({x, w})[0];
+    loss.backward();
+    EXPECT_TRUE(same_bits(got[0], loss)) << "step " << step;
+    std::vector<Tensor> params = eager->parameters();
+    ASSERT_EQ(got.size(), 1 + params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_TRUE(testing::all_close(got[1 + i], params[i].grad())) << mg.params[i];
+    }
+    expect_same_state(*traced, *eager);
+  }
+}
+
+// A forward that rebinds a parameter (instead of a buffer) cannot be captured faithfully.
+class RebindsItsWeight : public nn::Module {
+ public:
+  RebindsItsWeight() {
+    weight = ones({3});
+    register_parameter("weight", weight);
+  }
+  Tensor forward(const Tensor& x) override {
+    weight = weight * 2.0;
+    return x * weight;
+  }
+  std::string type_name() const override { return "RebindsItsWeight"; }
+  Tensor weight;
+};
+
+TEST(TraceModule, RebindingAParameterIsAClearError) {
+  RebindsItsWeight module;
+  const Tensor own = module.weight;
+  testing::expect_error([&] { trace::trace_module(module, forward_of(module), {ones({3})}); },
+                        {"replaced parameter 'weight'", "only buffers"});
+  EXPECT_EQ(module.weight.impl(), own.impl());
 }
 
 }  // namespace
