@@ -129,6 +129,11 @@ ModuleGraph trace_module_impl(nn::Module& module, const ModuleFn& fn,
   for (size_t i = 0; i < params.size(); ++i) {
     result.graph->inputs()[result.num_inputs + buffers.size() + i]->name = params[i].name;
   }
+  // And the new buffer values, so that the printed graph says which output updates which buffer.
+  for (size_t k = 0; k < result.updated_buffers.size(); ++k) {
+    ir::Value* v = result.graph->outputs()[result.num_outputs + k];
+    if (v->kind == ir::ValueKind::Computed && v->name.empty()) v->name = result.updated_buffers[k] + ".new";
+  }
   return result;
 }
 

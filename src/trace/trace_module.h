@@ -33,7 +33,8 @@ using ModuleFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& in
 // Graph inputs, in order: the user's inputs (`num_inputs`), the buffers (kind Input, named as in
 // the state dict, `buffers`), the parameters (kind Param, `params`); a joint graph adds the loss
 // tangent last. Graph outputs, in order: `num_outputs` outputs (the user's; joint: the loss, then
-// one gradient per entry of `params`), then the new value of each buffer in `updated_buffers`.
+// one gradient per entry of `params`), then the new value of each buffer in `updated_buffers`
+// (printed as %<buffer>.new when it is a computed value).
 struct ModuleGraph {
   std::unique_ptr<ir::Graph> graph;
   bool joint = false;

@@ -92,6 +92,8 @@ TEST(TraceModule, ParametersAndBuffersAreNamedInputsNotConstants) {
   const std::string text = ir::print(*mg.graph);
   EXPECT_NE(text.find("%0.weight"), std::string::npos) << text;
   EXPECT_NE(text.find("%1.running_mean"), std::string::npos) << text;
+  EXPECT_NE(text.find("%1.running_mean.new"), std::string::npos) << text;
+  EXPECT_NE(text.find("%1.num_batches_tracked.new"), std::string::npos) << text;
   EXPECT_EQ(ir::print(*ir::parse(text)), text);
 }
 
