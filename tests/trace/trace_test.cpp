@@ -114,6 +114,10 @@ TEST(Trace, SymbolicTensorUsedEagerlyAfterItsTraceIsAClearError) {
   Tensor target = zeros({3});
   testing::expect_error([&] { target.copy_(kept); }, "symbolic");
   testing::expect_error([&] { kept.add_(ones({3})); }, "symbolic");
+  auto g = trace::trace([](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    return std::vector<Tensor>{in[0] + 1.0};
+  }, {ones({3})});
+  testing::expect_error([&] { trace::interpret(*g, {kept}); }, {"interpret: input 0", "symbolic"});
 }
 
 }  // namespace
