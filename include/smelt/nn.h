@@ -56,6 +56,10 @@ class Module {
   std::vector<Tensor> buffers(bool recurse = true) const;
   std::vector<std::pair<std::string, ModulePtr>> named_children() const { return children_; }
   int64_t num_parameters() const;  // total element count
+  // The member slots behind named_parameters() (parameters = true) or named_buffers(), by dotted
+  // name, with every name of a tied tensor: trace::trace_module binds symbolic tensors to them
+  // while tracing and puts the module's own tensors back afterwards.
+  std::vector<std::pair<std::string, Tensor*>> named_slots(bool parameters);
 
   // Training mode (dropout active, batch norm uses and updates batch statistics), recursively.
   void train(bool on = true);

@@ -91,6 +91,12 @@ NamedTensors Module::named_buffers(bool recurse) const {
 
 std::vector<Tensor> Module::buffers(bool recurse) const { return values(named_buffers(recurse)); }
 
+std::vector<std::pair<std::string, Tensor*>> Module::named_slots(bool parameters) {
+  Slots all;
+  collect(all, "", parameters, true);
+  return all;
+}
+
 int64_t Module::num_parameters() const {
   int64_t n = 0;
   for (const Tensor& p : parameters()) n += p.numel();

@@ -209,6 +209,12 @@ std::vector<TensorMeta> input_metas(OpId op, const std::vector<Tensor>& inputs) 
   for (size_t i = 0; i < inputs.size(); ++i) {
     SMELT_CHECK(inputs[i].defined())
         << op_name(op) << ": input " << i << " is an undefined (default-constructed) tensor";
+    // Eager kernels need data; a symbolic tensor kept after its trace ended has none.
+    SMELT_CHECK(t_hook || inputs[i].storage())
+        << op_name(op) << ": input " << i << " (" << dtype_name(inputs[i].dtype()) << " "
+        << shape_str(inputs[i].shape()) << ") is a symbolic tensor, which stands for a value of a "
+        << "trace and has no data; it is valid only inside its trace. Outside, use tensors with "
+           "data (run the traced graph, e.g. with trace::interpret, to get its values)";
     in_metas.push_back(meta_of(inputs[i]));
   }
   return in_metas;

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "ir/constant.h"
@@ -44,6 +45,12 @@ bool cse(ir::Graph& graph) {
     if (!ops::is_pure(n->op)) continue;  // random or writing an input: never merged
     std::vector<int> ids;
     for (const ir::Value* v : n->inputs) ids.push_back(v->id);
+    // add(a, b) and add(b, a) are one value: the operands of a commutative op are keyed in id
+    // order (the table's kCommutative ops give the same bits in either order; see
+    // tests/passes/commutative_flags_test.cpp), so cse merges them even before canonicalize runs.
+    if ((ops::op_info(n->op).flags & ops::kCommutative) && ids.size() == 2 && ids[1] < ids[0]) {
+      std::swap(ids[0], ids[1]);
+    }
     std::string attrs = attrs_key(n->attrs);
     if (n->body) attrs += "body=" + ir::print(*n->body);
     NodeKey key{int(n->op), std::move(attrs), std::move(ids)};

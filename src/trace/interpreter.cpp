@@ -17,6 +17,10 @@ std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>&
         << "interpret: input " << i << " (" << ir::value_ref(v) << ") must be "
         << ir::meta_str(v->meta) << ", got " << dtype_name(inputs[i].dtype()) << " "
         << shape_str(inputs[i].shape());
+    // The kernels below are called directly, not through the dispatcher that checks this.
+    SMELT_CHECK(inputs[i].storage())
+        << "interpret: input " << i << " (" << ir::value_ref(v)
+        << ") is a symbolic tensor from a trace and has no data; pass tensors with data";
     env[v] = inputs[i];
   }
   for (const ir::Value* c : graph.constants()) env[c] = c->constant;

@@ -1,5 +1,6 @@
 #include "trace/trace.h"
 
+#include <atomic>
 #include <unordered_map>
 
 #include "ops/dispatch.h"
@@ -9,18 +10,25 @@
 namespace smelt::trace {
 namespace {
 
+// A symbolic tensor's trace_id is (trace number << 32) | value id. Value ids restart at 0 in
+// every graph, so without the trace number a tensor kept from an earlier trace would name some
+// unrelated value of the new graph and silently read it.
+constexpr int kTraceNumberShift = 32;
+static_assert(ir::kMaxValueId <= (int64_t(1) << kTraceNumberShift));
+std::atomic<int64_t> g_trace_count{0};
+
 // The dispatch hook that turns op calls into IR nodes. A tensor stands for a graph value when
-// its trace_id names one of this graph's values; any other tensor is a constant.
+// its trace_id names one of this graph's values; any other tensor with data is a constant.
 class Tracer final : public ops::DispatchHook {
  public:
-  explicit Tracer(ir::Graph* graph) : graph_(graph) {}
+  explicit Tracer(ir::Graph* graph) : graph_(graph), trace_number_(++g_trace_count) {}
 
   Tensor symbolic(ir::Value* v, bool requires_grad) {
     auto impl = make_ref<TensorImpl>();
     impl->shape = v->meta.shape;
     impl->strides = contiguous_strides(v->meta.shape);
     impl->dtype = v->meta.dtype;
-    impl->trace_id = v->id;
+    impl->trace_id = (trace_number_ << kTraceNumberShift) | v->id;
     impl->requires_grad = requires_grad;
     by_id_[v->id] = v;
     return Tensor(impl);
@@ -29,10 +37,17 @@ class Tracer final : public ops::DispatchHook {
   ir::Value* value_of(const Tensor& t) {
     int64_t id = t.impl()->trace_id;
     if (id >= 0) {
-      auto it = by_id_.find(id);
-      SMELT_CHECK(it != by_id_.end())
-          << "trace: a symbolic tensor from another trace was used; tensors computed while tracing "
-             "must not outlive their trace";
+      const int64_t number = id >> kTraceNumberShift;
+      const int64_t value_id = id & ((int64_t(1) << kTraceNumberShift) - 1);
+      SMELT_CHECK(number == trace_number_)
+          << "trace: a symbolic tensor " << dtype_name(t.dtype()) << " " << shape_str(t.shape())
+          << " from an earlier trace (trace #" << number << ", value %" << value_id
+          << ") was used in trace #" << trace_number_
+          << "; symbolic tensors stand for values of their own graph only and must not outlive "
+             "their trace. Valid here: the example inputs and parameters this trace passes to the "
+             "function, tensors computed from them, and tensors with data (constants)";
+      auto it = by_id_.find(value_id);
+      SMELT_INTERNAL_CHECK(it != by_id_.end()) << "trace: unknown value %" << value_id;
       return it->second;
     }
     SMELT_CHECK(t.storage()) << "trace: an input tensor has no data and is not part of this trace";
@@ -68,6 +83,7 @@ class Tracer final : public ops::DispatchHook {
  private:
   ir::Graph* graph_;
   Tensor rng_state_;
+  int64_t trace_number_;
   std::unordered_map<int64_t, ir::Value*> by_id_;
   std::unordered_map<const TensorImpl*, std::pair<Tensor, ir::Value*>> constants_;
 };
@@ -109,8 +125,9 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
   }
   autograd::EnableGradGuard grad_on;
   std::vector<Tensor> outs = fn(inputs, sym_params);
-  SMELT_CHECK(outs.size() == 1 && outs[0].numel() == 1)
-      << "trace_joint: the function must return one scalar loss, got " << outs.size() << " outputs";
+  SMELT_CHECK(!outs.empty() && outs[0].numel() == 1)
+      << "trace_joint: the function must return a scalar loss first, got "
+      << (outs.empty() ? std::string("no outputs") : "a first output of shape " + shape_str(outs[0].shape()));
   Tensor loss = outs[0];
   SMELT_CHECK(loss.requires_grad()) << "trace_joint: the loss does not depend on any parameter";
   ir::Value* tangent_value = graph->add_input({loss.shape(), loss.dtype()}, "", ir::ValueKind::Input);
@@ -121,6 +138,7 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
     // A parameter the loss does not use gets a zero gradient, as a constant.
     graph->add_output(tracer.value_of(grads[i].defined() ? grads[i] : zeros_like(params[i])));
   }
+  for (size_t k = 1; k < outs.size(); ++k) graph->add_output(tracer.value_of(outs[k]));
   if (tracer.final_random_state().defined()) {
     graph->add_output(tracer.value_of(tracer.final_random_state()));
   }

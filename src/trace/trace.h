@@ -23,11 +23,12 @@ using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs,
 std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
                                  const std::vector<Tensor>& params = {});
 
-// The joint forward+backward graph (ahead-of-time autograd): `fn` returns one scalar loss.
+// The joint forward+backward graph (ahead-of-time autograd): `fn` returns a scalar loss, then
+// optionally auxiliary outputs that are not differentiated (new batch-norm statistics, metrics).
 // Graph inputs: the example inputs, the parameters, `rng_state` when fn draws random numbers, then
-// the loss tangent (a scalar, 1 for plain training). Graph outputs: the loss, then d loss / d param
-// for each parameter, then the final generator state when fn draws random numbers. The backward part
-// is recorded by running smelt's own gradient rules under the tracer.
+// the loss tangent (a scalar, 1 for plain training). Graph outputs: the loss, d loss / d param for
+// each parameter, the auxiliary outputs, then the final generator state when fn draws random
+// numbers. The backward part is recorded by running smelt's own gradient rules under the tracer.
 std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
                                        const std::vector<Tensor>& params);
 

@@ -3,7 +3,6 @@
 // the loss and the gradients of the unoptimized interpreter and of eager autograd.
 #include <set>
 #include <tuple>
-#include <utility>
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -12,29 +11,13 @@
 #include "smelt/nn.h"
 #include "support/check.h"
 #include "trace/interpreter.h"
-#include "trace/trace.h"
+#include "trace/trace_module.h"
 
 namespace smelt {
 namespace {
 
 using ops::OpId;
 using testing::all_close;
-
-// The parameter slots of a Sequential of Linear / Conv2d layers, in named_parameters() order, so
-// a traced function can put symbolic parameters in and the real ones back.
-std::vector<Tensor*> parameter_slots(nn::Sequential& model) {
-  std::vector<Tensor*> slots;
-  for (size_t i = 0; i < model.size(); ++i) {
-    if (auto* linear = dynamic_cast<nn::Linear*>(model[i].get())) {
-      slots.push_back(&linear->weight);
-      slots.push_back(&linear->bias);
-    } else if (auto* conv = dynamic_cast<nn::Conv2d*>(model[i].get())) {
-      slots.push_back(&conv->weight);
-      slots.push_back(&conv->bias);
-    }
-  }
-  return slots;
-}
 
 struct TrainingCase {
   std::shared_ptr<nn::Sequential> model;
@@ -55,17 +38,13 @@ Tensor training_loss(nn::Sequential& model, const Tensor& x, const Tensor& targe
   return loss;
 }
 
-// training_loss with the model's parameters replaced by `params` (symbolic while tracing).
-trace::Fn loss_fn(nn::Sequential& model) {
-  return [&model](const std::vector<Tensor>& in, const std::vector<Tensor>& params) {
-    std::vector<Tensor*> slots = parameter_slots(model);
-    std::vector<Tensor> saved;
-    for (size_t i = 0; i < slots.size(); ++i) saved.push_back(std::exchange(*slots[i], params[i]));
+// The joint graph of a training step; the model's parameters are its named inputs.
+trace::ModuleGraph trace_training_step(nn::Sequential& model, const Tensor& x, const Tensor& target) {
+  auto step = [&model](const std::vector<Tensor>& in) {
     Tensor accuracy;
-    Tensor loss = training_loss(model, in[0], in[1], &accuracy);
-    for (size_t i = 0; i < slots.size(); ++i) *slots[i] = saved[i];
-    return std::vector<Tensor>{loss};
+    return std::vector<Tensor>{training_loss(model, in[0], in[1], &accuracy)};
   };
+  return trace::trace_module_joint(model, step, {x, target});
 }
 
 TrainingCase mlp() {
@@ -153,7 +132,10 @@ int uses_by(const ir::Value* v, OpId op) {
 
 void check_training_graph(TrainingCase c) {
   std::vector<Tensor> params = c.model->parameters();
-  auto graph = trace::trace_joint(loss_fn(*c.model), {c.x, c.target}, params);
+  trace::ModuleGraph step = trace_training_step(*c.model, c.x, c.target);
+  ASSERT_TRUE(step.buffers.empty() && step.updated_buffers.empty());
+  ASSERT_EQ(step.params.size(), params.size());
+  const std::unique_ptr<ir::Graph>& graph = step.graph;
   ir::verify(*graph);
   const std::string before_text = ir::print(*graph);
 
@@ -164,6 +146,8 @@ void check_training_graph(TrainingCase c) {
   EXPECT_GT(duplicate_constants(*graph), 0) << before_text;
   EXPECT_GT(transposes_of_transposes(*graph), 0) << before_text;
   const ir::Value* first_weight = graph->inputs()[2];  // after x and target
+  EXPECT_EQ(first_weight->name, "0.weight");
+  EXPECT_EQ(first_weight->kind, ir::ValueKind::Param);
   EXPECT_EQ(uses_by(first_weight, OpId::mul), 3) << "w * w, then g * w twice\n" << before_text;
 
   auto optimized = graph->clone();
