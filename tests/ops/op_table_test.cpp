@@ -57,7 +57,7 @@ class CheckingHook final : public ops::DispatchHook {
     std::vector<std::vector<double>> before;
     for (const Tensor& t : inputs) before.push_back(elements(t));
 
-    std::vector<Tensor> outs = ops::op_impl(op).kernel(inputs, attrs, metas);
+    std::vector<Tensor> outs = ops::compute(op, inputs, attrs, metas);
 
     // outputs: as many as the row and the shape rule say, with the shape rule's metas
     EXPECT_EQ(int(outs.size()), info.num_outputs) << name << ": the kernel's output count";
@@ -93,6 +93,12 @@ class CheckingHook final : public ops::DispatchHook {
     for (const Tensor& t : inputs) copies.push_back(t.detach().clone());
     calls[op].push_back({copies, attrs});
     return outs;
+  }
+
+  // Random ops run eagerly under this hook: they read and advance the default generator.
+  Tensor random_state() override { return generator_state_tensor(default_generator().state()); }
+  void set_random_state(const Tensor& state) override {
+    default_generator().set_state(generator_state_from_tensor(state));
   }
 
   std::map<OpId, std::vector<RecordedCall>> calls;
