@@ -124,6 +124,13 @@ ModuleGraph trace_module_impl(nn::Module& module, const ModuleFn& fn,
     result.graph = trace(bound_fn, inputs, param_values);
     result.num_outputs = user_outputs;
   }
+  // The tracer adds the generator state as an input after the parameters when fn drew random
+  // numbers (and returns the advanced state last).
+  const size_t state_inputs = result.num_inputs + buffers.size() + params.size() + (joint ? 1 : 0);
+  result.random = result.graph->inputs().size() > state_inputs;
+  SMELT_INTERNAL_CHECK(result.graph->inputs().size() == state_inputs + (result.random ? 1 : 0))
+      << "trace_module: the graph has " << result.graph->inputs().size() << " inputs, expected "
+      << state_inputs;
   // Name the state inputs as the state dict does: the printed graph says what each one is.
   for (size_t i = 0; i < buffers.size(); ++i) result.graph->inputs()[result.num_inputs + i]->name = buffers[i].name;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -192,11 +199,14 @@ std::vector<Tensor> ModuleGraph::run(nn::Module& module, const std::vector<Tenso
   for (size_t i = 0; i < params.size(); ++i) {
     all.push_back(module_tensor(param_slots, params[i], "parameter", graph_inputs[all.size()]));
   }
+  if (random) all.push_back(generator_state_tensor(default_generator().state()));
   if (joint) all.push_back(ones(graph_inputs.back()->meta.shape, graph_inputs.back()->meta.dtype));
   std::vector<Tensor> outs = interpret(*graph, all);
-  SMELT_CHECK(outs.size() == num_outputs + updated_buffers.size())
+  SMELT_CHECK(outs.size() == num_outputs + updated_buffers.size() + (random ? 1 : 0))
       << "ModuleGraph::run: the graph has " << outs.size() << " outputs, expected " << num_outputs
-      << " and " << updated_buffers.size() << " updated buffers";
+      << " and " << updated_buffers.size() << " updated buffers"
+      << (random ? " and the generator state" : "");
+  if (random) default_generator().set_state(generator_state_from_tensor(outs.back()));
   NoGradGuard no_grad;
   for (size_t k = 0; k < updated_buffers.size(); ++k) {
     buffer_slots.at(updated_buffers[k])->copy_(outs[num_outputs + k]);

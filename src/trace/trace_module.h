@@ -31,10 +31,12 @@ using ModuleFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& in
 // A traced module and how its graph's inputs and outputs map to the module's state.
 //
 // Graph inputs, in order: the user's inputs (`num_inputs`), the buffers (kind Input, named as in
-// the state dict, `buffers`), the parameters (kind Param, `params`); a joint graph adds the loss
-// tangent last. Graph outputs, in order: `num_outputs` outputs (the user's; joint: the loss, then
-// one gradient per entry of `params`), then the new value of each buffer in `updated_buffers`
-// (printed as %<buffer>.new when it is a computed value).
+// the state dict, `buffers`), the parameters (kind Param, `params`), `rng_state` when the module
+// draws random numbers (`random`: dropout in training mode); a joint graph adds the loss tangent
+// last. Graph outputs, in order: `num_outputs` outputs (the user's; joint: the loss, then one
+// gradient per entry of `params`), then the new value of each buffer in `updated_buffers`
+// (printed as %<buffer>.new when it is a computed value), then the advanced generator state when
+// `random`.
 struct ModuleGraph {
   std::unique_ptr<ir::Graph> graph;
   bool joint = false;
@@ -44,11 +46,13 @@ struct ModuleGraph {
   std::vector<std::string> params;
   size_t num_outputs = 0;
   std::vector<std::string> updated_buffers;
+  bool random = false;
 
   // Binds the module's current parameters and buffers (looked up by name) to the graph inputs,
   // runs the graph with the interpreter, copies the updated buffers into the module's tensors
   // (without recording gradients) and returns the first `num_outputs` outputs. A joint graph gets
-  // a loss tangent of 1.
+  // a loss tangent of 1. A random graph draws from the default generator and advances it as eager
+  // code would: the same seed gives the same dropout masks traced or eager.
   std::vector<Tensor> run(nn::Module& module, const std::vector<Tensor>& inputs) const;
 };
 

@@ -302,6 +302,68 @@ TEST(TraceModule, JointTrainingStepMatchesEagerAutograd) {
   }
 }
 
+// Linear -> Dropout -> Linear: the traced graph draws its dropout mask from the default
+// generator's state as a graph input and hands the advanced state back, so a seeded run draws
+// the same masks as eager code and the next run (traced or eager) continues the same stream.
+std::shared_ptr<nn::Sequential> make_dropout_mlp(uint64_t seed) {
+  manual_seed(seed);
+  return std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
+      std::make_shared<nn::Linear>(6, 8), std::make_shared<nn::Dropout>(0.5),
+      std::make_shared<nn::Linear>(8, 2)});
+}
+
+TEST(TraceModule, DropoutDrawsTheEagerMasksAndAdvancesTheGenerator) {
+  auto eager = make_dropout_mlp(3), traced = make_dropout_mlp(3);
+  auto mg = trace::trace_module(*traced, forward_of(*traced), {randn({4, 6})});
+  ir::verify(*mg.graph);
+  EXPECT_TRUE(mg.random);
+  EXPECT_EQ(mg.graph->inputs().size(), 1 + mg.params.size() + 1);
+  EXPECT_EQ(mg.graph->inputs()[1 + mg.params.size()]->name, "rng_state");
+  for (int step = 0; step < 3; ++step) {
+    Tensor x = randn({4, 6});
+    manual_seed(100 + step);
+    // Traced then eager from the same seed: identical outputs and generator states.
+    Tensor got = mg.run(*traced, {x})[0];
+    const GeneratorState after_traced = default_generator().state();
+    manual_seed(100 + step);
+    Tensor want = (*eager)(x);
+    EXPECT_TRUE(same_bits(got, want)) << "step " << step;
+    EXPECT_TRUE(after_traced == default_generator().state()) << "step " << step;
+    // A second traced run continues the stream: a different mask, as in eager code.
+    EXPECT_FALSE(same_bits(mg.run(*traced, {x})[0], got)) << "step " << step;
+  }
+  // In eval mode dropout draws nothing: no generator state in the graph.
+  traced->eval();
+  auto eval_graph = trace::trace_module(*traced, forward_of(*traced), {randn({4, 6})});
+  EXPECT_FALSE(eval_graph.random);
+  EXPECT_EQ(eval_graph.graph->outputs().size(), 1u);
+}
+
+TEST(TraceModule, JointStepWithDropoutMatchesEagerAutograd) {
+  auto eager = make_dropout_mlp(4), traced = make_dropout_mlp(4);
+  auto loss_of = [](nn::Module& m) {
+    return [&m](const std::vector<Tensor>& in) { return std::vector<Tensor>{mean(m(in[0]) * in[1])}; };
+  };
+  auto mg = trace::trace_module_joint(*traced, loss_of(*traced), {randn({4, 6}), randn({4, 2})});
+  ir::verify(*mg.graph);
+  EXPECT_TRUE(mg.random);
+  for (int step = 0; step < 2; ++step) {
+    Tensor x = randn({4, 6}), w = randn({4, 2});
+    manual_seed(200 + step);
+    std::vector<Tensor> got = mg.run(*traced, {x, w});
+    manual_seed(200 + step);
+    eager->zero_grad();
+    Tensor loss = loss_of(*eager)({x, w})[0];
+    loss.backward();
+    EXPECT_TRUE(same_bits(got[0], loss)) << "step " << step;
+    std::vector<Tensor> params = eager->parameters();
+    ASSERT_EQ(got.size(), 1 + params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_TRUE(testing::all_close(got[1 + i], params[i].grad())) << mg.params[i];
+    }
+  }
+}
+
 // A forward that rebinds a parameter (instead of a buffer) cannot be captured faithfully.
 class RebindsItsWeight : public nn::Module {
  public:

@@ -1,0 +1,113 @@
+// The loop-level description of a fused kernel: what a fusion group lowers to (codegen/lower),
+// and what both backends run — the tile interpreter and the generated C++ (codegen/emit_cpp).
+// It prints as text (print_kernel); that text, canonical for a given kernel, is the heart of the
+// kernel caches' key.
+//
+// The loops it describes:
+//
+//   for each index o of `outer` (row-major; the parallel loop):
+//     for each stage s, in order:
+//       for each index i of `inner` (row-major):
+//         evaluate stage s's expressions at (o, i), fold them into stage s's reductions,
+//         and do stage s's stores at (o, i)
+//     evaluate the row expressions (stage == stages.size(), over reduction results and
+//     constants only) and do the row stores at (o)
+//
+// A plain elementwise kernel is one stage without reductions (inner holds the dims, outer may hold
+// leading dims to parallelize over, or be empty). A row reduction (sum over the last dim) is one
+// stage with one reduction and a row store. softmax over rows is three stages: max; sum of
+// exp(x - max); store exp(x - max) / sum. A reduction's result is readable in every later stage
+// and in the row expressions, never in its own stage.
+//
+// Addressing: every load and store names an Access, the element offset of (o, i) in one argument
+// buffer: offset + sum(outer_strides[d] * o[d]) + sum(inner_strides[d] * i[d]), in elements of
+// the argument's dtype. A stride of 0 broadcasts; negative strides are allowed; any view the
+// eager kernels accept (permute, slice with step, expand) is expressible. Row stores have
+// inner_strides all 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/scalar_table.h"
+#include "smelt/dtype.h"
+
+namespace smelt::codegen {
+
+enum class ExprKind : uint8_t {
+  Load,             // the element of `access` at the current (o, i)
+  Constant,         // a literal of `dtype`: `fvalue` for floating, `ivalue` for int64/bool/uint8
+  Call,             // `call` (a row of the elementwise table) applied to `operands`
+  ReductionResult,  // the final value of reduction `reduction` for the current row
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::Constant;
+  DType dtype = DType::Float32;  // the value's dtype (for Call: scalar_call_result of its operands)
+  int stage = 0;                 // which stage evaluates it; stages.size() for the row expressions
+  int access = -1;               // Load
+  double fvalue = 0;             // Constant, floating dtypes (exact: printed as a hex float)
+  int64_t ivalue = 0;            // Constant, other dtypes
+  kernels::ScalarCall call{};    // Call
+  std::vector<int> operands;     // Call: expression indices, evaluated earlier
+  int reduction = -1;            // ReductionResult
+};
+
+struct Access {
+  int arg = 0;  // argument index
+  int64_t offset = 0;
+  std::vector<int64_t> outer_strides;  // one per outer dim
+  std::vector<int64_t> inner_strides;  // one per inner dim (all 0 for row stores)
+};
+
+// How a reduction folds: Sum with scalar::add from 0, Max with scalar::maximum from -inf (the
+// lowest value for int64), Min with scalar::minimum from +inf (the largest); NaN propagates as
+// in the eager reductions. The accumulator has the dtype of the value folded in. The order of
+// folding within a row is the backend's choice (a reassociation the fuzzer tolerates).
+enum class ReduceOp : uint8_t { Sum, Max, Min };
+
+struct Reduction {
+  ReduceOp op = ReduceOp::Sum;
+  int value = -1;  // expression folded in, of the reduction's stage
+  int stage = 0;
+  DType dtype = DType::Float32;
+};
+
+struct Store {
+  int value = -1;  // expression to store (converted to nothing: its dtype is the argument's)
+  int access = -1;
+  int stage = 0;   // stages.size() for a row store
+};
+
+struct Arg {
+  DType dtype = DType::Float32;
+  int64_t numel = 0;  // elements the kernel may touch, for bounds checks by the backends' tests
+  bool output = false;
+};
+
+struct LoopKernel {
+  std::string name;        // for profiles and dumps: the fused ops, e.g. "mul_add_gelu"
+  std::vector<Arg> args;   // the buffers, in the order the caller passes them: inputs, then outputs
+  std::vector<int64_t> outer;
+  std::vector<int64_t> inner;
+  int stages = 1;
+  std::vector<Access> accesses;
+  std::vector<Expr> exprs;  // topologically ordered
+  std::vector<Reduction> reductions;
+  std::vector<Store> stores;
+  std::string comment;     // what the kernel fuses (op list, source nodes), kept in dumps
+};
+
+// Checks the invariants above (indices in range, stages ordered, dtypes consistent, no reduction
+// read in its own stage, every output argument stored); throws smelt::Error with the reason.
+void validate(const LoopKernel& kernel);
+
+// The canonical text of a kernel: everything that changes the code it computes (not `comment`).
+std::string print_kernel(const LoopKernel& kernel);
+
+// A backend's kernel entry: the argument buffers' base pointers, in `args` order. Calls are
+// reentrant; a kernel parallelizes its outer loop itself.
+using KernelEntry = void (*)(void* const* args);
+
+}  // namespace smelt::codegen
