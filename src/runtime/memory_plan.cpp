@@ -1,12 +1,15 @@
 // Planning works on blocks: a buffer, or an in-place chain (a buffer and those that took over its
 // memory one after another), which needs one region over the union of its members' lifetimes.
 // Each strategy is an order in which blocks are placed; a block goes to the free gap that wastes
-// least among the blocks already placed whose lifetimes meet its own, or on top of them.
+// least among the blocks already placed whose lifetimes meet its own, or on top of them. The
+// smallest arena wins.
 #include "runtime/memory_plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <tuple>
 
 #include "base/env.h"
@@ -27,10 +30,6 @@ struct Block {
   int64_t first = 0;
   int64_t last = 0;
 };
-
-bool lifetimes_meet(const Block& a, const Block& b) {
-  return a.first <= b.last && b.first <= a.last;
-}
 
 void validate(const std::vector<BufferRequest>& requests) {
   const int64_t n = int64_t(requests.size());
@@ -134,19 +133,41 @@ std::pair<int64_t, int64_t> lower_bound(const std::vector<BufferRequest>& reques
   return {best, best_step};
 }
 
+// For each non-empty block, the non-empty blocks whose lifetimes meet its own. In first-step
+// order, two blocks meet exactly when the later one starts within the earlier one's lifetime, so
+// the scan visits only meeting pairs (plus one stop per block).
+std::vector<std::vector<int32_t>> meeting_blocks(const std::vector<Block>& blocks) {
+  std::vector<size_t> by_first;
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    if (blocks[k].size > 0) by_first.push_back(k);
+  }
+  std::sort(by_first.begin(), by_first.end(),
+            [&](size_t a, size_t b) { return blocks[a].first < blocks[b].first; });
+  std::vector<std::vector<int32_t>> meets(blocks.size());
+  for (size_t a = 0; a < by_first.size(); ++a) {
+    const size_t i = by_first[a];
+    for (size_t b = a + 1; b < by_first.size() && blocks[by_first[b]].first <= blocks[i].last; ++b) {
+      meets[i].push_back(int32_t(by_first[b]));
+      meets[by_first[b]].push_back(int32_t(i));
+    }
+  }
+  return meets;
+}
+
 // Places blocks in `order`; returns each block's offset and sets `arena`.
-std::vector<int64_t> place(const std::vector<Block>& blocks, const std::vector<size_t>& order,
-                           int64_t& arena) {
+std::vector<int64_t> place(const std::vector<Block>& blocks,
+                           const std::vector<std::vector<int32_t>>& meets,
+                           const std::vector<size_t>& order, int64_t& arena) {
   std::vector<int64_t> offset(blocks.size(), 0);
-  std::vector<size_t> placed;
+  std::vector<bool> placed(blocks.size(), false);
   std::vector<std::pair<int64_t, int64_t>> busy;  // [begin, end) of placed blocks that meet it
   arena = 0;
   for (size_t b : order) {
     const Block& block = blocks[b];
     if (block.size == 0) continue;
     busy.clear();
-    for (size_t p : placed) {
-      if (lifetimes_meet(block, blocks[p])) busy.push_back({offset[p], offset[p] + blocks[p].size});
+    for (int32_t p : meets[b]) {
+      if (placed[p]) busy.push_back({offset[p], offset[p] + blocks[p].size});
     }
     std::sort(busy.begin(), busy.end());
     int64_t best = -1, best_waste = std::numeric_limits<int64_t>::max(), cursor = 0;
@@ -159,7 +180,7 @@ std::vector<int64_t> place(const std::vector<Block>& blocks, const std::vector<s
       cursor = std::max(cursor, end);
     }
     offset[b] = best >= 0 ? best : cursor;  // no gap fits: on top of everything live with it
-    placed.push_back(b);
+    placed[b] = true;
     arena = std::max(arena, offset[b] + block.size);
   }
   return offset;
@@ -189,12 +210,28 @@ std::vector<size_t> order_by_first_step(const std::vector<Block>& blocks) {
   return order;
 }
 
+// Sizes scaled by a factor in [0.5, 1.5) drawn from the raw bits (the standard distributions may
+// differ between standard libraries; plans must not).
+std::vector<size_t> order_by_jittered_size(const std::vector<Block>& blocks, std::mt19937_64& rng) {
+  std::vector<double> key(blocks.size());
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    key[k] = double(blocks[k].size) * (0.5 + double(rng() >> 11) * 0x1p-53);
+  }
+  std::vector<size_t> order(blocks.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key[a] > key[b]; });
+  return order;
+}
+
+constexpr uint64_t kPerturbSeed = 0x736d656c74;  // "smelt"
+
 }  // namespace
 
 const char* memory_strategy_name(MemoryStrategy s) {
   switch (s) {
     case MemoryStrategy::BySize: return "by-size";
     case MemoryStrategy::ByOrder: return "by-order";
+    case MemoryStrategy::BySizePerturbed: return "by-size-perturbed";
     case MemoryStrategy::None: return "none";
   }
   return "?";
@@ -231,16 +268,39 @@ MemoryPlan plan_memory(const std::vector<BufferRequest>& requests,
 
   SMELT_CHECK(options.by_size || options.by_order)
       << "memory plan: no strategy enabled; valid: by_size, by_order or both";
+  SMELT_CHECK(options.perturbed_tries >= 0)
+      << "memory plan: perturbed_tries is " << options.perturbed_tries << "; valid: >= 0";
   const std::vector<Block>& blocks = grouped.blocks;
-  std::vector<int64_t> by_size, by_order;
-  if (options.by_size) by_size = place(blocks, order_by_size(blocks), plan.by_size_bytes);
-  if (options.by_order) by_order = place(blocks, order_by_first_step(blocks), plan.by_order_bytes);
-  // Ties go to by-size; a strategy not tried cannot win.
-  const bool size_wins =
-      options.by_size && (!options.by_order || plan.by_size_bytes <= plan.by_order_bytes);
-  plan.strategy = size_wins ? MemoryStrategy::BySize : MemoryStrategy::ByOrder;
-  plan.arena_bytes = size_wins ? plan.by_size_bytes : plan.by_order_bytes;
-  const std::vector<int64_t>& block_offset = size_wins ? by_size : by_order;
+  SMELT_CHECK(blocks.size() < size_t(INT32_MAX))
+      << "memory plan: " << blocks.size() << " buffers; valid: fewer than " << INT32_MAX;
+  const std::vector<std::vector<int32_t>> meets = meeting_blocks(blocks);
+  std::vector<int64_t> best;  // per block
+  int64_t best_arena = std::numeric_limits<int64_t>::max();
+  auto consider = [&](MemoryStrategy strategy, const std::vector<size_t>& order) {
+    int64_t arena = 0;
+    std::vector<int64_t> offsets = place(blocks, meets, order, arena);
+    if (arena < best_arena) {  // ties keep the earlier strategy
+      best_arena = arena;
+      best = std::move(offsets);
+      plan.strategy = strategy;
+    }
+    return arena;
+  };
+  if (options.by_size) plan.by_size_bytes = consider(MemoryStrategy::BySize, order_by_size(blocks));
+  if (options.by_order) {
+    plan.by_order_bytes = consider(MemoryStrategy::ByOrder, order_by_first_step(blocks));
+  }
+  // Greedy orders can fragment the arena where a packing at the lower bound exists (though the
+  // bound is not always reachable); jittering the by-size order often finds one. Seeded, so the
+  // same requests always give the same plan.
+  std::mt19937_64 rng(kPerturbSeed);
+  while (plan.perturbed_tries < options.perturbed_tries && best_arena > plan.lower_bound_bytes) {
+    const int64_t arena = consider(MemoryStrategy::BySizePerturbed, order_by_jittered_size(blocks, rng));
+    plan.perturbed_bytes = plan.perturbed_tries == 0 ? arena : std::min(plan.perturbed_bytes, arena);
+    ++plan.perturbed_tries;
+  }
+  plan.arena_bytes = best_arena;
+  const std::vector<int64_t>& block_offset = best;
   plan.offsets.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
     plan.offsets.push_back(block_offset[grouped.block_of[i]]);

@@ -36,6 +36,7 @@ struct BufferRequest {
 enum class MemoryStrategy {
   BySize,   // largest first, each at the lowest-waste free gap over its lifetime
   ByOrder,  // in first_step order (an online allocator with coalescing), best-fit gap
+  BySizePerturbed,  // by size with sizes jittered (seeded), tried while above the lower bound
   None,     // planning off: each buffer its own region, laid out in request order
 };
 const char* memory_strategy_name(MemoryStrategy s);
@@ -59,6 +60,8 @@ struct MemoryPlan {
   MemoryStrategy strategy = MemoryStrategy::None;
   int64_t by_size_bytes = 0;   // the arena each strategy needed (0 when not tried)
   int64_t by_order_bytes = 0;
+  int64_t perturbed_bytes = 0;  // the best perturbed order's arena, over perturbed_tries tries
+  int perturbed_tries = 0;
   std::vector<InplaceReuse> inplace;  // the reuses taken, by increasing `buffer`
 };
 
@@ -67,12 +70,15 @@ struct MemoryPlanOptions {
   bool inplace = true;  // take the in-place offers
   bool by_size = true;  // the strategies to try (at least one when enabled); the smaller arena wins
   bool by_order = true;
+  // Up to this many perturbed by-size orders, tried only while the arena exceeds the lower bound
+  // (each costs as much as one strategy).
+  int perturbed_tries = 16;
 };
 // `enabled` is false when SMELT_NO_MEMPLAN=1 (0 or unset: true; anything else is an error).
 MemoryPlanOptions memory_plan_options_from_env();
 
 // Plans the requests; throws smelt::Error naming the request on a malformed one (negative size,
-// last_step < first_step, a bad inplace_of). O(n^2) in the number of buffers.
+// last_step < first_step, a bad inplace_of). Each strategy is O(n^2) in the number of buffers.
 MemoryPlan plan_memory(const std::vector<BufferRequest>& requests,
                        const MemoryPlanOptions& options = memory_plan_options_from_env());
 

@@ -72,8 +72,12 @@ std::string memory_plan_report(const std::vector<BufferRequest>& requests, const
   row("planned arena", plan.arena_bytes);
   o << "  " << ratio(plan.arena_bytes, plan.naive_bytes) << " of naive";
   if (plan.strategy != MemoryStrategy::None) {
-    o << " (by-size " << human_bytes(plan.by_size_bytes) << ", by-order "
-      << human_bytes(plan.by_order_bytes) << ")";
+    o << " (";
+    if (plan.by_size_bytes > 0) o << "by-size " << human_bytes(plan.by_size_bytes) << ", ";
+    if (plan.by_order_bytes > 0) o << "by-order " << human_bytes(plan.by_order_bytes) << ", ";
+    o << plan.perturbed_tries << " perturbed";
+    if (plan.perturbed_tries > 0) o << " best " << human_bytes(plan.perturbed_bytes);
+    o << ")";
   }
   o << "\n";
   row("lower bound", plan.lower_bound_bytes);
