@@ -68,6 +68,7 @@ class Planner {
     for (int i = size() - 1; i >= 0; --i) {
       if (p_.roles[i] != Role::Pointwise || p_.owner[i] >= 0) continue;
       if (!read_outside(i, -1, {})) continue;  // every reader recomputes it: the original goes
+      if (join_producer_group(i)) continue;
       const int g = new_group(Pattern::Pointwise, i);
       grow_producers(g, p_.nodes[i]->inputs, true);
       finish(g);
@@ -321,10 +322,10 @@ class Planner {
       } else if (role == Role::View) {
         ok = try_extend(g, {}, {m}, &why);  // a view is addressing: duplicated for free
       } else {
-        std::string out_why;
-        if (allow_output && p_.owner[m] < 0) ok = try_extend(g, {m}, {}, &out_why);
         // A value another group computes is stored by it anyway: read, never recomputed.
         if (p_.owner[m] >= 0) continue;
+        std::string out_why;
+        if (allow_output) ok = try_extend(g, {m}, {}, &out_why);
         if (!ok && recompute_pays(m, &why)) ok = try_extend(g, {}, {m}, &why);
         if (!ok && !out_why.empty()) why = out_why + "; " + why;
       }
@@ -393,6 +394,23 @@ class Planner {
         grow_producers(g, {p_.nodes[s]->inputs[0]}, false);
       }
     }
+  }
+
+  // A pointwise node reading the output of a pointwise group made earlier (one that stores a
+  // value with several readers) joins that group as one more output when legal: one kernel less.
+  bool join_producer_group(int i) {
+    for (const ir::Value* in : p_.nodes[i]->inputs) {
+      if (!in->producer) continue;
+      const int g = p_.owner[pos(in->producer)];
+      if (g < 0 || p_.groups[g].pattern != Pattern::Pointwise) continue;
+      std::string why;
+      if (try_extend(g, {i}, {}, &why)) {
+        grow_producers(g, p_.nodes[i]->inputs, true);
+        return true;
+      }
+      reason(i, g, why);
+    }
+    return false;
   }
 
   // Keeps group g if it fuses at least two non-view ops; otherwise its nodes go back.
