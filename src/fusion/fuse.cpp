@@ -81,6 +81,7 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
   std::unordered_set<const ir::Value*> needed(graph.outputs().begin(), graph.outputs().end());
   std::vector<bool> node_live(size_t(n), false);
   std::vector<std::vector<ir::Value*>> group_outputs(plan.groups.size());
+  std::vector<std::vector<int>> live_members(plan.groups.size());  // in position order
   for (auto it = schedule.rbegin(); it != schedule.rend(); ++it) {
     if (it->group < 0) {
       const ir::Node* node = plan.nodes[size_t(it->node)];
@@ -97,8 +98,18 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
       }
     }
     if (group_outputs[it->group].empty()) continue;
-    for (int m : members) {
-      for (const ir::Value* in : plan.nodes[m]->inputs) {
+    // Members whose values nothing needs any more (their readers outside turned out to recompute
+    // them, after this group was planned) are dropped, like dead code.
+    std::unordered_set<const ir::Value*> read(group_outputs[it->group].begin(), group_outputs[it->group].end());
+    std::vector<int>& kept = live_members[it->group];
+    for (auto m = members.rbegin(); m != members.rend(); ++m) {
+      const ir::Node* node = plan.nodes[*m];
+      bool live = false;
+      for (const ir::Value* out : node->outputs) live |= read.count(out) > 0;
+      if (!live) continue;
+      kept.insert(kept.begin(), *m);
+      for (const ir::Value* in : node->inputs) {
+        read.insert(in);
         if (!in->producer || !std::binary_search(members.begin(), members.end(), pos.at(in->producer))) needed.insert(in);
       }
     }
@@ -115,7 +126,7 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
       if (schedule[t].group < 0) before = plan.nodes[size_t(schedule[t].node)];
     }
     const detail::PlannedGroup& G = plan.groups[g];
-    std::vector<int> members = members_of(g);
+    std::vector<int> members = live_members[g];
     if (G.pattern == Pattern::Contraction) {  // the contract: the product is the first body node
       std::stable_partition(members.begin(), members.end(), [&](int m) { return plan.roles[m] == Role::Contraction; });
     }
@@ -162,9 +173,9 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
 
   // Unfused nodes with their reasons, before the graph changes.
   std::vector<int> recomputed_count(size_t(n), 0);
-  for (const detail::PlannedGroup& G : plan.groups) {
-    if (!G.alive) continue;
-    for (int m : G.recomputed) recomputed_count[size_t(m)]++;
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    const std::vector<int>& r = plan.groups[g].recomputed;
+    for (int m : live_members[g]) recomputed_count[size_t(m)] += std::find(r.begin(), r.end(), m) != r.end();
   }
   for (int i = 0; i < n; ++i) {
     const ir::Node* node = plan.nodes[i];
