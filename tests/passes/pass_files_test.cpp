@@ -9,7 +9,7 @@
 // (which is itself normalized by parse + print, so spacing in the file does not matter). The
 // optimized graph must also compute the same values as the input graph on random inputs.
 //
-// Fusion cases (a pipeline that runs `fuse`) are checked harder: every group node satisfies its
+// Fusion cases (files fusion_*.ir, whose pipeline runs `fuse`) are checked harder: every group node satisfies its
 // pattern's contract (fusion/pattern.h), and the fused graph computes the unfused graph's values
 // BIT FOR BIT (fusion moves no arithmetic; any NaN matches any NaN) on random inputs with special
 // values (NaN, ±inf, ±0, subnormals, extremes) drawn with several probabilities. Lines
@@ -152,9 +152,20 @@ bool runs_fuse(const PassCase& c) {
   return ::testing::AssertionSuccess();
 }
 
-TEST_P(PassFile, FusedGraphIsBitExactAndKeepsTheContract) {
+class FusionFile : public ::testing::TestWithParam<PassCase> {};
+
+std::vector<PassCase> fusion_cases() {
+  std::vector<PassCase> cases;
+  for (const PassCase& c : load_cases()) {
+    if (c.file.rfind("fusion_", 0) == 0) cases.push_back(c);
+  }
+  return cases;
+}
+
+TEST_P(FusionFile, FusedGraphIsBitExactAndKeepsTheContract) {
   const PassCase& c = GetParam();
-  if (c.input.empty() || !runs_fuse(c)) GTEST_SKIP() << "not a fusion case";
+  ASSERT_FALSE(c.input.empty()) << c.file << ": " << c.pipeline;
+  ASSERT_TRUE(runs_fuse(c)) << c.file << ": a fusion_*.ir case must run the pass fuse";
   auto graph = ir::parse(c.input);
   auto reference = graph->clone();
   passes::PipelineOptions options;
@@ -191,12 +202,14 @@ TEST_P(PassFile, FusedGraphIsBitExactAndKeepsTheContract) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, PassFile, ::testing::ValuesIn(load_cases()),
-                         [](const ::testing::TestParamInfo<PassCase>& info) {
-                           std::string name = info.param.file.substr(0, info.param.file.size() - 3);
-                           for (char& ch : name) if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+std::string case_name(const ::testing::TestParamInfo<PassCase>& info) {
+  std::string name = info.param.file.substr(0, info.param.file.size() - 3);
+  for (char& ch : name) if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, PassFile, ::testing::ValuesIn(load_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Files, FusionFile, ::testing::ValuesIn(fusion_cases()), case_name);
 
 }  // namespace
 }  // namespace smelt
