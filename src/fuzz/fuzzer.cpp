@@ -105,7 +105,11 @@ std::unique_ptr<ir::Graph> with_contiguous_operands(const ir::Graph& g) {
   for (const auto& n : out->nodes()) order.push_back(n.get());
   for (ir::Node* n : order) {
     const ops::OpKind kind = ops::op_info(n->op).kind;
-    if (n->body || n->op == ops::OpId::contiguous ||
+    if (n->body) {  // a fusion group: the same inside its body
+      n->body = with_contiguous_operands(*n->body);
+      continue;
+    }
+    if (n->op == ops::OpId::contiguous ||
         !(kind == ops::OpKind::Reduce || kind == ops::OpKind::Contraction || kind == ops::OpKind::Opaque)) {
       continue;
     }

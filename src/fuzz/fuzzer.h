@@ -15,8 +15,13 @@
 #include <string>
 
 #include "fuzz/random_graph.h"
+#include "passes/pass_manager.h"
 
 namespace smelt::fuzz {
+
+// What `smelt fuzz` tests by default: the canonical passes to a fixed point, then fusion (the
+// pass `fuse`, fusion/fuse.h), whose groups the interpreter runs by interpreting their bodies.
+inline const std::string kFuzzPipeline = std::string(passes::kDefaultPipeline) + ",fuse";
 
 struct CaseResult {
   bool passed = true;

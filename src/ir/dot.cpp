@@ -66,6 +66,23 @@ std::string node_label(const Node& n) {
   return label.str();
 }
 
+// A fusion group (fusion/fuse.h) is labeled with its pattern and filled with a color per
+// pattern; another group node is a dashed box with its attributes.
+std::string group_label(const Node& n) {
+  if (!n.attrs.has("fusion")) return node_label(n);
+  std::ostringstream label;
+  label << "fused: " << n.attrs.get_string("fusion");
+  for (const Value* out : n.outputs) label << "\n" << value_ref(out) << ": " << meta_str(out->meta);
+  return label.str();
+}
+
+std::string group_style(const Node& n) {
+  if (!n.attrs.has("fusion")) return "\"rounded,dashed\"";
+  const std::string& p = n.attrs.get_string("fusion");
+  const char* color = p == "pointwise" ? "#e8f5e9" : p == "reduction" ? "#fff3e0" : p == "row" ? "#f3e5f5" : "#e3f2fd";
+  return str("\"rounded,filled\", fillcolor=\"", color, "\"");
+}
+
 // Draws the inputs, constants and nodes of `g` with DOT ids starting with `prefix`; returns
 // where each of its values comes from. A group node becomes a cluster holding its body, whose
 // inputs are fed by the node's operands and whose outputs stand for the node's outputs.
@@ -96,7 +113,7 @@ std::unordered_map<const Value*, std::string> draw_graph(std::ostringstream& os,
     std::string id = str(prefix, "n", index++);
     if (n->body) {
       os << indent << "subgraph " << quoted(str("cluster_", id)) << " {\n";
-      os << indent << "  label=" << quoted(node_label(*n)) << "; style=\"rounded,dashed\";\n";
+      os << indent << "  label=" << quoted(group_label(*n)) << "; style=" << group_style(*n) << ";\n";
       auto inner = draw_graph(os, *n->body, id + "_", indent + "  ");
       os << indent << "}\n";
       for (size_t i = 0; i < n->inputs.size(); ++i) {

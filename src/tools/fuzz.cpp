@@ -55,7 +55,7 @@ void register_fuzz(CLI::App& app) {
     int max_nodes = 12;
     int max_rank = fuzz::RandomGraphOptions{}.max_rank;
     int max_dim = fuzz::RandomGraphOptions{}.max_dim;
-    std::string passes = passes::kDefaultPipeline;
+    std::string passes = fuzz::kFuzzPipeline;
     std::string out;
     bool autograd = false;
   };
@@ -67,7 +67,7 @@ void register_fuzz(CLI::App& app) {
   cmd->add_option("--max-nodes", opt->max_nodes, "nodes per graph at most")->check(integer_in(1, 1000));
   cmd->add_option("--max-rank", opt->max_rank, "rank of the random input shapes at most")->check(integer_in(0, 6));
   cmd->add_option("--max-dim", opt->max_dim, "size of each dim of the random input shapes at most")->check(integer_in(1, 16));
-  cmd->add_option("--passes", opt->passes, "the pipeline to test");
+  cmd->add_option("--passes", opt->passes, "the pipeline to test")->capture_default_str();
   cmd->add_option("--out", opt->out, "directory for minimized failing cases (.ir)");
   cmd->add_flag("--autograd", opt->autograd,
                 "random eager programs with in-place ops and views: gradients vs the out-of-place "

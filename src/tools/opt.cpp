@@ -5,6 +5,8 @@
 //   smelt opt model.ir --print-ir-after=fold    IR on stderr after each run of fold that changed it
 //   smelt opt model.ir --dot model.svg          a picture of the result (.dot: the DOT text)
 //   smelt opt model.ir --bisect                 which pass application changes the results
+//   smelt opt model.ir --fuse --explain-fusion  then fusion (fusion/fuse.h); for every node left
+//                                               unfused, why (on stderr), with the metrics
 //   smelt opt --list-passes
 //
 // Exit codes: 0 done, 1 bad input (unreadable file, parse error, unknown pass, ...), 2 --bisect
@@ -18,6 +20,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "fusion/fuse.h"
 #include "ir/dot.h"
 #include "ir/printer.h"
 #include "passes/bisect.h"
@@ -38,6 +41,11 @@ struct OptArgs {
   bool list_passes = false;
   bool bisect = false;
   uint64_t seed = 0;
+  bool fuse = false;
+  bool explain_fusion = false;
+  int fuse_max_ops = -1;  // -1: SMELT_FUSE_MAX_OPS or the default
+  int fuse_max_depth = -1;
+  int fuse_max_recompute = -1;
 };
 
 std::string read_text(const std::string& file) {
@@ -113,8 +121,19 @@ void run_opt(const OptArgs& args) {
   if (args.print_ir_after_all) options.print_ir_after = "all";
   else if (!args.print_ir_after.empty()) options.print_ir_after = args.print_ir_after;
   passes::PipelineResult result = passes::run_pipeline(*graph, args.passes, options);
+  SMELT_CHECK(args.fuse || !args.explain_fusion) << "opt: --explain-fusion needs --fuse";
+  fusion::FusionReport fusion_report;
+  if (args.fuse) {
+    fusion::FusionOptions fopt = fusion::fusion_options_from_env();
+    if (args.fuse_max_ops >= 0) fopt.max_ops = args.fuse_max_ops;
+    if (args.fuse_max_depth >= 0) fopt.max_depth = args.fuse_max_depth;
+    if (args.fuse_max_recompute >= 0) fopt.max_recompute_ops = args.fuse_max_recompute;
+    fusion_report = fusion::fuse(*graph, fopt);
+  }
   std::cout << ir::print(*graph) << std::flush;
   if (args.stats) std::cerr << result.report();
+  if (args.explain_fusion) std::cerr << fusion_report.explain();
+  else if (args.fuse && args.stats) std::cerr << fusion_report.summary() << "\n";
   if (!args.dot.empty()) ir::write_dot(ir::to_dot(*graph, args.file), args.dot);
 }
 
@@ -136,6 +155,22 @@ void register_opt(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed of --bisect's random inputs")
       ->check(any_uint64())
       ->capture_default_str();
+  cmd->add_flag("--fuse", args->fuse, "after the pipeline, fuse nodes into group nodes (fusion/fuse.h)");
+  cmd->add_flag("--explain-fusion", args->explain_fusion,
+                "with --fuse: print the groups, why each unfused node stayed out, and the metrics (stderr)");
+  const fusion::FusionOptions defaults;
+  cmd->add_option("--fuse-max-ops", args->fuse_max_ops,
+                  "ops per fusion group at most, views not counted (default " + std::to_string(defaults.max_ops) +
+                      ", or SMELT_FUSE_MAX_OPS)")
+      ->check(integer_in(1, 1000));
+  cmd->add_option("--fuse-max-depth", args->fuse_max_depth,
+                  "longest chain of ops in a fusion group (default " + std::to_string(defaults.max_depth) +
+                      ", or SMELT_FUSE_MAX_DEPTH)")
+      ->check(integer_in(1, 1000));
+  cmd->add_option("--fuse-max-recompute", args->fuse_max_recompute,
+                  "recomputed ops per fusion group at most (default " + std::to_string(defaults.max_recompute_ops) +
+                      ", or SMELT_FUSE_MAX_RECOMPUTE)")
+      ->check(integer_in(0, 1000));
   cmd->callback([args] { run_opt(*args); });
 }
 

@@ -3,13 +3,16 @@
 // found earlier, and checks that the fuzzer does catch wrong passes, including ones that only
 // special values expose.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
+#include "fusion/pattern.h"
 #include "fuzz/fuzzer.h"
 #include "fuzz/special_values.h"
 #include "ir/constant.h"
@@ -137,6 +140,38 @@ TEST(Fuzz, DefaultPipelineMatchesInterpreterAndEager) {
   EXPECT_EQ(failed, 0);
   EXPECT_GT(exact_outputs, kCiCases);          // most outputs are compared bit for bit
   EXPECT_LT(runtime_errors, kCiCases / 100);   // graphs that fail when run are rare
+}
+
+// Fusion after the canonical passes: group nodes run by the interpreter give the unfused
+// graph's results bit for bit, every group keeps its pattern's contract, and the random graphs
+// do make groups of every pattern (so the comparison tests fusion, not an unchanged graph).
+TEST(Fuzz, FusedPipelineMatchesInterpreter) {
+  int failed = 0;
+  std::map<std::string, int> groups;
+  for (uint64_t seed = 1; seed <= kCiCases / 2; ++seed) {
+    auto g = fuzz::random_graph(seed);
+    fuzz::CaseResult r = fuzz::check_graph(*g, fuzz::kFuzzPipeline, seed);
+    if (!r.passed && ++failed <= 5) {
+      ADD_FAILURE() << "seed " << seed << ": " << r.message << "\n"
+                    << ir::print(*fuzz::minimize(*g, fuzz::kFuzzPipeline, seed));
+    }
+    passes::PipelineOptions options;
+    std::ostringstream log;
+    options.log = &log;
+    passes::run_pipeline(*g, fuzz::kFuzzPipeline, options);
+    for (const auto& n : g->nodes()) {
+      if (!n->body) continue;
+      groups[n->attrs.get_string("fusion")]++;
+      EXPECT_EQ(fusion::check_group(*n), "") << "seed " << seed;
+    }
+  }
+  EXPECT_EQ(failed, 0);
+  std::printf("fusion groups in %d random graphs:", kCiCases / 2);
+  for (const auto& [pattern, count] : groups) std::printf(" %s %d", pattern.c_str(), count);
+  std::printf("\n");
+  for (const char* p : {"pointwise", "reduction", "row", "contraction"}) {
+    EXPECT_GT(groups[p], 10) << "random graphs made too few " << p << " groups";
+  }
 }
 
 // Passes must be right in any order, not only the default one: another order, without

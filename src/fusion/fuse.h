@@ -1,0 +1,132 @@
+// Operator fusion: turns groups of nodes into group nodes (ir::Node::body), each to become one
+// loop kernel. Runs after the canonical passes (passes/pass_manager.h) and before scheduling and
+// memory planning; it needs nothing else before it (it runs dce first itself). Registered as the
+// pass `fuse` (fusion/fuse_pass.cpp), so `smelt opt --passes ...,fuse` and the fuzzer run it.
+//
+// THE CONTRACT WITH THE LOWERING (codegen/): every group node fuse() makes carries the string
+// attribute `fusion` naming one pattern below, and its body satisfies that pattern exactly
+// (fusion/pattern.h checks it: check_group). Words used:
+//   external   a body input or a body constant (fuse copies constants of at most one element
+//              into the body; larger constants are body inputs);
+//   view op    reshape, permute, slice, expand, contiguous;
+//   load view  a view op whose operand is external or another load view: an addressing of an
+//              argument buffer, never computed;
+//   squeeze reshape  a reshape that only inserts or removes dims of size 1;
+//   pointwise node   an Elementwise op (NumPy broadcasting allowed), a load view, or a permute,
+//              slice, expand, contiguous or squeeze reshape of any value. A general reshape of a
+//              computed value is never in a body (its index map is not affine);
+//   depends on X     reachable from X's outputs through body nodes.
+// Body nodes are in topological order; every body node has an output that a body node reads or
+// the body returns.
+//
+//  fusion="pointwise"  every node is a pointwise node. All body outputs have one shape D, the
+//      iteration space: one loop over D; every value is evaluated at the index of D its
+//      consumers' index maps ask for (a value read through two different views is evaluated
+//      twice; intermediates never reach memory).
+//  fusion="reduction"  one or more reduce nodes (sum, mean, amax, amin) with equal `dims` (as
+//      the normalized sorted set) and `keepdim`, whose inputs have one shape R (the reduce
+//      domain) and a floating dtype; no reduce node depends on another. Every other node is
+//        - prologue: a pointwise node that does not depend on a reduce node and whose value is
+//          read only by prologue nodes and reduce nodes (evaluated over R), or
+//        - a load view read by epilogue nodes, or
+//        - epilogue: an Elementwise node that depends on a reduce node, with output shape equal
+//          to the reduced shape; its operands are reduce results, epilogue values or externals
+//          (broadcast to the reduced shape) and load views.
+//      Outputs: reduce results and epilogue values only (all of the reduced shape).
+//  fusion="row"  exactly one row node: softmax or log_softmax over the last dim, or layer_norm
+//      (normalizing its last `ndim` dims); its input 0 (x) has a floating dtype. Prologue:
+//      pointwise nodes that the row node's input 0 depends on, not depending on the row node,
+//      read only by prologue nodes and by the row node's input 0 (evaluated over x's shape).
+//      layer_norm's inputs 1 and 2 (weight, bias) are external or load views. Epilogue:
+//      Elementwise nodes depending on the row node, with output shape equal to x's shape,
+//      reading the row node's output 0 only (never layer_norm's mean/rstd), epilogue values,
+//      externals and load views. Outputs: any output of the row node, and epilogue values.
+//  fusion="contraction"  the FIRST body node is the only matmul or conv2d; both its operands are
+//      external (no prologue); its output dtype is floating. Every other node is an Elementwise
+//      epilogue node depending on it with output shape equal to its output shape (bias add with
+//      a broadcast bias, activation, residual add, scale, ...) or a load view read by epilogue
+//      nodes. Outputs: the contraction's output (when something outside reads it) and epilogue
+//      values, all of the contraction's output shape.
+//
+// LEGALITY (fusion/planner.cpp): groups never create a cycle (each group gets a position in a
+// schedule of the whole graph, and every edge between groups and unfused nodes must run forward
+// in it: checked exactly on every extension); a value that is a graph output or read outside
+// its group becomes a group output (or the node stays out); random ops, ops that write their
+// input (ops::mutates), impure ops, Opaque ops and nodes reading storage that some op writes in
+// place are never fused.
+//
+// COST MODEL for a value v with readers outside the group being built (recompute or
+// materialize): only an Elementwise producer may be recomputed (views are always duplicated:
+// they are addressing), at most `max_recompute_ops` recomputed ops per group. With |in| the
+// bytes of the producer's operands (a view's bytes are those of its source) and k the number of
+// readers of v: if v must be materialized anyway (a graph output, or read by an op that cannot
+// take it in a prologue: an unfusable op or a contraction), recompute iff |in| <= |v| (the group
+// reads no more than it would reading v); otherwise recompute iff k |in| <= (k + 1) |v| (k
+// recomputations read no more than one write of v and k reads). A pointwise group prefers making
+// v one of its outputs (one kernel less) when v has the group's shape.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace smelt::fusion {
+
+enum class Pattern : uint8_t { Pointwise, Reduction, Row, Contraction };
+const char* pattern_name(Pattern p);  // "pointwise", ...
+bool pattern_from_name(const std::string& name, Pattern* out);
+
+struct FusionOptions {
+  // Ops per group, not counting view ops (they are addressing, not work). The seeds
+  // suggest 3-5; 8 lets a contraction keep bias + activation + residual + scale and a reduction
+  // keep a prologue, two reductions and an epilogue. To be tuned in bench/.
+  int max_ops = 8;
+  // Longest chain of non-view ops inside a group (register pressure, expression size).
+  int max_depth = 5;
+  // Recomputed (duplicated) ops per group at most.
+  int max_recompute_ops = 4;
+};
+
+// The options with SMELT_FUSE_MAX_OPS, SMELT_FUSE_MAX_DEPTH, SMELT_FUSE_MAX_RECOMPUTE applied
+// (docs/env.md); a bad value is a smelt::Error naming the variable.
+FusionOptions fusion_options_from_env();
+
+struct FusionGroupInfo {
+  int id = 0;                     // the group's number in explain() and the DOT labels
+  Pattern pattern = Pattern::Pointwise;
+  std::vector<std::string> ops;   // fused node names with their first output, "%5 = add"
+  std::vector<std::string> recomputed;  // of which duplicated here (their value also lives elsewhere)
+  int outputs = 0;
+};
+
+struct UnfusedNode {
+  std::string node;    // "%5 = softmax"
+  std::string reason;  // the rule or limit that kept it out
+};
+
+struct FusionReport {
+  std::vector<FusionGroupInfo> groups;
+  std::vector<UnfusedNode> unfused;  // every node left running on its own, in graph order
+  int fusable_ops = 0;     // non-view nodes of a kind some pattern accepts
+  int fused_ops = 0;       // ... of which no longer run as their own kernel
+  int kernels_before = 0;  // non-view nodes before fusion (a view runs no kernel)
+  int kernels_after = 0;   // group nodes + non-view nodes left
+  int recomputed_ops = 0;  // duplicated op copies inside groups
+  int64_t bytes_not_written = 0;  // intermediate values no longer stored to memory
+
+  double fusion_rate() const { return fusable_ops ? double(fused_ops) / fusable_ops : 0.0; }
+  // The metrics in one line.
+  std::string summary() const;
+  // The groups, then every unfused node with its reason, then the summary.
+  std::string explain() const;
+};
+
+// Rewrites `graph` in place: fused nodes become group nodes (inserted where the schedule puts
+// them), nodes recomputed everywhere disappear. The result passes ir::verify, computes exactly
+// what the input computed (the same ops on the same values), and each group satisfies the
+// contract above (checked; a violation is an internal error).
+FusionReport fuse(ir::Graph& graph, const FusionOptions& options = fusion_options_from_env());
+
+}  // namespace smelt::fusion
