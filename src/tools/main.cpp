@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   smelt::tools::register_demo(app);
   smelt::tools::register_fuzz(app);
   smelt::tools::register_opt(app);
+  smelt::tools::register_cache(app);
 
   try {
     check_environment();
