@@ -188,8 +188,11 @@ KernelCache::KernelCache(KernelCacheOptions options) : options_(std::move(option
   debug_ = int(env_int("SMELT_DEBUG", 0, 0, 4));
   std::string flags;
   for (const std::string& f : compiler_.flags) flags += f + " ";
+  // The scalar math the kernels #include: a fix to it must not meet kernels compiled before.
+  std::string scalar_header;
+  read_file(codegen_include_dir() + "/kernels/scalar.h", &scalar_header);
   key_salt_ = "compiler " + compiler_.path + "\nversion " + compiler_.version + "\nflags " + flags + "\ncpu " +
-              cpu_features() + "\nsmelt " + SMELT_VERSION + "\n";
+              cpu_features() + "\nsmelt " + SMELT_VERSION + "\nscalar.h " + hash_hex(scalar_header) + "\n";
 }
 
 KernelCache::~KernelCache() {
@@ -272,7 +275,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::lookup_disk(const std::string
   }
   ++stats_.disk_hits;
   log_event(options_.dir, "disk_hit");
-  if (debug_ >= 1) std::fprintf(stderr, "smelt: kernel %s: disk cache hit %s\n", key.c_str(), so.c_str());
+  if (debug_ >= 3) std::fprintf(stderr, "smelt: kernel %s: disk cache hit %s\n", key.c_str(), so.c_str());
   return compiled;
 }
 
@@ -323,10 +326,10 @@ std::shared_ptr<const CompiledKernel> KernelCache::build(const LoopKernel& kerne
     ++stats_.misses;
     stats_.compile_seconds += seconds;
   }
-  if (debug_ >= 1) {
-    std::fprintf(stderr, "smelt: kernel %s (%s) compiled in %.3f s\n", kernel.name.c_str(), key.c_str(), seconds);
+  if (debug_ >= 3) {
+    std::fprintf(stderr, "smelt: kernel %s (%s) compiled in %.3f s, source %s\n", kernel.name.c_str(), key.c_str(),
+                 seconds, compiled->source_path.c_str());
   }
-  if (debug_ >= 3) std::fprintf(stderr, "smelt: kernel %s source %s\n", kernel.name.c_str(), compiled->source_path.c_str());
   return compiled;
 }
 

@@ -1,7 +1,8 @@
 // Kernel caches and tiered execution.
 //
 // A kernel's key is a hash of its canonical text (print_kernel: shapes, strides, dtypes, math),
-// the compiler's path, version and flags, the CPU's features and smelt's version. Compiled
+// the compiler's path, version and flags, the CPU's features, smelt's version and the contents
+// of the kernels/scalar.h that generated kernels include. Compiled
 // kernels live
 //   - in memory: an LRU of loaded kernels (KernelCacheOptions::memory_entries, default 1000);
 //   - on disk, in `$SMELT_CACHE_DIR` (default ~/.cache/smelt): <key>.so with a trailer (magic,
@@ -16,7 +17,8 @@
 // background pool compiles; the compiled entry then replaces the interpreter (an atomic swap).
 // `SMELT_SYNC_COMPILE=1` compiles inside get() instead. With no C++ compiler on the machine
 // everything runs on the interpreter, after one warning. `SMELT_DUMP_DIR` receives every kernel's
-// source; `SMELT_DEBUG` >= 1 logs compiles and cache hits, >= 3 the paths of generated sources.
+// source. `SMELT_DEBUG` >= 3 logs each kernel compiled or loaded from disk, with its source path
+// (the per-compile summary of level 1 reads stats()).
 #pragma once
 
 #include <atomic>
@@ -126,7 +128,7 @@ class KernelCache {
 
   KernelCacheOptions options_;
   Compiler compiler_;
-  std::string key_salt_;  // compiler, flags, CPU features, smelt version
+  std::string key_salt_;  // compiler, flags, CPU features, smelt version, scalar.h
   int debug_ = 0;         // SMELT_DEBUG
 
   mutable std::mutex mutex_;  // guards everything below

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "base/buffer.h"
+#include "codegen/kernel_cache.h"
 #include "passes/fold.h"
 #include "passes/pass_manager.h"
 #include "smelt/error.h"
@@ -19,6 +20,7 @@ void check_environment() {
   smelt::buffer_cache_limit();
   smelt::passes::options_from_env();
   smelt::passes::fold_options_from_env();
+  smelt::codegen::KernelCacheOptions::from_env();
 }
 
 }  // namespace
