@@ -213,6 +213,46 @@ TEST(CodegenBackends, RowReductionsSumMaxMin) {
   EXPECT_TRUE(bit_equal(r.interpreted[2], r.compiled[2]));
 }
 
+// max and min over dims 1 and 3 of x (D, A, B, C): two outer dims and two inner dims that do not
+// merge (nested loops with per-level offsets), plus a row epilogue (2 * max - min).
+TEST(CodegenBackends, NestedReductionOverNonAdjacentDims) {
+  const int64_t D = 3, A = 5, B = 7, C = 33;
+  std::mt19937_64 rng(9);
+  Tensor x = fuzz::random_tensor({D, A, B, C}, DType::Float64, fuzz::ElementDraw{-9, 9, 0.02}, rng);
+  KernelBuilder kb({D, B}, {A, C});
+  int lx = kb.load(kb.access(kb.arg(DType::Float64, D * A * B * C, false), 0, {A * B * C, C}, {B * C, 1}));
+  int rmax = kb.reduce(ReduceOp::Max, lx), rmin = kb.reduce(ReduceOp::Min, lx);
+  int mx = kb.result(rmax, 1), mn = kb.result(rmin, 1);
+  int two = kb.constant(DType::Float64, 2.0, 1);
+  int epilogue = kb.call(ScalarFn::sub, {kb.call(ScalarFn::mul, {two, mx}), mn});
+  kb.store_row(mx, kb.access(kb.arg(DType::Float64, D * B, true), 0, {B, 1}, {0, 0}));
+  kb.store_row(epilogue, kb.access(kb.arg(DType::Float64, D * B, true), 0, {B, 1}, {0, 0}));
+  RunResult r = run_both(kb.k, {x, zeros({D, B}, DType::Float64), zeros({D, B}, DType::Float64)});
+  Tensor want_max = amax(x, {1, 3}), want_min = amin(x, {1, 3});
+  Tensor want_epilogue = sub(mul(scalar_tensor(2.0, DType::Float64), want_max), want_min);
+  for (const auto& got : {r.interpreted, r.compiled}) {
+    EXPECT_TRUE(same_values(got[0], want_max));
+    EXPECT_TRUE(same_values(got[1], want_epilogue));
+  }
+  EXPECT_TRUE(bit_equal(r.interpreted[0], r.compiled[0]));
+  EXPECT_TRUE(bit_equal(r.interpreted[1], r.compiled[1]));
+}
+
+// An empty reduced dim: the row stage still runs and stores the reductions' starting values.
+TEST(CodegenBackends, InterpreterEmptyRowsGiveStartValues) {
+  KernelBuilder kb({4}, {0});
+  int lx = kb.load(kb.access(kb.arg(DType::Float32, 0, false), 0, {0}, {1}));
+  int rs = kb.reduce(ReduceOp::Sum, lx), rm = kb.reduce(ReduceOp::Max, lx);
+  kb.store_row(kb.result(rs, 1), kb.access(kb.arg(DType::Float32, 4, true), 0, {1}, {0}));
+  kb.store_row(kb.result(rm, 1), kb.access(kb.arg(DType::Float32, 4, true), 0, {1}, {0}));
+  validate(kb.k);
+  Tensor x = zeros({1}), s = full({4}, 7.0), m = full({4}, 7.0);
+  void* args[] = {x.raw_data(), s.raw_data(), m.raw_data()};
+  run_interpreted(kb.k, args);
+  EXPECT_TRUE(bit_equal(s, sum(zeros({4, 0}), {1})));
+  EXPECT_EQ(m.to_vector(), std::vector<double>(4, -INFINITY));
+}
+
 // softmax over rows as three stages: max; sum of exp(x - max); exp(x - max) / sum.
 TEST(CodegenBackends, ThreeStageSoftmaxMatchesEager) {
   const int64_t R = 256, C = 1000;
