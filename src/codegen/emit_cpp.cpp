@@ -138,7 +138,8 @@ class Emitter {
     std::istringstream comment(k_.comment);
     for (std::string line; std::getline(comment, line);) out_ << "// " << line << "\n";
     out_ << "/* loop kernel:\n" << print_kernel(k_) << "*/\n";
-    out_ << "#include <cstdint>\n#include <cstring>\n#include <limits>\n\n#include \"kernels/scalar.h\"\n\n";
+    // scalar.h first: it must compile on its own (it includes the standard headers it uses)
+    out_ << "#include \"kernels/scalar.h\"\n\n#include <cstdint>\n#include <cstring>\n#include <limits>\n\n";
     out_ << "namespace {\n[[maybe_unused]] inline double smelt_f64_from_bits(uint64_t b) {\n"
          << "  double d;\n  std::memcpy(&d, &b, sizeof d);\n  return d;\n}\n}  // namespace\n\n";
     std::set<std::string> declared;

@@ -282,12 +282,6 @@ std::shared_ptr<const CompiledKernel> KernelCache::lookup_disk(const std::string
 std::shared_ptr<const CompiledKernel> KernelCache::build(const LoopKernel& kernel, const std::string& key) {
   const std::string symbol = "smelt_kernel_" + key;
   const std::string source = emit_cpp(kernel, symbol);
-  if (!options_.dump_dir.empty()) {
-    make_dirs(options_.dump_dir);
-    const std::string dump = options_.dump_dir + "/" + safe_name(kernel.name) + "_" + key + ".cpp";
-    write_file(dump, source);
-    if (debug_ >= 3) std::fprintf(stderr, "smelt: kernel %s source %s\n", kernel.name.c_str(), dump.c_str());
-  }
   make_dirs(options_.dir);
   const std::string stem = options_.dir + "/" + key, tmp = stem + unique_suffix();
   auto start = std::chrono::steady_clock::now();
@@ -333,13 +327,26 @@ std::shared_ptr<const CompiledKernel> KernelCache::build(const LoopKernel& kerne
   return compiled;
 }
 
+void KernelCache::dump(const LoopKernel& kernel, const std::string& key) {
+  if (options_.dump_dir.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!dumped_.insert(key).second) return;
+  }
+  make_dirs(options_.dump_dir);
+  const std::string path = options_.dump_dir + "/" + safe_name(kernel.name) + "_" + key + ".cpp";
+  write_file(path, emit_cpp(kernel, "smelt_kernel_" + key));
+  if (debug_ >= 3) std::fprintf(stderr, "smelt: kernel %s source %s\n", kernel.name.c_str(), path.c_str());
+}
+
 std::shared_ptr<const CompiledKernel> KernelCache::compile(const LoopKernel& kernel) {
   validate(kernel);
+  const std::string k = key(kernel);
+  dump(kernel, k);
   if (!compiler_.available()) {
     warn_no_compiler();
     return nullptr;
   }
-  const std::string k = key(kernel);
   if (auto hit = lookup_memory(k)) return hit;
   auto compiled = lookup_disk(k);
   if (!compiled) compiled = build(kernel, k);
@@ -349,13 +356,14 @@ std::shared_ptr<const CompiledKernel> KernelCache::compile(const LoopKernel& ker
 
 std::shared_ptr<KernelHandle> KernelCache::get(const LoopKernel& kernel) {
   validate(kernel);
+  const std::string k = key(kernel);
+  dump(kernel, k);
   auto handle = std::make_shared<KernelHandle>(kernel);
   if (!compiler_.available()) {
     warn_no_compiler();
     handle->finish(nullptr, "no C++ compiler: " + compiler_.missing);
     return handle;
   }
-  const std::string k = key(kernel);
   if (auto hit = lookup_memory(k)) {
     handle->finish(hit, "");
     return handle;

@@ -44,7 +44,7 @@ struct KernelCacheOptions {
   int64_t memory_entries = 1000;    // $SMELT_KERNEL_CACHE_ENTRIES
   std::optional<std::string> cxx;   // the compiler; nullopt: $SMELT_CXX, else c++, else g++
   bool sync_compile = false;        // $SMELT_SYNC_COMPILE=1
-  std::string dump_dir;             // $SMELT_DUMP_DIR: where every kernel's source is copied
+  std::string dump_dir;             // $SMELT_DUMP_DIR: every kernel's source (compiled or not)
   int compile_threads = 2;          // the background pool
 
   // The defaults with the environment applied (strictly: a bad value is a smelt::Error).
@@ -125,6 +125,7 @@ class KernelCache {
   void enqueue(std::shared_ptr<KernelHandle> handle, std::string key);
   void worker();
   void warn_no_compiler();
+  void dump(const LoopKernel& kernel, const std::string& key);  // SMELT_DUMP_DIR, once per kernel
 
   KernelCacheOptions options_;
   Compiler compiler_;
@@ -136,6 +137,7 @@ class KernelCache {
   std::unordered_map<std::string, std::list<std::shared_ptr<const CompiledKernel>>::iterator> by_key_;
   std::unordered_map<std::string, std::shared_ptr<KernelHandle>> pending_;
   std::set<std::string> reported_corrupt_;
+  std::set<std::string> dumped_;
   bool warned_no_compiler_ = false;
   KernelCacheStats stats_;
   // the background pool

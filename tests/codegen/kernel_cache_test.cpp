@@ -168,7 +168,9 @@ TEST(KernelCache, ConcurrentProcessesCompileTheSameKernel) {
 // SMELT_CXX=/nonexistent: everything runs on the interpreter, after exactly one warning.
 TEST(KernelCache, NoCompilerFallsBackToTheInterpreterWithOneWarning) {
   ::setenv("SMELT_CXX", "/nonexistent", 1);
-  KernelCache cache(options_in(temp_dir("nocxx")));
+  KernelCacheOptions o = options_in(temp_dir("nocxx"));
+  o.dump_dir = temp_dir("nocxx-dump");  // sources are still written: no compiler is needed for them
+  KernelCache cache(o);
   ::unsetenv("SMELT_CXX");
   EXPECT_FALSE(cache.compiler().available());
   KernelBuilder a = scaled_tanh(8, 100, 2.0), b = scaled_tanh(8, 100, 3.0);
@@ -184,6 +186,7 @@ TEST(KernelCache, NoCompilerFallsBackToTheInterpreterWithOneWarning) {
   Tensor x = randn({8, 100});
   EXPECT_TRUE(runs_correctly([&](void* const* args) { ha->run(args); }, x, 2.0));
   EXPECT_TRUE(runs_correctly([&](void* const* args) { hb->run(args); }, x, 3.0));
+  EXPECT_EQ(entries(o.dump_dir, ".cpp").size(), 2u);
 }
 
 // A compiler that fails: its message reaches the caller as a smelt::Error; the tiered handle
