@@ -17,6 +17,7 @@ using kernels::ScalarFnInfo;
 using kernels::ScalarResult;
 
 constexpr int64_t kTile = 256;
+constexpr int kMaxTileDims = 16;
 
 // Calls f(T{}) for the C++ type of `dtype`, instantiating only the types `kAccepts` allows.
 template <ScalarDTypes kAccepts, class F>
@@ -43,8 +44,8 @@ struct Plan {
   bool elementwise;  // one stage, no reductions, nothing per row: tiles span outer and inner dims
   std::vector<std::vector<int>> stage_exprs;  // per stage (last: row), constants excluded
   std::vector<int> constants;
-  std::vector<int64_t> tile_dims;  // the dims a tile index runs over, row-major
-  int outer_dims = 0;              // how many of the kernel's outer dims are outside tile_dims
+  std::vector<int64_t> tile_dims;     // the dims a tile index runs over, row-major
+  std::vector<int64_t> tile_strides;  // [access * kMaxTileDims + d]: each access's stride along them
 };
 
 // Per-chunk scratch: one kTile vector per expression, one per access's offsets, accumulators.
@@ -58,41 +59,39 @@ struct Frame {
   template <class T> T& acc(int r) { return *reinterpret_cast<T*>(&accs[r]); }
 };
 
-int64_t stride_of(const Plan& p, const Access& a, size_t d) {
-  return p.elementwise && d < p.k->outer.size() ? a.outer_strides[d]
-         : p.elementwise                        ? a.inner_strides[d - p.k->outer.size()]
-                                                : a.inner_strides[d];
-}
-
 // Offsets of tile indices [t0, t0 + n) for every access, from each access's row base; the row
-// stage addresses the row base alone.
+// stage addresses the row base alone. Runs along the innermost dim are filled linearly.
 void tile_offsets(const Plan& p, Frame& f, int64_t t0, int64_t n, bool row) {
   const LoopKernel& k = *p.k;
-  if (row) {
+  const int nd = int(p.tile_dims.size());
+  if (row || nd == 0) {  // one position: the row (or the whole dimensionless space)
     for (size_t a = 0; a < k.accesses.size(); ++a) f.offsets[a * kTile] = f.base[a];
     return;
   }
-  const int nd = int(p.tile_dims.size());
-  int64_t idx[16] = {};
+  int64_t idx[kMaxTileDims] = {};
   int64_t rest = t0;
   for (int d = nd - 1; d >= 0; --d) {
     idx[d] = rest % p.tile_dims[d];
     rest /= p.tile_dims[d];
   }
   for (size_t a = 0; a < k.accesses.size(); ++a) {
-    const Access& acc = k.accesses[a];
+    const int64_t* stride = &p.tile_strides[a * kMaxTileDims];
     int64_t off = f.base[a];
-    for (int d = 0; d < nd; ++d) off += idx[d] * stride_of(p, acc, d);
+    for (int d = 0; d < nd; ++d) off += idx[d] * stride[d];
     int64_t* out = &f.offsets[a * kTile];
-    int64_t id[16];
+    int64_t id[kMaxTileDims];
     std::copy(idx, idx + nd, id);
-    for (int64_t j = 0; j < n; ++j) {
-      out[j] = off;
-      for (int d = nd - 1; d >= 0; --d) {  // odometer step
-        off += stride_of(p, acc, d);
-        if (++id[d] < p.tile_dims[d]) break;
-        off -= id[d] * stride_of(p, acc, d);
+    const int64_t last = p.tile_dims[nd - 1], step = stride[nd - 1];
+    for (int64_t j = 0; j < n;) {
+      const int64_t run = std::min(n - j, last - id[nd - 1]);
+      for (int64_t r = 0; r < run; ++r) out[j + r] = off + r * step;
+      j += run;
+      off += run * step;
+      id[nd - 1] += run;
+      for (int d = nd - 1; d > 0 && id[d] == p.tile_dims[d]; --d) {  // carry into the outer dims
+        off += stride[d - 1] - id[d] * stride[d];
         id[d] = 0;
+        ++id[d - 1];
       }
     }
   }
@@ -251,7 +250,7 @@ int64_t product(const std::vector<int64_t>& v) {
 }  // namespace
 
 void run_interpreted(const LoopKernel& k, void* const* args) {
-  Plan p{&k, false, {}, {}, {}, 0};
+  Plan p{&k, false, {}, {}, {}, {}};
   p.stage_exprs.resize(k.stages + 1);
   bool row_work = false;
   for (int e = 0; e < int(k.exprs.size()); ++e) {
@@ -260,12 +259,22 @@ void run_interpreted(const LoopKernel& k, void* const* args) {
   }
   for (const Store& s : k.stores) row_work |= s.stage == k.stages;
   p.elementwise = k.stages == 1 && k.reductions.empty() && !row_work;
-  SMELT_INTERNAL_CHECK(k.outer.size() + k.inner.size() <= 16)
-      << "kernel '" << k.name << "': more than 16 dims";
+  SMELT_INTERNAL_CHECK(k.outer.size() + k.inner.size() <= size_t(kMaxTileDims))
+      << "kernel '" << k.name << "': more than " << kMaxTileDims << " dims";
+  // The strides along the tile dims: outer then inner dims for elementwise kernels, inner else.
+  auto set_tile_strides = [&](bool with_outer) {
+    p.tile_strides.assign(k.accesses.size() * kMaxTileDims, 0);
+    for (size_t a = 0; a < k.accesses.size(); ++a) {
+      int d = 0;
+      if (with_outer) for (int64_t s : k.accesses[a].outer_strides) p.tile_strides[a * kMaxTileDims + d++] = s;
+      for (int64_t s : k.accesses[a].inner_strides) p.tile_strides[a * kMaxTileDims + d++] = s;
+    }
+  };
   const int64_t outer = product(k.outer), inner = product(k.inner);
   if (p.elementwise) {
     p.tile_dims = k.outer;
     p.tile_dims.insert(p.tile_dims.end(), k.inner.begin(), k.inner.end());
+    set_tile_strides(true);
     parallel_for(outer * inner, kParallelGrain, [&](int64_t begin, int64_t end) {
       Frame f = make_frame(p);
       for (size_t a = 0; a < k.accesses.size(); ++a) f.base[a] = k.accesses[a].offset;
@@ -274,6 +283,7 @@ void run_interpreted(const LoopKernel& k, void* const* args) {
     return;
   }
   p.tile_dims = k.inner;
+  set_tile_strides(false);
   const int64_t work_per_row = std::max<int64_t>(1, inner * k.stages);
   parallel_for(outer, std::max<int64_t>(1, kParallelGrain / work_per_row), [&](int64_t begin, int64_t end) {
     Frame f = make_frame(p);

@@ -238,6 +238,19 @@ TEST(CodegenBackends, NestedReductionOverNonAdjacentDims) {
   EXPECT_TRUE(bit_equal(r.interpreted[1], r.compiled[1]));
 }
 
+// A kernel without dims: one element (int64 wrap-around at the edge).
+TEST(CodegenBackends, DimensionlessKernel) {
+  KernelBuilder kb({}, {});
+  int a = kb.load(kb.access(kb.arg(DType::Int64, 1, false), 0, {}, {}));
+  int one = kb.constant(DType::Int64, 1);
+  kb.store(kb.call(ScalarFn::add, {a, one}), kb.access(kb.arg(DType::Int64, 1, true), 0, {}, {}));
+  Tensor x = from_vector(std::vector<int64_t>{std::numeric_limits<int64_t>::max()}, {1});
+  RunResult r = run_both(kb.k, {x, zeros({1}, DType::Int64)});
+  Tensor want = from_vector(std::vector<int64_t>{std::numeric_limits<int64_t>::min()}, {1});
+  EXPECT_TRUE(bit_equal(r.interpreted[0], want));
+  EXPECT_TRUE(bit_equal(r.compiled[0], want));
+}
+
 // An empty reduced dim: the row stage still runs and stores the reductions' starting values.
 TEST(CodegenBackends, InterpreterEmptyRowsGiveStartValues) {
   KernelBuilder kb({4}, {0});
