@@ -10,7 +10,7 @@
 //       for each index i of `inner` (row-major):
 //         evaluate stage s's expressions at (o, i), fold them into stage s's reductions,
 //         and do stage s's stores at (o, i)
-//     evaluate the row expressions (stage == stages.size(), over reduction results and
+//     evaluate the row expressions (stage == stages, over reduction results and
 //     constants only) and do the row stores at (o)
 //
 // A plain elementwise kernel is one stage without reductions (inner holds the dims, outer may hold
@@ -45,7 +45,8 @@ enum class ExprKind : uint8_t {
 struct Expr {
   ExprKind kind = ExprKind::Constant;
   DType dtype = DType::Float32;  // the value's dtype (for Call: scalar_call_result of its operands)
-  int stage = 0;                 // which stage evaluates it; stages.size() for the row expressions
+  int stage = 0;                 // which stage evaluates it; `stages` for the row expressions.
+                                 // A Constant may be an operand in any stage.
   int access = -1;               // Load
   double fvalue = 0;             // Constant, floating dtypes (exact: printed as a hex float)
   int64_t ivalue = 0;            // Constant, other dtypes
@@ -77,7 +78,7 @@ struct Reduction {
 struct Store {
   int value = -1;  // expression to store (converted to nothing: its dtype is the argument's)
   int access = -1;
-  int stage = 0;   // stages.size() for a row store
+  int stage = 0;   // `stages` for a row store
 };
 
 struct Arg {
@@ -99,8 +100,11 @@ struct LoopKernel {
   std::string comment;     // what the kernel fuses (op list, source nodes), kept in dumps
 };
 
-// Checks the invariants above (indices in range, stages ordered, dtypes consistent, no reduction
-// read in its own stage, every output argument stored); throws smelt::Error with the reason.
+// Checks the invariants above (indices in range, operands earlier and of the same stage or
+// constants, dtypes consistent with the elementwise table, float32 constants exact, no reduction
+// read in its own stage, reductions of float32/float64/int64, every access within its argument's
+// numel, stores only into outputs and never two (o, i) onto one element along a stride-0 dim,
+// every output argument stored); throws smelt::Error naming the kernel, the part and the reason.
 void validate(const LoopKernel& kernel);
 
 // The canonical text of a kernel: everything that changes the code it computes (not `comment`).

@@ -7,6 +7,7 @@
 
 #include "base/buffer.h"
 #include "fusion/fuse.h"
+#include "codegen/kernel_cache.h"
 #include "passes/fold.h"
 #include "passes/pass_manager.h"
 #include "smelt/error.h"
@@ -21,6 +22,7 @@ void check_environment() {
   smelt::passes::options_from_env();
   smelt::passes::fold_options_from_env();
   smelt::fusion::fusion_options_from_env();
+  smelt::codegen::KernelCacheOptions::from_env();
 }
 
 }  // namespace
@@ -32,6 +34,7 @@ int main(int argc, char** argv) {
   smelt::tools::register_demo(app);
   smelt::tools::register_fuzz(app);
   smelt::tools::register_opt(app);
+  smelt::tools::register_cache(app);
 
   try {
     check_environment();

@@ -125,3 +125,32 @@ TEST_F(Cli, BadEnvironmentValuesAreRefusedAtStart) {
 }
 
 }  // namespace
+
+namespace {
+
+// `smelt cache stats|clear` on $SMELT_CACHE_DIR: counts entries and the logged events, and clear
+// removes only the cache's own files.
+TEST_F(Cli, CacheStatsAndClear) {
+  const fs::path cache = dir_ / "cache";
+  fs::create_directories(cache);
+  std::ofstream(cache / "0123456789abcdef0123456789abcdef.so") << std::string(2048, 'x');
+  std::ofstream(cache / "0123456789abcdef0123456789abcdef.cpp") << "// source";
+  std::ofstream(cache / "events.log") << "compile 0.5\ncompile 0.25\ndisk_hit\ncorrupt\n";
+  std::ofstream(cache / "notes.txt") << "not the cache's";
+  const std::string env = "SMELT_CACHE_DIR=" + quote(cache.string());
+  CliRun stats = smelt("cache stats", env);
+  EXPECT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_NE(stats.out.find("cache dir: " + cache.string()), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find("entries: 1 "), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find("compiles: 2, 0.75 s"), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find("disk hits: 1"), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find("corrupt entries rebuilt: 1"), std::string::npos) << stats.out;
+  CliRun clear = smelt("cache clear", env);
+  EXPECT_EQ(clear.exit_code, 0) << clear.err;
+  EXPECT_NE(clear.out.find("removed 3 files"), std::string::npos) << clear.out;
+  EXPECT_TRUE(fs::exists(cache / "notes.txt"));
+  EXPECT_NE(smelt("cache stats", env).out.find("entries: 0 "), std::string::npos);
+  expect_refused(smelt("cache stats", "SMELT_KERNEL_CACHE_ENTRIES=0"), {"SMELT_KERNEL_CACHE_ENTRIES", "'0'"});
+}
+
+}  // namespace

@@ -1,0 +1,202 @@
+#include "codegen/compiler.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+
+#include "base/env.h"
+#include "smelt/error.h"
+
+extern char** environ;
+
+#ifndef SMELT_CODEGEN_SOURCE_INCLUDE
+#define SMELT_CODEGEN_SOURCE_INCLUDE ""
+#endif
+#ifndef SMELT_CODEGEN_BUILD_DIR
+#define SMELT_CODEGEN_BUILD_DIR ""
+#endif
+#ifndef SMELT_CODEGEN_LIBDIR
+#define SMELT_CODEGEN_LIBDIR "lib"
+#endif
+#ifndef SMELT_CODEGEN_INCLUDEDIR
+#define SMELT_CODEGEN_INCLUDEDIR "include"
+#endif
+#ifndef SMELT_CODEGEN_INSTALL_INCLUDE
+#define SMELT_CODEGEN_INSTALL_INCLUDE ""
+#endif
+
+namespace smelt::codegen {
+namespace {
+
+bool is_executable(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// `name` as an absolute executable path: itself when it has a '/', else looked up in PATH.
+std::string resolve(const std::string& name) {
+  if (name.find('/') != std::string::npos) return is_executable(name) ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (!dir.empty() && is_executable(dir + "/" + name)) return dir + "/" + name;
+    start = end + 1;
+  }
+  return "";
+}
+
+struct RunResult {
+  int status = -1;  // exit code, or -1 when it did not exit normally
+  std::string output;  // stdout and stderr together
+};
+
+// Runs argv[0] (a path) with `argv`, no shell, collecting its output through a pipe.
+RunResult run_program(const std::vector<std::string>& argv) {
+  int fds[2];
+  SMELT_CHECK(::pipe(fds) == 0) << "codegen: pipe() failed: " << std::strerror(errno);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int err = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  RunResult result;
+  if (err != 0) {
+    ::close(fds[0]);
+    result.output = std::string("cannot start ") + argv[0] + ": " + std::strerror(err);
+    return result;
+  }
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) result.output.append(buf, size_t(n));
+    else if (n == 0 || errno != EINTR) break;
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// The directory libsmelt was loaded from, to tell a build tree from an installation.
+std::string library_path() {
+  Dl_info info;
+  if (::dladdr(reinterpret_cast<void*>(&codegen_include_dir), &info) == 0 || !info.dli_fname) return "";
+  char real[PATH_MAX];
+  return ::realpath(info.dli_fname, real) ? real : info.dli_fname;
+}
+
+}  // namespace
+
+std::string codegen_include_dir() {
+  const std::string source = SMELT_CODEGEN_SOURCE_INCLUDE, build = SMELT_CODEGEN_BUILD_DIR,
+                    installed = SMELT_CODEGEN_INSTALL_INCLUDE;
+  const std::string lib = library_path();
+  const bool from_build_tree = !build.empty() && lib.rfind(build, 0) == 0;
+  if (from_build_tree && file_exists(source + "/kernels/scalar.h")) return source;
+  // An installation, possibly moved since: <prefix>/<libdir>/libsmelt.so -> <prefix>/<includedir>.
+  const std::string libdir = std::string("/") + SMELT_CODEGEN_LIBDIR + "/";
+  const size_t at = lib.rfind(libdir);
+  if (!from_build_tree && at != std::string::npos) {
+    std::string relocated = lib.substr(0, at) + "/" + SMELT_CODEGEN_INCLUDEDIR + "/smelt/codegen";
+    if (file_exists(relocated + "/kernels/scalar.h")) return relocated;
+  }
+  if (file_exists(installed + "/kernels/scalar.h")) return installed;
+  return source;  // a relocated build: the source tree, if it is still there
+}
+
+Compiler find_compiler(const std::optional<std::string>& cxx) {
+  Compiler c;
+  std::vector<std::string> candidates;
+  std::optional<std::string> requested = cxx ? cxx : env_text("SMELT_CXX");
+  if (requested) candidates.push_back(*requested);
+  else candidates = {"c++", "g++"};
+  for (const std::string& name : candidates) {
+    c.path = resolve(name);
+    if (!c.path.empty()) break;
+  }
+  if (c.path.empty()) {
+    c.missing = requested ? "SMELT_CXX=" + *requested + " is not an executable" : "neither c++ nor g++ is in PATH";
+    return c;
+  }
+  RunResult version = run_program({c.path, "--version"});
+  if (version.status != 0) {
+    c.missing = c.path + " --version failed: " + version.output.substr(0, 200);
+    c.path.clear();
+    return c;
+  }
+  c.version = version.output.substr(0, version.output.find('\n'));
+  // -ffp-contract=off as smelt itself is built (see CMakeLists.txt): the same roundings as eager.
+  c.flags = {"-O3", "-march=native", "-ffp-contract=off", "-fPIC", "-shared", "-fopenmp", "-std=c++20",
+             "-I" + codegen_include_dir()};
+  return c;
+}
+
+void compile_shared_object(const Compiler& compiler, const std::string& source, const std::string& source_path,
+                           const std::string& so_path) {
+  SMELT_INTERNAL_CHECK(compiler.available()) << "compile_shared_object without a compiler";
+  {
+    std::ofstream out(source_path, std::ios::binary | std::ios::trunc);
+    out << source;
+    out.close();
+    SMELT_CHECK(out) << "codegen: cannot write kernel source " << source_path << ": " << std::strerror(errno);
+  }
+  std::vector<std::string> argv = {compiler.path};
+  argv.insert(argv.end(), compiler.flags.begin(), compiler.flags.end());
+  argv.insert(argv.end(), {"-o", so_path, source_path});
+  RunResult r = run_program(argv);
+  if (r.status != 0) {
+    std::string command;
+    for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
+    constexpr size_t kMaxMessage = 8000;
+    if (r.output.size() > kMaxMessage) r.output = r.output.substr(0, kMaxMessage) + "\n[...]";
+    SMELT_CHECK(false) << "codegen: compiling " << source_path << " failed (exit " << r.status << ")\n"
+                       << "command: " << command << "\n" << r.output;
+  }
+}
+
+std::shared_ptr<SharedLibrary> SharedLibrary::open(const std::string& path) {
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = ::dlerror();
+    SMELT_CHECK(false) << "codegen: cannot load " << path << ": " << (why ? why : "unknown reason");
+  }
+  return std::shared_ptr<SharedLibrary>(new SharedLibrary(handle, path));
+}
+
+SharedLibrary::~SharedLibrary() { ::dlclose(handle_); }
+
+void* SharedLibrary::symbol(const std::string& name) const {
+  ::dlerror();
+  void* sym = ::dlsym(handle_, name.c_str());
+  SMELT_CHECK(sym) << "codegen: " << path_ << " has no symbol " << name;
+  return sym;
+}
+
+}  // namespace smelt::codegen

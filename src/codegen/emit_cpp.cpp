@@ -1,0 +1,377 @@
+#include "codegen/emit_cpp.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "base/parallel.h"
+#include "smelt/error.h"
+
+namespace smelt::codegen {
+namespace {
+
+using kernels::dtype_cpp_type;
+
+// Elements of the innermost dim one parallel iteration of an elementwise kernel covers, when the
+// dim is long (a multiple of every vector width, so blocks other than the last have no tail).
+constexpr int64_t kBlock = 8192;
+
+// A loop nest: extents and, per access, one stride per dim.
+struct Dims {
+  std::vector<int64_t> extent;
+  std::vector<std::vector<int64_t>> stride;  // [access][dim]
+};
+
+// Drops size-1 dims and merges neighbours that every access walks as one (stride[d] ==
+// stride[d + 1] * extent[d + 1]), so that the innermost loop is as long as the layout allows.
+Dims merge_dims(const Dims& in) {
+  Dims out;
+  out.stride.resize(in.stride.size());
+  for (size_t d = 0; d < in.extent.size(); ++d) {
+    if (in.extent[d] == 1) continue;
+    bool merge = !out.extent.empty();
+    for (size_t a = 0; merge && a < in.stride.size(); ++a) {
+      merge = out.stride[a].back() == in.stride[a][d] * in.extent[d];
+    }
+    if (merge) {
+      out.extent.back() *= in.extent[d];
+      for (size_t a = 0; a < in.stride.size(); ++a) out.stride[a].back() = in.stride[a][d];
+    } else {
+      out.extent.push_back(in.extent[d]);
+      for (size_t a = 0; a < in.stride.size(); ++a) out.stride[a].push_back(in.stride[a][d]);
+    }
+  }
+  return out;
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t e : v) n *= e;
+  return n;
+}
+
+std::string cat(const std::string& a, int64_t b) { return a + std::to_string(b); }
+
+// `base + index * stride` as short as the constants allow.
+std::string add_scaled(const std::string& base, const std::string& index, int64_t stride) {
+  if (stride == 0) return base;
+  if (stride == 1) return base + " + " + index;
+  return base + " + " + index + " * " + std::to_string(stride);
+}
+
+std::string constant_text(const Expr& e) {
+  const std::string type = dtype_cpp_type(e.dtype);
+  char buf[96];
+  if (!dtype_is_floating(e.dtype)) {
+    std::snprintf(buf, sizeof buf, "smelt::scalar::cast<%s>(int64_t(uint64_t(0x%" PRIx64 "ull)))", type.c_str(),
+                  uint64_t(e.ivalue));
+    return buf;
+  }
+  double v = e.fvalue;
+  if (v != v) {  // the exact NaN, payload and sign included, as the interpreter converts it
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    std::snprintf(buf, sizeof buf, "%s(smelt_f64_from_bits(0x%" PRIx64 "ull))", type.c_str(), bits);
+  } else if (v == INFINITY || v == -INFINITY) {
+    std::snprintf(buf, sizeof buf, "%s(%sINFINITY)", type.c_str(), v < 0 ? "-" : "");
+  } else {
+    std::snprintf(buf, sizeof buf, "%s(%a)", type.c_str(), v);
+  }
+  return buf;
+}
+
+const char* reduce_name(ReduceOp op) {
+  return op == ReduceOp::Sum ? "sum" : op == ReduceOp::Max ? "max" : "min";
+}
+
+std::string reduce_start(ReduceOp op, DType dtype) {
+  const std::string t = dtype_cpp_type(dtype);
+  const bool floating = dtype_is_floating(dtype);
+  switch (op) {
+    case ReduceOp::Sum: return t + "(0)";
+    case ReduceOp::Max: return floating ? t + "(-INFINITY)" : "std::numeric_limits<" + t + ">::lowest()";
+    case ReduceOp::Min: return floating ? t + "(INFINITY)" : "std::numeric_limits<" + t + ">::max()";
+  }
+  return "";
+}
+
+std::string reduce_fn(ReduceOp op) {
+  return op == ReduceOp::Sum ? "add" : op == ReduceOp::Max ? "maximum" : "minimum";
+}
+
+std::string udr_name(const Reduction& r) {
+  return std::string("smelt_") + reduce_name(r.op) + "_" + dtype_name(r.dtype);
+}
+
+class Emitter {
+ public:
+  Emitter(const LoopKernel& k, std::string symbol) : k_(k), symbol_(std::move(symbol)) {}
+
+  std::string run() {
+    header();
+    out_ << "extern \"C\" void " << symbol_ << "(void* const* args) {\n";
+    for (size_t i = 0; i < k_.args.size(); ++i) {
+      const Arg& a = k_.args[i];
+      const std::string t = dtype_cpp_type(a.dtype);
+      const std::string q = a.output ? "" : "const ";
+      out_ << "  [[maybe_unused]] " << q << t << "* a" << i << " = static_cast<" << q << t << "*>(args[" << i
+           << "]);\n";
+    }
+    for (size_t e = 0; e < k_.exprs.size(); ++e) {
+      if (k_.exprs[e].kind != ExprKind::Constant) continue;
+      out_ << "  [[maybe_unused]] const " << dtype_cpp_type(k_.exprs[e].dtype) << " e" << e << " = "
+           << constant_text(k_.exprs[e]) << ";\n";
+    }
+    bool row_work = false;
+    for (const Store& s : k_.stores) row_work |= s.stage == k_.stages;
+    if (k_.stages == 1 && k_.reductions.empty() && !row_work) elementwise();
+    else rows();
+    out_ << "}\n";
+    return out_.str();
+  }
+
+ private:
+  void header() {
+    out_ << "// smelt generated kernel " << symbol_ << ": " << k_.name << "\n";
+    std::istringstream comment(k_.comment);
+    for (std::string line; std::getline(comment, line);) out_ << "// " << line << "\n";
+    out_ << "/* loop kernel:\n" << print_kernel(k_) << "*/\n";
+    // scalar.h first: it must compile on its own (it includes the standard headers it uses)
+    out_ << "#include \"kernels/scalar.h\"\n\n#include <cstdint>\n#include <cstring>\n#include <limits>\n\n";
+    out_ << "namespace {\n[[maybe_unused]] inline double smelt_f64_from_bits(uint64_t b) {\n"
+         << "  double d;\n  std::memcpy(&d, &b, sizeof d);\n  return d;\n}\n}  // namespace\n\n";
+    std::set<std::string> declared;
+    for (const Reduction& r : k_.reductions) {
+      const std::string name = udr_name(r);
+      if (!declared.insert(name).second) continue;
+      const std::string t = dtype_cpp_type(r.dtype);
+      out_ << "#pragma omp declare reduction(" << name << " : " << t << " : omp_out = smelt::scalar::"
+           << reduce_fn(r.op) << "(omp_out, omp_in)) initializer(omp_priv = " << reduce_start(r.op, r.dtype)
+           << ")\n";
+    }
+    if (!declared.empty()) out_ << "\n";
+  }
+
+  // Declares, for every access, its offset at the current point of the nest: x<a><suffix> =
+  // (the access's offset, or x<a><from> when `from` is given) + sum index[d] * strides[a][d].
+  void offsets(const std::string& indent, const std::string& suffix, const std::string* from,
+               const std::vector<std::string>& index, const std::vector<std::vector<int64_t>>& strides) {
+    for (size_t a = 0; a < k_.accesses.size(); ++a) {
+      std::string v = from ? cat("x", a) + *from : std::to_string(k_.accesses[a].offset);
+      for (size_t d = 0; d < index.size(); ++d) v = add_scaled(v, index[d], strides[a][d]);
+      out_ << indent << "[[maybe_unused]] const int64_t " << cat("x", a) << suffix << " = " << v << ";\n";
+    }
+  }
+
+  // Splits the flat index `flat` into one index per extent (row-major): p<prefix><d>.
+  void unflatten(const std::string& indent, const std::string& flat, const std::vector<int64_t>& extent,
+                 const std::string& prefix, std::vector<std::string>* names) {
+    if (extent.empty()) return;
+    out_ << indent << "int64_t rest = " << flat << ";\n";
+    names->assign(extent.size(), "");
+    for (int d = int(extent.size()) - 1; d >= 0; --d) {
+      (*names)[d] = prefix + std::to_string(d);
+      if (d == 0) {
+        out_ << indent << "const int64_t " << (*names)[d] << " = rest;\n";
+      } else {
+        out_ << indent << "const int64_t " << (*names)[d] << " = rest % " << extent[d] << ";\n";
+        out_ << indent << "rest /= " << extent[d] << ";\n";
+      }
+    }
+  }
+
+  // One iteration of `stage` at the offsets x<a><suffix> + index * innermost stride.
+  void body(int stage, const std::string& indent, const std::string& suffix, const std::string& index,
+            const std::vector<int64_t>& inner_stride) {
+    auto at = [&](int access) {
+      std::string base = cat("x", access) + suffix;
+      return index.empty() ? base : add_scaled(base, index, inner_stride[access]);
+    };
+    for (size_t i = 0; i < k_.exprs.size(); ++i) {
+      const Expr& e = k_.exprs[i];
+      if (e.stage != stage || e.kind == ExprKind::Constant) continue;
+      out_ << indent << "const " << dtype_cpp_type(e.dtype) << " e" << i << " = ";
+      switch (e.kind) {
+        case ExprKind::Load: out_ << "a" << k_.accesses[e.access].arg << "[" << at(e.access) << "]"; break;
+        case ExprKind::ReductionResult: out_ << "r" << e.reduction; break;
+        case ExprKind::Call: {
+          const int arity = kernels::scalar_fn_info(e.call.fn).arity;
+          std::vector<std::string> ops;
+          for (int o : e.operands) ops.push_back(cat("e", o));
+          out_ << kernels::scalar_call_text(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops);
+          break;
+        }
+        case ExprKind::Constant: break;
+      }
+      out_ << ";\n";
+    }
+    for (size_t r = 0; r < k_.reductions.size(); ++r) {
+      const Reduction& red = k_.reductions[r];
+      if (red.stage != stage) continue;
+      out_ << indent << "r" << r << " = smelt::scalar::" << reduce_fn(red.op) << "(r" << r << ", e" << red.value
+           << ");\n";
+    }
+    for (const Store& s : k_.stores) {
+      if (s.stage != stage) continue;
+      out_ << indent << "a" << k_.accesses[s.access].arg << "[" << at(s.access) << "] = e" << s.value << ";\n";
+    }
+  }
+
+  // Whether the iterations of `stage` are independent: every buffer the stage stores into is
+  // read and written through one and the same access pattern (in place at most).
+  bool simd_legal(int stage) const {
+    std::vector<int> touched;
+    for (size_t i = 0; i < k_.exprs.size(); ++i) {
+      if (k_.exprs[i].stage == stage && k_.exprs[i].kind == ExprKind::Load) touched.push_back(k_.exprs[i].access);
+    }
+    for (const Store& s : k_.stores) {
+      if (s.stage == stage) touched.push_back(s.access);
+    }
+    for (const Store& s : k_.stores) {
+      if (s.stage != stage) continue;
+      const Access& w = k_.accesses[s.access];
+      for (int t : touched) {
+        const Access& o = k_.accesses[t];
+        if (o.arg == w.arg && (o.offset != w.offset || o.outer_strides != w.outer_strides ||
+                               o.inner_strides != w.inner_strides)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  std::string simd_pragma(int stage) const {
+    if (!simd_legal(stage)) return "";
+    std::string p = "#pragma omp simd";
+    for (size_t r = 0; r < k_.reductions.size(); ++r) {
+      if (k_.reductions[r].stage == stage) p += " reduction(" + udr_name(k_.reductions[r]) + " : r" + std::to_string(r) + ")";
+    }
+    return p;
+  }
+
+  // No reductions: one flat space; the innermost dim is the simd loop, cut into blocks when long,
+  // and the blocks times the other dims are the parallel loop.
+  void elementwise() {
+    Dims all;
+    all.extent = k_.outer;
+    all.extent.insert(all.extent.end(), k_.inner.begin(), k_.inner.end());
+    for (const Access& a : k_.accesses) {
+      std::vector<int64_t> s = a.outer_strides;
+      s.insert(s.end(), a.inner_strides.begin(), a.inner_strides.end());
+      all.stride.push_back(s);
+    }
+    Dims m = merge_dims(all);
+    if (m.extent.empty()) {  // a single element
+      m.extent.push_back(1);
+      for (auto& s : m.stride) s.push_back(0);
+    }
+    const int64_t n = m.extent.back();
+    std::vector<int64_t> par(m.extent.begin(), m.extent.end() - 1);
+    std::vector<std::vector<int64_t>> par_stride, inner_stride;
+    for (auto& s : m.stride) {
+      par_stride.emplace_back(s.begin(), s.end() - 1);
+      inner_stride.push_back({s.back()});
+    }
+    const int64_t block = n > 2 * kBlock ? kBlock : n;
+    const int64_t blocks = block == 0 ? 0 : (n + block - 1) / block;
+    const int64_t iterations = product(par) * blocks;
+    std::vector<int64_t> last;
+    for (auto& s : inner_stride) last.push_back(s[0]);
+    if (product(par) * n >= kParallelGrain && iterations > 1) out_ << "  #pragma omp parallel for schedule(static)\n";
+    out_ << "  for (int64_t t = 0; t < " << iterations << "; ++t) {\n";
+    std::vector<std::string> names;
+    unflatten("    ", blocks > 1 ? "t / " + std::to_string(blocks) : "t", par, "p", &names);
+    std::vector<std::vector<int64_t>> strides = par_stride;
+    std::string trip = std::to_string(block);
+    if (blocks > 1) {
+      out_ << "    const int64_t blk = t % " << blocks << ";\n";
+      names.push_back("blk");
+      for (size_t a = 0; a < strides.size(); ++a) strides[a].push_back(block * last[a]);
+      if (n % block != 0) {
+        trip = "(blk == " + std::to_string(blocks - 1) + " ? " + std::to_string(n - (blocks - 1) * block) +
+               " : " + std::to_string(block) + ")";
+      }
+    }
+    offsets("    ", "", nullptr, names, strides);
+    std::string pragma = simd_pragma(0);
+    if (!pragma.empty()) out_ << "    " << pragma << "\n";
+    out_ << "    for (int64_t i = 0; i < " << trip << "; ++i) {\n";
+    body(0, "      ", "", "i", last);
+    out_ << "    }\n  }\n";
+  }
+
+  // Reductions: the outer dims are the parallel loop; per row, each stage loops over the inner
+  // dims, then the row expressions run.
+  void rows() {
+    Dims outer{k_.outer, {}}, inner{k_.inner, {}};
+    for (const Access& a : k_.accesses) {
+      outer.stride.push_back(a.outer_strides);
+      inner.stride.push_back(a.inner_strides);
+    }
+    outer = merge_dims(outer);
+    inner = merge_dims(inner);
+    const int64_t rows = product(outer.extent), per_row = product(inner.extent);
+    if (rows > 1 && rows * per_row * k_.stages >= kParallelGrain) out_ << "  #pragma omp parallel for schedule(static)\n";
+    out_ << "  for (int64_t o = 0; o < " << rows << "; ++o) {\n";
+    std::vector<std::string> names;
+    unflatten("    ", "o", outer.extent, "p", &names);
+    offsets("    ", "", nullptr, names, outer.stride);
+    for (size_t r = 0; r < k_.reductions.size(); ++r) {
+      const Reduction& red = k_.reductions[r];
+      out_ << "    " << dtype_cpp_type(red.dtype) << " r" << r << " = " << reduce_start(red.op, red.dtype) << ";\n";
+    }
+    const int levels = int(inner.extent.size());
+    for (int s = 0; s < k_.stages; ++s) {
+      out_ << "    {  // stage " << s << "\n";
+      std::string indent = "      ", suffix;
+      for (int l = 0; l + 1 < levels; ++l) {
+        out_ << indent << "for (int64_t i" << l << " = 0; i" << l << " < " << inner.extent[l] << "; ++i" << l
+             << ") {\n";
+        indent += "  ";
+        std::vector<std::vector<int64_t>> st;
+        for (auto& v : inner.stride) st.push_back({v[l]});
+        offsets(indent, cat("_", l), &suffix, {cat("i", l)}, st);
+        suffix = cat("_", l);
+      }
+      if (levels == 0) {
+        body(s, indent, suffix, "", {});
+      } else {
+        std::string pragma = simd_pragma(s);
+        if (!pragma.empty()) out_ << indent << pragma << "\n";
+        const std::string i = cat("i", levels - 1);
+        out_ << indent << "for (int64_t " << i << " = 0; " << i << " < " << inner.extent.back() << "; ++" << i
+             << ") {\n";
+        std::vector<int64_t> last;
+        for (auto& v : inner.stride) last.push_back(v.back());
+        body(s, indent + "  ", suffix, i, last);
+        out_ << indent << "}\n";
+      }
+      for (int l = levels - 2; l >= 0; --l) {
+        indent.resize(indent.size() - 2);
+        out_ << indent << "}\n";
+      }
+      out_ << "    }\n";
+    }
+    body(k_.stages, "    ", "", "", {});
+    out_ << "  }\n";
+  }
+
+  const LoopKernel& k_;
+  std::string symbol_;
+  std::ostringstream out_;
+};
+
+}  // namespace
+
+std::string emit_cpp(const LoopKernel& kernel, const std::string& symbol) {
+  SMELT_CHECK(!symbol.empty() && symbol.find_first_not_of(
+                                     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                                     std::string::npos)
+      << "emit_cpp: symbol '" << symbol << "' is not a C identifier; valid: letters, digits, _";
+  return Emitter(kernel, symbol).run();
+}
+
+}  // namespace smelt::codegen

@@ -1,0 +1,23 @@
+// The C++ backend's source generator: a LoopKernel as one self-contained translation unit that
+// #includes kernels/scalar.h (the eager kernels' math, so compiled kernels compute the same bits
+// wherever no reduction is reassociated) and defines `extern "C" void <symbol>(void* const* args)`.
+//
+// The code is specialized to the kernel's shapes: extents and strides are constants, dims that
+// every access walks contiguously together are merged, size-1 dims dropped. The innermost loop
+// carries `#pragma omp simd` (with the reductions as OpenMP reductions) unless a stage stores into
+// a buffer it also reads through a different access; with a constant trip count that is a
+// multiple of the vector width the compiler emits no tail loop. The outer loop (for kernels
+// without reductions: every dim but the innermost, plus blocks of the innermost) runs under
+// `#pragma omp parallel for` when the kernel's work reaches kParallelGrain, as the eager kernels.
+#pragma once
+
+#include <string>
+
+#include "codegen/loop_kernel.h"
+
+namespace smelt::codegen {
+
+// The source of `kernel` (validate()d by the caller), its entry point named `symbol`.
+std::string emit_cpp(const LoopKernel& kernel, const std::string& symbol);
+
+}  // namespace smelt::codegen

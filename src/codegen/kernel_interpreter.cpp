@@ -1,0 +1,306 @@
+#include "codegen/kernel_interpreter.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "base/parallel.h"
+#include "smelt/error.h"
+
+namespace smelt::codegen {
+namespace {
+
+using kernels::ScalarDTypes;
+using kernels::ScalarFn;
+using kernels::ScalarFnInfo;
+using kernels::ScalarResult;
+
+constexpr int64_t kTile = 256;
+constexpr int kMaxTileDims = 16;
+
+// Calls f(T{}) for the C++ type of `dtype`, instantiating only the types `kAccepts` allows.
+template <ScalarDTypes kAccepts, class F>
+void visit_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float32: return f(float{});
+    case DType::Float64: return f(double{});
+    case DType::Int64:
+      if constexpr (kAccepts != ScalarDTypes::Floating) return f(int64_t{});
+      break;
+    case DType::Bool:
+      if constexpr (kAccepts == ScalarDTypes::All) return f(bool{});
+      break;
+    case DType::UInt8:
+      if constexpr (kAccepts == ScalarDTypes::All) return f(uint8_t{});
+      break;
+  }
+  SMELT_INTERNAL_CHECK(false) << "kernel interpreter: dtype " << dtype_name(dtype) << " is not accepted here";
+}
+
+// What a kernel looks like to the interpreter: expression lists per stage, the dims a tile walks.
+struct Plan {
+  const LoopKernel* k;
+  bool elementwise;  // one stage, no reductions, nothing per row: tiles span outer and inner dims
+  std::vector<std::vector<int>> stage_exprs;  // per stage (last: row), constants excluded
+  std::vector<int> constants;
+  std::vector<int64_t> tile_dims;     // the dims a tile index runs over, row-major
+  std::vector<int64_t> tile_strides;  // [access * kMaxTileDims + d]: each access's stride along them
+};
+
+// Per-chunk scratch: one kTile vector per expression, one per access's offsets, accumulators.
+struct Frame {
+  std::vector<uint64_t> values;  // expression e's vector starts at values[e * kTile]
+  std::vector<int64_t> offsets;  // access a's offsets start at offsets[a * kTile]
+  std::vector<int64_t> base;     // per access: the offset of the current row
+  std::vector<uint64_t> accs;    // per reduction: the accumulator's bytes
+
+  template <class T> T* slot(int e) { return reinterpret_cast<T*>(&values[size_t(e) * kTile]); }
+  template <class T> T& acc(int r) { return *reinterpret_cast<T*>(&accs[r]); }
+};
+
+// Offsets of tile indices [t0, t0 + n) for every access, from each access's row base; the row
+// stage addresses the row base alone. Runs along the innermost dim are filled linearly.
+void tile_offsets(const Plan& p, Frame& f, int64_t t0, int64_t n, bool row) {
+  const LoopKernel& k = *p.k;
+  const int nd = int(p.tile_dims.size());
+  if (row || nd == 0) {  // one position: the row (or the whole dimensionless space)
+    for (size_t a = 0; a < k.accesses.size(); ++a) f.offsets[a * kTile] = f.base[a];
+    return;
+  }
+  int64_t idx[kMaxTileDims] = {};
+  int64_t rest = t0;
+  for (int d = nd - 1; d >= 0; --d) {
+    idx[d] = rest % p.tile_dims[d];
+    rest /= p.tile_dims[d];
+  }
+  for (size_t a = 0; a < k.accesses.size(); ++a) {
+    const int64_t* stride = &p.tile_strides[a * kMaxTileDims];
+    int64_t off = f.base[a];
+    for (int d = 0; d < nd; ++d) off += idx[d] * stride[d];
+    int64_t* out = &f.offsets[a * kTile];
+    int64_t id[kMaxTileDims];
+    std::copy(idx, idx + nd, id);
+    const int64_t last = p.tile_dims[nd - 1], step = stride[nd - 1];
+    for (int64_t j = 0; j < n;) {
+      const int64_t run = std::min(n - j, last - id[nd - 1]);
+      for (int64_t r = 0; r < run; ++r) out[j + r] = off + r * step;
+      j += run;
+      off += run * step;
+      id[nd - 1] += run;
+      for (int d = nd - 1; d > 0 && id[d] == p.tile_dims[d]; --d) {  // carry into the outer dims
+        off += stride[d - 1] - id[d] * stride[d];
+        id[d] = 0;
+        ++id[d - 1];
+      }
+    }
+  }
+}
+
+template <class T>
+void fill(T* dst, T v, int64_t n) {
+  std::fill(dst, dst + n, v);
+}
+
+void eval_call(const LoopKernel& k, Frame& f, int e, int64_t n) {
+  const Expr& ex = k.exprs[e];
+  kernels::scalar_fn_visit(ex.call.fn, [&](auto fn, auto id) {
+    constexpr ScalarFn kFn = decltype(id)::value;
+    constexpr ScalarFnInfo kInfo = kernels::kScalarFnInfo[int(kFn)];
+    if constexpr (kFn == ScalarFn::cast) {
+      visit_dtype<ScalarDTypes::All>(ex.dtype, [&](auto to_tag) {
+        using To = decltype(to_tag);
+        visit_dtype<ScalarDTypes::All>(k.exprs[ex.operands[0]].dtype, [&](auto from_tag) {
+          using From = decltype(from_tag);
+          const From* x = f.slot<From>(ex.operands[0]);
+          To* out = f.slot<To>(e);
+          for (int64_t j = 0; j < n; ++j) out[j] = scalar::cast<To>(x[j]);
+        });
+      });
+    } else {
+      const DType value = k.exprs[ex.operands[kInfo.arity == 3 ? 1 : 0]].dtype;
+      visit_dtype<kInfo.dtypes>(value, [&](auto tag) {
+        using T = decltype(tag);
+        using R = std::conditional_t<kInfo.result == ScalarResult::Bool, bool, T>;
+        R* out = f.slot<R>(e);
+        // parameters bind as the eager loops bind them: through scalar::cast
+        [[maybe_unused]] const T p0 = scalar::cast<T>(ex.call.params[0]);
+        [[maybe_unused]] const T p1 = scalar::cast<T>(ex.call.params[1]);
+        if constexpr (kInfo.arity == 1) {
+          const T* a = f.slot<T>(ex.operands[0]);
+          if constexpr (kInfo.params == 0) for (int64_t j = 0; j < n; ++j) out[j] = fn(a[j]);
+          else if constexpr (kInfo.params == 1) for (int64_t j = 0; j < n; ++j) out[j] = fn(a[j], p0);
+          else for (int64_t j = 0; j < n; ++j) out[j] = fn(a[j], p0, p1);
+        } else if constexpr (kInfo.arity == 2) {
+          const T* a = f.slot<T>(ex.operands[0]);
+          const T* b = f.slot<T>(ex.operands[1]);
+          for (int64_t j = 0; j < n; ++j) out[j] = fn(a[j], b[j]);
+        } else {
+          const bool* c = f.slot<bool>(ex.operands[0]);
+          const T* a = f.slot<T>(ex.operands[1]);
+          const T* b = f.slot<T>(ex.operands[2]);
+          for (int64_t j = 0; j < n; ++j) out[j] = fn(c[j], a[j], b[j]);
+        }
+      });
+    }
+  });
+}
+
+void eval_expr(const LoopKernel& k, Frame& f, void* const* args, int e, int64_t n) {
+  const Expr& ex = k.exprs[e];
+  switch (ex.kind) {
+    case ExprKind::Load:
+      visit_dtype<ScalarDTypes::All>(ex.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        const T* src = static_cast<const T*>(args[k.accesses[ex.access].arg]);
+        const int64_t* off = &f.offsets[size_t(ex.access) * kTile];
+        T* out = f.slot<T>(e);
+        for (int64_t j = 0; j < n; ++j) out[j] = src[off[j]];
+      });
+      break;
+    case ExprKind::Call: eval_call(k, f, e, n); break;
+    case ExprKind::ReductionResult:
+      visit_dtype<ScalarDTypes::Numeric>(ex.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        fill(f.slot<T>(e), f.acc<T>(ex.reduction), n);
+      });
+      break;
+    case ExprKind::Constant: break;  // filled once per frame
+  }
+}
+
+template <class T>
+T reduce_start(ReduceOp op) {
+  if (op == ReduceOp::Sum) return T(0);
+  constexpr bool kInf = std::numeric_limits<T>::has_infinity;
+  if (op == ReduceOp::Max) return kInf ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  return kInf ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+}
+
+void fold(const LoopKernel& k, Frame& f, int r, int64_t n) {
+  const Reduction& red = k.reductions[r];
+  visit_dtype<ScalarDTypes::Numeric>(red.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* v = f.slot<T>(red.value);
+    T acc = f.acc<T>(r);
+    switch (red.op) {
+      case ReduceOp::Sum: for (int64_t j = 0; j < n; ++j) acc = scalar::add(acc, v[j]); break;
+      case ReduceOp::Max: for (int64_t j = 0; j < n; ++j) acc = scalar::maximum(acc, v[j]); break;
+      case ReduceOp::Min: for (int64_t j = 0; j < n; ++j) acc = scalar::minimum(acc, v[j]); break;
+    }
+    f.acc<T>(r) = acc;
+  });
+}
+
+void store(const LoopKernel& k, Frame& f, void* const* args, const Store& s, int64_t n) {
+  visit_dtype<ScalarDTypes::All>(k.exprs[s.value].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = static_cast<T*>(args[k.accesses[s.access].arg]);
+    const int64_t* off = &f.offsets[size_t(s.access) * kTile];
+    const T* v = f.slot<T>(s.value);
+    for (int64_t j = 0; j < n; ++j) dst[off[j]] = v[j];
+  });
+}
+
+// One stage (or the row stage, stage == k.stages, as a tile of one) over tile indices [begin, end).
+void run_stage(const Plan& p, Frame& f, void* const* args, int stage, int64_t begin, int64_t end) {
+  const LoopKernel& k = *p.k;
+  for (size_t r = 0; r < k.reductions.size(); ++r) {
+    if (k.reductions[r].stage != stage) continue;
+    visit_dtype<ScalarDTypes::Numeric>(k.reductions[r].dtype,
+                                       [&](auto tag) { f.acc<decltype(tag)>(int(r)) = reduce_start<decltype(tag)>(k.reductions[r].op); });
+  }
+  for (int64_t t0 = begin; t0 < end; t0 += kTile) {
+    const int64_t n = std::min(kTile, end - t0);
+    tile_offsets(p, f, t0, n, stage == k.stages);
+    for (int e : p.stage_exprs[stage]) eval_expr(k, f, args, e, n);
+    for (size_t r = 0; r < k.reductions.size(); ++r) {
+      if (k.reductions[r].stage == stage) fold(k, f, int(r), n);
+    }
+    for (const Store& s : k.stores) {
+      if (s.stage == stage) store(k, f, args, s, n);
+    }
+  }
+}
+
+Frame make_frame(const Plan& p) {
+  const LoopKernel& k = *p.k;
+  Frame f;
+  f.values.assign(k.exprs.size() * kTile, 0);
+  f.offsets.assign(k.accesses.size() * kTile, 0);
+  f.base.assign(k.accesses.size(), 0);
+  f.accs.assign(k.reductions.size(), 0);
+  for (int e : p.constants) {
+    const Expr& ex = k.exprs[e];
+    visit_dtype<ScalarDTypes::All>(ex.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T v = dtype_is_floating(ex.dtype) ? T(ex.fvalue) : scalar::cast<T>(ex.ivalue);
+      fill(f.slot<T>(e), v, kTile);
+    });
+  }
+  return f;
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t e : v) n *= e;
+  return n;
+}
+
+}  // namespace
+
+void run_interpreted(const LoopKernel& k, void* const* args) {
+  Plan p{&k, false, {}, {}, {}, {}};
+  p.stage_exprs.resize(k.stages + 1);
+  bool row_work = false;
+  for (int e = 0; e < int(k.exprs.size()); ++e) {
+    if (k.exprs[e].kind == ExprKind::Constant) p.constants.push_back(e);
+    else p.stage_exprs[k.exprs[e].stage].push_back(e);
+  }
+  for (const Store& s : k.stores) row_work |= s.stage == k.stages;
+  p.elementwise = k.stages == 1 && k.reductions.empty() && !row_work;
+  SMELT_INTERNAL_CHECK(k.outer.size() + k.inner.size() <= size_t(kMaxTileDims))
+      << "kernel '" << k.name << "': more than " << kMaxTileDims << " dims";
+  // The strides along the tile dims: outer then inner dims for elementwise kernels, inner else.
+  auto set_tile_strides = [&](bool with_outer) {
+    p.tile_strides.assign(k.accesses.size() * kMaxTileDims, 0);
+    for (size_t a = 0; a < k.accesses.size(); ++a) {
+      int d = 0;
+      if (with_outer) for (int64_t s : k.accesses[a].outer_strides) p.tile_strides[a * kMaxTileDims + d++] = s;
+      for (int64_t s : k.accesses[a].inner_strides) p.tile_strides[a * kMaxTileDims + d++] = s;
+    }
+  };
+  const int64_t outer = product(k.outer), inner = product(k.inner);
+  if (p.elementwise) {
+    p.tile_dims = k.outer;
+    p.tile_dims.insert(p.tile_dims.end(), k.inner.begin(), k.inner.end());
+    set_tile_strides(true);
+    parallel_for(outer * inner, kParallelGrain, [&](int64_t begin, int64_t end) {
+      Frame f = make_frame(p);
+      for (size_t a = 0; a < k.accesses.size(); ++a) f.base[a] = k.accesses[a].offset;
+      run_stage(p, f, args, 0, begin, end);
+    });
+    return;
+  }
+  p.tile_dims = k.inner;
+  set_tile_strides(false);
+  const int64_t work_per_row = std::max<int64_t>(1, inner * k.stages);
+  parallel_for(outer, std::max<int64_t>(1, kParallelGrain / work_per_row), [&](int64_t begin, int64_t end) {
+    Frame f = make_frame(p);
+    for (int64_t o = begin; o < end; ++o) {
+      for (size_t a = 0; a < k.accesses.size(); ++a) {
+        const Access& acc = k.accesses[a];
+        int64_t off = acc.offset, rest = o;
+        for (int d = int(k.outer.size()) - 1; d >= 0; --d) {
+          off += (rest % k.outer[d]) * acc.outer_strides[d];
+          rest /= k.outer[d];
+        }
+        f.base[a] = off;
+      }
+      for (int s = 0; s < k.stages; ++s) run_stage(p, f, args, s, 0, inner);
+      run_stage(p, f, args, k.stages, 0, 1);
+    }
+  });
+}
+
+}  // namespace smelt::codegen

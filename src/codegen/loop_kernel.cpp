@@ -1,0 +1,263 @@
+#include "codegen/loop_kernel.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "smelt/error.h"
+
+namespace smelt::codegen {
+namespace {
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
+// The dtype whose values a call's result follows: where's value operands, else its first.
+int value_operand(const kernels::ScalarFnInfo& info) { return info.arity == 3 ? 1 : 0; }
+
+// [lowest, highest] element offset of `a` over the iteration space; an empty inner space counts as
+// its first index, which the row stage still addresses (callers skip an empty outer space).
+void offset_range(const LoopKernel& k, const Access& a, int64_t* lo, int64_t* hi) {
+  *lo = *hi = a.offset;
+  auto extend = [&](int64_t extent, int64_t stride) {
+    int64_t reach = (extent > 0 ? extent - 1 : 0) * stride;
+    (reach < 0 ? *lo : *hi) += reach;
+  };
+  for (size_t d = 0; d < k.outer.size(); ++d) extend(k.outer[d], a.outer_strides[d]);
+  for (size_t d = 0; d < k.inner.size(); ++d) extend(k.inner[d], a.inner_strides[d]);
+}
+
+void validate_access(const LoopKernel& k, int index, bool empty_outer, bool empty_inner) {
+  const Access& a = k.accesses[index];
+  const std::string where = "kernel '" + k.name + "' access " + std::to_string(index);
+  SMELT_CHECK(a.arg >= 0 && a.arg < int(k.args.size()))
+      << where << ": argument " << a.arg << " out of range; valid: [0, " << k.args.size() << ")";
+  SMELT_CHECK(a.outer_strides.size() == k.outer.size() && a.inner_strides.size() == k.inner.size())
+      << where << ": " << a.outer_strides.size() << " outer and " << a.inner_strides.size()
+      << " inner strides for a kernel of " << k.outer.size() << " outer and " << k.inner.size()
+      << " inner dims; valid: one stride per dim";
+  if (empty_outer) return;
+  if (empty_inner) {  // only row stores run
+    bool row_store = false;
+    for (const Store& s : k.stores) row_store |= s.access == index && s.stage == k.stages;
+    if (!row_store) return;
+  }
+  int64_t lo, hi;
+  offset_range(k, a, &lo, &hi);
+  SMELT_CHECK(lo >= 0 && hi < k.args[a.arg].numel)
+      << where << ": touches elements [" << lo << ", " << hi << "] of argument " << a.arg
+      << ", which has " << k.args[a.arg].numel << "; valid: offsets within [0, numel)";
+}
+
+void validate_expr(const LoopKernel& k, int index) {
+  const Expr& e = k.exprs[index];
+  const std::string where = "kernel '" + k.name + "' expression " + std::to_string(index);
+  SMELT_CHECK(e.stage >= 0 && e.stage <= k.stages)
+      << where << ": stage " << e.stage << " out of range; valid: [0, " << k.stages << "]";
+  const bool row = e.stage == k.stages;
+  switch (e.kind) {
+    case ExprKind::Load: {
+      SMELT_CHECK(!row) << where << ": a load in the row expressions; valid: row expressions read "
+                        << "reduction results and constants only";
+      SMELT_CHECK(e.access >= 0 && e.access < int(k.accesses.size()))
+          << where << ": access " << e.access << " out of range; valid: [0, " << k.accesses.size() << ")";
+      DType arg_dtype = k.args[k.accesses[e.access].arg].dtype;
+      SMELT_CHECK(arg_dtype == e.dtype) << where << ": loads " << dtype_name(e.dtype)
+                                        << " from an argument of dtype " << dtype_name(arg_dtype);
+      break;
+    }
+    case ExprKind::Constant:
+      if (e.dtype == DType::Float32) {
+        SMELT_CHECK(e.fvalue != e.fvalue || double(float(e.fvalue)) == e.fvalue)
+            << where << ": float32 constant " << e.fvalue << " is not exactly a float; valid: "
+            << "a value float32 represents";
+      }
+      break;
+    case ExprKind::Call: {
+      const kernels::ScalarFnInfo& info = kernels::scalar_fn_info(e.call.fn);
+      SMELT_CHECK(int(e.operands.size()) == info.arity)
+          << where << ": " << info.name << " takes " << info.arity << " operands, got " << e.operands.size();
+      for (int op : e.operands) {
+        SMELT_CHECK(op >= 0 && op < index)
+            << where << ": operand " << op << " is not an earlier expression; valid: [0, " << index << ")";
+        const Expr& o = k.exprs[op];
+        SMELT_CHECK(o.stage == e.stage || o.kind == ExprKind::Constant)
+            << where << " (stage " << e.stage << "): operand " << op << " belongs to stage " << o.stage
+            << "; valid: operands of the same stage, constants, or a ReductionResult re-read in this stage";
+      }
+      DType value = k.exprs[e.operands[value_operand(info)]].dtype;
+      SMELT_CHECK(kernels::scalar_fn_accepts(e.call.fn, value))
+          << where << ": " << info.name << " does not accept " << dtype_name(value);
+      for (int i = 0; i < info.arity; ++i) {
+        DType want = info.arity == 3 && i == 0 ? DType::Bool : value;
+        if (e.call.fn == kernels::ScalarFn::cast) break;
+        SMELT_CHECK(k.exprs[e.operands[i]].dtype == want)
+            << where << ": " << info.name << " operand " << i << " is " << dtype_name(k.exprs[e.operands[i]].dtype)
+            << "; valid: " << dtype_name(want) << " (operands are converted only by cast)";
+      }
+      DType result = kernels::scalar_call_result(e.call, value);
+      SMELT_CHECK(result == e.dtype) << where << ": " << info.name << " gives " << dtype_name(result)
+                                     << " but the expression says " << dtype_name(e.dtype);
+      break;
+    }
+    case ExprKind::ReductionResult: {
+      SMELT_CHECK(e.reduction >= 0 && e.reduction < int(k.reductions.size()))
+          << where << ": reduction " << e.reduction << " out of range; valid: [0, " << k.reductions.size() << ")";
+      const Reduction& r = k.reductions[e.reduction];
+      SMELT_CHECK(r.stage < e.stage) << where << " (stage " << e.stage << ") reads reduction " << e.reduction
+                                     << " of stage " << r.stage << "; valid: only in a later stage";
+      SMELT_CHECK(r.dtype == e.dtype) << where << ": reads reduction " << e.reduction << " ("
+                                      << dtype_name(r.dtype) << ") as " << dtype_name(e.dtype);
+      break;
+    }
+  }
+}
+
+void hex_double(std::ostream& out, double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  char buf[64];
+  if (v != v) std::snprintf(buf, sizeof buf, "nan:%016" PRIx64, bits);
+  else std::snprintf(buf, sizeof buf, "%a", v);
+  out << buf;
+}
+
+void print_strides(std::ostream& out, const std::vector<int64_t>& v) {
+  out << "[";
+  for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
+  out << "]";
+}
+
+}  // namespace
+
+void validate(const LoopKernel& k) {
+  const std::string where = "kernel '" + k.name + "'";
+  SMELT_CHECK(k.stages >= 1) << where << ": " << k.stages << " stages; valid: at least 1";
+  bool empty_outer = false, empty_inner = false;
+  for (int64_t e : k.outer) {
+    SMELT_CHECK(e >= 0) << where << ": outer extent " << e << "; valid: >= 0";
+    empty_outer |= e == 0;
+  }
+  for (int64_t e : k.inner) {
+    SMELT_CHECK(e >= 0) << where << ": inner extent " << e << "; valid: >= 0";
+    empty_inner |= e == 0;
+  }
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    SMELT_CHECK(k.args[i].numel >= 0) << where << ": argument " << i << " has numel " << k.args[i].numel;
+  }
+  for (int i = 0; i < int(k.accesses.size()); ++i) validate_access(k, i, empty_outer, empty_inner);
+  for (int i = 0; i < int(k.exprs.size()); ++i) validate_expr(k, i);
+  for (size_t i = 0; i < k.reductions.size(); ++i) {
+    const Reduction& r = k.reductions[i];
+    const std::string rw = where + " reduction " + std::to_string(i);
+    SMELT_CHECK(r.stage >= 0 && r.stage < k.stages)
+        << rw << ": stage " << r.stage << "; valid: [0, " << k.stages << ") (not the row expressions)";
+    SMELT_CHECK(r.value >= 0 && r.value < int(k.exprs.size()))
+        << rw << ": value " << r.value << " out of range; valid: [0, " << k.exprs.size() << ")";
+    const Expr& v = k.exprs[r.value];
+    SMELT_CHECK(v.stage == r.stage || v.kind == ExprKind::Constant)
+        << rw << " (stage " << r.stage << ") folds expression " << r.value << " of stage " << v.stage;
+    SMELT_CHECK(v.dtype == r.dtype) << rw << " is " << dtype_name(r.dtype) << " but folds a "
+                                    << dtype_name(v.dtype) << " value; valid: the value's dtype";
+    SMELT_CHECK(r.dtype == DType::Float32 || r.dtype == DType::Float64 || r.dtype == DType::Int64)
+        << rw << ": dtype " << dtype_name(r.dtype) << "; valid: float32, float64, int64";
+  }
+  std::vector<bool> stored(k.args.size(), false);
+  for (size_t i = 0; i < k.stores.size(); ++i) {
+    const Store& s = k.stores[i];
+    const std::string sw = where + " store " + std::to_string(i);
+    SMELT_CHECK(s.stage >= 0 && s.stage <= k.stages)
+        << sw << ": stage " << s.stage << "; valid: [0, " << k.stages << "]";
+    SMELT_CHECK(s.value >= 0 && s.value < int(k.exprs.size()))
+        << sw << ": value " << s.value << " out of range; valid: [0, " << k.exprs.size() << ")";
+    SMELT_CHECK(s.access >= 0 && s.access < int(k.accesses.size()))
+        << sw << ": access " << s.access << " out of range; valid: [0, " << k.accesses.size() << ")";
+    const Expr& v = k.exprs[s.value];
+    const Access& a = k.accesses[s.access];
+    SMELT_CHECK(v.stage == s.stage || v.kind == ExprKind::Constant)
+        << sw << " (stage " << s.stage << ") stores expression " << s.value << " of stage " << v.stage;
+    SMELT_CHECK(k.args[a.arg].output) << sw << ": writes argument " << a.arg << ", an input; valid: an output";
+    SMELT_CHECK(v.dtype == k.args[a.arg].dtype) << sw << ": stores " << dtype_name(v.dtype) << " into argument "
+                                                << a.arg << " of dtype " << dtype_name(k.args[a.arg].dtype);
+    // Different (o, i) must write different elements, or parallel/vector lanes race.
+    for (size_t d = 0; d < k.outer.size(); ++d) {
+      SMELT_CHECK(k.outer[d] <= 1 || a.outer_strides[d] != 0)
+          << sw << ": outer dim " << d << " (extent " << k.outer[d] << ") has stride 0, so rows race on one "
+          << "element; valid: a nonzero stride";
+    }
+    for (size_t d = 0; d < k.inner.size(); ++d) {
+      bool row = s.stage == k.stages;
+      SMELT_CHECK(row ? a.inner_strides[d] == 0 : (k.inner[d] <= 1 || a.inner_strides[d] != 0))
+          << sw << ": inner dim " << d << " has stride " << a.inner_strides[d] << "; valid: "
+          << (row ? "0 for a row store" : "nonzero (a stride-0 store writes one element many times)");
+    }
+    stored[a.arg] = true;
+  }
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    SMELT_CHECK(!k.args[i].output || stored[i])
+        << where << ": output argument " << i << " is never stored; valid: every output is written";
+  }
+}
+
+std::string print_kernel(const LoopKernel& k) {
+  std::ostringstream out;
+  out << "loop_kernel stages=" << k.stages << " outer=";
+  print_strides(out, k.outer);
+  out << " inner=";
+  print_strides(out, k.inner);
+  out << "\n";
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    out << "arg " << i << " " << dtype_name(k.args[i].dtype) << (k.args[i].output ? " out" : " in") << "\n";
+  }
+  for (size_t i = 0; i < k.accesses.size(); ++i) {
+    const Access& a = k.accesses[i];
+    out << "access " << i << " arg=" << a.arg << " offset=" << a.offset << " outer=";
+    print_strides(out, a.outer_strides);
+    out << " inner=";
+    print_strides(out, a.inner_strides);
+    out << "\n";
+  }
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    out << "e" << i << " s" << e.stage << " " << dtype_name(e.dtype) << " = ";
+    switch (e.kind) {
+      case ExprKind::Load: out << "load " << e.access; break;
+      case ExprKind::Constant:
+        out << "const ";
+        if (dtype_is_floating(e.dtype)) hex_double(out, e.fvalue);
+        else out << e.ivalue;
+        break;
+      case ExprKind::Call: {
+        const kernels::ScalarFnInfo& info = kernels::scalar_fn_info(e.call.fn);
+        out << info.name;
+        if (e.call.fn == kernels::ScalarFn::cast) out << "<" << dtype_name(e.call.cast_to) << ">";
+        out << "(";
+        for (size_t j = 0; j < e.operands.size(); ++j) out << (j ? ", e" : "e") << e.operands[j];
+        for (int p = 0; p < info.params; ++p) {
+          out << ", ";
+          hex_double(out, e.call.params[p]);
+        }
+        out << ")";
+        break;
+      }
+      case ExprKind::ReductionResult: out << "result r" << e.reduction; break;
+    }
+    out << "\n";
+  }
+  for (size_t i = 0; i < k.reductions.size(); ++i) {
+    const Reduction& r = k.reductions[i];
+    out << "r" << i << " s" << r.stage << " " << dtype_name(r.dtype) << " = " << reduce_op_name(r.op) << " e"
+        << r.value << "\n";
+  }
+  for (const Store& s : k.stores) out << "store s" << s.stage << " e" << s.value << " -> access " << s.access << "\n";
+  return out.str();
+}
+
+}  // namespace smelt::codegen

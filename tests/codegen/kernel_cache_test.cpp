@@ -1,0 +1,245 @@
+// The kernel caches: tiered execution, the disk cache under concurrent processes, corrupt entries,
+// a machine without a compiler, compiler errors, LRU eviction.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/kernel_builder.h"
+
+namespace smelt::codegen::testing {
+namespace {
+
+using kernels::ScalarFn;
+
+// out = tanh(x * c) over n elements; `c` makes each test's kernel its own.
+KernelBuilder scaled_tanh(int64_t rows, int64_t cols, double c) {
+  KernelBuilder kb({rows}, {cols});
+  int x = kb.load(kb.access(kb.arg(DType::Float32, rows * cols, false), 0, {cols}, {1}));
+  int y = kb.call(ScalarFn::tanh, {kb.call(ScalarFn::mul, {x, kb.constant(DType::Float32, c)})});
+  kb.store(y, kb.access(kb.arg(DType::Float32, rows * cols, true), 0, {cols}, {1}));
+  kb.k.name = "mul_tanh";
+  kb.k.comment = "fused: mul, tanh";
+  return kb;
+}
+
+// Runs `run` on x and a fresh output; true when the output is eager tanh(x * c), bit for bit.
+template <class Run>
+bool runs_correctly(Run run, const Tensor& x, double c) {
+  Tensor out = zeros(x.shape());
+  void* args[] = {x.raw_data(), out.raw_data()};
+  run(static_cast<void* const*>(args));
+  return bool(bit_equal(out, smelt::tanh(mul(x, scalar_tensor(c)))));
+}
+
+std::vector<std::string> entries(const std::string& dir, const std::string& suffix) {
+  std::vector<std::string> found;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      found.push_back(e.path().string());
+    }
+  }
+  return found;
+}
+
+KernelCacheOptions options_in(const std::string& dir) {
+  KernelCacheOptions o = KernelCacheOptions::from_env();
+  o.dir = dir;
+  o.sync_compile = false;
+  return o;
+}
+
+int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The first run is at once (interpreter); after the background compile the handle runs the
+// compiled kernel; a second process-like cache finds it on disk; damaged entries are rebuilt.
+TEST(KernelCache, TieredThenDiskHitThenCorruptEntriesRebuilt) {
+  const std::string dir = temp_dir("tiered"), dump = temp_dir("dump");
+  KernelBuilder kb = scaled_tanh(64, 1024, 1.5);
+  Tensor x = randn({64, 1024});
+  std::string so;
+  {
+    KernelCacheOptions o = options_in(dir);
+    o.dump_dir = dump;
+    KernelCache cache(o);
+    auto handle = cache.get(kb.k);
+    EXPECT_TRUE(runs_correctly([&](void* const* a) { handle->run(a); }, x, 1.5));  // whichever tier
+    handle->wait();
+    ASSERT_NE(handle->compiled_entry(), nullptr) << handle->error();
+    EXPECT_TRUE(runs_correctly(handle->compiled_entry(), x, 1.5));
+    EXPECT_EQ(cache.stats().misses, 1);
+    EXPECT_GT(cache.stats().compile_seconds, 0);
+    auto again = cache.get(kb.k);
+    EXPECT_NE(again->compiled_entry(), nullptr);
+    EXPECT_EQ(cache.stats().memory_hits, 1);
+    // SMELT_DUMP_DIR: the source, with the comment naming the fused ops
+    std::vector<std::string> dumped = entries(dump, ".cpp");
+    ASSERT_EQ(dumped.size(), 1u);
+    std::ifstream in(dumped[0]);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("// fused: mul, tanh"), std::string::npos);
+    so = dir + "/" + cache.key(kb.k) + ".so";
+  }
+  {
+    KernelCache cache(options_in(dir));
+    auto handle = cache.get(kb.k);
+    ASSERT_NE(handle->compiled_entry(), nullptr);  // from disk, at once
+    EXPECT_TRUE(runs_correctly(handle->compiled_entry(), x, 1.5));
+    EXPECT_EQ(cache.stats().disk_hits, 1);
+    EXPECT_EQ(cache.stats().misses, 0);
+  }
+  // Damage the entry two ways (no process has it loaded now): truncation, then a flipped byte.
+  for (int damage = 0; damage < 2; ++damage) {
+    const auto size = std::filesystem::file_size(so);
+    if (damage == 0) {
+      std::filesystem::resize_file(so, size / 2);
+    } else {
+      std::fstream f(so, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(std::streamoff(size / 3));
+      f.put('\x5a');
+    }
+    KernelCache cache(options_in(dir));
+    ::testing::internal::CaptureStderr();
+    auto compiled = cache.compile(kb.k);
+    auto twice = cache.compile(kb.k);  // a memory hit: no second report
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(count(err, "is corrupt"), 1) << err;
+    EXPECT_NE(err.find(damage == 0 ? "truncated" : "checksum mismatch"), std::string::npos) << err;
+    EXPECT_EQ(cache.stats().corrupt_entries, 1);
+    EXPECT_EQ(cache.stats().misses, 1);
+    ASSERT_TRUE(compiled);
+    EXPECT_TRUE(runs_correctly(compiled->entry, x, 1.5));
+  }
+}
+
+// Two processes compile the same kernel into one cache directory at the same time: both get a
+// working kernel, one complete entry remains, no temporaries.
+TEST(KernelCache, ConcurrentProcessesCompileTheSameKernel) {
+  const std::string dir = temp_dir("fork");
+  KernelBuilder kb = scaled_tanh(4, 250, -0.75);  // 1000 elements: no threads in the children
+  Tensor x = randn({4, 250});
+  pid_t children[2];
+  for (pid_t& child : children) {
+    child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      int code = 1;
+      try {
+        KernelCache cache(options_in(dir));
+        auto compiled = cache.compile(kb.k);
+        code = compiled && runs_correctly(compiled->entry, x, -0.75) && cache.stats().corrupt_entries == 0 ? 0 : 2;
+      } catch (...) {
+        code = 3;
+      }
+      ::_exit(code);
+    }
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child exit status " << status;
+  }
+  KernelCache cache(options_in(dir));
+  EXPECT_EQ(entries(dir, ".so"), std::vector<std::string>{dir + "/" + cache.key(kb.k) + ".so"});
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  }
+  auto compiled = cache.compile(kb.k);
+  EXPECT_EQ(cache.stats().disk_hits, 1);
+  EXPECT_EQ(cache.stats().corrupt_entries, 0);
+  ASSERT_TRUE(compiled);
+  EXPECT_TRUE(runs_correctly(compiled->entry, x, -0.75));
+  DiskCacheSummary summary = disk_cache_summary(dir);
+  EXPECT_EQ(summary.entries, 1);
+  EXPECT_GE(summary.compiles, 1);  // each child logged its compile
+  EXPECT_EQ(disk_cache_clear(dir), 2 + 1);  // <key>.so, <key>.cpp, events.log
+  EXPECT_EQ(disk_cache_summary(dir).entries, 0);
+}
+
+// SMELT_CXX=/nonexistent: everything runs on the interpreter, after exactly one warning.
+TEST(KernelCache, NoCompilerFallsBackToTheInterpreterWithOneWarning) {
+  ::setenv("SMELT_CXX", "/nonexistent", 1);
+  KernelCacheOptions o = options_in(temp_dir("nocxx"));
+  o.dump_dir = temp_dir("nocxx-dump");  // sources are still written: no compiler is needed for them
+  KernelCache cache(o);
+  ::unsetenv("SMELT_CXX");
+  EXPECT_FALSE(cache.compiler().available());
+  KernelBuilder a = scaled_tanh(8, 100, 2.0), b = scaled_tanh(8, 100, 3.0);
+  ::testing::internal::CaptureStderr();
+  auto ha = cache.get(a.k);
+  auto hb = cache.get(b.k);
+  EXPECT_EQ(cache.compile(a.k), nullptr);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "warning: no C++ compiler"), 1) << err;
+  EXPECT_NE(err.find("SMELT_CXX=/nonexistent"), std::string::npos) << err;
+  EXPECT_EQ(ha->compiled_entry(), nullptr);
+  EXPECT_NE(ha->error().find("no C++ compiler"), std::string::npos);
+  Tensor x = randn({8, 100});
+  EXPECT_TRUE(runs_correctly([&](void* const* args) { ha->run(args); }, x, 2.0));
+  EXPECT_TRUE(runs_correctly([&](void* const* args) { hb->run(args); }, x, 3.0));
+  EXPECT_EQ(entries(o.dump_dir, ".cpp").size(), 2u);
+}
+
+// A compiler that fails: its message reaches the caller as a smelt::Error; the tiered handle
+// stays on the interpreter and says why.
+TEST(KernelCache, CompilerErrorsBecomeSmeltErrors) {
+  const std::string dir = temp_dir("badcxx"), cxx = dir + "/fakecxx";
+  {
+    std::ofstream script(cxx);
+    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'fakecxx 1.0'; exit 0; fi\n"
+              "echo 'kernel.cpp:1: error: this compiler refuses everything' >&2\nexit 1\n";
+  }
+  ::chmod(cxx.c_str(), 0755);
+  KernelCacheOptions o = options_in(dir + "/cache");
+  o.cxx = cxx;
+  KernelCache cache(o);
+  ASSERT_TRUE(cache.compiler().available()) << cache.compiler().missing;
+  EXPECT_EQ(cache.compiler().version, "fakecxx 1.0");
+  KernelBuilder kb = scaled_tanh(2, 3, 4.0);
+  try {
+    cache.compile(kb.k);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("this compiler refuses everything"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("failed (exit 1)"), std::string::npos) << e.what();
+  }
+  ::testing::internal::CaptureStderr();
+  auto handle = cache.get(kb.k);
+  handle->wait();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(handle->compiled_entry(), nullptr);
+  EXPECT_NE(handle->error().find("this compiler refuses everything"), std::string::npos);
+  EXPECT_NE(err.find("stays on the interpreter"), std::string::npos) << err;
+  Tensor x = randn({2, 3});
+  EXPECT_TRUE(runs_correctly([&](void* const* args) { handle->run(args); }, x, 4.0));
+  EXPECT_EQ(cache.stats().compile_failures, 2);
+  EXPECT_TRUE(entries(dir + "/cache", ".so").empty());
+}
+
+// memory_entries bounds the loaded kernels; an evicted kernel comes back from disk.
+TEST(KernelCache, LruEvictsToDisk) {
+  KernelCacheOptions o = options_in(shared_cache().options().dir);
+  o.memory_entries = 1;
+  KernelCache cache(o);
+  KernelBuilder a = scaled_tanh(4, 250, -0.75), b = scaled_tanh(64, 1024, 1.5);  // other tests' kernels
+  cache.compile(a.k);
+  cache.compile(b.k);
+  cache.compile(a.k);  // evicted by b: from disk again
+  cache.compile(a.k);  // now in memory
+  KernelCacheStats s = cache.stats();
+  EXPECT_EQ(s.memory_hits, 1);
+  EXPECT_EQ(s.disk_hits + s.misses, 3);
+  EXPECT_GE(s.disk_hits, 1);
+}
+
+}  // namespace
+}  // namespace smelt::codegen::testing
