@@ -12,5 +12,6 @@ void register_demo(CLI::App& app);  // smelt demo: train a CNN on digits
 void register_fuzz(CLI::App& app);  // smelt fuzz: differential fuzzer of the pass pipeline
 void register_opt(CLI::App& app);   // smelt opt: run passes over a text IR file
 void register_cache(CLI::App& app); // smelt cache stats|clear: the disk cache of compiled kernels
+void register_compile(CLI::App& app);  // smelt compile: fusion, kernels, memory plan of an IR file
 
 }  // namespace smelt::tools

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   smelt::tools::register_fuzz(app);
   smelt::tools::register_opt(app);
   smelt::tools::register_cache(app);
+  smelt::tools::register_compile(app);
 
   try {
     check_environment();

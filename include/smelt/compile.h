@@ -1,0 +1,82 @@
+// smelt::compile: capture a function once per input signature, optimize it, fuse it into a few
+// generated kernels, plan its memory in one arena, and replay the plan on later calls.
+//
+//   auto f = smelt::compile([&](const std::vector<smelt::Tensor>& in) {
+//     return std::vector<smelt::Tensor>{smelt::gelu(in[0] * a + b)};
+//   });
+//   smelt::Tensor y = f({x})[0];      // first call: trace, optimize, fuse, plan, compile
+//   y = f({x2})[0];                   // same shapes and dtypes: replay
+//
+// The function is traced with symbolic inputs (as smelt::Graph::trace), so it must compute with
+// smelt ops only and not read tensor values. Tensors it captures (weights) become constants of
+// the graph: right for inference with fixed weights; for modules whose parameters change (an
+// optimizer), use compile_module / compile_training_step, which read the module's state on every
+// call. Random ops draw from the default generator and advance it, as eager code does.
+//
+// A call with a new input signature (shapes, dtypes) compiles again and records why
+// ("input 0 dim 0: 64 -> 128"; printed with SMELT_DEBUG=1); past `recompile_limit` signatures
+// a warning says so once. Compiled calls record no autograd history.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "smelt/tensor.h"
+
+namespace smelt {
+
+namespace nn {
+class Module;
+}
+
+struct CompileOptions {
+  // Passes run before fusion, as smelt::Graph::optimize takes them; empty: the default pipeline.
+  std::string passes;
+  bool fuse = true;
+  // Which backend runs the fused kernels: "auto" (the interpreter at once, generated C++ when its
+  // background compile is done; SMELT_SYNC_COMPILE=1 waits instead), "interpreter", "cpp"
+  // (compile before the first run).
+  std::string backend = "auto";
+  bool memory_plan = true;  // SMELT_NO_MEMPLAN=1 also turns it off
+  int recompile_limit = 8;
+};
+
+// What one compile produced (the latest signature's).
+struct CompileReport {
+  std::string signature;       // e.g. "f32[64,10], f32[10]"
+  size_t nodes_traced = 0;
+  size_t nodes_optimized = 0;
+  int kernels = 0;             // generated kernels (fused groups)
+  int op_steps = 0;            // steps running an eager out-variant kernel (matmul, conv, ...)
+  int interpreted_groups = 0;  // groups run node by node (the lowering refused them)
+  int64_t arena_bytes = 0;
+  int64_t naive_bytes = 0;
+  double compile_ms = 0;
+  std::string fusion;          // the fusion report (groups, rate, why nodes stayed unfused)
+  std::string plan;            // the plan's steps and arena
+};
+
+class CompiledFunction {
+ public:
+  using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
+
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs);
+
+  int num_compiles() const;
+  // One line per recompile: why the signature differed from the closest earlier one.
+  std::vector<std::string> recompile_reasons() const;
+  // The report of the plan the last call ran; an error before the first call.
+  const CompileReport& report() const;
+
+  struct Impl;
+  explicit CompiledFunction(std::shared_ptr<Impl> impl);
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options = {});
+
+}  // namespace smelt

@@ -1,0 +1,539 @@
+#include "codegen/lower.h"
+
+#include <algorithm>
+#include <map>
+
+#include "codegen/decompose.h"
+#include "ops/elementwise_bind.h"
+#include "ops/op_util.h"
+
+namespace smelt::codegen {
+namespace {
+
+using ops::OpId;
+using ops::reduced_shape;
+
+// Thrown inside the lowerer for a group it cannot express; becomes LowerResult::reason.
+struct CannotLower {
+  std::string reason;
+};
+
+// Where each element of a value of rank k is read, as an affine function of the iteration
+// index i (rank r): index[d] = base[d] + sum_j rows[d][j] * i[j].
+struct Map {
+  std::vector<std::vector<int64_t>> rows;
+  std::vector<int64_t> base;
+};
+
+bool is_reduce(OpId op) {
+  return op == OpId::sum || op == OpId::mean || op == OpId::amax || op == OpId::amin;
+}
+
+bool inner_invariant(const Map& m, size_t n_outer) {
+  for (const auto& row : m.rows) {
+    for (size_t j = n_outer; j < row.size(); ++j) {
+      if (row[j] != 0) return false;
+    }
+  }
+  return true;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Graph& body, LowerResult& result) : body_(body), result_(result) {}
+
+  LoopKernel run(const std::string& name) {
+    k_.name = name;
+    find_space();
+    bind_args();
+    assign_stages();
+    for (size_t o = 0; o < body_.outputs().size(); ++o) store_output(o);
+    k_.stages = loop_stages_;
+    // Row stores and row expressions are numbered stages == loop_stages_, fixed up now that the
+    // stage count is known.
+    for (Expr& e : k_.exprs) if (e.stage == kRowStage) e.stage = loop_stages_;
+    for (Store& s : k_.stores) if (s.stage == kRowStage) s.stage = loop_stages_;
+    simplify_space();
+    return std::move(k_);
+  }
+
+ private:
+  static constexpr int kRowStage = 1 << 20;
+
+  // The iteration space: without reductions the shape of the outputs; with them the reduced
+  // input's shape, reduced dims moved inner. space_dim_[j] is the dim of that shape at position j.
+  void find_space() {
+    for (const auto& n : body_.nodes()) {
+      if (!is_reduce(n->op)) continue;
+      const Shape& in = n->inputs[0]->meta.shape;
+      std::vector<int64_t> dims = reduce_dims_of(*n);
+      if (reductions_.empty()) {
+        shape_ = in;
+        dims_ = dims;
+      } else if (in != shape_ || dims != dims_) {
+        throw CannotLower{"reductions over different shapes or dims (" + shape_str(shape_) + " vs " +
+                          shape_str(in) + ")"};
+      }
+      reductions_.push_back(n.get());
+    }
+    if (reductions_.empty()) {
+      if (body_.outputs().empty()) throw CannotLower{"a group without outputs"};
+      shape_ = body_.outputs()[0]->meta.shape;
+    }
+    std::vector<int64_t> outer, inner;
+    for (int64_t d = 0; d < int64_t(shape_.size()); ++d) {
+      (std::binary_search(dims_.begin(), dims_.end(), d) ? inner : outer).push_back(d);
+    }
+    n_outer_ = outer.size();
+    space_dim_ = outer;
+    space_dim_.insert(space_dim_.end(), inner.begin(), inner.end());
+    for (int64_t d : space_dim_) space_.push_back(shape_[d]);
+  }
+
+  std::vector<int64_t> reduce_dims_of(const ir::Node& n) const {
+    const int64_t rank = int64_t(n.inputs[0]->meta.shape.size());
+    std::vector<int64_t> dims;
+    if (n.attrs.has("dims")) {
+      for (int64_t d : n.attrs.get_ints("dims")) dims.push_back(wrap_dim(d, rank, n.name()));
+    }
+    if (dims.empty()) {
+      for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+    }
+    std::sort(dims.begin(), dims.end());
+    return dims;
+  }
+
+  void bind_args() {
+    for (const ir::Value* v : body_.inputs()) {
+      arg_of_[v] = int(k_.args.size());
+      k_.args.push_back({v->meta.dtype, shape_numel(v->meta.shape), false});
+    }
+    for (const ir::Value* c : body_.constants()) {
+      if (c->constant.numel() == 1) continue;  // inlined as a literal
+      arg_of_[c] = int(k_.args.size());
+      k_.args.push_back({c->meta.dtype, c->constant.numel(), false});
+      result_.constants.push_back(c->constant.contiguous());
+    }
+    first_output_arg_ = int(k_.args.size());
+    for (const ir::Value* v : body_.outputs()) {
+      k_.args.push_back({v->meta.dtype, shape_numel(v->meta.shape), true});
+    }
+  }
+
+  // stage_of_[reduce node]: the loop stage folding it, one after the last reduction it reads.
+  void assign_stages() {
+    for (const auto& n : body_.nodes()) {
+      int after = 0;
+      for (const ir::Value* in : n->inputs) after = std::max(after, after_of(in));
+      if (is_reduce(n->op)) {
+        stage_of_[n.get()] = after;
+        loop_stages_ = std::max(loop_stages_, after + 1);
+        after += 1;
+      }
+      for (const ir::Value* out : n->outputs) after_[out] = after;
+    }
+  }
+  int after_of(const ir::Value* v) const {
+    auto it = after_.find(v);
+    return it == after_.end() ? 0 : it->second;
+  }
+
+  // The map that reads a value of `shape` at the current iteration point: the identity for the
+  // space's own shape, broadcasting for shapes that broadcast to it, and the row's position for
+  // the reduced shape without kept dims.
+  Map natural_map(const Shape& shape) const {
+    const size_t r = space_.size(), k = shape.size();
+    Map m{std::vector<std::vector<int64_t>>(k, std::vector<int64_t>(r, 0)), std::vector<int64_t>(k, 0)};
+    auto position = [&](int64_t d) {
+      return size_t(std::find(space_dim_.begin(), space_dim_.end(), d) - space_dim_.begin());
+    };
+    if (k <= shape_.size()) {
+      bool broadcasts = true;
+      for (size_t e = 0; e < k; ++e) {
+        const int64_t d = int64_t(shape_.size() - k + e);
+        if (shape[e] != shape_[d] && shape[e] != 1) broadcasts = false;
+      }
+      if (broadcasts) {
+        for (size_t e = 0; e < k; ++e) {
+          const int64_t d = int64_t(shape_.size() - k + e);
+          if (shape[e] != 1) m.rows[e][position(d)] = 1;
+        }
+        return m;
+      }
+    }
+    if (!dims_.empty() && shape == reduced_shape(shape_, dims_, false)) {
+      size_t e = 0;
+      for (int64_t d = 0; d < int64_t(shape_.size()); ++d) {
+        if (std::binary_search(dims_.begin(), dims_.end(), d)) continue;
+        if (shape[e] != 1) m.rows[e][position(d)] = 1;
+        ++e;
+      }
+      return m;
+    }
+    throw CannotLower{"a value of shape " + shape_str(shape) + " does not map onto the iteration space " +
+                      shape_str(shape_)};
+  }
+
+  void store_output(size_t o) {
+    const ir::Value* v = body_.outputs()[o];
+    Map m = natural_map(v->meta.shape);
+    const bool row = !reductions_.empty() && inner_invariant(m, n_outer_);
+    // Each output element is written once: an output has the space's shape, or (a row store) the
+    // reduced shape.
+    const bool fits = row ? v->meta.shape == reduced_shape(shape_, dims_, true) ||
+                                v->meta.shape == reduced_shape(shape_, dims_, false)
+                          : v->meta.shape == shape_;
+    if (!fits) {
+      throw CannotLower{"output " + std::to_string(o) + " has shape " + shape_str(v->meta.shape) +
+                        ", neither the group's " + shape_str(shape_) + " nor its reduced shape"};
+    }
+    int stage = row ? kRowStage : after_of(v);
+    if (!row) loop_stages_ = std::max(loop_stages_, stage + 1);
+    Store s;
+    s.value = expr_of(v, m, stage);
+    s.access = access_of(first_output_arg_ + int(o), v->meta.shape, m);
+    s.stage = stage;
+    k_.stores.push_back(s);
+  }
+
+  int add_expr(Expr e) {
+    k_.exprs.push_back(std::move(e));
+    return int(k_.exprs.size()) - 1;
+  }
+
+  // Zeroes the rows of size-1 dims (their index is always 0), so equal reads share one key.
+  static void canonicalize(Map& m, const Shape& shape) {
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1) {
+        std::fill(m.rows[d].begin(), m.rows[d].end(), 0);
+        m.base[d] = 0;
+      }
+    }
+  }
+
+  int access_of(int arg, const Shape& shape, const Map& m) {
+    const Shape cs = contiguous_strides(shape);
+    Access a;
+    a.arg = arg;
+    std::vector<int64_t> strides(space_.size(), 0);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      a.offset += cs[d] * m.base[d];
+      for (size_t j = 0; j < space_.size(); ++j) strides[j] += cs[d] * m.rows[d][j];
+    }
+    a.outer_strides.assign(strides.begin(), strides.begin() + std::ptrdiff_t(n_outer_));
+    a.inner_strides.assign(strides.begin() + std::ptrdiff_t(n_outer_), strides.end());
+    for (size_t i = 0; i < k_.accesses.size(); ++i) {
+      const Access& b = k_.accesses[i];
+      if (b.arg == a.arg && b.offset == a.offset && b.outer_strides == a.outer_strides &&
+          b.inner_strides == a.inner_strides) {
+        return int(i);
+      }
+    }
+    k_.accesses.push_back(std::move(a));
+    return int(k_.accesses.size()) - 1;
+  }
+
+  // The argument a value reads when it is an argument or reshapes/copies one (arguments are
+  // contiguous, so a reshape of one is the same memory seen with another shape).
+  int leaf_arg(const ir::Value* v) const {
+    auto it = arg_of_.find(v);
+    if (it != arg_of_.end()) return it->second;
+    if (v->kind == ir::ValueKind::Computed &&
+        (v->producer->op == OpId::reshape || v->producer->op == OpId::contiguous)) {
+      return leaf_arg(v->producer->inputs[0]);
+    }
+    return -1;
+  }
+
+  int expr_of(const ir::Value* v, Map m, int stage) {
+    canonicalize(m, v->meta.shape);
+    std::vector<int64_t> key{int64_t(v->id), int64_t(stage)};
+    for (size_t d = 0; d < m.rows.size(); ++d) {
+      key.push_back(m.base[d]);
+      key.insert(key.end(), m.rows[d].begin(), m.rows[d].end());
+    }
+    auto memo = memo_.find(key);
+    if (memo != memo_.end()) return memo->second;
+    const int e = build(v, m, stage);
+    memo_[key] = e;
+    return e;
+  }
+
+  int build(const ir::Value* v, const Map& m, int stage) {
+    if (v->kind == ir::ValueKind::Constant && v->constant.numel() == 1) {
+      Expr e;
+      e.kind = ExprKind::Constant;
+      e.dtype = v->meta.dtype;
+      e.stage = stage;
+      const double x = v->constant.to_vector()[0];
+      if (dtype_is_floating(e.dtype)) {
+        e.fvalue = x;
+      } else {
+        e.ivalue = v->meta.dtype == DType::Int64 ? v->constant.contiguous().data<int64_t>()[0] : int64_t(x);
+      }
+      return add_expr(e);
+    }
+    const int arg = leaf_arg(v);
+    if (arg >= 0) {
+      Expr e;
+      e.kind = ExprKind::Load;
+      e.dtype = v->meta.dtype;
+      e.stage = stage;
+      e.access = access_of(arg, v->meta.shape, m);
+      return add_expr(e);
+    }
+    const ir::Node* n = v->producer;
+    if (is_reduce(n->op)) return reduction_result(v, m, stage);
+    if (auto call = ops::elementwise_scalar_call(n->op, n->attrs, n->inputs.back()->meta.dtype)) {
+      Expr e;
+      e.kind = ExprKind::Call;
+      e.dtype = v->meta.dtype;
+      e.stage = stage;
+      e.call = *call;
+      for (const ir::Value* in : n->inputs) {
+        e.operands.push_back(expr_of(in, broadcast_map(m, v->meta.shape, in->meta.shape), stage));
+      }
+      return add_expr(e);
+    }
+    return expr_of(n->inputs[0], view_input_map(*n, m), stage);
+  }
+
+  // The map of an operand of shape `from` broadcast to `to` (right-aligned, size-1 dims repeat).
+  static Map broadcast_map(const Map& m, const Shape& to, const Shape& from) {
+    const size_t k = from.size(), offset = to.size() - k;
+    Map out{std::vector<std::vector<int64_t>>(k), std::vector<int64_t>(k, 0)};
+    const size_t r = m.rows.empty() ? 0 : m.rows[0].size();
+    for (size_t e = 0; e < k; ++e) {
+      const bool repeated = from[e] == 1 && to[offset + e] != 1;
+      out.rows[e] = repeated ? std::vector<int64_t>(r, 0) : m.rows[offset + e];
+      out.base[e] = repeated ? 0 : m.base[offset + e];
+    }
+    return out;
+  }
+
+  // The map of a view op's input, given the map of its output.
+  Map view_input_map(const ir::Node& n, const Map& m) const {
+    const Shape& in = n.inputs[0]->meta.shape;
+    const Shape& out = n.outputs[0]->meta.shape;
+    switch (n.op) {
+      case OpId::contiguous:
+        return m;
+      case OpId::expand:
+        return broadcast_map(m, out, in);
+      case OpId::permute: {
+        Map r = m;
+        const auto& dims = n.attrs.get_ints("dims");
+        for (size_t d = 0; d < dims.size(); ++d) {
+          const size_t w = size_t(wrap_dim(dims[d], int64_t(in.size()), "permute"));
+          r.rows[w] = m.rows[d];
+          r.base[w] = m.base[d];
+        }
+        return r;
+      }
+      case OpId::slice: {
+        Map r = m;
+        const size_t dim = size_t(wrap_dim(n.attrs.get_int("dim"), int64_t(in.size()), "slice"));
+        const int64_t start = n.attrs.get_int("start"), step = n.attrs.get_int("step");
+        for (int64_t& c : r.rows[dim]) c *= step;
+        r.base[dim] = start + step * m.base[dim];
+        return r;
+      }
+      case OpId::reshape:
+        return reshape_input_map(in, out, m);
+      default:
+        throw CannotLower{std::string("no lowering for op ") + n.name()};
+    }
+  }
+
+  // A reshape of a computed value is affine when every chunk of input dims it regroups holds one
+  // dim of size > 1 (so output dims only split it): that dim's index is then a linear
+  // combination of the chunk's output indices.
+  static Map reshape_input_map(const Shape& in, const Shape& out, const Map& m) {
+    const size_t r = m.rows.empty() ? 0 : m.rows[0].size();
+    Map res{std::vector<std::vector<int64_t>>(in.size(), std::vector<int64_t>(r, 0)),
+            std::vector<int64_t>(in.size(), 0)};
+    size_t i = 0, o = 0;
+    while (i < in.size() || o < out.size()) {
+      // One chunk: input dims [i, i2) and output dims [o, o2) with equal products.
+      size_t i2 = i, o2 = o;
+      int64_t pi = 1, po = 1;
+      do {
+        if (pi <= po && i2 < in.size()) {
+          pi *= in[i2++];
+        } else if (o2 < out.size()) {
+          po *= out[o2++];
+        } else {
+          pi *= in[i2++];
+        }
+      } while ((pi != po || (i2 < in.size() && in[i2] == 1) || (o2 < out.size() && out[o2] == 1)) &&
+               (i2 < in.size() || o2 < out.size()));
+      int big = -1, count = 0;
+      for (size_t d = i; d < i2; ++d) {
+        if (in[d] != 1) big = int(d), ++count;
+      }
+      if (count > 1) throw CannotLower{"reshape of a computed value merges dims " + shape_str(in) + " -> " + shape_str(out)};
+      if (big >= 0) {
+        int64_t scale = 1;
+        for (size_t d = o2; d-- > o;) {
+          for (size_t j = 0; j < r; ++j) res.rows[size_t(big)][j] += scale * m.rows[d][j];
+          res.base[size_t(big)] += scale * m.base[d];
+          scale *= out[d];
+        }
+      }
+      i = i2;
+      o = o2;
+    }
+    return res;
+  }
+
+  // A reduce node's value read back in a later stage: its reduction (created once) and the row's
+  // result, divided by the count for mean.
+  int reduction_result(const ir::Value* v, const Map& m, int stage) {
+    const ir::Node* n = v->producer;
+    Map natural = natural_map(v->meta.shape);
+    canonicalize(natural, v->meta.shape);
+    if (natural.rows != m.rows || natural.base != m.base) {
+      throw CannotLower{std::string(n->name()) + "'s result is read at another row than its own"};
+    }
+    auto found = reduction_index_.find(n);
+    int index;
+    if (found != reduction_index_.end()) {
+      index = found->second;
+    } else {
+      Reduction red;
+      red.op = n->op == OpId::amax ? ReduceOp::Max : n->op == OpId::amin ? ReduceOp::Min : ReduceOp::Sum;
+      red.stage = stage_of_.at(n);
+      red.dtype = n->inputs[0]->meta.dtype;
+      red.value = expr_of(n->inputs[0], natural_map(n->inputs[0]->meta.shape), red.stage);
+      k_.reductions.push_back(red);
+      index = int(k_.reductions.size()) - 1;
+      reduction_index_[n] = index;
+    }
+    SMELT_INTERNAL_CHECK(stage > k_.reductions[size_t(index)].stage)
+        << "lower: reduction read in stage " << stage << " before it completes";
+    Expr e;
+    e.kind = ExprKind::ReductionResult;
+    e.dtype = v->meta.dtype;
+    e.stage = stage;
+    e.reduction = index;
+    int result = add_expr(e);
+    if (n->op != OpId::mean) return result;
+    int64_t count = 1;
+    for (int64_t d : dims_) count *= shape_[d];
+    Expr c;
+    c.kind = ExprKind::Constant;
+    c.dtype = v->meta.dtype;
+    c.stage = stage;
+    // The count as the value's dtype holds it (a float32 count above 2^24 rounds, as the eager
+    // mean's division does).
+    c.fvalue = v->meta.dtype == DType::Float32 ? double(float(count)) : double(count);
+    Expr div;
+    div.kind = ExprKind::Call;
+    div.dtype = v->meta.dtype;
+    div.stage = stage;
+    div.call = kernels::ScalarCall{kernels::ScalarFn::div};
+    div.operands = {result, add_expr(c)};
+    return add_expr(div);
+  }
+
+  // Drops size-1 dims and merges adjacent dims (within outer, within inner) that every access
+  // walks as one; then splits a long single dim without outer dims so the outer loop can run in
+  // parallel.
+  void simplify_space() {
+    std::vector<int64_t> dims = space_;
+    size_t n_outer = n_outer_;
+    auto strides = [&](size_t a, size_t j) -> int64_t& {
+      Access& acc = k_.accesses[a];
+      return j < n_outer ? acc.outer_strides[j] : acc.inner_strides[j - n_outer];
+    };
+    auto erase_dim = [&](size_t j) {
+      for (Access& acc : k_.accesses) {
+        if (j < n_outer) {
+          acc.outer_strides.erase(acc.outer_strides.begin() + std::ptrdiff_t(j));
+        } else {
+          acc.inner_strides.erase(acc.inner_strides.begin() + std::ptrdiff_t(j - n_outer));
+        }
+      }
+      dims.erase(dims.begin() + std::ptrdiff_t(j));
+      if (j < n_outer) --n_outer;
+    };
+    for (size_t j = dims.size(); j-- > 0;) {
+      if (dims[j] == 1) erase_dim(j);
+    }
+    for (size_t j = dims.size(); j-- > 1;) {
+      if (j == n_outer && n_outer != 0) continue;  // never merge across the outer/inner boundary
+      bool mergeable = true;
+      for (size_t a = 0; a < k_.accesses.size(); ++a) {
+        if (strides(a, j - 1) != strides(a, j) * dims[j]) mergeable = false;
+      }
+      if (!mergeable) continue;
+      for (size_t a = 0; a < k_.accesses.size(); ++a) strides(a, j - 1) = strides(a, j);
+      dims[j - 1] *= dims[j];
+      erase_dim(j);
+    }
+    if (reductions_.empty() && !dims.empty()) {
+      // Without reductions every dim starts outer: the last becomes the inner loop, and a single
+      // long dim splits in two so that the outer loop has something to share between threads.
+      for (Access& acc : k_.accesses) {
+        const int64_t last = acc.outer_strides.back();
+        acc.outer_strides.pop_back();
+        acc.inner_strides = {last};
+      }
+      n_outer = dims.size() - 1;
+      const int64_t block = split_block(dims.back(), 4096);
+      if (n_outer == 0 && block >= 256 && block < dims.back()) {
+        for (Access& acc : k_.accesses) acc.outer_strides = {acc.inner_strides[0] * block};
+        dims = {dims[0] / block, block};
+        n_outer = 1;
+      }
+    }
+    k_.outer.assign(dims.begin(), dims.begin() + std::ptrdiff_t(n_outer));
+    k_.inner.assign(dims.begin() + std::ptrdiff_t(n_outer), dims.end());
+  }
+
+  const ir::Graph& body_;
+  LowerResult& result_;
+  LoopKernel k_;
+  Shape shape_;
+  std::vector<int64_t> dims_;
+  std::vector<int64_t> space_;
+  std::vector<int64_t> space_dim_;
+  size_t n_outer_ = 0;
+  int loop_stages_ = 1;
+  int first_output_arg_ = 0;
+  std::vector<const ir::Node*> reductions_;
+  std::map<const ir::Value*, int> arg_of_;
+  std::map<const ir::Value*, int> after_;
+  std::map<const ir::Node*, int> stage_of_;
+  std::map<const ir::Node*, int> reduction_index_;
+  std::map<std::vector<int64_t>, int> memo_;
+};
+
+}  // namespace
+
+int64_t split_block(int64_t n, int64_t max_block) {
+  int64_t block = 1;
+  while (block * 2 <= max_block && n % (block * 2) == 0) block *= 2;
+  return block;
+}
+
+LowerResult lower(const ir::Graph& body, const std::string& name) {
+  LowerResult result;
+  std::unique_ptr<ir::Graph> decomposed;
+  const ir::Graph* graph = &body;
+  if (has_row_ops(body)) {
+    decomposed = decompose_row_ops(body);
+    graph = decomposed.get();
+  }
+  try {
+    Lowerer lowerer(*graph, result);
+    result.kernel = lowerer.run(name);
+  } catch (const CannotLower& e) {
+    result.reason = e.reason;
+    result.kernel.reset();
+    result.constants.clear();
+  }
+  return result;
+}
+
+}  // namespace smelt::codegen

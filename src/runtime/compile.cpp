@@ -1,0 +1,178 @@
+// smelt::compile (include/smelt/compile.h): traces the function once per input signature, runs the
+// compile pipeline (runtime/pipeline.h) on the graph, and keeps one plan per signature.
+#include "smelt/compile.h"
+
+#include <map>
+#include <mutex>
+
+#include "base/log.h"
+#include "ops/attrs.h"
+#include "runtime/pipeline.h"
+#include "smelt/creation.h"
+#include "trace/trace.h"
+
+namespace smelt {
+namespace {
+
+// What a plan is specialized on: each input's dtype and shape (inputs are made contiguous, so
+// strides add nothing).
+struct Signature {
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  bool operator<(const Signature& o) const {
+    return std::tie(dtypes, shapes) < std::tie(o.dtypes, o.shapes);
+  }
+  std::string str() const {
+    std::string s;
+    for (size_t i = 0; i < dtypes.size(); ++i) {
+      s += (i ? ", " : "") + std::string(ops::dtype_short_name(dtypes[i])) + shape_str(shapes[i]);
+    }
+    return s;
+  }
+};
+
+Signature signature_of(const std::vector<Tensor>& inputs) {
+  Signature s;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SMELT_CHECK(inputs[i].defined()) << "compiled function: input " << i << " is an undefined tensor";
+    s.dtypes.push_back(inputs[i].dtype());
+    s.shapes.push_back(inputs[i].shape());
+  }
+  return s;
+}
+
+// Why `now` differs from `before`: the first input that changed, e.g. "input 0 dim 0: 64 -> 128".
+std::string difference(const Signature& before, const Signature& now) {
+  if (before.dtypes.size() != now.dtypes.size()) {
+    return std::to_string(before.dtypes.size()) + " inputs -> " + std::to_string(now.dtypes.size());
+  }
+  for (size_t i = 0; i < now.dtypes.size(); ++i) {
+    const std::string input = "input " + std::to_string(i);
+    if (before.dtypes[i] != now.dtypes[i]) {
+      return input + " dtype: " + dtype_name(before.dtypes[i]) + " -> " + dtype_name(now.dtypes[i]);
+    }
+    if (before.shapes[i].size() != now.shapes[i].size()) {
+      return input + " rank: " + shape_str(before.shapes[i]) + " -> " + shape_str(now.shapes[i]);
+    }
+    for (size_t d = 0; d < now.shapes[i].size(); ++d) {
+      if (before.shapes[i][d] != now.shapes[i][d]) {
+        return input + " dim " + std::to_string(d) + ": " + std::to_string(before.shapes[i][d]) +
+               " -> " + std::to_string(now.shapes[i][d]);
+      }
+    }
+  }
+  return "identical signature";
+}
+
+struct Compiled {
+  runtime::CompiledGraph compiled;
+  bool random = false;  // the graph takes and returns the generator state (last input/output)
+  CompileReport report;
+};
+
+}  // namespace
+
+struct CompiledFunction::Impl {
+  Fn fn;
+  CompileOptions options;
+  std::mutex mutex;
+  std::map<Signature, std::shared_ptr<Compiled>> plans;
+  std::vector<Signature> order;  // signatures in the order they were first seen
+  std::vector<std::string> reasons;
+  const CompileReport* last = nullptr;
+  bool warned_limit = false;
+
+  std::shared_ptr<Compiled> compile(const Signature& sig, const std::vector<Tensor>& inputs);
+};
+
+std::shared_ptr<Compiled> CompiledFunction::Impl::compile(const Signature& sig,
+                                                          const std::vector<Tensor>& inputs) {
+  auto c = std::make_shared<Compiled>();
+  std::unique_ptr<ir::Graph> graph =
+      trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return fn(in); }, inputs);
+  c->random = graph->inputs().size() > inputs.size();
+  runtime::PipelineOptions pipeline;
+  pipeline.passes = options.passes;
+  pipeline.fuse = options.fuse;
+  pipeline.backend = runtime::backend_from_name(options.backend);
+  pipeline.memory_plan = options.memory_plan;
+  c->compiled = runtime::compile_graph(std::move(graph), pipeline);
+  const runtime::PlanStats& stats = c->compiled.plan->stats();
+  CompileReport& r = c->report;
+  r.signature = sig.str();
+  r.nodes_traced = c->compiled.nodes_before;
+  r.nodes_optimized = c->compiled.nodes_after;
+  r.kernels = stats.kernels;
+  r.op_steps = stats.op_steps;
+  r.interpreted_groups = stats.interpreted;
+  r.arena_bytes = stats.arena_bytes;
+  r.naive_bytes = stats.naive_bytes;
+  r.compile_ms = c->compiled.compile_ms;
+  r.fusion = c->compiled.fusion_explain;
+  r.plan = c->compiled.plan->describe();
+  return c;
+}
+
+CompiledFunction::CompiledFunction(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inputs) {
+  Impl& f = *impl_;
+  const Signature sig = signature_of(inputs);
+  std::shared_ptr<Compiled> c;
+  {
+    std::lock_guard<std::mutex> lock(f.mutex);
+    auto it = f.plans.find(sig);
+    if (it == f.plans.end()) {
+      if (!f.order.empty()) {
+        f.reasons.push_back(difference(f.order.back(), sig));
+        debug_log(1, "recompiling: " + f.reasons.back());
+      }
+      if (int(f.order.size()) >= f.options.recompile_limit && !f.warned_limit) {
+        f.warned_limit = true;
+        warn("a compiled function has seen " + std::to_string(f.order.size() + 1) +
+             " input signatures (recompile_limit " + std::to_string(f.options.recompile_limit) +
+             "); each compiles anew — mark varying inputs or pad them to fewer shapes");
+      }
+      it = f.plans.emplace(sig, f.compile(sig, inputs)).first;
+      f.order.push_back(sig);
+    }
+    c = it->second;
+    f.last = &c->report;
+  }
+  if (!c->random) return c->compiled.plan->run(inputs);
+  std::vector<Tensor> all = inputs;
+  all.push_back(generator_state_tensor(default_generator().state()));
+  std::vector<Tensor> outs = c->compiled.plan->run(all);
+  default_generator().set_state(generator_state_from_tensor(outs.back()));
+  outs.pop_back();
+  return outs;
+}
+
+int CompiledFunction::num_compiles() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return int(impl_->order.size());
+}
+
+std::vector<std::string> CompiledFunction::recompile_reasons() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->reasons;
+}
+
+const CompileReport& CompiledFunction::report() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  SMELT_CHECK(impl_->last) << "CompiledFunction::report: nothing compiled yet; call the function first";
+  return *impl_->last;
+}
+
+CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options) {
+  SMELT_CHECK(fn) << "compile: the function is empty";
+  SMELT_CHECK(options.recompile_limit >= 1) << "compile: recompile_limit must be >= 1, got "
+                                            << options.recompile_limit;
+  runtime::backend_from_name(options.backend);  // an unknown name is an error now, not at the first call
+  auto impl = std::make_shared<CompiledFunction::Impl>();
+  impl->fn = std::move(fn);
+  impl->options = std::move(options);
+  return CompiledFunction(std::move(impl));
+}
+
+}  // namespace smelt

@@ -1,0 +1,31 @@
+#include "runtime/kernel_step.h"
+
+#include "codegen/kernel_interpreter.h"
+
+namespace smelt::runtime {
+
+KernelStep::KernelStep(codegen::LoopKernel kernel, KernelBackend backend) {
+  try {
+    codegen::validate(kernel);
+  } catch (const Error& e) {
+    SMELT_INTERNAL_CHECK(false) << "plan: the lowering produced an invalid kernel '" << kernel.name
+                                << "': " << e.what() << "\n" << codegen::print_kernel(kernel);
+  }
+  args_.resize(kernel.args.size());
+  if (backend == KernelBackend::Interpreter) {
+    kernel_ = std::move(kernel);
+    return;
+  }
+  handle_ = codegen::KernelCache::global().get(kernel);
+  if (backend == KernelBackend::Compiled) handle_->wait();
+}
+
+void KernelStep::run_interpreted() const { codegen::run_interpreted(kernel_, args_.data()); }
+
+const char* KernelStep::backend_name() const {
+  if (!handle_) return "interpreter";
+  if (handle_->compiled_entry()) return "compiled";
+  return handle_->error().empty() ? "compiling" : "interpreter";
+}
+
+}  // namespace smelt::runtime

@@ -1,0 +1,41 @@
+// One Kernel step of a plan: a lowered group and the backend that runs it. Runs allocate
+// nothing: the argument array is built once and refilled from the plan's slot pointers.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "codegen/kernel_cache.h"
+#include "codegen/loop_kernel.h"
+#include "runtime/plan.h"
+
+namespace smelt::runtime {
+
+class KernelStep {
+ public:
+  // Validates the kernel (an invalid one is an internal error of the lowering) and, for the
+  // Tiered and Compiled backends, asks the kernel cache for it (Compiled waits for the compiler).
+  KernelStep(codegen::LoopKernel kernel, KernelBackend backend);
+
+  // `pointers[arg_slots[i]]` is argument i.
+  void run(const std::vector<void*>& pointers, const std::vector<int>& arg_slots) {
+    for (size_t i = 0; i < arg_slots.size(); ++i) args_[i] = pointers[size_t(arg_slots[i])];
+    if (handle_) {
+      handle_->run(args_.data());
+    } else {
+      run_interpreted();
+    }
+  }
+
+  const codegen::LoopKernel& kernel() const { return handle_ ? handle_->kernel() : kernel_; }
+  // "interpreter", "compiled", or "compiling" (interpreted until the compiler is done).
+  const char* backend_name() const;
+
+ private:
+  void run_interpreted() const;
+  codegen::LoopKernel kernel_;  // Interpreter backend only; the handle holds it otherwise
+  std::shared_ptr<codegen::KernelHandle> handle_;
+  std::vector<void*> args_;
+};
+
+}  // namespace smelt::runtime

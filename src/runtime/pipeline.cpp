@@ -1,0 +1,59 @@
+#include "runtime/pipeline.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "base/log.h"
+#include "fusion/fuse.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/pass_manager.h"
+#include "runtime/memory_plan.h"
+
+namespace smelt::runtime {
+
+KernelBackend backend_from_name(const std::string& name) {
+  if (name == "auto") return KernelBackend::Tiered;
+  if (name == "interpreter") return KernelBackend::Interpreter;
+  if (name == "cpp") return KernelBackend::Compiled;
+  SMELT_CHECK(false) << "compile: unknown backend '" << name << "'; valid: auto, interpreter, cpp";
+  return KernelBackend::Tiered;
+}
+
+CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CompiledGraph c;
+  c.graph = std::move(graph);
+  c.nodes_before = c.graph->num_nodes();
+  // Stage 1: the captured graph must be well formed before anything trusts it.
+  ir::verify(*c.graph);
+  debug_log(4, "IR before the pipeline:\n" + ir::print(*c.graph));
+  // Stage 2: the canonical passes to a fixed point.
+  passes::run_pipeline(*c.graph, options.passes.empty() ? passes::kDefaultPipeline : options.passes);
+  debug_log(4, "IR after passes:\n" + ir::print(*c.graph));
+  // Stage 3: fusion into group nodes.
+  if (options.fuse) {
+    fusion::FusionReport report = fusion::fuse(*c.graph);
+    c.fusion_summary = report.summary();
+    c.fusion_explain = report.explain();
+    debug_log(2, "fusion:\n" + c.fusion_explain);
+    debug_log(4, "IR after fusion:\n" + ir::print(*c.graph));
+  }
+  c.nodes_after = c.graph->num_nodes();
+  // Stage 4: schedule (the node order fusion left), memory plan and kernels: the plan.
+  PlanOptions plan_options;
+  plan_options.backend = options.backend;
+  plan_options.memory_plan = options.memory_plan && memory_plan_options_from_env().enabled;
+  c.plan = Plan::build(*c.graph, plan_options);
+  c.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const PlanStats& s = c.plan->stats();
+  std::ostringstream line;
+  line << "compiled in " << c.compile_ms << " ms: " << c.nodes_before << " nodes -> " << c.nodes_after
+       << " after passes and fusion; " << s.kernels << " kernels, " << s.op_steps << " op steps, "
+       << s.interpreted << " interpreted groups; arena " << s.arena_bytes << " bytes (naive "
+       << s.naive_bytes << ", lower bound " << s.lower_bound << ")";
+  debug_log(1, line.str());
+  return c;
+}
+
+}  // namespace smelt::runtime

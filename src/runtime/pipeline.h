@@ -1,0 +1,42 @@
+// The compile pipeline, one named stage after another (DESIGN.md "Compile pipeline"):
+//
+//   verify -> canonical passes to a fixed point -> fusion -> schedule (the graph's node order)
+//   -> memory plan + kernels (lowering, backend) -> Plan
+//
+// smelt::compile runs it on a traced graph; `smelt compile FILE.ir` and `smelt fuzz --compile`
+// on graphs from text or from the random-graph builder.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+#include "runtime/plan.h"
+
+namespace smelt::runtime {
+
+struct PipelineOptions {
+  std::string passes;  // empty: the default pipeline
+  bool fuse = true;
+  KernelBackend backend = KernelBackend::Tiered;
+  bool memory_plan = true;  // and SMELT_NO_MEMPLAN unset
+};
+
+struct CompiledGraph {
+  std::unique_ptr<ir::Graph> graph;  // after passes and fusion: what the plan runs
+  std::unique_ptr<Plan> plan;
+  size_t nodes_before = 0;
+  size_t nodes_after = 0;
+  std::string fusion_summary;  // one line: fusion rate, kernels before -> after, bytes saved
+  std::string fusion_explain;  // groups, every unfused node and why
+  double compile_ms = 0;
+};
+
+// Runs the pipeline on `graph` (consumed). SMELT_DEBUG=1 logs a line, 2 the fusion groups, 4 the
+// IR after each stage.
+CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOptions& options);
+
+// "auto" (Tiered), "interpreter", "cpp" (Compiled); anything else is a smelt::Error.
+KernelBackend backend_from_name(const std::string& name);
+
+}  // namespace smelt::runtime

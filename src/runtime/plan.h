@@ -1,0 +1,72 @@
+// Plan: a compiled graph as a flat list of steps over slots, replayed with no lookups (the CPU
+// analogue of a CUDA graph: define, instantiate, execute).
+//
+// Every graph value lives in a slot: a graph input (bound per call), a constant (held by the
+// plan), a region of one preplanned arena (intermediates; offsets from the memory planner), a
+// graph output (allocated per call, handed to the caller), or an alias of another slot (a reshape
+// of a contiguous value costs nothing). A step is one of:
+//   - Kernel: a fused group lowered to a LoopKernel, run by its backend entry (the interpreter
+//     until the generated C++ is ready, see codegen/kernel_cache.h);
+//   - Op: one op's out-variant eager kernel writing into its slots (matmul, conv, opaque ops,
+//     and ops left unfused);
+//   - Interpret: a group the lowering refused, run node by node (correct, allocating, rare: the
+//     describe() text says which and why).
+// A contraction group is two steps: the matmul/conv into an arena temporary, then its epilogue
+// as a kernel.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/loop_kernel.h"
+#include "ir/graph.h"
+
+namespace smelt::runtime {
+
+enum class KernelBackend : uint8_t {
+  Interpreter,  // codegen's tile interpreter only
+  Compiled,     // generated C++, compiled before the first run (no interpreter phase)
+  Tiered,       // interpreter first, generated C++ as soon as the background compile finishes
+};
+
+struct PlanOptions {
+  KernelBackend backend = KernelBackend::Tiered;
+  bool memory_plan = true;  // false (SMELT_NO_MEMPLAN=1): every intermediate its own region
+};
+
+struct PlanStats {
+  int steps = 0;
+  int kernels = 0;          // Kernel steps (fused groups and lowered view copies)
+  int op_steps = 0;         // Op steps
+  int interpreted = 0;      // groups the lowering refused
+  int64_t arena_bytes = 0;  // planned peak
+  int64_t naive_bytes = 0;  // every intermediate in its own region
+  int64_t lower_bound = 0;  // most bytes live at one step
+};
+
+class Plan {
+ public:
+  // Instantiates `graph` (verified, optimized, fused). The graph must outlive the plan only for
+  // describe(); steps keep what they need.
+  static std::unique_ptr<Plan> build(const ir::Graph& graph, const PlanOptions& options = {});
+  ~Plan();
+
+  // `inputs` match the graph's inputs in shape and dtype (checked; a non-contiguous input is
+  // copied). Returns the graph's outputs in fresh tensors. One call at a time per plan.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  const PlanStats& stats() const;
+  // The steps, one line each (kind, what it runs, slots), the arena plan and the stats.
+  std::string describe() const;
+  // The kernels of the Kernel steps, in step order.
+  std::vector<const codegen::LoopKernel*> kernels() const;
+
+  struct Impl;
+
+ private:
+  explicit Plan(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace smelt::runtime

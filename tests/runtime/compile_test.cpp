@@ -1,0 +1,188 @@
+// smelt::compile against eager execution of the same function: elementwise groups bit for bit
+// (the kernels evaluate the same scalar functions), reductions within a tolerance (they fold in
+// another order), special values included; plus the plan's shape (how many kernels) and the
+// signature cache.
+#include "smelt/compile.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "support/check.h"
+
+namespace smelt {
+namespace {
+
+using Fn = CompiledFunction::Fn;
+
+::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+    return ::testing::AssertionFailure() << "got " << dtype_name(got.dtype()) << " " << shape_str(got.shape())
+                                         << ", want " << dtype_name(want.dtype()) << " " << shape_str(want.shape());
+  }
+  std::vector<double> a = got.to_vector(), b = want.to_vector();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
+    if (!both_nan && std::memcmp(&a[i], &b[i], sizeof(double)) != 0) {
+      return ::testing::AssertionFailure() << "element " << i << ": got " << a[i] << ", want " << b[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Random values with NaN, ±inf, ±0 and a subnormal sprinkled in.
+Tensor special(const Shape& shape, uint64_t seed, DType dtype = DType::Float32) {
+  Tensor x = testing::random_tensor(shape, -3, 3, seed);
+  std::vector<double> v = x.to_vector();
+  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1e-41};
+  for (size_t i = 0; i < v.size(); i += 7) v[i] = specials[(i / 7) % 6];
+  return from_vector(v, shape, DType::Float64).to(dtype);
+}
+
+CompileOptions interpreter() {
+  CompileOptions o;
+  o.backend = "interpreter";
+  return o;
+}
+
+void expect_matches_eager(const Fn& fn, const std::vector<Tensor>& inputs, bool exact,
+                          const CompileOptions& options = interpreter()) {
+  CompiledFunction f = compile(fn, options);
+  std::vector<Tensor> want = fn(inputs);
+  for (int call = 0; call < 2; ++call) {  // the second call replays the plan
+    std::vector<Tensor> got = f(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (exact) {
+        EXPECT_TRUE(same_bits(got[i], want[i])) << "output " << i << ", call " << call << "\n" << f.report().plan;
+      } else {
+        EXPECT_TRUE(testing::all_close(got[i], want[i], 1e-5, 1e-5)) << "output " << i << "\n" << f.report().plan;
+      }
+    }
+  }
+  EXPECT_EQ(f.num_compiles(), 1);
+  EXPECT_EQ(f.report().interpreted_groups, 0) << f.report().plan;
+}
+
+TEST(Compile, ElementwiseChainIsOneKernelAndBitExact) {
+  Tensor a = special({64, 33}, 2), b = special({33}, 3);
+  Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(in[0] * a + b)}; };
+  expect_matches_eager(fn, {special({64, 33}, 1)}, true);
+  CompiledFunction f = compile(fn, interpreter());
+  f({special({64, 33}, 1)});
+  EXPECT_EQ(f.report().kernels, 1) << f.report().plan;
+  EXPECT_EQ(f.report().op_steps, 0) << f.report().plan;
+}
+
+TEST(Compile, ViewsInsideGroupsReadThroughStrides) {
+  Fn fn = [](const std::vector<Tensor>& in) {
+    Tensor t = in[0].permute({1, 0});                      // [5, 4]
+    Tensor s = in[1].slice(1, 1, 9, 2);                     // [5, 4]
+    return std::vector<Tensor>{relu(t * s) + in[2].expand({5, 4}), (t - 1.0).reshape({20})};
+  };
+  expect_matches_eager(fn, {special({4, 5}, 4), special({5, 9}, 5), special({1, 4}, 6)}, true);
+}
+
+TEST(Compile, IntegerAndBoolElementwise) {
+  Fn fn = [](const std::vector<Tensor>& in) {
+    Tensor m = gt(in[0], in[1]);
+    return std::vector<Tensor>{where(m, in[0] * 3, in[1] - in[0]), m};
+  };
+  Tensor a = from_vector(std::vector<int64_t>{INT64_MAX, INT64_MIN, 0, -5, 7, 1}, {2, 3});
+  Tensor b = from_vector(std::vector<int64_t>{1, -1, 0, 5, -7, 1}, {2, 3});
+  expect_matches_eager(fn, {a, b}, true);
+}
+
+TEST(Compile, ReductionsWithPrologueAndEpilogue) {
+  Fn fn = [](const std::vector<Tensor>& in) {
+    Tensor x = in[0] * 2.0 + 1.0;
+    return std::vector<Tensor>{sum(x, {1}), mean(exp(x), {0, 2}, true) * 3.0, amax(x, {2}), amin(x, {1, 2})};
+  };
+  expect_matches_eager(fn, {testing::random_tensor({6, 7, 9}, -2, 2, 7).to(DType::Float32)}, false);
+}
+
+TEST(Compile, RowOpsAreOneKernelEach) {
+  Tensor w = testing::random_tensor({48}, -1, 1, 9).to(DType::Float32);
+  Tensor b = testing::random_tensor({48}, -1, 1, 10).to(DType::Float32);
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{softmax(in[0] * 0.5, -1), log_softmax(in[0], 1), layer_norm(in[0], {48}, w, b, 1e-5)};
+  };
+  Tensor x = testing::random_tensor({16, 48}, -4, 4, 8).to(DType::Float32);
+  expect_matches_eager(fn, {x}, false);
+}
+
+TEST(Compile, SoftmaxOfSpecialRowsMatchesEager) {
+  // Rows: all -inf, one +inf, one NaN, ordinary.
+  std::vector<double> v(4 * 5, 0.5);
+  for (int j = 0; j < 5; ++j) v[size_t(j)] = -INFINITY;
+  v[7] = INFINITY;
+  v[12] = std::nan("");
+  Tensor x = from_vector(v, {4, 5}, DType::Float32);
+  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0], 1), log_softmax(in[0], 1)}; };
+  expect_matches_eager(fn, {x}, false);
+}
+
+TEST(Compile, MatmulWithBiasAndReluEpilogue) {
+  Tensor w = testing::random_tensor({32, 24}, -1, 1, 11).to(DType::Float32);
+  Tensor b = testing::random_tensor({24}, -1, 1, 12).to(DType::Float32);
+  Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], w) + b)}; };
+  expect_matches_eager(fn, {testing::random_tensor({16, 32}, -1, 1, 13).to(DType::Float32)}, true);
+}
+
+TEST(Compile, OutputsThatAreInputsOrRepeatedAreSeparateTensors) {
+  Fn fn = [](const std::vector<Tensor>& in) {
+    Tensor y = in[0] + 1.0;
+    return std::vector<Tensor>{y, in[0], y};
+  };
+  Tensor x = testing::random_tensor({3, 4}, -1, 1, 14).to(DType::Float32);
+  CompiledFunction f = compile(fn, interpreter());
+  std::vector<Tensor> out = f({x});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_TRUE(same_bits(out[0], x + 1.0));
+  EXPECT_TRUE(same_bits(out[1], x));
+  EXPECT_TRUE(same_bits(out[2], x + 1.0));
+  EXPECT_NE(out[0].raw_data(), out[2].raw_data());
+  EXPECT_NE(out[1].raw_data(), x.raw_data());
+}
+
+TEST(Compile, NewSignatureRecompilesAndSaysWhy) {
+  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0]) * 2.0}; };
+  CompiledFunction f = compile(fn, interpreter());
+  Tensor a = testing::random_tensor({64, 8}, -1, 1, 15).to(DType::Float32);
+  Tensor b = testing::random_tensor({128, 8}, -1, 1, 16).to(DType::Float32);
+  EXPECT_TRUE(same_bits(f({a})[0], fn({a})[0]));
+  EXPECT_TRUE(same_bits(f({b})[0], fn({b})[0]));
+  EXPECT_TRUE(same_bits(f({a})[0], fn({a})[0]));  // cached: no third compile
+  EXPECT_EQ(f.num_compiles(), 2);
+  ASSERT_EQ(f.recompile_reasons().size(), 1u);
+  EXPECT_EQ(f.recompile_reasons()[0], "input 0 dim 0: 64 -> 128");
+  EXPECT_TRUE(same_bits(f({a.to(DType::Float64)})[0], fn({a.to(DType::Float64)})[0]));
+  EXPECT_EQ(f.recompile_reasons().back(), "input 0 dtype: float32 -> float64");
+}
+
+TEST(Compile, DropoutDrawsWhatEagerDraws) {
+  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{dropout(in[0] * 2.0, 0.5, true) + 1.0}; };
+  Tensor x = testing::random_tensor({32, 16}, -1, 1, 17).to(DType::Float32);
+  CompiledFunction f = compile(fn, interpreter());
+  manual_seed(5);
+  Tensor got = f({x})[0];
+  const GeneratorState after = default_generator().state();
+  manual_seed(5);
+  Tensor want = fn({x})[0];
+  EXPECT_TRUE(same_bits(got, want));
+  EXPECT_TRUE(after == default_generator().state());
+  EXPECT_FALSE(same_bits(f({x})[0], got));  // the stream moves on
+}
+
+TEST(Compile, BadInputsAreClearErrors) {
+  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0}; };
+  CompiledFunction f = compile(fn, interpreter());
+  EXPECT_THROW(f({Tensor()}), Error);
+  CompileOptions bad;
+  bad.backend = "gpu";
+  EXPECT_THROW(compile(fn, bad), Error);
+  EXPECT_THROW(f.report(), Error);
+}
+
+}  // namespace
+}  // namespace smelt
