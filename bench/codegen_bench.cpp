@@ -106,10 +106,11 @@ void BM_GeluChainEager(benchmark::State& state) {
 }
 void BM_GeluChainInterpreted(benchmark::State& state) {
   Tensor x = randn({kChain}), y = zeros({kChain});
-  LoopKernel k = gelu_chain(1.5);
-  validate(k);
+  LoopKernel kernel = gelu_chain(1.5);
+  validate(kernel);
+  InterpretedKernel k(kernel);
   void* args[] = {x.raw_data(), y.raw_data()};
-  for (auto _ : state) run_interpreted(k, args);
+  for (auto _ : state) k.run(args);
   bytes(state, kChain);
 }
 void BM_GeluChainCompiled(benchmark::State& state) {
@@ -127,10 +128,11 @@ void BM_SoftmaxEager(benchmark::State& state) {
 }
 void BM_SoftmaxInterpreted(benchmark::State& state) {
   Tensor x = randn({kRows, kCols}), y = zeros({kRows, kCols});
-  LoopKernel k = softmax_kernel();
-  validate(k);
+  LoopKernel kernel = softmax_kernel();
+  validate(kernel);
+  InterpretedKernel k(kernel);
   void* args[] = {x.raw_data(), y.raw_data()};
-  for (auto _ : state) run_interpreted(k, args);
+  for (auto _ : state) k.run(args);
   bytes(state, kRows * kCols);
 }
 void BM_SoftmaxCompiled(benchmark::State& state) {
@@ -140,6 +142,31 @@ void BM_SoftmaxCompiled(benchmark::State& state) {
   void* args[] = {x.raw_data(), y.raw_data()};
   for (auto _ : state) compiled->entry(args);
   bytes(state, kRows * kCols);
+}
+
+// Per-call cost of a tiny kernel (16 floats): what a replayed plan of small ops pays per kernel.
+LoopKernel tiny() {
+  LoopKernel k;
+  k.name = "tiny_add";
+  k.args = {{DType::Float32, 16, false}, {DType::Float32, 16, true}};
+  k.inner = {16};
+  k.accesses = {{0, 0, {}, {1}}, {1, 0, {}, {1}}};
+  k.exprs = {load(0), constant(1.0), call(ScalarFn::add, {0, 1})};
+  k.stores = {{2, 1, 0}};
+  return k;
+}
+void BM_TinyInterpreted(benchmark::State& state) {
+  Tensor x = randn({16}), y = zeros({16});
+  InterpretedKernel k(tiny());
+  void* args[] = {x.raw_data(), y.raw_data()};
+  for (auto _ : state) k.run(args);
+}
+void BM_TinyCompiled(benchmark::State& state) {
+  Tensor x = randn({16}), y = zeros({16});
+  auto compiled = cache().compile(tiny());
+  if (!compiled) return state.SkipWithError("no compiler");
+  void* args[] = {x.raw_data(), y.raw_data()};
+  for (auto _ : state) compiled->entry(args);
 }
 
 // A kernel no cache holds yet (a new constant each time), compiled into a scratch directory.
@@ -172,6 +199,8 @@ BENCHMARK(BM_GeluChainCompiled)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SoftmaxEager)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SoftmaxInterpreted)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SoftmaxCompiled)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_TinyInterpreted);
+BENCHMARK(BM_TinyCompiled);
 BENCHMARK(BM_CompileCold)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_CompileWarm)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(20);
 

@@ -156,7 +156,7 @@ KernelCacheOptions KernelCacheOptions::from_env() {
 
 void KernelHandle::run(void* const* args) const {
   if (KernelEntry entry = entry_.load(std::memory_order_acquire)) return entry(args);
-  run_interpreted(kernel_, args);
+  interpreted_.run(args);
 }
 
 void KernelHandle::wait() const {

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "codegen/compiler.h"
+#include "codegen/kernel_interpreter.h"
 #include "codegen/loop_kernel.h"
 
 namespace smelt::codegen {
@@ -71,7 +72,7 @@ struct CompiledKernel {
 // One kernel of tiered execution.
 class KernelHandle {
  public:
-  explicit KernelHandle(LoopKernel kernel) : kernel_(std::move(kernel)) {}
+  explicit KernelHandle(LoopKernel kernel) : interpreted_(std::move(kernel)) {}
 
   // The compiled kernel if ready, else the interpreter. Reentrant.
   void run(void* const* args) const;
@@ -81,13 +82,13 @@ class KernelHandle {
   void wait() const;
   // Why the kernel stays interpreted ("" while compiling or once compiled).
   std::string error() const;
-  const LoopKernel& kernel() const { return kernel_; }
+  const LoopKernel& kernel() const { return interpreted_.kernel(); }
 
  private:
   friend class KernelCache;
   void finish(std::shared_ptr<const CompiledKernel> compiled, std::string error);
 
-  LoopKernel kernel_;
+  InterpretedKernel interpreted_;
   std::atomic<KernelEntry> entry_{nullptr};
   mutable std::mutex mutex_;
   mutable std::condition_variable done_cv_;

@@ -39,7 +39,7 @@ void visit_dtype(DType dtype, F&& f) {
 }
 
 // What a kernel looks like to the interpreter: expression lists per stage, the dims a tile walks.
-struct Plan {
+struct TilePlan {
   const LoopKernel* k;
   bool elementwise;  // one stage, no reductions, nothing per row: tiles span outer and inner dims
   std::vector<std::vector<int>> stage_exprs;  // per stage (last: row), constants excluded
@@ -61,7 +61,7 @@ struct Frame {
 
 // Offsets of tile indices [t0, t0 + n) for every access, from each access's row base; the row
 // stage addresses the row base alone. Runs along the innermost dim are filled linearly.
-void tile_offsets(const Plan& p, Frame& f, int64_t t0, int64_t n, bool row) {
+void tile_offsets(const TilePlan& p, Frame& f, int64_t t0, int64_t n, bool row) {
   const LoopKernel& k = *p.k;
   const int nd = int(p.tile_dims.size());
   if (row || nd == 0) {  // one position: the row (or the whole dimensionless space)
@@ -203,7 +203,7 @@ void store(const LoopKernel& k, Frame& f, void* const* args, const Store& s, int
 }
 
 // One stage (or the row stage, stage == k.stages, as a tile of one) over tile indices [begin, end).
-void run_stage(const Plan& p, Frame& f, void* const* args, int stage, int64_t begin, int64_t end) {
+void run_stage(const TilePlan& p, Frame& f, void* const* args, int stage, int64_t begin, int64_t end) {
   const LoopKernel& k = *p.k;
   for (size_t r = 0; r < k.reductions.size(); ++r) {
     if (k.reductions[r].stage != stage) continue;
@@ -223,13 +223,15 @@ void run_stage(const Plan& p, Frame& f, void* const* args, int stage, int64_t be
   }
 }
 
-Frame make_frame(const Plan& p) {
+// The calling thread's scratch, sized for `p` (reused across calls: no allocation once warm),
+// with the constants' vectors filled.
+Frame& frame_for(const TilePlan& p) {
+  thread_local Frame f;
   const LoopKernel& k = *p.k;
-  Frame f;
-  f.values.assign(k.exprs.size() * kTile, 0);
-  f.offsets.assign(k.accesses.size() * kTile, 0);
-  f.base.assign(k.accesses.size(), 0);
-  f.accs.assign(k.reductions.size(), 0);
+  f.values.resize(std::max(f.values.size(), k.exprs.size() * kTile));
+  f.offsets.resize(std::max(f.offsets.size(), k.accesses.size() * kTile));
+  f.base.resize(std::max(f.base.size(), k.accesses.size()));
+  f.accs.resize(std::max(f.accs.size(), k.reductions.size()));
   for (int e : p.constants) {
     const Expr& ex = k.exprs[e];
     visit_dtype<ScalarDTypes::All>(ex.dtype, [&](auto tag) {
@@ -249,8 +251,20 @@ int64_t product(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-void run_interpreted(const LoopKernel& k, void* const* args) {
-  Plan p{&k, false, {}, {}, {}, {}};
+struct InterpretedKernel::Plan {
+  LoopKernel kernel;
+  TilePlan tiles;
+  int64_t outer = 1, inner = 1;
+};
+
+InterpretedKernel::InterpretedKernel(LoopKernel kernel) {
+  auto made = std::make_shared<Plan>();
+  Plan& plan = *made;
+  plan_ = made;
+  plan.kernel = std::move(kernel);
+  const LoopKernel& k = plan.kernel;
+  TilePlan& p = plan.tiles;
+  p.k = &k;
   p.stage_exprs.resize(k.stages + 1);
   bool row_work = false;
   for (int e = 0; e < int(k.exprs.size()); ++e) {
@@ -261,32 +275,36 @@ void run_interpreted(const LoopKernel& k, void* const* args) {
   p.elementwise = k.stages == 1 && k.reductions.empty() && !row_work;
   SMELT_INTERNAL_CHECK(k.outer.size() + k.inner.size() <= size_t(kMaxTileDims))
       << "kernel '" << k.name << "': more than " << kMaxTileDims << " dims";
-  // The strides along the tile dims: outer then inner dims for elementwise kernels, inner else.
-  auto set_tile_strides = [&](bool with_outer) {
-    p.tile_strides.assign(k.accesses.size() * kMaxTileDims, 0);
-    for (size_t a = 0; a < k.accesses.size(); ++a) {
-      int d = 0;
-      if (with_outer) for (int64_t s : k.accesses[a].outer_strides) p.tile_strides[a * kMaxTileDims + d++] = s;
-      for (int64_t s : k.accesses[a].inner_strides) p.tile_strides[a * kMaxTileDims + d++] = s;
-    }
-  };
-  const int64_t outer = product(k.outer), inner = product(k.inner);
+  // Tiles walk outer then inner dims for elementwise kernels, the inner dims of one row else.
+  p.tile_dims = k.inner;
+  if (p.elementwise) p.tile_dims.insert(p.tile_dims.begin(), k.outer.begin(), k.outer.end());
+  p.tile_strides.assign(k.accesses.size() * kMaxTileDims, 0);
+  for (size_t a = 0; a < k.accesses.size(); ++a) {
+    int d = 0;
+    if (p.elementwise) for (int64_t s : k.accesses[a].outer_strides) p.tile_strides[a * kMaxTileDims + d++] = s;
+    for (int64_t s : k.accesses[a].inner_strides) p.tile_strides[a * kMaxTileDims + d++] = s;
+  }
+  plan.outer = product(k.outer);
+  plan.inner = product(k.inner);
+}
+
+const LoopKernel& InterpretedKernel::kernel() const { return plan_->kernel; }
+
+void InterpretedKernel::run(void* const* args) const {
+  const LoopKernel& k = plan_->kernel;
+  const TilePlan& p = plan_->tiles;
+  const int64_t outer = plan_->outer, inner = plan_->inner;
   if (p.elementwise) {
-    p.tile_dims = k.outer;
-    p.tile_dims.insert(p.tile_dims.end(), k.inner.begin(), k.inner.end());
-    set_tile_strides(true);
     parallel_for(outer * inner, kParallelGrain, [&](int64_t begin, int64_t end) {
-      Frame f = make_frame(p);
+      Frame& f = frame_for(p);
       for (size_t a = 0; a < k.accesses.size(); ++a) f.base[a] = k.accesses[a].offset;
       run_stage(p, f, args, 0, begin, end);
     });
     return;
   }
-  p.tile_dims = k.inner;
-  set_tile_strides(false);
   const int64_t work_per_row = std::max<int64_t>(1, inner * k.stages);
   parallel_for(outer, std::max<int64_t>(1, kParallelGrain / work_per_row), [&](int64_t begin, int64_t end) {
-    Frame f = make_frame(p);
+    Frame& f = frame_for(p);
     for (int64_t o = begin; o < end; ++o) {
       for (size_t a = 0; a < k.accesses.size(); ++a) {
         const Access& acc = k.accesses[a];
@@ -302,5 +320,7 @@ void run_interpreted(const LoopKernel& k, void* const* args) {
     }
   });
 }
+
+void run_interpreted(const LoopKernel& kernel, void* const* args) { InterpretedKernel(kernel).run(args); }
 
 }  // namespace smelt::codegen

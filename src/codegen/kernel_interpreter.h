@@ -9,11 +9,27 @@
 // row in inner order, on one thread.
 #pragma once
 
+#include <memory>
+
 #include "codegen/loop_kernel.h"
 
 namespace smelt::codegen {
 
-// Runs `kernel` (validate()d by the caller: nothing is checked here) on the argument buffers.
+// A kernel (validate()d by the caller: nothing is checked here) prepared for interpretation:
+// the per-call setup is done once, and each thread reuses its scratch, so a run allocates
+// nothing once warm. Runs are reentrant.
+class InterpretedKernel {
+ public:
+  explicit InterpretedKernel(LoopKernel kernel);
+  void run(void* const* args) const;
+  const LoopKernel& kernel() const;
+
+ private:
+  struct Plan;
+  std::shared_ptr<const Plan> plan_;
+};
+
+// Prepares and runs `kernel` once.
 void run_interpreted(const LoopKernel& kernel, void* const* args);
 
 }  // namespace smelt::codegen

@@ -200,6 +200,21 @@ void validate(const LoopKernel& k) {
     }
     stored[a.arg] = true;
   }
+  // In place: a written argument is read only where the same (o, i) writes it, so no position
+  // reads what another writes (parallel rows, vector lanes and interpreter tiles stay independent).
+  auto same_place = [](const Access& a, const Access& b) {
+    return a.arg == b.arg && a.offset == b.offset && a.outer_strides == b.outer_strides &&
+           a.inner_strides == b.inner_strides;
+  };
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    if (e.kind != ExprKind::Load || !stored[k.accesses[e.access].arg]) continue;
+    bool matched = false;
+    for (const Store& s : k.stores) matched |= same_place(k.accesses[s.access], k.accesses[e.access]);
+    SMELT_CHECK(matched) << where << " expression " << i << " reads argument " << k.accesses[e.access].arg
+                         << ", which the kernel writes, through another access than its stores; valid: "
+                         << "read a written argument only at the element the same (o, i) writes";
+  }
   for (size_t i = 0; i < k.args.size(); ++i) {
     SMELT_CHECK(!k.args[i].output || stored[i])
         << where << ": output argument " << i << " is never stored; valid: every output is written";

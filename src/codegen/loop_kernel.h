@@ -23,7 +23,8 @@
 // buffer: offset + sum(outer_strides[d] * o[d]) + sum(inner_strides[d] * i[d]), in elements of
 // the argument's dtype. A stride of 0 broadcasts; negative strides are allowed; any view the
 // eager kernels accept (permute, slice with step, expand) is expressible. Row stores have
-// inner_strides all 0.
+// inner_strides all 0. An argument the kernel writes may also be read (in place), but only through
+// an access identical to one of its stores: no (o, i) reads an element another one writes.
 #pragma once
 
 #include <cstdint>
@@ -104,7 +105,7 @@ struct LoopKernel {
 // constants, dtypes consistent with the elementwise table, float32 constants exact, no reduction
 // read in its own stage, reductions of float32/float64/int64, every access within its argument's
 // numel, stores only into outputs and never two (o, i) onto one element along a stride-0 dim,
-// every output argument stored); throws smelt::Error naming the kernel, the part and the reason.
+// written arguments read only in place, every output argument stored); throws smelt::Error naming the kernel, the part and the reason.
 void validate(const LoopKernel& kernel);
 
 // The canonical text of a kernel: everything that changes the code it computes (not `comment`).

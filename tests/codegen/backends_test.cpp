@@ -238,6 +238,22 @@ TEST(CodegenBackends, NestedReductionOverNonAdjacentDims) {
   EXPECT_TRUE(bit_equal(r.interpreted[1], r.compiled[1]));
 }
 
+// In place: x = relu(x) * 2 reads and writes one buffer through one access (as a memory plan
+// reusing a dying input would).
+TEST(CodegenBackends, InPlaceElementwise) {
+  const int64_t R = 50, C = 999;
+  std::mt19937_64 rng(13);
+  Tensor x = fuzz::random_tensor({R, C}, DType::Float32, fuzz::ElementDraw{-3, 3, 0.2}, rng);
+  KernelBuilder kb({R}, {C});
+  int a = kb.access(kb.arg(DType::Float32, R * C, true), 0, {C}, {1});
+  int y = kb.call(ScalarFn::mul, {kb.call(ScalarFn::relu, {kb.load(a)}), kb.constant(DType::Float32, 2.0)});
+  kb.store(y, a);
+  RunResult r = run_both(kb.k, {x});
+  Tensor want = mul(relu(x), scalar_tensor(2.0));
+  EXPECT_TRUE(bit_equal(r.interpreted[0], want));
+  EXPECT_TRUE(bit_equal(r.compiled[0], want));
+}
+
 // A kernel without dims: one element (int64 wrap-around at the edge).
 TEST(CodegenBackends, DimensionlessKernel) {
   KernelBuilder kb({}, {});

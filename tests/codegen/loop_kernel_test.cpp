@@ -81,6 +81,14 @@ TEST(LoopKernel, ValidateRejectsBadKernels) {
     expect_invalid(kb.k, "inner dim 0 has stride 0");
   }
   {
+    // in place, shifted by one: x[i + 1] = x[i] + 1 would depend on the order of the positions
+    KernelBuilder kb({}, {7});
+    int buf = kb.arg(DType::Float32, 8, true);
+    int x = kb.load(kb.access(buf, 0, {}, {1}));
+    kb.store(kb.call(ScalarFn::add, {x, kb.constant(DType::Float32, 1.0)}), kb.access(buf, 1, {}, {1}));
+    expect_invalid(kb.k, "reads argument 0, which the kernel writes, through another access than its stores");
+  }
+  {
     // a reduction read in its own stage
     KernelBuilder kb({4}, {8});
     int x = kb.load(kb.access(kb.arg(DType::Float32, 32, false), 0, {8}, {1}));
