@@ -10,8 +10,8 @@
 // The function is traced with symbolic inputs (as smelt::Graph::trace), so it must compute with
 // smelt ops only and not read tensor values. Tensors it captures (weights) become constants of
 // the graph: right for inference with fixed weights; for modules whose parameters change (an
-// optimizer), use compile_module / compile_training_step, which read the module's state on every
-// call. Random ops draw from the default generator and advance it, as eager code does.
+// optimizer), use compile_module / compile_training_step below, which read the module's state on
+// every call. Random ops draw from the default generator and advance it, as eager code does.
 //
 // A call with a new input signature (shapes, dtypes) compiles again and records why
 // ("input 0 dim 0: 64 -> 128"; printed with SMELT_DEBUG=1); past `recompile_limit` signatures
@@ -78,5 +78,18 @@ class CompiledFunction {
 };
 
 CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options = {});
+
+// A module's forward: `fn(inputs)` calls the module. Its parameters and buffers are graph inputs
+// read on every call (an optimizer's updates are seen without recompiling); buffers the forward
+// replaces (batch norm's running statistics in training mode) are written back after each call.
+// A change of the module's mode (train/eval) compiles again.
+CompiledFunction compile_module(nn::Module& module, CompiledFunction::Fn fn, CompileOptions options = {});
+
+// A training step through the joint forward+backward graph: `loss_fn(inputs)` returns one scalar
+// loss computed with the module. Each call returns {loss} and adds d loss / d parameter into
+// every parameter's .grad, as loss.backward() would (zero the gradients between steps as usual);
+// buffers and the generator advance as in eager training.
+CompiledFunction compile_training_step(nn::Module& module, CompiledFunction::Fn loss_fn,
+                                       CompileOptions options = {});
 
 }  // namespace smelt

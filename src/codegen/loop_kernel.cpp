@@ -64,10 +64,14 @@ void validate_expr(const LoopKernel& k, int index) {
   const bool row = e.stage == k.stages;
   switch (e.kind) {
     case ExprKind::Load: {
-      SMELT_CHECK(!row) << where << ": a load in the row expressions; valid: row expressions read "
-                        << "reduction results and constants only";
       SMELT_CHECK(e.access >= 0 && e.access < int(k.accesses.size()))
           << where << ": access " << e.access << " out of range; valid: [0, " << k.accesses.size() << ")";
+      if (row) {  // a row expression reads one element per row (a bias of the reduced shape)
+        for (int64_t s : k.accesses[e.access].inner_strides) {
+          SMELT_CHECK(s == 0) << where << ": a load in the row expressions walks the inner dims; valid: "
+                              << "row loads have inner strides 0 (one element per row)";
+        }
+      }
       DType arg_dtype = k.args[k.accesses[e.access].arg].dtype;
       SMELT_CHECK(arg_dtype == e.dtype) << where << ": loads " << dtype_name(e.dtype)
                                         << " from an argument of dtype " << dtype_name(arg_dtype);

@@ -10,8 +10,8 @@
 //       for each index i of `inner` (row-major):
 //         evaluate stage s's expressions at (o, i), fold them into stage s's reductions,
 //         and do stage s's stores at (o, i)
-//     evaluate the row expressions (stage == stages, over reduction results and
-//     constants only) and do the row stores at (o)
+//     evaluate the row expressions (stage == stages: over reduction results, constants and
+//     loads of one element per row, whose inner strides are 0) and do the row stores at (o)
 //
 // A plain elementwise kernel is one stage without reductions (inner holds the dims, outer may hold
 // leading dims to parallelize over, or be empty). A row reduction (sum over the last dim) is one

@@ -4,12 +4,16 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "base/log.h"
 #include "ops/attrs.h"
 #include "runtime/pipeline.h"
 #include "smelt/creation.h"
+#include "smelt/autograd.h"
+#include "smelt/nn.h"
 #include "trace/trace.h"
+#include "trace/trace_module.h"
 
 namespace smelt {
 namespace {
@@ -19,8 +23,9 @@ namespace {
 struct Signature {
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
+  int training = -1;  // a module's mode (-1 for a plain function): the graph differs per mode
   bool operator<(const Signature& o) const {
-    return std::tie(dtypes, shapes) < std::tie(o.dtypes, o.shapes);
+    return std::tie(dtypes, shapes, training) < std::tie(o.dtypes, o.shapes, o.training);
   }
   std::string str() const {
     std::string s;
@@ -43,6 +48,10 @@ Signature signature_of(const std::vector<Tensor>& inputs) {
 
 // Why `now` differs from `before`: the first input that changed, e.g. "input 0 dim 0: 64 -> 128".
 std::string difference(const Signature& before, const Signature& now) {
+  if (before.training != now.training) {
+    return std::string("module mode: ") + (before.training ? "training" : "eval") + " -> " +
+           (now.training ? "training" : "eval");
+  }
   if (before.dtypes.size() != now.dtypes.size()) {
     return std::to_string(before.dtypes.size()) + " inputs -> " + std::to_string(now.dtypes.size());
   }
@@ -67,12 +76,17 @@ std::string difference(const Signature& before, const Signature& now) {
 struct Compiled {
   runtime::CompiledGraph compiled;
   bool random = false;  // the graph takes and returns the generator state (last input/output)
+  std::optional<trace::ModuleGraph> module_graph;  // how a module's state binds (module modes)
   CompileReport report;
 };
+
+enum class Mode { Function, Module, TrainingStep };
 
 }  // namespace
 
 struct CompiledFunction::Impl {
+  Mode mode = Mode::Function;
+  nn::Module* module = nullptr;  // module modes
   Fn fn;
   CompileOptions options;
   std::mutex mutex;
@@ -88,9 +102,15 @@ struct CompiledFunction::Impl {
 std::shared_ptr<Compiled> CompiledFunction::Impl::compile(const Signature& sig,
                                                           const std::vector<Tensor>& inputs) {
   auto c = std::make_shared<Compiled>();
-  std::unique_ptr<ir::Graph> graph =
-      trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return fn(in); }, inputs);
-  c->random = graph->inputs().size() > inputs.size();
+  std::unique_ptr<ir::Graph> graph;
+  if (mode == Mode::Function) {
+    graph = trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return fn(in); }, inputs);
+    c->random = graph->inputs().size() > inputs.size();
+  } else {
+    c->module_graph = mode == Mode::Module ? trace::trace_module(*module, fn, inputs)
+                                           : trace::trace_module_joint(*module, fn, inputs);
+    graph = c->module_graph->graph->clone();  // the module graph keeps the traced one to bind with
+  }
   runtime::PipelineOptions pipeline;
   pipeline.passes = options.passes;
   pipeline.fuse = options.fuse;
@@ -113,11 +133,46 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::compile(const Signature& sig,
   return c;
 }
 
+namespace {
+
+// A module's state in, the plan, updated buffers and the generator back; a training step adds
+// each parameter's gradient into its .grad as backward() would, and returns the loss.
+std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c, const std::vector<Tensor>& inputs) {
+  const trace::ModuleGraph& mg = *c.module_graph;
+  std::vector<Tensor> outs = mg.finish(*f.module, c.compiled.plan->run(mg.bind(*f.module, inputs)));
+  if (f.mode == Mode::Module) return outs;
+  std::map<std::string, Tensor*> params;
+  for (const auto& [name, slot] : f.module->named_slots(true)) params.emplace(name, slot);
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < mg.params.size(); ++i) {
+    Tensor& p = *params.at(mg.params[i]);
+    const Tensor& g = outs[1 + i];
+    p.set_grad(p.grad().defined() ? p.grad() + g : g);
+  }
+  return {outs[0]};
+}
+
+CompiledFunction make(Mode mode, nn::Module* module, CompiledFunction::Fn fn, CompileOptions options) {
+  SMELT_CHECK(fn) << "compile: the function is empty";
+  SMELT_CHECK(options.recompile_limit >= 1) << "compile: recompile_limit must be >= 1, got "
+                                            << options.recompile_limit;
+  runtime::backend_from_name(options.backend);  // an unknown name is an error now, not at the first call
+  auto impl = std::make_shared<CompiledFunction::Impl>();
+  impl->mode = mode;
+  impl->module = module;
+  impl->fn = std::move(fn);
+  impl->options = std::move(options);
+  return CompiledFunction(std::move(impl));
+}
+
+}  // namespace
+
 CompiledFunction::CompiledFunction(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inputs) {
   Impl& f = *impl_;
-  const Signature sig = signature_of(inputs);
+  Signature sig = signature_of(inputs);
+  if (f.mode != Mode::Function) sig.training = f.module->is_training() ? 1 : 0;
   std::shared_ptr<Compiled> c;
   {
     std::lock_guard<std::mutex> lock(f.mutex);
@@ -139,6 +194,7 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     c = it->second;
     f.last = &c->report;
   }
+  if (f.mode != Mode::Function) return run_module(f, *c, inputs);
   if (!c->random) return c->compiled.plan->run(inputs);
   std::vector<Tensor> all = inputs;
   all.push_back(generator_state_tensor(default_generator().state()));
@@ -165,14 +221,16 @@ const CompileReport& CompiledFunction::report() const {
 }
 
 CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options) {
-  SMELT_CHECK(fn) << "compile: the function is empty";
-  SMELT_CHECK(options.recompile_limit >= 1) << "compile: recompile_limit must be >= 1, got "
-                                            << options.recompile_limit;
-  runtime::backend_from_name(options.backend);  // an unknown name is an error now, not at the first call
-  auto impl = std::make_shared<CompiledFunction::Impl>();
-  impl->fn = std::move(fn);
-  impl->options = std::move(options);
-  return CompiledFunction(std::move(impl));
+  return make(Mode::Function, nullptr, std::move(fn), std::move(options));
+}
+
+CompiledFunction compile_module(nn::Module& module, CompiledFunction::Fn fn, CompileOptions options) {
+  return make(Mode::Module, &module, std::move(fn), std::move(options));
+}
+
+CompiledFunction compile_training_step(nn::Module& module, CompiledFunction::Fn loss_fn,
+                                       CompileOptions options) {
+  return make(Mode::TrainingStep, &module, std::move(loss_fn), std::move(options));
 }
 
 }  // namespace smelt

@@ -179,7 +179,7 @@ ModuleGraph trace_module_joint(nn::Module& module, const ModuleFn& loss_fn,
   return trace_module_impl(module, loss_fn, example_inputs, true);
 }
 
-std::vector<Tensor> ModuleGraph::run(nn::Module& module, const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> ModuleGraph::bind(nn::Module& module, const std::vector<Tensor>& inputs) const {
   SMELT_CHECK(graph) << "ModuleGraph::run: no graph (a moved-from or default ModuleGraph)";
   SMELT_CHECK(inputs.size() == num_inputs)
       << "ModuleGraph::run: the graph was traced with " << num_inputs << " inputs, got "
@@ -201,18 +201,26 @@ std::vector<Tensor> ModuleGraph::run(nn::Module& module, const std::vector<Tenso
   }
   if (random) all.push_back(generator_state_tensor(default_generator().state()));
   if (joint) all.push_back(ones(graph_inputs.back()->meta.shape, graph_inputs.back()->meta.dtype));
-  std::vector<Tensor> outs = interpret(*graph, all);
+  return all;
+}
+
+std::vector<Tensor> ModuleGraph::finish(nn::Module& module, std::vector<Tensor> outs) const {
   SMELT_CHECK(outs.size() == num_outputs + updated_buffers.size() + (random ? 1 : 0))
       << "ModuleGraph::run: the graph has " << outs.size() << " outputs, expected " << num_outputs
       << " and " << updated_buffers.size() << " updated buffers"
       << (random ? " and the generator state" : "");
   if (random) default_generator().set_state(generator_state_from_tensor(outs.back()));
+  const std::map<std::string, Tensor*> buffer_slots = slot_map(module, false);
   NoGradGuard no_grad;
   for (size_t k = 0; k < updated_buffers.size(); ++k) {
     buffer_slots.at(updated_buffers[k])->copy_(outs[num_outputs + k]);
   }
   outs.resize(num_outputs);
   return outs;
+}
+
+std::vector<Tensor> ModuleGraph::run(nn::Module& module, const std::vector<Tensor>& inputs) const {
+  return finish(module, interpret(*graph, bind(module, inputs)));
 }
 
 }  // namespace smelt::trace

@@ -54,6 +54,12 @@ struct ModuleGraph {
   // a loss tangent of 1. A random graph draws from the default generator and advances it as eager
   // code would: the same seed gives the same dropout masks traced or eager.
   std::vector<Tensor> run(nn::Module& module, const std::vector<Tensor>& inputs) const;
+
+  // run() in two halves, for other executors of the same graph (a compiled plan): every graph
+  // input for this call (checked against the module), and the write-back of the updated buffers
+  // and the generator state, returning the first `num_outputs` outputs.
+  std::vector<Tensor> bind(nn::Module& module, const std::vector<Tensor>& inputs) const;
+  std::vector<Tensor> finish(nn::Module& module, std::vector<Tensor> outputs) const;
 };
 
 // Traces `fn(example_inputs)` with the module's parameters and buffers symbolic. The module's

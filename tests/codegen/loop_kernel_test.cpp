@@ -98,12 +98,12 @@ TEST(LoopKernel, ValidateRejectsBadKernels) {
     expect_invalid(kb.k, "reads reduction 0 of stage 0; valid: only in a later stage");
   }
   {
-    // a load among the row expressions
+    // a row expression loading along the inner dims (a row reads one element per row)
     KernelBuilder kb({4}, {8});
-    int a = kb.access(kb.arg(DType::Float32, 32, false), 0, {8}, {0});
+    int a = kb.access(kb.arg(DType::Float32, 32, false), 0, {8}, {1});
     int x = kb.load(a, 1);
     kb.store_row(x, kb.access(kb.arg(DType::Float32, 4, true), 0, {1}, {0}));
-    expect_invalid(kb.k, "a load in the row expressions");
+    expect_invalid(kb.k, "a load in the row expressions walks the inner dims");
   }
   {
     KernelBuilder kb = good_kernel();
