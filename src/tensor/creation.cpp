@@ -1,5 +1,7 @@
 #include "smelt/creation.h"
 
+#include "tensor/capture.h"
+
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -87,8 +89,20 @@ inline double unit_double(uint32_t hi, uint32_t lo) {
 }
 
 // Fills `n` values, two per call of `gen2(u0, u1, &a, &b)` from fresh uniforms.
+thread_local bool t_capturing = false;
+
+void check_not_capturing() {
+  SMELT_CHECK(!t_capturing)
+      << "random numbers (rand, randn, randint, randperm, normal, uniform) drawn from the default "
+         "generator inside a traced or compiled function would be drawn once, when the function is "
+         "captured, and replayed as a constant on every call; draw them outside and pass them as "
+         "inputs, or draw from a Generator of your own to mean a constant (dropout is fine: it takes "
+         "the generator state as a graph input)";
+}
+
 template <class Fill>
 void fill_pairs(int64_t n, Generator* gen, Fill fill) {
+  if (!gen) check_not_capturing();
   Generator& g = gen ? *gen : default_generator();
   const GeneratorState first = g.reserve(uint64_t((n + 1) / 2));
   for (int64_t i = 0; i < n; i += 2) {
@@ -215,6 +229,7 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator* gen) {
 }
 
 Tensor randperm(int64_t n, Generator* gen) {
+  if (!gen) check_not_capturing();
   Tensor t = arange(n);
   int64_t* p = t.data<int64_t>();
   Tensor u = rand({n}, DType::Float64, gen);
@@ -259,5 +274,13 @@ Tensor from_blob(void* data, const Shape& shape, DType dtype) {
   auto storage = make_ref<Storage>(data, size_t(shape_numel(shape)) * dtype_size(dtype), nullptr);
   return make_tensor(std::move(storage), shape, contiguous_strides(shape), 0, dtype);
 }
+
+namespace detail {
+
+bool capture_active() { return t_capturing; }
+CaptureScope::CaptureScope() : previous_(t_capturing) { t_capturing = true; }
+CaptureScope::~CaptureScope() { t_capturing = previous_; }
+
+}  // namespace detail
 
 }  // namespace smelt

@@ -6,6 +6,7 @@
 #include "ops/dispatch.h"
 #include "smelt/autograd.h"
 #include "smelt/creation.h"
+#include "tensor/capture.h"
 
 namespace smelt::trace {
 namespace {
@@ -88,7 +89,8 @@ class Tracer final : public ops::DispatchHook {
   std::unordered_map<const TensorImpl*, std::pair<Tensor, ir::Value*>> constants_;
 };
 
-// Installs a hook for a scope and removes it even when the traced code throws.
+// Installs a hook for a scope and removes it even when the traced code throws; random creation
+// functions refuse to run meanwhile (tensor/capture.h).
 class HookScope {
  public:
   explicit HookScope(ops::DispatchHook* hook) : prev_(ops::set_dispatch_hook(hook)) {}
@@ -96,6 +98,7 @@ class HookScope {
 
  private:
   ops::DispatchHook* prev_;
+  detail::CaptureScope capturing_;
 };
 
 }  // namespace

@@ -175,6 +175,22 @@ TEST(Compile, DropoutDrawsWhatEagerDraws) {
   EXPECT_FALSE(same_bits(f({x})[0], got));  // the stream moves on
 }
 
+TEST(Compile, RandomTensorsDrawnInsideAreAnErrorNotAConstant) {
+  // randn inside the function would be drawn once at capture and replayed on every call.
+  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + randn(in[0].shape())}; };
+  CompiledFunction f = compile(fn, interpreter());
+  Tensor x = testing::random_tensor({4}, -1, 1, 18).to(DType::Float32);
+  const GeneratorState before = default_generator().state();
+  try {
+    f({x});
+    ADD_FAILURE() << "randn inside a compiled function ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("draw them outside and pass them as inputs"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(before == default_generator().state());  // nothing was drawn
+  EXPECT_EQ(randn({2}).numel(), 2);                      // and outside a trace randn works
+}
+
 TEST(Compile, BadInputsAreClearErrors) {
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0}; };
   CompiledFunction f = compile(fn, interpreter());
