@@ -41,6 +41,7 @@ struct CompileOptions {
   std::string backend = "auto";
   bool memory_plan = true;  // SMELT_NO_MEMPLAN=1 also turns it off
   int recompile_limit = 8;
+  bool profile = false;     // time every step of every call (profile_table, write_chrome_trace)
 };
 
 // What one compile produced (the latest signature's).
@@ -69,6 +70,12 @@ class CompiledFunction {
   std::vector<std::string> recompile_reasons() const;
   // The report of the plan the last call ran; an error before the first call.
   const CompileReport& report() const;
+  // With CompileOptions::profile, per step of the last call's plan over all its calls: calls,
+  // time, GB/s, GFLOP/s, share; and the same as a Chrome trace (JSON, opens in Perfetto).
+  std::string profile_table() const;
+  void write_chrome_trace(const std::string& path) const;
+  // The last call's arena over its schedule, as an SVG picture.
+  std::string arena_svg() const;
 
   struct Impl;
   explicit CompiledFunction(std::shared_ptr<Impl> impl);

@@ -94,6 +94,7 @@ struct CompiledFunction::Impl {
   std::vector<Signature> order;  // signatures in the order they were first seen
   std::vector<std::string> reasons;
   const CompileReport* last = nullptr;
+  std::shared_ptr<Compiled> last_compiled;
   bool warned_limit = false;
 
   std::shared_ptr<Compiled> compile(const Signature& sig, const std::vector<Tensor>& inputs);
@@ -117,6 +118,7 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::compile(const Signature& sig,
   pipeline.backend = runtime::backend_from_name(options.backend);
   pipeline.memory_plan = options.memory_plan;
   c->compiled = runtime::compile_graph(std::move(graph), pipeline);
+  c->compiled.plan->set_profiling(options.profile);
   const runtime::PlanStats& stats = c->compiled.plan->stats();
   CompileReport& r = c->report;
   r.signature = sig.str();
@@ -193,6 +195,7 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     }
     c = it->second;
     f.last = &c->report;
+    f.last_compiled = c;
   }
   if (f.mode != Mode::Function) return run_module(f, *c, inputs);
   if (!c->random) return c->compiled.plan->run(inputs);
@@ -218,6 +221,34 @@ const CompileReport& CompiledFunction::report() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   SMELT_CHECK(impl_->last) << "CompiledFunction::report: nothing compiled yet; call the function first";
   return *impl_->last;
+}
+
+namespace {
+
+const runtime::Plan& last_plan(const CompiledFunction::Impl& f, const char* what) {
+  SMELT_CHECK(f.last_compiled) << "CompiledFunction::" << what << ": nothing compiled yet; call the function first";
+  return *f.last_compiled->compiled.plan;
+}
+
+}  // namespace
+
+std::string CompiledFunction::profile_table() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const runtime::Plan& plan = last_plan(*impl_, "profile_table");
+  SMELT_CHECK(plan.profile().enabled()) << "CompiledFunction::profile_table: compile with CompileOptions::profile = true";
+  return plan.profile().table();
+}
+
+void CompiledFunction::write_chrome_trace(const std::string& path) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const runtime::Plan& plan = last_plan(*impl_, "write_chrome_trace");
+  SMELT_CHECK(plan.profile().enabled()) << "CompiledFunction::write_chrome_trace: compile with CompileOptions::profile = true";
+  plan.profile().write_chrome_trace(path);
+}
+
+std::string CompiledFunction::arena_svg() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return last_plan(*impl_, "arena_svg").arena_svg();
 }
 
 CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options) {

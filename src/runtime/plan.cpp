@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "codegen/lower.h"
@@ -81,6 +82,9 @@ struct Plan::Impl {
   std::vector<Tensor> arena_tensors;  // per slot, for Arena slots (views into the arena)
   PlanStats stats;
   std::mutex mutex;  // one run at a time: the arena is shared by the calls
+  Profile profile;
+  std::vector<int32_t> step_profile_id;  // per step: its profile kernel id, bytes and flops
+  std::vector<int64_t> step_bytes, step_flops;
 
   // Per run: each slot's tensor and data pointer.
   std::vector<Tensor> tensors;
@@ -122,6 +126,7 @@ struct Plan::Impl {
       r.bytes = shape_numel(v->meta.shape) * int64_t(dtype_size(v->meta.dtype));
       r.first_step = step;
       r.last_step = step;
+      r.label = "%" + std::to_string(v->id);
       requests.push_back(r);
     }
     const int slot = add_slot(std::move(s));
@@ -146,6 +151,7 @@ struct Plan::Impl {
   void add_kernel_step(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
                        const std::vector<int>& out);
   void instantiate();
+  void measure_steps();
   void bind(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
   void run_step(Step& step);
 };
@@ -298,7 +304,44 @@ void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
   steps.push_back(std::move(s));
 }
 
+// Bytes a step moves (each distinct slot it reads or writes, once) and the flops of its work
+// (a multiply-add counts two; elementwise math one per call; copies none).
+void Plan::Impl::measure_steps() {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    std::set<int> seen;
+    int64_t bytes = 0;
+    for (const std::vector<int>* list : {&s.in_slots, &s.out_slots, &s.arg_slots}) {
+      for (int slot : *list) {
+        if (!seen.insert(root(slot)).second) continue;
+        const ops::TensorMeta& m = slots[size_t(slot)].meta;
+        bytes += shape_numel(m.shape) * int64_t(dtype_size(m.dtype));
+      }
+    }
+    int64_t flops = 0;
+    if (s.kind == StepKind::Kernel) {
+      const codegen::LoopKernel& k = s.kernel->kernel();
+      int64_t points = 1;
+      for (int64_t e : k.outer) points *= e;
+      for (int64_t e : k.inner) points *= e;
+      for (const codegen::Expr& e : k.exprs) flops += e.kind == codegen::ExprKind::Call ? points : 0;
+    } else if (s.kind == StepKind::Op && (s.op == ops::OpId::matmul || s.op == ops::OpId::conv2d)) {
+      const ops::TensorMeta& out = slots[size_t(s.out_slots[0])].meta;
+      const ops::TensorMeta& b = slots[size_t(s.in_slots[1])].meta;
+      // matmul: K is the last dim of the first operand; conv2d: the weight's elements per output channel.
+      const int64_t per_output = s.op == ops::OpId::matmul
+                                     ? slots[size_t(s.in_slots[0])].meta.shape.back()
+                                     : shape_numel(b.shape) / std::max<int64_t>(b.shape[0], 1);
+      flops = 2 * shape_numel(out.shape) * per_output;
+    }
+    step_profile_id.push_back(profile.kernel_id("step " + std::to_string(i) + " " + s.what));
+    step_bytes.push_back(bytes);
+    step_flops.push_back(flops);
+  }
+}
+
 void Plan::Impl::instantiate() {
+  measure_steps();
   MemoryPlanOptions memory_options;
   memory_options.enabled = options.memory_plan;
   memory = plan_memory(requests, memory_options);
@@ -405,7 +448,14 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs) {
     outputs.push_back(empty(slot.meta.shape, slot.meta.dtype));
   }
   p.bind(in, outputs);
-  for (Step& step : p.steps) p.run_step(step);
+  if (!p.profile.enabled()) {
+    for (Step& step : p.steps) p.run_step(step);
+    return outputs;
+  }
+  for (size_t i = 0; i < p.steps.size(); ++i) {
+    ProfileScope timed(p.profile, p.step_profile_id[i], p.step_bytes[i], p.step_flops[i]);
+    p.run_step(p.steps[i]);
+  }
   return outputs;
 }
 
@@ -418,6 +468,11 @@ std::vector<const codegen::LoopKernel*> Plan::kernels() const {
   }
   return out;
 }
+
+void Plan::set_profiling(bool on) { impl_->profile.set_enabled(on); }
+const Profile& Plan::profile() const { return impl_->profile; }
+std::string Plan::memory_report() const { return memory_plan_report(impl_->requests, impl_->memory); }
+std::string Plan::arena_svg() const { return memory_plan_svg(impl_->requests, impl_->memory); }
 
 std::string Plan::describe() const {
   const Impl& p = *impl_;

@@ -21,6 +21,7 @@
 
 #include "codegen/loop_kernel.h"
 #include "ir/graph.h"
+#include "runtime/profile.h"
 
 namespace smelt::runtime {
 
@@ -61,6 +62,14 @@ class Plan {
   std::string describe() const;
   // The kernels of the Kernel steps, in step order.
   std::vector<const codegen::LoopKernel*> kernels() const;
+
+  // Per-step profiling, off by default: each run records every step's time, bytes moved and
+  // flops (see runtime/profile.h: a table, a Chrome trace).
+  void set_profiling(bool on);
+  const Profile& profile() const;
+  // The arena over the schedule: a text report (naive, planned, lower bound) and an SVG timeline.
+  std::string memory_report() const;
+  std::string arena_svg() const;
 
   struct Impl;
 

@@ -5,6 +5,8 @@
 //                                             with the unoptimized graph on the interpreter
 //   smelt compile model.ir --bench          + times the plan against the interpreter
 //   smelt compile model.ir --backend cpp    generated C++ (default: auto, tiered)
+//   smelt compile model.ir --profile t.json per-step table, and a Chrome trace (Perfetto)
+//   smelt compile model.ir --arena-svg a.svg  the arena over the schedule
 //
 // Exit codes: 0 done, 1 bad input, 2 --run found a difference.
 #include <CLI/CLI.hpp>
@@ -37,6 +39,8 @@ struct CompileArgs {
   bool bench = false;
   bool no_fuse = false;
   uint64_t seed = 1;
+  std::string profile;    // Chrome trace path
+  std::string arena_svg;  // arena timeline path
 };
 
 std::unique_ptr<ir::Graph> read_ir(const std::string& file) {
@@ -102,9 +106,16 @@ int run_compile(const CompileArgs& args) {
     std::printf("== kernel %zu: %s\n%s\n", i, kernels[i]->name.c_str(), codegen::print_kernel(*kernels[i]).c_str());
   }
   std::printf("== plan\n%s", c.plan->describe().c_str());
+  std::printf("== memory\n%s\n", c.plan->memory_report().c_str());
+  if (!args.arena_svg.empty()) {
+    std::ofstream svg(args.arena_svg);
+    SMELT_CHECK(svg.good()) << "compile: cannot write '" << args.arena_svg << "'";
+    svg << c.plan->arena_svg();
+    std::printf("arena timeline written to %s\n", args.arena_svg.c_str());
+  }
   std::printf("== metrics\nnodes %zu -> %zu; %s\ncompile time %.1f ms\n", c.nodes_before, c.nodes_after,
               c.fusion_summary.c_str(), c.compile_ms);
-  if (!args.run && !args.bench) return 0;
+  if (!args.run && !args.bench && args.profile.empty()) return 0;
   std::vector<Tensor> inputs = passes::random_inputs(*original, args.seed);
   std::vector<Tensor> want = trace::interpret(*original, inputs);
   std::vector<Tensor> got = c.plan->run(inputs);
@@ -129,6 +140,13 @@ int run_compile(const CompileArgs& args) {
     std::printf("== bench (median of %d)\ninterpreter, unoptimized %.3f ms\ncompiled plan %.3f ms (%.2fx)\n", reps,
                 interp, plan, interp / plan);
   }
+  if (!args.profile.empty()) {
+    c.plan->set_profiling(true);
+    for (int i = 0; i < 10; ++i) c.plan->run(inputs);
+    std::printf("== profile (10 runs)\n%s", c.plan->profile().table().c_str());
+    c.plan->profile().write_chrome_trace(args.profile);
+    std::printf("Chrome trace written to %s (open it in Perfetto)\n", args.profile.c_str());
+  }
   return status;
 }
 
@@ -145,6 +163,8 @@ void register_compile(CLI::App& app) {
   cmd->add_flag("--bench", args->bench, "time the plan against the interpreter");
   cmd->add_flag("--no-fuse", args->no_fuse, "skip fusion (every op its own step)");
   cmd->add_option("--seed", args->seed, "seed of the random inputs");
+  cmd->add_option("--profile", args->profile, "run 10 times with per-step profiling; write a Chrome trace here");
+  cmd->add_option("--arena-svg", args->arena_svg, "write the arena timeline (SVG) here");
   cmd->callback([args] {
     const int status = run_compile(*args);
     if (status != 0) {

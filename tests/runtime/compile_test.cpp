@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 
 #include "support/check.h"
 #include "support/temp_dir.h"
@@ -189,6 +190,42 @@ TEST(Compile, RandomTensorsDrawnInsideAreAnErrorNotAConstant) {
   }
   EXPECT_TRUE(before == default_generator().state());  // nothing was drawn
   EXPECT_EQ(randn({2}).numel(), 2);                      // and outside a trace randn works
+}
+
+TEST(Compile, ProfileCountsEveryStepOfEveryCall) {
+  Tensor w = testing::random_tensor({8, 6}, -1, 1, 19).to(DType::Float32);
+  Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(relu(matmul(in[0], w)), 1)}; };
+  CompileOptions o = interpreter();
+  o.profile = true;
+  CompiledFunction f = compile(fn, o);
+  Tensor x = testing::random_tensor({4, 8}, -1, 1, 20).to(DType::Float32);
+  for (int i = 0; i < 3; ++i) f({x});
+  const std::string table = f.profile_table();
+  EXPECT_NE(table.find("matmul"), std::string::npos) << table;
+  int steps = 0;
+  for (size_t at = table.find("step "); at != std::string::npos; at = table.find("step ", at + 1)) ++steps;
+  EXPECT_EQ(steps, f.report().kernels + f.report().op_steps) << table;
+  // Every step row has 3 calls: the column after the name.
+  std::istringstream rows(table);
+  std::string line;
+  while (std::getline(rows, line)) {
+    if (line.rfind("step ", 0) != 0) continue;
+    std::istringstream fields(line.substr(line.find_first_of(' ', 5)));
+    std::string name_rest;
+    long calls = 0;
+    // the name may hold spaces: read tokens until the first integer column
+    while (fields >> name_rest) {
+      if (name_rest.find_first_not_of("0123456789") == std::string::npos) {
+        calls = std::stol(name_rest);
+        break;
+      }
+    }
+    EXPECT_EQ(calls, 3) << line;
+  }
+  EXPECT_NE(f.arena_svg().find("<svg"), std::string::npos);
+  CompiledFunction plain = compile(fn, interpreter());
+  plain({x});
+  EXPECT_THROW(plain.profile_table(), Error);  // profiling was not asked for
 }
 
 TEST(Compile, BadInputsAreClearErrors) {
