@@ -53,7 +53,8 @@ struct CompileReport {
   int op_steps = 0;            // steps running an eager out-variant kernel (matmul, conv, ...)
   int interpreted_groups = 0;  // groups run node by node (the lowering refused them)
   int64_t arena_bytes = 0;
-  int64_t naive_bytes = 0;
+  int64_t naive_bytes = 0;     // every intermediate in its own allocation
+  int64_t lower_bound_bytes = 0;  // most bytes live at one step: no arena can be smaller
   double compile_ms = 0;
   std::string fusion;          // the fusion report (groups, rate, why nodes stayed unfused)
   std::string plan;            // the plan's steps and arena

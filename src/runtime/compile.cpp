@@ -129,9 +129,10 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::compile(const Signature& sig,
   r.interpreted_groups = stats.interpreted;
   r.arena_bytes = stats.arena_bytes;
   r.naive_bytes = stats.naive_bytes;
+  r.lower_bound_bytes = stats.lower_bound;
   r.compile_ms = c->compiled.compile_ms;
   r.fusion = c->compiled.fusion_explain;
-  r.plan = c->compiled.plan->describe();
+  r.plan = c->compiled.plan->describe() + c->compiled.plan->memory_report();
   return c;
 }
 

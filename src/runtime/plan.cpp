@@ -152,6 +152,7 @@ struct Plan::Impl {
                        const std::vector<int>& out);
   void instantiate();
   void measure_steps();
+  void offer_inplace();
   void bind(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
   void run_step(Step& step);
 };
@@ -198,6 +199,24 @@ void Plan::Impl::build(const ir::Graph& graph) {
     }
     std::vector<int> out;
     for (const ir::Value* v : node.outputs) out.push_back(new_value_slot(v, step, output_index));
+    // A node may become several steps (a contraction group: the product, then its epilogue): its
+    // inputs are read until the last one, which writes its outputs.
+    struct LastStep {
+      Impl& p;
+      const std::vector<int>& in;
+      const std::vector<int>& out;
+      ~LastStep() {
+        const int last = int(p.steps.size()) - 1;
+        for (int s : in) p.read_at(s, last);
+        for (int s : out) {
+          const Slot& slot = p.slots[size_t(s)];
+          if (slot.kind == SlotKind::Arena) {
+            p.requests[size_t(slot.request)].first_step = last;
+            p.requests[size_t(slot.request)].last_step = std::max<int64_t>(p.requests[size_t(slot.request)].last_step, last);
+          }
+        }
+      }
+    } last_step{*this, in, out};
     if (node.is_group()) {
       add_group(node, in, out);
     } else if (ops::op_info(node.op).views != 0) {
@@ -340,8 +359,53 @@ void Plan::Impl::measure_steps() {
   }
 }
 
+// In-place offers for the memory planner: a pointwise kernel may write an output over an input
+// that dies at this step when they have the same size and the kernel reads that input only at
+// the positions it stores the output (each element is read before it is overwritten, by the
+// same iteration: no other iteration, lane or tile reads it later).
+void Plan::Impl::offer_inplace() {
+  std::set<int> offered;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    if (s.kind != StepKind::Kernel) continue;
+    const codegen::LoopKernel& k = s.kernel->kernel();
+    if (k.stages != 1 || !k.reductions.empty()) continue;
+    for (size_t out = 0; out < k.args.size(); ++out) {
+      const Slot& o = slots[size_t(s.arg_slots[out])];
+      if (!k.args[out].output || o.kind != SlotKind::Arena || requests[size_t(o.request)].inplace_of >= 0) continue;
+      const codegen::Access* store = nullptr;
+      for (const codegen::Store& st : k.stores) {
+        if (k.accesses[size_t(st.access)].arg == int(out)) store = &k.accesses[size_t(st.access)];
+      }
+      if (!store) continue;
+      for (size_t in = 0; in < k.args.size(); ++in) {
+        const int root_slot = root(s.arg_slots[in]);
+        const Slot& a = slots[size_t(root_slot)];
+        if (k.args[in].output || a.kind != SlotKind::Arena || offered.count(root_slot)) continue;
+        const BufferRequest& r = requests[size_t(a.request)];
+        if (r.last_step != int64_t(i) || r.bytes != requests[size_t(o.request)].bytes) continue;
+        // Every argument of this kernel backed by that buffer reads it exactly where `out` is stored.
+        bool same_positions = true;
+        for (size_t arg = 0; arg < k.args.size(); ++arg) {
+          if (arg == out || root(s.arg_slots[arg]) != root_slot) continue;
+          for (const codegen::Access& acc : k.accesses) {
+            if (acc.arg != int(arg)) continue;
+            same_positions &= acc.offset == store->offset && acc.outer_strides == store->outer_strides &&
+                              acc.inner_strides == store->inner_strides;
+          }
+        }
+        if (!same_positions) continue;
+        requests[size_t(o.request)].inplace_of = a.request;
+        offered.insert(root_slot);
+        break;
+      }
+    }
+  }
+}
+
 void Plan::Impl::instantiate() {
   measure_steps();
+  if (options.memory_plan) offer_inplace();
   MemoryPlanOptions memory_options;
   memory_options.enabled = options.memory_plan;
   memory = plan_memory(requests, memory_options);

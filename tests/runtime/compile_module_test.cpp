@@ -102,5 +102,31 @@ TEST(CompileModule, GradientsAccumulateLikeBackward) {
   }
 }
 
+// The bar for the memory planner on real models: the planned arena within 10% of the
+// lower bound (the most bytes live at one step), far below one allocation per buffer.
+TEST(CompileModule, ArenaOfTrainingStepsIsNearTheLowerBound) {
+  auto cnn = make_model(4);
+  manual_seed(5);
+  auto mlp = std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
+      std::make_shared<nn::Linear>(64, 128), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 128),
+      std::make_shared<nn::GELU>(), std::make_shared<nn::Linear>(128, 3)});
+  Tensor target = from_vector(std::vector<int64_t>{0, 2, 1, 2, 1, 0, 2, 1}, {8});
+  struct Case {
+    std::shared_ptr<nn::Sequential> model;
+    Tensor x;
+  };
+  for (const Case& c : {Case{cnn, randn({8, 2, 5, 5})}, Case{mlp, randn({8, 64})}}) {
+    nn::Module& m = *c.model;
+    CompiledFunction step = compile_training_step(
+        m, [&m](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy(m(in[0]), in[1])}; },
+        interpreter());
+    step({c.x, target});
+    const CompileReport& r = step.report();
+    EXPECT_GT(r.lower_bound_bytes, 0);
+    EXPECT_LE(double(r.arena_bytes), 1.10 * double(r.lower_bound_bytes)) << r.plan;
+    EXPECT_LT(r.arena_bytes, r.naive_bytes) << r.plan;
+  }
+}
+
 }  // namespace
 }  // namespace smelt

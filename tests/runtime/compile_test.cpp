@@ -131,6 +131,21 @@ TEST(Compile, MatmulWithBiasAndReluEpilogue) {
   expect_matches_eager(fn, {testing::random_tensor({16, 32}, -1, 1, 13).to(DType::Float32)}, true);
 }
 
+TEST(Compile, InPlaceReuseKeepsResults) {
+  // Each layer's epilogue may write over the product it reads (same size, read where written).
+  Tensor w1 = testing::random_tensor({16, 16}, -1, 1, 21).to(DType::Float32);
+  Tensor w2 = testing::random_tensor({16, 16}, -1, 1, 22).to(DType::Float32);
+  Tensor b = testing::random_tensor({16}, -1, 1, 23).to(DType::Float32);
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor h = relu(matmul(in[0], w1) + b);
+    return std::vector<Tensor>{tanh(matmul(h, w2)) * 2.0};
+  };
+  expect_matches_eager(fn, {special({8, 16}, 24)}, true);
+  CompiledFunction f = compile(fn, interpreter());
+  f({special({8, 16}, 24)});
+  EXPECT_NE(f.report().plan.find("1 in-place reuses"), std::string::npos) << f.report().plan;
+}
+
 TEST(Compile, OutputsThatAreInputsOrRepeatedAreSeparateTensors) {
   Fn fn = [](const std::vector<Tensor>& in) {
     Tensor y = in[0] + 1.0;
