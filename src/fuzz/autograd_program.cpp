@@ -114,7 +114,9 @@ Tensor functional_form(const Step& s, const Tensor& t, const Tensor& o) {
 
 std::string step_text(const Step& s, int new_slot) {
   std::ostringstream os;
-  auto slot = [](int i) { return "%" + std::to_string(i); };
+  // (std::string("%") += ..., not "%" + std::to_string(i): g++ 12 warns falsely (-Wrestrict) on
+  // the latter.)
+  auto slot = [](int i) { return std::string("%") += std::to_string(i); };
   if (step_is_in_place(s.kind)) {
     os << slot(s.a) << "." << kind_name(s.kind) << "(";
     const char* sep = "";

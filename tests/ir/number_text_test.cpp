@@ -134,8 +134,8 @@ TEST(NumberText, ValueNames) {
   h.add_output(spaced);
   const std::string text = ir::print(h);
   EXPECT_NE(text.find("%fc.weight: f32[2] param"), std::string::npos) << text;
-  EXPECT_EQ(ir::value_ref(odd), "%" + std::to_string(odd->id));
-  EXPECT_EQ(ir::value_ref(spaced), "%" + std::to_string(spaced->id));
+  EXPECT_EQ(ir::value_ref(odd), std::string("%") += std::to_string(odd->id));  // (+= : see autograd_program.cpp)
+  EXPECT_EQ(ir::value_ref(spaced), std::string("%") += std::to_string(spaced->id));
   EXPECT_EQ(ir::print(*ir::parse(text)), text);
 }
 
