@@ -27,9 +27,9 @@ inline int64_t row_grain(int64_t cols) {
 // Online: one pass over x finds each block's running maximum and sums exp(x - running max),
 // rescaling the sum when the maximum grows; softmax keeps those exponentials in y and a second
 // pass (over y, still in cache for rows up to the L2's size) scales them, so exp runs once per
-// element; log_softmax's second pass reads x again: y = (x - max) - log(sum).
-// Sums are kept in double. Special values follow the naive float64 formula: a NaN or +inf
-// anywhere makes the row NaN, an all -inf row is NaN, -inf elements of other rows give 0 (-inf).
+// element; log_softmax's second pass reads x again: y = (x - max) - log(sum). The sums run in T
+// over 16 terms per lane, then in double. Special values follow the naive float64 formula: a NaN
+// or +inf anywhere makes the row NaN, an all -inf row is NaN, -inf elsewhere gives 0 (or -inf).
 void softmax_rows(const float* x, float* y, int64_t rows, int64_t cols, int64_t x_row_stride,
                   int64_t y_row_stride, bool log);
 void softmax_rows(const double* x, double* y, int64_t rows, int64_t cols, int64_t x_row_stride,
