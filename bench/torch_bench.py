@@ -56,6 +56,12 @@ def softmax_2048x1024():
     return (lambda: f(x)), f, (x,)
 
 
+def log_softmax_2048x1024():
+    x = torch.randn(2048, 1024)
+    f = lambda x: torch.log_softmax(x, -1)
+    return (lambda: f(x)), f, (x,)
+
+
 def layer_norm_2048x1024():
     x, w, b = torch.randn(2048, 1024), torch.randn(1024), torch.randn(1024)
     f = lambda x, w, b: F.layer_norm(x, (1024,), w, b)
@@ -133,6 +139,7 @@ def tiny_op():
 WORKLOADS = [
     Workload("gelu(x*a+b) 16M", elementwise_chain, bytes_moved=2 * 4 * 16 * 2**20),
     Workload("softmax 2048x1024", softmax_2048x1024, bytes_moved=2 * 4 * 2048 * 1024),
+    Workload("log_softmax 2048x1024", log_softmax_2048x1024, bytes_moved=2 * 4 * 2048 * 1024),
     Workload("layer_norm 2048x1024", layer_norm_2048x1024, bytes_moved=2 * 4 * 2048 * 1024),
     Workload("sgemm 1024^3", sgemm_1024, flops=2 * 1024**3),
     Workload("linear+bias+relu 1024^3", linear_relu_1024, flops=2 * 1024**3),

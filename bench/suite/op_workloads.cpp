@@ -11,7 +11,7 @@ namespace smelt::bench {
 namespace {
 
 constexpr int64_t kChainElements = int64_t(16) << 20;
-constexpr int64_t kRows = 2048, kCols = 1024;  // softmax / layer_norm
+constexpr int64_t kRows = 2048, kCols = 1024;  // softmax, log_softmax, layer_norm
 constexpr int64_t kGemm = 1024;
 
 // Inference-style ops: inputs never require grad, and no graph is recorded.
@@ -31,6 +31,11 @@ Step elementwise_chain() {
 Step softmax_rows() {
   Tensor x = randn({kRows, kCols});
   return no_grad([=] { softmax(x, -1); });
+}
+
+Step log_softmax_rows() {
+  Tensor x = randn({kRows, kCols});
+  return no_grad([=] { log_softmax(x, -1); });
 }
 
 Step layer_norm_rows() {
@@ -68,6 +73,7 @@ std::vector<Workload> op_workloads() {
   std::vector<Workload> w = {
       {.name = "gelu(x*a+b) 16M", .bytes = 2.0 * 4 * kChainElements, .build = elementwise_chain},
       {.name = "softmax 2048x1024", .bytes = rows_bytes, .build = softmax_rows},
+      {.name = "log_softmax 2048x1024", .bytes = rows_bytes, .build = log_softmax_rows},
       {.name = "layer_norm 2048x1024", .bytes = rows_bytes, .build = layer_norm_rows},
       {.name = "sgemm 1024^3", .flops = 2.0 * kGemm * kGemm * kGemm, .build = sgemm},
       {.name = "linear+bias+relu 1024^3", .flops = 2.0 * kGemm * kGemm * kGemm, .build = linear_relu},

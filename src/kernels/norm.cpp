@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "kernels/loops.h"
 #include "kernels/reduce.h"
+#include "kernels/row_kernels.h"
 #include "kernels/row_reduce.h"
+#include "kernels/row_view.h"
 
 namespace smelt::kernels {
 namespace {
@@ -17,21 +20,21 @@ Tensor row_major(const Tensor& t) {
   return copy;
 }
 
-// y (n) = (x - mean) * rstd * w + b, one row of layer norm. Centered in double: with float32 x
-// far from zero, x * rstd - mean * rstd would cancel away most of the significant digits.
-template <class T>
-void normalize_row(T* y, const T* x, const T* w, const T* b, int64_t n, double mean, double rstd) {
-  for (int64_t i = 0; i < n; ++i) y[i] = T((double(x[i]) - mean) * rstd) * w[i] + b[i];
-}
-
 }  // namespace
 
 void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
                         const Tensor& w, const Tensor& b, int64_t normalized_dims, double eps) {
+  const int64_t split = x.dim() - normalized_dims;
   int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < x.dim(); ++d) (d < x.dim() - normalized_dims ? rows : cols) *= x.size(d);
+  for (int64_t d = 0; d < x.dim(); ++d) (d < split ? rows : cols) *= x.size(d);
   if (rows == 0) return;
-  Tensor xs = row_major(x), ws = row_major(w), bs = row_major(b);
+  Tensor xs = x;
+  std::optional<int64_t> stride = row_stride(x, split);
+  if (!stride) {
+    xs = row_major(x);
+    stride = cols;
+  }
+  Tensor ws = row_major(w), bs = row_major(b);
   SMELT_DISPATCH_FLOATING(x.dtype(), "layer_norm", [&] {
     using T = scalar_t;
     const T* px = xs.data<T>();
@@ -40,18 +43,10 @@ void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd,
     T* py = y.data<T>();
     T* pmean = mean.data<T>();
     T* prstd = rstd.data<T>();
-    parallel_for(rows, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(cols, 1)),
-                 [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const T* row = px + r * cols;
-        // An empty row has mean 0/0 = NaN, as PyTorch reports it.
-        const double mu = row_sum(row, cols) / double(cols);
-        const double var = row_sum_sq_dev(row, cols, mu) / double(cols);
-        const double inv = 1.0 / std::sqrt(var + eps);
-        pmean[r] = T(mu);
-        prstd[r] = T(inv);
-        normalize_row(py + r * cols, row, pw, pb, cols, mu, inv);
-      }
+    const int64_t xstride = *stride;
+    parallel_for(rows, row_grain(cols), [&](int64_t begin, int64_t end) {
+      layer_norm_rows(px + begin * xstride, pw, pb, py + begin * cols, pmean + begin,
+                      prstd + begin, end - begin, cols, xstride, cols, eps);
     });
   });
 }

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "kernels/loops.h"
 #include "kernels/reduce.h"
-#include "kernels/row_reduce.h"
+#include "kernels/row_kernels.h"
+#include "kernels/row_view.h"
 #include "kernels/scalar.h"
 
 namespace smelt::kernels {
@@ -14,22 +16,6 @@ namespace {
 
 // The column path reduces this many adjacent inner positions at once (stack buffers).
 constexpr int64_t kColumnBlock = 256;
-
-// One contiguous row: y (n) from x (n). A NaN anywhere makes the whole row NaN through the sum.
-template <class T>
-void softmax_row(const T* x, T* y, int64_t n, bool log) {
-  const T m = row_max(x, n);
-  for (int64_t i = 0; i < n; ++i) y[i] = scalar::exp(x[i] - m);
-  const double s = row_sum(y, n);
-  if (log) {
-    // (x - m) - log s, not x - (m + log s): the sum would round away log s next to a large m.
-    const T log_s = T(std::log(s));
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_s;
-  } else {
-    const T inv = T(1.0 / s);
-    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
-  }
-}
 
 // A block of `width` adjacent columns: x and y point at element (o, 0, j0) of an
 // (outer, n, inner) array; column j is x[k * inner + j] for k in [0, n).
@@ -68,14 +54,30 @@ void softmax_columns(const T* x, T* y, int64_t n, int64_t inner, int64_t width, 
   }
 }
 
+// The row path: x seen as (outer, n) rows, read in place when its layout allows.
+void softmax_row_path(const Tensor& y, const Tensor& x, int64_t dim, int64_t outer, int64_t n,
+                      bool log) {
+  Tensor src = x;
+  std::optional<int64_t> stride = row_stride(x, dim);
+  if (!stride) {
+    src = empty(x.shape(), x.dtype());
+    copy_strided(src, x);
+    stride = n;
+  }
+  SMELT_DISPATCH_FLOATING(x.dtype(), (log ? "log_softmax" : "softmax"), [&] {
+    using T = scalar_t;
+    const T* px = src.data<T>();
+    T* py = y.data<T>();
+    const int64_t xs = *stride;
+    parallel_for(outer, row_grain(n), [&](int64_t begin, int64_t end) {
+      softmax_rows(px + begin * xs, py + begin * n, end - begin, n, xs, n, log);
+    });
+  });
+}
+
 }  // namespace
 
 void softmax_forward(const Tensor& y, const Tensor& x, int64_t dim, bool log) {
-  Tensor src = x;
-  if (!x.is_contiguous()) {
-    src = empty(x.shape(), x.dtype());
-    copy_strided(src, x);
-  }
   int64_t outer = 1, n = 1, inner = 1;
   for (int64_t d = 0; d < x.dim(); ++d) {
     if (d < dim) outer *= x.size(d);
@@ -83,16 +85,19 @@ void softmax_forward(const Tensor& y, const Tensor& x, int64_t dim, bool log) {
     else inner *= x.size(d);
   }
   if (outer * n * inner == 0) return;
+  if (inner == 1) {
+    softmax_row_path(y, x, x.dim() == 0 ? 0 : dim, outer, n, log);
+    return;
+  }
+  Tensor src = x;
+  if (!x.is_contiguous()) {
+    src = empty(x.shape(), x.dtype());
+    copy_strided(src, x);
+  }
   SMELT_DISPATCH_FLOATING(x.dtype(), (log ? "log_softmax" : "softmax"), [&] {
     using T = scalar_t;
     const T* px = src.data<T>();
     T* py = y.data<T>();
-    if (inner == 1) {
-      parallel_for(outer, std::max<int64_t>(1, kParallelGrain / n), [&](int64_t begin, int64_t end) {
-        for (int64_t o = begin; o < end; ++o) softmax_row(px + o * n, py + o * n, n, log);
-      });
-      return;
-    }
     const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
     const int64_t work_per_task = n * std::min(inner, kColumnBlock);
     parallel_for(outer * blocks, std::max<int64_t>(1, kParallelGrain / work_per_task),
