@@ -177,7 +177,10 @@ class Lowerer {
   void store_output(size_t o) {
     const ir::Value* v = body_.outputs()[o];
     Map m = natural_map(v->meta.shape);
-    const bool row = !reductions_.empty() && inner_invariant(m, n_outer_);
+    // A row store when the value is the same along the inner dims, unless the output has the
+    // space's own shape: then every reduced extent is 1 (layer_norm over a [.., 1] row) and the
+    // value may load arguments, which only loop stages can; a loop store writes it once anyway.
+    const bool row = !reductions_.empty() && v->meta.shape != shape_ && inner_invariant(m, n_outer_);
     // Each output element is written once: an output has the space's shape, or (a row store) the
     // reduced shape.
     const bool fits = row ? v->meta.shape == reduced_shape(shape_, dims_, true) ||
@@ -274,6 +277,12 @@ class Lowerer {
       return add_expr(e);
     }
     const int arg = leaf_arg(v);
+    if (arg >= 0 && stage == kRowStage) {
+      // A row epilogue reading an argument of the reduced shape (sum(x) + b[row]): row
+      // expressions run once per row, outside the loops, over reduction results and constants
+      // only (loop_kernel.h), so no load can sit there.
+      throw CannotLower{"a row epilogue reads an argument of the reduced shape " + shape_str(v->meta.shape)};
+    }
     if (arg >= 0) {
       Expr e;
       e.kind = ExprKind::Load;
