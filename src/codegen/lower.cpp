@@ -414,35 +414,54 @@ class Lowerer {
       red.stage = stage_of_.at(n);
       red.dtype = n->inputs[0]->meta.dtype;
       red.value = expr_of(n->inputs[0], natural_map(n->inputs[0]->meta.shape), red.stage);
+      if (red.op == ReduceOp::Sum && red.dtype == DType::Float32) {
+        // float32 sums accumulate in double and round once, as the eager kernels do (RowAcc in
+        // kernels/reduce_core.h): a float32 accumulator loses the small terms of a long row and
+        // rounds a constant row's mean away from its value (layer_norm of a padding row).
+        red.value = cast_expr(red.value, DType::Float64, red.stage);
+        red.dtype = DType::Float64;
+      }
       k_.reductions.push_back(red);
       index = int(k_.reductions.size()) - 1;
       reduction_index_[n] = index;
     }
     SMELT_INTERNAL_CHECK(stage > k_.reductions[size_t(index)].stage)
         << "lower: reduction read in stage " << stage << " before it completes";
+    const DType acc = k_.reductions[size_t(index)].dtype;  // float64 for a widened float32 sum
     Expr e;
     e.kind = ExprKind::ReductionResult;
-    e.dtype = v->meta.dtype;
+    e.dtype = acc;
     e.stage = stage;
     e.reduction = index;
     int result = add_expr(e);
-    if (n->op != OpId::mean) return result;
-    int64_t count = 1;
-    for (int64_t d : dims_) count *= shape_[d];
-    Expr c;
-    c.kind = ExprKind::Constant;
-    c.dtype = v->meta.dtype;
-    c.stage = stage;
-    // The count as the value's dtype holds it (a float32 count above 2^24 rounds, as the eager
-    // mean's division does).
-    c.fvalue = v->meta.dtype == DType::Float32 ? double(float(count)) : double(count);
-    Expr div;
-    div.kind = ExprKind::Call;
-    div.dtype = v->meta.dtype;
-    div.stage = stage;
-    div.call = kernels::ScalarCall{kernels::ScalarFn::div};
-    div.operands = {result, add_expr(c)};
-    return add_expr(div);
+    if (n->op == OpId::mean) {
+      int64_t count = 1;
+      for (int64_t d : dims_) count *= shape_[d];
+      Expr c;
+      c.kind = ExprKind::Constant;
+      c.dtype = acc;
+      c.stage = stage;
+      c.fvalue = double(count);  // float64: exact up to 2^53; the eager mean divides by double(count)
+      Expr div;
+      div.kind = ExprKind::Call;
+      div.dtype = acc;
+      div.stage = stage;
+      div.call = kernels::ScalarCall{kernels::ScalarFn::div};
+      div.operands = {result, add_expr(c)};
+      result = add_expr(div);
+    }
+    return acc == v->meta.dtype ? result : cast_expr(result, v->meta.dtype, stage);
+  }
+
+  // `operand` converted to `dtype` by the cast op's scalar function.
+  int cast_expr(int operand, DType dtype, int stage) {
+    Expr e;
+    e.kind = ExprKind::Call;
+    e.dtype = dtype;
+    e.stage = stage;
+    e.call = *ops::elementwise_scalar_call(OpId::cast, ops::Attrs{{"dtype", dtype}}, k_.exprs[size_t(operand)].dtype);
+    e.operands = {operand};
+    return add_expr(e);
   }
 
   // Drops size-1 dims and merges adjacent dims (within outer, within inner) that every access
