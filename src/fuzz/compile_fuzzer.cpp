@@ -5,7 +5,6 @@
 #include <sstream>
 #include <unordered_set>
 
-#include "codegen/decompose.h"
 #include "fuzz/compare.h"
 #include "ir/constant.h"
 #include "ir/printer.h"
@@ -218,22 +217,9 @@ CompileCaseResult check_prepared(PreparedCase& p, uint64_t input_seed) {
   };
   diff = judge(unoptimized, inputs, first, reference, exact, nullptr);
   if (!diff.empty()) return fail(diff);
-  // The tolerant outputs: against the reference, else against the reference with its row ops
-  // decomposed as the lowering decomposes them (the eager layer_norm and log_softmax compute in
-  // double or another formula: a difference in accuracy that a division by a value near zero
-  // downstream magnifies beyond any tolerance).
-  std::unique_ptr<ir::Graph> decomposed;
   auto judge_tolerant = [&](const std::vector<Tensor>& in, const std::vector<Tensor>& got,
                             const std::vector<Tensor>& want, int* rounded) {
-    std::string d = judge(unoptimized, in, got, want, tolerant, rounded);
-    if (d.empty() || !codegen::has_row_ops(unoptimized)) return d;
-    if (!decomposed) decomposed = codegen::decompose_row_ops(unoptimized);
-    int ignored = 0;
-    if (judge(*decomposed, in, got, trace::interpret(*decomposed, in), tolerant, &ignored).empty()) {
-      r.decomposition_rounding = true;
-      return std::string();
-    }
-    return d;
+    return judge(unoptimized, in, got, want, tolerant, rounded);
   };
   try {
     diff = judge_tolerant(inputs, first, reference, &r.rounded_outputs);

@@ -47,8 +47,6 @@ struct CompileCaseResult {
   bool layout_rounding = false;  // matched only against a reference with contiguous operands
   bool ill_conditioned = false;  // tolerant outputs beyond the tolerance on the special-value
                                  // inputs (cancellation), within it on ordinary inputs
-  bool decomposition_rounding = false;  // tolerant outputs matched only the reference with its
-                                        // row ops decomposed as the lowering does
   bool runtime_error = false;    // every run failed alike (an index out of range in the data)
   int kernels = 0;               // the plan's Kernel steps, Op steps and interpreted groups
   int op_steps = 0;

@@ -14,7 +14,7 @@ namespace smelt::tools {
 namespace {
 
 struct Totals {
-  int64_t cases = 0, failed = 0, exact = 0, tolerant = 0, rounded = 0, layout = 0, ill_conditioned = 0, decomposition = 0,
+  int64_t cases = 0, failed = 0, exact = 0, tolerant = 0, rounded = 0, layout = 0, ill_conditioned = 0,
           runtime_errors = 0, kernels = 0, op_steps = 0, interpreted = 0;
   double compile_ms = 0, wait_ms = 0, run_ms = 0;
 
@@ -26,7 +26,6 @@ struct Totals {
     rounded += r.rounded_outputs;
     layout += r.layout_rounding;
     ill_conditioned += r.ill_conditioned;
-    decomposition += r.decomposition_rounding;
     runtime_errors += r.runtime_error;
     kernels += r.kernels;
     op_steps += r.op_steps;
@@ -104,13 +103,13 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
   for (size_t b = 0; b < backends.size(); ++b) {
     const Totals& t = totals[b];
     std::printf("%s: %lld cases, %lld failed; outputs: %lld bit for bit, %lld within the tolerance (%lld of these "
-                "not bit-equal); %lld cases equal only with contiguous operands, %lld equal only to the decomposed row ops, %lld "
-                "ill-conditioned (equal on ordinary inputs), %lld failed alike in every run; plans: %lld kernels, %lld op steps, %lld "
+                "not bit-equal); %lld cases equal only with contiguous operands, %lld ill-conditioned (equal on "
+                "ordinary inputs), %lld failed alike in every run; plans: %lld kernels, %lld op steps, %lld "
                 "interpreted groups; time: compile %.1f s, waiting for kernels %.1f s, runs %.1f s\n",
                 fuzz::compile_backend_name(backends[b]), static_cast<long long>(t.cases),
                 static_cast<long long>(t.failed), static_cast<long long>(t.exact), static_cast<long long>(t.tolerant),
                 static_cast<long long>(t.rounded), static_cast<long long>(t.layout),
-                static_cast<long long>(t.decomposition), static_cast<long long>(t.ill_conditioned), static_cast<long long>(t.runtime_errors),
+                static_cast<long long>(t.ill_conditioned), static_cast<long long>(t.runtime_errors),
                 static_cast<long long>(t.kernels), static_cast<long long>(t.op_steps),
                 static_cast<long long>(t.interpreted), t.compile_ms / 1e3, t.wait_ms / 1e3, t.run_ms / 1e3);
     if (backends[b] == fuzz::CompileBackend::Cpp) {
