@@ -25,11 +25,12 @@ namespace {
 // elementwise results are the same bits; Op steps run the eager kernels themselves.
 //
 // TOLERANCE (|got - want| <= kAtol + kRtol |want|, NaN matching NaN, an infinity only the same
-// infinity) for outputs that a group holding sum, mean, softmax, log_softmax or layer_norm can
-// reach: the lowering folds a row in its own order (the interpreter: in inner order; generated
-// C++: as the compiler vectorizes it), where the eager kernels use lane-parallel row sums, and it
-// decomposes the row ops into max / exp / sum / mean primitives; and for outputs fold_batchnorm
-// may reach (compare.cpp). amax and amin are in the list for the sign of a zero result only: the
+// infinity) for outputs that a group holding sum, mean, amax, amin, softmax, log_softmax or
+// layer_norm can reach: the lowering folds a row in its own order (the interpreter: in inner
+// order; generated C++: as the compiler vectorizes it) where the eager kernels sum in lanes. Both
+// accumulate float32 in double and the row ops decompose into the eager kernels' arithmetic
+// (codegen/decompose.h), so almost all of these outputs are still the same bits (the CLI counts
+// those that are not); and for outputs fold_batchnorm may reach (compare.cpp). amax and amin are in the list for the sign of a zero result only: the
 // lowering folds with scalar maximum/minimum (+0 above -0, any order gives the same bits), the
 // eager row kernels (kernels/row_reduce.h, row_pick) keep the first of equal values, so a row
 // holding both zeros gives -0 or +0 by position there (seeds 2405, 14235, 19896).
