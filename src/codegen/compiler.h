@@ -3,10 +3,11 @@
 //
 // The compiler is `$SMELT_CXX` when set (a path, or a name looked up in PATH), else `c++`, else
 // `g++`. Its version (the first line of `--version`) is read once. Every kernel is compiled with
-// the same recorded flags, `-O3 -march=native -ffp-contract=off -fPIC -shared -fopenmp -std=c++20
-// -I<dir>` (no contraction, as smelt itself is built, so the roundings are the eager ones), where
-// <dir> holds kernels/scalar.h: the source tree for a smelt run from its build tree, the
-// installed copy (<includedir>/smelt/codegen) otherwise.
+// the same recorded flags, `-O3 -march=native -ffp-contract=off -fno-builtin-pow -fno-builtin-powf
+// -fPIC -shared -fopenmp -std=c++20 -I<dir>` (no contraction, as smelt itself is built, and no
+// rewriting of pow with a constant exponent, so the roundings are the eager ones), where <dir>
+// holds kernels/scalar.h: the source tree for a smelt run from its build tree, the installed
+// copy (<includedir>/smelt/codegen) otherwise.
 #pragma once
 
 #include <memory>

@@ -9,13 +9,15 @@
 
 namespace smelt::codegen {
 
-// A copy of `graph` with every softmax, log_softmax and layer_norm node replaced by:
-//   softmax(x, d)      m = amax(x, d, keepdim); e = exp(x - m); y = e / sum(e, d, keepdim)
-//   log_softmax(x, d)  m, e as above;           y = (x - m) - log(sum(e, d, keepdim))
+// A copy of `graph` with every softmax, log_softmax and layer_norm node replaced by the eager
+// kernels' arithmetic (T is the input's dtype; "double" is a cast to float64 when T is float32):
+//   softmax(x, d)      m = amax(x, d, keepdim); e = exp(x - m); s = sum(double(e), d, keepdim);
+//                      y = e * T(1 / s)
+//   log_softmax(x, d)  m, e, s as above;        y = (x - m) - T(log(s))
 //   layer_norm(x, w, b; ndim, eps)  over the last ndim dims, statistics kept as dims of size 1:
-//                      mu = mean(x); c = x - mu; rstd = rsqrt(mean(c * c) + eps);
-//                      y = c * rstd * w + b; outputs (y, mu, rstd)
-// The same values up to rounding (the eager kernels accumulate in other orders and precisions).
+//                      mu = mean(double(x)); c = double(x) - mu; rstd = rsqrt(mean(c * c) + eps);
+//                      y = T(c * rstd) * w + b; outputs (y, T(mu), T(rstd))
+// The same values up to the order of the double additions (the eager kernels sum in lanes).
 std::unique_ptr<ir::Graph> decompose_row_ops(const ir::Graph& graph);
 
 // Whether `graph` holds a node decompose_row_ops rewrites.

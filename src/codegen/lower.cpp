@@ -177,7 +177,10 @@ class Lowerer {
   void store_output(size_t o) {
     const ir::Value* v = body_.outputs()[o];
     Map m = natural_map(v->meta.shape);
-    const bool row = !reductions_.empty() && inner_invariant(m, n_outer_);
+    // A row store when the value is the same along the inner dims, unless the output has the
+    // space's own shape: then every reduced extent is 1 (layer_norm over a [.., 1] row) and the
+    // value may load arguments, which only loop stages can; a loop store writes it once anyway.
+    const bool row = !reductions_.empty() && v->meta.shape != shape_ && inner_invariant(m, n_outer_);
     // Each output element is written once: an output has the space's shape, or (a row store) the
     // reduced shape.
     const bool fits = row ? v->meta.shape == reduced_shape(shape_, dims_, true) ||
@@ -274,6 +277,12 @@ class Lowerer {
       return add_expr(e);
     }
     const int arg = leaf_arg(v);
+    if (arg >= 0 && stage == kRowStage) {
+      // A row epilogue reading an argument of the reduced shape (sum(x) + b[row]): row
+      // expressions run once per row, outside the loops, over reduction results and constants
+      // only (loop_kernel.h), so no load can sit there.
+      throw CannotLower{"a row epilogue reads an argument of the reduced shape " + shape_str(v->meta.shape)};
+    }
     if (arg >= 0) {
       Expr e;
       e.kind = ExprKind::Load;
@@ -405,9 +414,10 @@ class Lowerer {
       red.stage = stage_of_.at(n);
       red.dtype = n->inputs[0]->meta.dtype;
       red.value = expr_of(n->inputs[0], natural_map(n->inputs[0]->meta.shape), red.stage);
-      // float32 sums accumulate in float64, as the eager reductions do (RowAcc): a long row
-      // summed in float32 loses digits the eager result keeps.
       if (red.op == ReduceOp::Sum && red.dtype == DType::Float32) {
+        // float32 sums accumulate in double and round once, as the eager kernels do (RowAcc in
+        // kernels/reduce_core.h): a float32 accumulator loses the small terms of a long row and
+        // rounds a constant row's mean away from its value (layer_norm of a padding row).
         red.value = cast_expr(red.value, DType::Float64, red.stage);
         red.dtype = DType::Float64;
       }
@@ -417,7 +427,7 @@ class Lowerer {
     }
     SMELT_INTERNAL_CHECK(stage > k_.reductions[size_t(index)].stage)
         << "lower: reduction read in stage " << stage << " before it completes";
-    const DType acc = k_.reductions[size_t(index)].dtype;
+    const DType acc = k_.reductions[size_t(index)].dtype;  // float64 for a widened float32 sum
     Expr e;
     e.kind = ExprKind::ReductionResult;
     e.dtype = acc;
@@ -425,14 +435,13 @@ class Lowerer {
     e.reduction = index;
     int result = add_expr(e);
     if (n->op == OpId::mean) {
-      // sum / count in the accumulator's dtype, as the eager mean (MeanOp) divides.
       int64_t count = 1;
       for (int64_t d : dims_) count *= shape_[d];
       Expr c;
       c.kind = ExprKind::Constant;
       c.dtype = acc;
       c.stage = stage;
-      c.fvalue = acc == DType::Float32 ? double(float(count)) : double(count);
+      c.fvalue = double(count);  // float64: exact up to 2^53; the eager mean divides by double(count)
       Expr div;
       div.kind = ExprKind::Call;
       div.dtype = acc;
@@ -444,14 +453,14 @@ class Lowerer {
     return acc == v->meta.dtype ? result : cast_expr(result, v->meta.dtype, stage);
   }
 
-  int cast_expr(int value, DType to, int stage) {
+  // `operand` converted to `dtype` by the cast op's scalar function.
+  int cast_expr(int operand, DType dtype, int stage) {
     Expr e;
     e.kind = ExprKind::Call;
-    e.dtype = to;
+    e.dtype = dtype;
     e.stage = stage;
-    e.call = kernels::ScalarCall{kernels::ScalarFn::cast};
-    e.call.cast_to = to;
-    e.operands = {value};
+    e.call = *ops::elementwise_scalar_call(OpId::cast, ops::Attrs{{"dtype", dtype}}, k_.exprs[size_t(operand)].dtype);
+    e.operands = {operand};
     return add_expr(e);
   }
 

@@ -11,7 +11,10 @@
 // the iteration space is that shape with the reduced dims moved inner. A reduction that reads
 // another reduction's result runs in a later stage (softmax: max, then sum, then the store);
 // reduced values are read back at the row they belong to (ReductionResult), so a value of the
-// reduced shape is only usable through broadcasting against the iteration space.
+// reduced shape is only usable through broadcasting against the iteration space. float32 sums and
+// means fold in double and round once, as the eager kernels do. A row epilogue (an output of the
+// reduced shape) computes from reduction results and constants only: one that reads an argument
+// is refused.
 //
 // Anything else — an op with no lowering, a view the map cannot express, reductions over
 // different dims — is `LowerResult::reason`: the caller runs the group node by node instead.

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -44,6 +45,10 @@ CaseResult check_graph(const ir::Graph& graph, const std::string& pipeline, uint
 // Shrinks a failing graph while check_graph keeps failing.
 std::unique_ptr<ir::Graph> minimize(const ir::Graph& failing, const std::string& pipeline,
                                     uint64_t input_seed);
+
+// Shrinks a failing graph while `still_fails` holds (the same moves for any check).
+std::unique_ptr<ir::Graph> minimize(const ir::Graph& failing,
+                                    const std::function<bool(const ir::Graph&)>& still_fails);
 
 // A regression file: "# PIPELINE:" line, the graph, and "# EXPECT: same-as-interpreter".
 std::string regression_text(const ir::Graph& graph, const std::string& pipeline, uint64_t input_seed,

@@ -22,6 +22,13 @@ KernelStep::KernelStep(codegen::LoopKernel kernel, KernelBackend backend) {
 
 void KernelStep::run_interpreted() const { codegen::run_interpreted(kernel_, args_.data()); }
 
+std::string KernelStep::wait_compiled() const {
+  if (!handle_) return "";
+  handle_->wait();
+  if (handle_->compiled_entry()) return "";
+  return handle_->error().empty() ? "not compiled" : handle_->error();
+}
+
 const char* KernelStep::backend_name() const {
   if (!handle_) return "interpreter";
   if (handle_->compiled_entry()) return "compiled";

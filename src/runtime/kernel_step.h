@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "codegen/kernel_cache.h"
@@ -28,6 +29,9 @@ class KernelStep {
   }
 
   const codegen::LoopKernel& kernel() const { return handle_ ? handle_->kernel() : kernel_; }
+  // Waits for a pending compile; then "" when the kernel runs compiled or the backend is the
+  // interpreter, else why it stays interpreted (no compiler, a compiler error).
+  std::string wait_compiled() const;
   // "interpreter", "compiled", or "compiling" (interpreted until the compiler is done).
   const char* backend_name() const;
 

@@ -1,5 +1,6 @@
 #include "runtime/plan.h"
 
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -273,6 +274,14 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, con
   const ir::Node& first = *body.nodes().front();
   std::vector<int> first_in;
   for (const ir::Value* v : first.inputs) {
+    if (v->kind == ir::ValueKind::Constant) {  // fusion moves constants into the body (a weight)
+      Slot cs;
+      cs.kind = SlotKind::Constant;
+      cs.meta = v->meta;
+      cs.constant = v->constant.contiguous();
+      first_in.push_back(add_slot(cs));
+      continue;
+    }
     SMELT_INTERNAL_CHECK(v->is_graph_input()) << "plan: a contraction group's first node reads a computed value";
     size_t i = 0;
     while (body.inputs()[i] != v) ++i;
@@ -408,6 +417,7 @@ void Plan::Impl::instantiate() {
   if (options.memory_plan) offer_inplace();
   MemoryPlanOptions memory_options;
   memory_options.enabled = options.memory_plan;
+  if (options.edit_requests) options.edit_requests(requests);
   memory = plan_memory(requests, memory_options);
   check_plan(requests, memory);  // a plan with overlapping live buffers would corrupt results
   stats.arena_bytes = memory.arena_bytes;
@@ -521,6 +531,20 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs) {
     p.run_step(p.steps[i]);
   }
   return outputs;
+}
+
+std::string Plan::wait_for_kernels() const {
+  for (const Step& s : impl_->steps) {
+    if (!s.kernel) continue;
+    const std::string why = s.kernel->wait_compiled();
+    if (!why.empty()) return s.what + ": " + why;
+  }
+  return "";
+}
+
+void Plan::fill_arena(uint8_t byte) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::memset(impl_->arena->data(), byte, impl_->arena->nbytes());
 }
 
 const PlanStats& Plan::stats() const { return impl_->stats; }

@@ -15,6 +15,7 @@
 // as a kernel.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "codegen/loop_kernel.h"
 #include "ir/graph.h"
 #include "runtime/profile.h"
+#include "runtime/memory_plan.h"
 
 namespace smelt::runtime {
 
@@ -34,6 +36,9 @@ enum class KernelBackend : uint8_t {
 struct PlanOptions {
   KernelBackend backend = KernelBackend::Tiered;
   bool memory_plan = true;  // false (SMELT_NO_MEMPLAN=1): every intermediate its own region
+  // For tests of the checks that guard the planner (the compile fuzzer's): edits the buffer
+  // requests (lifetimes, sizes) before they are planned, as a bug in their computation would.
+  std::function<void(std::vector<BufferRequest>&)> edit_requests;
 };
 
 struct PlanStats {
@@ -56,6 +61,14 @@ class Plan {
   // `inputs` match the graph's inputs in shape and dtype (checked; a non-contiguous input is
   // copied). Returns the graph's outputs in fresh tensors. One call at a time per plan.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  // Blocks until every kernel step's background compile (Tiered) has finished; returns the first
+  // kernel that stays on the interpreter and why ("" when all are compiled, or for the
+  // Interpreter backend). Lets a caller compile many plans' kernels at once, then run them.
+  std::string wait_for_kernels() const;
+  // Fills the whole arena with `byte` (for tests: 0xff is NaN in every float and -1 in int64). A
+  // step that reads arena memory no earlier step of the same run wrote then shows in its results.
+  void fill_arena(uint8_t byte);
 
   const PlanStats& stats() const;
   // The steps, one line each (kind, what it runs, slots), the arena plan and the stats.

@@ -1,6 +1,9 @@
 // smelt fuzz: the differential fuzzer from the command line.
 //   smelt fuzz --seed S --cases N [--max-nodes K] [--max-rank R] [--max-dim D] [--passes P]
 //              [--out DIR]
+//   smelt fuzz --compile [--backend interpreter|cpp|both] --seed S --cases N: each graph through
+//              the compile pipeline, its plan run and compared with the unoptimized graph on the
+//              interpreter, the memory plan and replay checked (fuzz/compile_fuzzer.h).
 //   smelt fuzz --autograd --seed S --cases N: the eager autograd fuzzer (fuzz/autograd_fuzzer.h)
 //              instead; each failure prints its program.
 // Constants and inputs hold special values (NaN, ±inf, ±0, subnormals, extremes; int64 limits);
@@ -17,6 +20,7 @@
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
 #include "tools/commands.h"
+#include "tools/fuzz_compile.h"
 #include "tools/options.h"
 
 namespace smelt::tools {
@@ -58,6 +62,9 @@ void register_fuzz(CLI::App& app) {
     std::string passes = fuzz::kFuzzPipeline;
     std::string out;
     bool autograd = false;
+    bool compile = false;
+    std::string backend = "both";
+    int batch = 32;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("fuzz", "Random graphs: optimized vs interpreter vs eager");
@@ -72,7 +79,30 @@ void register_fuzz(CLI::App& app) {
   cmd->add_flag("--autograd", opt->autograd,
                 "random eager programs with in-place ops and views: gradients vs the out-of-place "
                 "program and finite differences");
+  cmd->add_flag("--compile", opt->compile,
+                "compile each graph (passes, fusion, lowering, memory plan) and compare its plan with "
+                "the unoptimized graph on the interpreter");
+  cmd->add_option("--backend", opt->backend, "with --compile: the kernels' backend")
+      ->check(CLI::IsMember({"interpreter", "cpp", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--batch", opt->batch, "with --compile: cases prepared at once (cpp kernels compile together)")
+      ->check(integer_in(1, 4096))
+      ->capture_default_str();
   cmd->callback([opt] {
+    if (opt->compile) {
+      CompileFuzzArgs args;
+      args.seed = opt->seed;
+      args.cases = opt->cases;
+      args.graphs.max_nodes = opt->max_nodes;
+      args.graphs.max_rank = opt->max_rank;
+      args.graphs.max_dim = opt->max_dim;
+      args.passes = opt->passes;
+      args.backend = opt->backend;
+      args.out = opt->out;
+      args.batch = opt->batch;
+      run_compile_fuzz(args);
+      return;
+    }
     if (opt->autograd) {
       run_autograd_fuzz(opt->seed, opt->cases);
       return;

@@ -12,7 +12,9 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/kernel_cache.h"
 #include "fusion/pattern.h"
+#include "fuzz/compile_fuzzer.h"
 #include "fuzz/fuzzer.h"
 #include "fuzz/special_values.h"
 #include "ir/constant.h"
@@ -326,6 +328,21 @@ TEST(Fuzz, RegressionCases) {
     auto g = ir::parse(text);
     fuzz::CaseResult r = fuzz::check_graph(*g, pipeline, seed);
     EXPECT_TRUE(r.passed) << entry.path() << ": " << r.message;
+    // Every case also through the compile path (compile_graph fuses after the passes, so a
+    // pipeline's trailing fuse is dropped); a "# COMPILE: cpp" case on generated C++ too.
+    fuzz::CompileCheckOptions options;
+    options.passes = pipeline;
+    const std::string fuse = ",fuse";
+    if (options.passes.size() > fuse.size() && options.passes.ends_with(fuse)) options.passes.resize(options.passes.size() - fuse.size());
+    std::vector<fuzz::CompileBackend> backends{fuzz::CompileBackend::Interpreter};
+    if (text.find("# COMPILE: cpp") != std::string::npos && codegen::KernelCache::global().compiler().available()) {
+      backends.push_back(fuzz::CompileBackend::Cpp);
+    }
+    for (fuzz::CompileBackend b : backends) {
+      options.backend = b;
+      fuzz::CompileCaseResult c = fuzz::check_compiled(*g, options, seed);
+      EXPECT_TRUE(c.passed) << entry.path() << " compiled (" << fuzz::compile_backend_name(b) << "): " << c.message;
+    }
   }
 }
 

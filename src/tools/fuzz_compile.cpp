@@ -1,0 +1,128 @@
+#include "tools/fuzz_compile.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <vector>
+
+#include "codegen/kernel_cache.h"
+#include "fuzz/compile_fuzzer.h"
+#include "fuzz/fuzzer.h"
+
+namespace smelt::tools {
+namespace {
+
+struct Totals {
+  int64_t cases = 0, failed = 0, exact = 0, tolerant = 0, rounded = 0, layout = 0, ill_conditioned = 0,
+          runtime_errors = 0, kernels = 0, op_steps = 0, interpreted = 0;
+  double compile_ms = 0, wait_ms = 0, run_ms = 0;
+
+  void add(const fuzz::CompileCaseResult& r) {
+    ++cases;
+    failed += !r.passed;
+    exact += r.exact_outputs;
+    tolerant += r.tolerant_outputs;
+    rounded += r.rounded_outputs;
+    layout += r.layout_rounding;
+    ill_conditioned += r.ill_conditioned;
+    runtime_errors += r.runtime_error;
+    kernels += r.kernels;
+    op_steps += r.op_steps;
+    interpreted += r.interpreted_groups;
+    compile_ms += r.compile_ms;
+    wait_ms += r.wait_ms;
+    run_ms += r.run_ms;
+  }
+};
+
+std::vector<fuzz::CompileBackend> backends_of(const std::string& name) {
+  if (name == "interpreter") return {fuzz::CompileBackend::Interpreter};
+  if (name == "cpp") return {fuzz::CompileBackend::Cpp};
+  return {fuzz::CompileBackend::Interpreter, fuzz::CompileBackend::Cpp};
+}
+
+}  // namespace
+
+void run_compile_fuzz(const CompileFuzzArgs& args) {
+  std::string passes = args.passes.empty() ? std::string(passes::kDefaultPipeline) : args.passes;
+  const std::string fuse = ",fuse";
+  if (passes.size() > fuse.size() && passes.compare(passes.size() - fuse.size(), fuse.size(), fuse) == 0) {
+    passes.resize(passes.size() - fuse.size());
+  }
+  passes::parse_pipeline(passes);  // reject an unknown pass before running anything
+  const std::vector<fuzz::CompileBackend> backends = backends_of(args.backend);
+  for (fuzz::CompileBackend b : backends) {
+    SMELT_CHECK(b != fuzz::CompileBackend::Cpp || codegen::KernelCache::global().compiler().available())
+        << "fuzz --compile --backend " << args.backend << ": no C++ compiler found ("
+        << codegen::KernelCache::global().compiler().missing << "); use --backend interpreter";
+  }
+  std::vector<Totals> totals(backends.size());
+  int64_t failed_cases = 0;
+  for (int64_t first = 0; first < args.cases; first += args.batch) {
+    const int64_t n = std::min<int64_t>(args.batch, args.cases - first);
+    // Prepare the batch (generated kernels compile on the cache's pool meanwhile), then check it.
+    std::vector<std::unique_ptr<ir::Graph>> graphs;
+    std::vector<std::vector<std::unique_ptr<fuzz::PreparedCase>>> prepared(backends.size());
+    for (int64_t i = 0; i < n; ++i) {
+      graphs.push_back(fuzz::random_graph(args.seed + uint64_t(first + i), args.graphs));
+      for (size_t b = 0; b < backends.size(); ++b) {
+        fuzz::CompileCheckOptions options;
+        options.passes = passes;
+        options.backend = backends[b];
+        prepared[b].push_back(fuzz::prepare_compiled(*graphs.back(), options));
+      }
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t seed = args.seed + uint64_t(first + i);
+      bool case_failed = false;
+      for (size_t b = 0; b < backends.size(); ++b) {
+        fuzz::CompileCaseResult r = fuzz::check_prepared(*prepared[b][size_t(i)], seed);
+        prepared[b][size_t(i)].reset();
+        totals[b].add(r);
+        if (r.passed) continue;
+        case_failed = true;
+        const fuzz::CompileCheckOptions options{passes, backends[b], nullptr};
+        auto small = fuzz::minimize(*graphs[size_t(i)], [&](const ir::Graph& g) {
+          return !fuzz::check_compiled(g, options, seed).passed;
+        });
+        std::printf("FAIL seed %llu [%s]: %s (minimized to %zu nodes)\n", static_cast<unsigned long long>(seed),
+                    fuzz::compile_backend_name(backends[b]), r.message.c_str(), small->num_nodes());
+        if (!args.out.empty()) {
+          const std::string path = args.out + "/compile_" + fuzz::compile_backend_name(backends[b]) + "_seed_" +
+                                   std::to_string(seed) + ".ir";
+          std::ofstream f(path);
+          f << fuzz::compiled_regression_text(*small, options, seed, r.message);
+          std::printf("  written to %s\n", path.c_str());
+        }
+        std::fflush(stdout);
+      }
+      failed_cases += case_failed;
+    }
+  }
+  for (size_t b = 0; b < backends.size(); ++b) {
+    const Totals& t = totals[b];
+    std::printf("%s: %lld cases, %lld failed; outputs: %lld bit for bit, %lld within the tolerance (%lld of these "
+                "not bit-equal); %lld cases equal only with contiguous operands, %lld ill-conditioned (equal on "
+                "ordinary inputs), %lld failed alike in every run; plans: %lld kernels, %lld op steps, %lld "
+                "interpreted groups; time: compile %.1f s, waiting for kernels %.1f s, runs %.1f s\n",
+                fuzz::compile_backend_name(backends[b]), static_cast<long long>(t.cases),
+                static_cast<long long>(t.failed), static_cast<long long>(t.exact), static_cast<long long>(t.tolerant),
+                static_cast<long long>(t.rounded), static_cast<long long>(t.layout),
+                static_cast<long long>(t.ill_conditioned), static_cast<long long>(t.runtime_errors),
+                static_cast<long long>(t.kernels), static_cast<long long>(t.op_steps),
+                static_cast<long long>(t.interpreted), t.compile_ms / 1e3, t.wait_ms / 1e3, t.run_ms / 1e3);
+    if (backends[b] == fuzz::CompileBackend::Cpp) {
+      const codegen::KernelCacheStats s = codegen::KernelCache::global().stats();
+      std::printf("kernel cache: %lld compiled (%.1f s in the compiler, %lld failures), %lld disk hits, %lld "
+                  "memory hits\n",
+                  static_cast<long long>(s.misses), s.compile_seconds, static_cast<long long>(s.compile_failures),
+                  static_cast<long long>(s.disk_hits), static_cast<long long>(s.memory_hits));
+    }
+  }
+  std::printf("%lld passed, %lld failed\n", static_cast<long long>(args.cases - failed_cases),
+              static_cast<long long>(failed_cases));
+  if (failed_cases > 0) throw CLI::RuntimeError(1);
+}
+
+}  // namespace smelt::tools

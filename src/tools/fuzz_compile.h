@@ -1,0 +1,25 @@
+// smelt fuzz --compile: the compile fuzzer (fuzz/compile_fuzzer.h) from the command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "fuzz/random_graph.h"
+
+namespace smelt::tools {
+
+struct CompileFuzzArgs {
+  uint64_t seed = 1;
+  int64_t cases = 1000;
+  fuzz::RandomGraphOptions graphs;
+  std::string passes;             // before fusion; a trailing ",fuse" is dropped (compile fuses)
+  std::string backend = "both";   // interpreter, cpp or both
+  std::string out;                // directory for minimized failing cases
+  int batch = 32;                 // cases prepared at once (their cpp kernels compile together)
+};
+
+// Prints one line per failure, counts and timings per backend, then "N passed, M failed".
+// Throws CLI::RuntimeError(1) when a case failed.
+void run_compile_fuzz(const CompileFuzzArgs& args);
+
+}  // namespace smelt::tools
