@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "codegen/lower.h"
-#include "ops/contraction_tiles.h"
 #include "ops/dispatch.h"
+#include "runtime/contraction_step.h"
 #include "runtime/kernel_step.h"
 #include "runtime/memory_plan.h"
 #include "smelt/autograd.h"
@@ -59,17 +59,6 @@ std::unique_ptr<ir::Graph> single_node_body(const ir::Node& node) {
   ir::Node* n = body->add_node(node.op, in, node.attrs);
   for (ir::Value* v : n->outputs) body->add_output(v);
   return body;
-}
-
-// A contraction group's epilogue: its body with the contraction (the first node) removed and
-// its output turned into the last body input.
-std::unique_ptr<ir::Graph> epilogue_body(const ir::Graph& body) {
-  std::unique_ptr<ir::Graph> g = body.clone();
-  ir::Node* contraction = g->nodes().front().get();
-  ir::Value* result = g->add_input(contraction->outputs[0]->meta);
-  g->replace_all_uses(contraction->outputs[0], result);
-  g->erase_node(contraction);
-  return g;
 }
 
 }  // namespace
@@ -155,7 +144,6 @@ struct Plan::Impl {
   void instantiate();
   void bind(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
   void run_step(Step& step);
-  void run_tiled_contraction(Step& step);
 };
 
 void Plan::Impl::build(const ir::Graph& graph) {
@@ -275,7 +263,7 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, con
   ++stats.op_steps;
   std::vector<int> epilogue_in = in;
   epilogue_in.push_back(temp);
-  add_kernel_step(*epilogue_body(body), name, epilogue_in, out);
+  add_kernel_step(*contraction_epilogue_body(body), name, epilogue_in, out);
 }
 
 void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
@@ -372,7 +360,10 @@ void Plan::Impl::run_step(Step& step) {
       return;
     }
     case StepKind::TiledContraction: {
-      run_tiled_contraction(step);
+      std::vector<Tensor> in;
+      for (int s : step.op_slots) in.push_back(tensors[size_t(s)]);
+      step.kernel->bind(pointers, step.arg_slots);
+      run_tiled_contraction(step.op, step.attrs, in, tensors[size_t(step.product_slot)], *step.kernel);
       return;
     }
     case StepKind::Interpret: {
@@ -385,82 +376,26 @@ void Plan::Impl::run_step(Step& step) {
   }
 }
 
-// ---- Contraction groups with the epilogue inside the GEMM (ops/contraction_tiles.h)
-//
-// One step: the GEMM calls the epilogue kernel's tile entry on each output tile it finishes, so
-// the product is read back from cache instead of memory. Where the product lands: in the group's
-// output when the group returns it; else in an output of the product's shape and dtype that the
-// epilogue writes exactly where it reads the product (it then finishes C in place, and the
-// product never exists elsewhere); else in an arena temporary. The values are those of the
-// two-step path: the same GEMM, and the epilogue's scalar math on the same products.
-//
-// The step's outputs must never share memory with its inputs (no in-place offers to the memory
-// planner): the GEMM writes C before the epilogue reads the other inputs at that tile.
-namespace {
-
-bool same_access(const codegen::Access& a, const codegen::Access& b) {
-  return a.offset == b.offset && a.outer_strides == b.outer_strides && a.inner_strides == b.inner_strides;
-}
-
-// An output (index into the body's outputs) the GEMM may write the product into, read in place
-// by the epilogue kernel `k` whose argument `product_arg` is the product; -1 when none fits.
-int inplace_output(const codegen::LoopKernel& k, const ir::Graph& body, int product_arg, int first_output_arg) {
-  const ops::TensorMeta& product = body.nodes().front()->outputs[0]->meta;
-  for (size_t o = 0; o < body.outputs().size(); ++o) {
-    const ops::TensorMeta& meta = body.outputs()[o]->meta;
-    if (meta.shape != product.shape || meta.dtype != product.dtype) continue;
-    const int arg = first_output_arg + int(o);
-    const codegen::Access* store = nullptr;
-    int stores = 0;
-    for (const codegen::Store& s : k.stores) {
-      if (k.accesses[size_t(s.access)].arg == arg) store = &k.accesses[size_t(s.access)], ++stores;
-    }
-    if (stores != 1) continue;
-    bool fits = true;
-    for (const codegen::Access& a : k.accesses) {
-      if (a.arg == product_arg && !same_access(a, *store)) fits = false;
-    }
-    if (fits) return int(o);
-  }
-  return -1;
-}
-
-}  // namespace
-
+// A contraction group in one step, its epilogue in the GEMM's tiles (runtime/contraction_step.h);
+// false when the tile form does not apply (the caller then makes the two steps).
 bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
                                        const std::vector<int>& out) {
+  std::optional<TiledContraction> tiled = lower_tiled_contraction(body, name);
+  if (!tiled) return false;
   const ir::Node& first = *body.nodes().front();
-  std::vector<ops::TensorMeta> metas;
-  for (const ir::Value* v : first.inputs) metas.push_back(v->meta);
-  codegen::LowerOptions lower_options;
-  lower_options.tile_col_dims = ops::contraction_tile_col_dims(first.op, metas);
-  if (lower_options.tile_col_dims == 0) return false;
-  codegen::LowerResult lowered = codegen::lower(*epilogue_body(body), name, lower_options);
-  if (!lowered.kernel) return false;
   Step s;
   s.kind = StepKind::TiledContraction;
   s.what = name + " (epilogue in the GEMM's tiles)";
   s.op = first.op;
   s.attrs = first.attrs;
-  for (const ir::Value* v : first.inputs) {
-    size_t i = 0;
-    while (i < body.inputs().size() && body.inputs()[i] != v) ++i;
-    SMELT_INTERNAL_CHECK(i < body.inputs().size()) << "plan: a contraction group's first node reads a computed value";
-    s.op_slots.push_back(in[i]);
-  }
-  const int product_arg = int(body.inputs().size());
-  const int first_output_arg = product_arg + 1 + int(lowered.constants.size());
-  int product_output = -1;
-  for (size_t o = 0; o < body.outputs().size(); ++o) {
-    if (body.outputs()[o] == first.outputs[0]) product_output = int(o);
-  }
-  if (product_output < 0) product_output = inplace_output(*lowered.kernel, body, product_arg, first_output_arg);
-  s.product_slot = product_output >= 0 ? out[size_t(product_output)] : temp_slot(first.outputs[0]->meta, int(steps.size()));
+  for (int i : tiled->operand_inputs) s.op_slots.push_back(in[size_t(i)]);
+  s.product_slot = tiled->product_output >= 0 ? out[size_t(tiled->product_output)]
+                                              : temp_slot(first.outputs[0]->meta, int(steps.size()));
   s.in_slots = in;
   s.out_slots = out;
   s.arg_slots = in;
   s.arg_slots.push_back(s.product_slot);
-  for (const Tensor& c : lowered.constants) {
+  for (const Tensor& c : tiled->lowered.constants) {
     Slot cs;
     cs.kind = SlotKind::Constant;
     cs.meta = ops::meta_of(c);
@@ -468,24 +403,12 @@ bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string&
     s.arg_slots.push_back(add_slot(cs));
   }
   s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
-  s.kernel = std::make_unique<KernelStep>(std::move(*lowered.kernel), options.backend);
+  s.kernel = std::make_unique<KernelStep>(std::move(*tiled->lowered.kernel), options.backend);
   steps.push_back(std::move(s));
   ++stats.kernels;
   ++stats.op_steps;
   ++stats.tiled_contractions;
   return true;
-}
-
-void Plan::Impl::run_tiled_contraction(Step& step) {
-  std::vector<Tensor> in;
-  for (int s : step.op_slots) in.push_back(tensors[size_t(s)]);
-  step.kernel->bind(pointers, step.arg_slots);
-  kernels::GemmEpilogue epilogue;
-  epilogue.fn = [](void* ctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    static_cast<const KernelStep*>(ctx)->run_tile(r0, r1, c0, c1);
-  };
-  epilogue.ctx = step.kernel.get();
-  ops::contraction_with_epilogue(step.op, in, step.attrs, tensors[size_t(step.product_slot)], epilogue);
 }
 
 Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
