@@ -112,6 +112,19 @@ class Emitter {
   std::string run() {
     header();
     out_ << "extern \"C\" void " << symbol_ << "(void* const* args) {\n";
+    arguments();
+    bool row_work = false;
+    for (const Store& s : k_.stores) row_work |= s.stage == k_.stages;
+    if (k_.stages == 1 && k_.reductions.empty() && !row_work) elementwise();
+    else rows();
+    out_ << "}\n";
+    if (k_.tiled) tile_entry();
+    return out_.str();
+  }
+
+ private:
+  // The argument pointers a<i> and the constants e<i>, at the top of an entry.
+  void arguments() {
     for (size_t i = 0; i < k_.args.size(); ++i) {
       const Arg& a = k_.args[i];
       const std::string t = dtype_cpp_type(a.dtype);
@@ -124,15 +137,32 @@ class Emitter {
       out_ << "  [[maybe_unused]] const " << dtype_cpp_type(k_.exprs[e].dtype) << " e" << e << " = "
            << constant_text(k_.exprs[e]) << ";\n";
     }
-    bool row_work = false;
-    for (const Store& s : k_.stores) row_work |= s.stage == k_.stages;
-    if (k_.stages == 1 && k_.reductions.empty() && !row_work) elementwise();
-    else rows();
-    out_ << "}\n";
-    return out_.str();
   }
 
- private:
+  // The tile form's second entry (loop_kernel.h): rows [r0, r1) of the flattened outer dims,
+  // columns [c0, c1) of the one inner dim, on the calling thread (a GEMM's worker: no OpenMP).
+  void tile_entry() {
+    out_ << "\nextern \"C\" void " << symbol_
+         << "_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {\n";
+    arguments();
+    Dims outer{k_.outer, {}};
+    std::vector<int64_t> last;
+    for (const Access& a : k_.accesses) {
+      outer.stride.push_back(a.outer_strides);
+      last.push_back(a.inner_strides[0]);
+    }
+    outer = merge_dims(outer);
+    out_ << "  for (int64_t r = r0; r < r1; ++r) {\n";
+    std::vector<std::string> names;
+    unflatten("    ", "r", outer.extent, "p", &names);
+    offsets("    ", "", nullptr, names, outer.stride);
+    std::string pragma = simd_pragma(0);
+    if (!pragma.empty()) out_ << "    " << pragma << "\n";
+    out_ << "    for (int64_t i = c0; i < c1; ++i) {\n";
+    body(0, "      ", "", "i", last);
+    out_ << "    }\n  }\n}\n";
+  }
+
   void header() {
     out_ << "// smelt generated kernel " << symbol_ << ": " << k_.name << "\n";
     std::istringstream comment(k_.comment);

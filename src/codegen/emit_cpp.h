@@ -9,6 +9,8 @@
 // multiple of the vector width the compiler emits no tail loop. The outer loop (for kernels
 // without reductions: every dim but the innermost, plus blocks of the innermost) runs under
 // `#pragma omp parallel for` when the kernel's work reaches kParallelGrain, as the eager kernels.
+// A tiled kernel (loop_kernel.h) also gets `extern "C" void <symbol>_tile(void* const* args,
+// int64_t r0, int64_t r1, int64_t c0, int64_t c1)`: the same body over one tile, no threads.
 #pragma once
 
 #include <string>

@@ -159,6 +159,11 @@ void KernelHandle::run(void* const* args) const {
   interpreted_.run(args);
 }
 
+void KernelHandle::run_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+  if (TileEntry entry = tile_entry_.load(std::memory_order_acquire)) return entry(args, r0, r1, c0, c1);
+  interpreted_.run_tile(args, r0, r1, c0, c1);
+}
+
 void KernelHandle::wait() const {
   std::unique_lock<std::mutex> lock(mutex_);
   done_cv_.wait(lock, [&] { return !pending_; });
@@ -175,7 +180,10 @@ void KernelHandle::finish(std::shared_ptr<const CompiledKernel> compiled, std::s
     compiled_ = compiled;
     error_ = std::move(error);
     pending_ = false;
-    if (compiled) entry_.store(compiled->entry, std::memory_order_release);
+    if (compiled) {
+      tile_entry_.store(compiled->tile_entry, std::memory_order_release);
+      entry_.store(compiled->entry, std::memory_order_release);
+    }
   }
   done_cv_.notify_all();
 }
@@ -244,7 +252,7 @@ void KernelCache::remember(const std::shared_ptr<const CompiledKernel>& compiled
   }
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::lookup_disk(const std::string& key) {
+std::shared_ptr<const CompiledKernel> KernelCache::lookup_disk(const std::string& key, bool tiled) {
   const std::string so = options_.dir + "/" + key + ".so";
   std::string bytes;
   if (!read_file(so, &bytes)) return nullptr;
@@ -255,6 +263,9 @@ std::shared_ptr<const CompiledKernel> KernelCache::lookup_disk(const std::string
       compiled = std::make_shared<CompiledKernel>();
       compiled->library = SharedLibrary::open(so);
       compiled->entry = reinterpret_cast<KernelEntry>(compiled->library->symbol("smelt_kernel_" + key));
+      if (tiled) {
+        compiled->tile_entry = reinterpret_cast<TileEntry>(compiled->library->symbol("smelt_kernel_" + key + "_tile"));
+      }
       compiled->key = key;
       compiled->source_path = options_.dir + "/" + key + ".cpp";
     } catch (const Error& e) {
@@ -313,6 +324,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::build(const LoopKernel& kerne
   auto compiled = std::make_shared<CompiledKernel>();
   compiled->library = SharedLibrary::open(stem + ".so");
   compiled->entry = reinterpret_cast<KernelEntry>(compiled->library->symbol(symbol));
+  if (kernel.tiled) compiled->tile_entry = reinterpret_cast<TileEntry>(compiled->library->symbol(symbol + "_tile"));
   compiled->key = key;
   compiled->source_path = stem + ".cpp";
   {
@@ -348,7 +360,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::compile(const LoopKernel& ker
     return nullptr;
   }
   if (auto hit = lookup_memory(k)) return hit;
-  auto compiled = lookup_disk(k);
+  auto compiled = lookup_disk(k, kernel.tiled);
   if (!compiled) compiled = build(kernel, k);
   remember(compiled);
   return compiled;
@@ -373,7 +385,7 @@ std::shared_ptr<KernelHandle> KernelCache::get(const LoopKernel& kernel) {
     auto it = pending_.find(k);
     if (it != pending_.end()) return it->second;  // the same computation, already compiling
   }
-  if (auto hit = lookup_disk(k)) {
+  if (auto hit = lookup_disk(k, kernel.tiled)) {
     remember(hit);
     handle->finish(hit, "");
     return handle;

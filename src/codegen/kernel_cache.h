@@ -65,6 +65,7 @@ struct KernelCacheStats {
 struct CompiledKernel {
   std::shared_ptr<SharedLibrary> library;
   KernelEntry entry = nullptr;
+  TileEntry tile_entry = nullptr;  // tiled kernels only
   std::string key;
   std::string source_path;  // the source it was compiled from, in the disk cache
 };
@@ -76,6 +77,8 @@ class KernelHandle {
 
   // The compiled kernel if ready, else the interpreter. Reentrant.
   void run(void* const* args) const;
+  // A tiled kernel's tile (loop_kernel.h), compiled or interpreted as run(). Reentrant.
+  void run_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const;
   // The compiled entry, or nullptr while (or when) the kernel runs interpreted.
   KernelEntry compiled_entry() const { return entry_.load(std::memory_order_acquire); }
   // Blocks until a pending compile finished (or failed); returns at once otherwise.
@@ -90,6 +93,7 @@ class KernelHandle {
 
   InterpretedKernel interpreted_;
   std::atomic<KernelEntry> entry_{nullptr};
+  std::atomic<TileEntry> tile_entry_{nullptr};
   mutable std::mutex mutex_;
   mutable std::condition_variable done_cv_;
   bool pending_ = false;
@@ -120,7 +124,7 @@ class KernelCache {
 
  private:
   std::shared_ptr<const CompiledKernel> lookup_memory(const std::string& key);
-  std::shared_ptr<const CompiledKernel> lookup_disk(const std::string& key);
+  std::shared_ptr<const CompiledKernel> lookup_disk(const std::string& key, bool tiled);
   std::shared_ptr<const CompiledKernel> build(const LoopKernel& kernel, const std::string& key);
   void remember(const std::shared_ptr<const CompiledKernel>& compiled);
   void enqueue(std::shared_ptr<KernelHandle> handle, std::string key);

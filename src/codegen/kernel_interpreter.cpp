@@ -249,11 +249,25 @@ int64_t product(const std::vector<int64_t>& v) {
   return n;
 }
 
+// Each access's offset at outer index `o` (row-major over k.outer): the base of that row.
+void row_base(const LoopKernel& k, Frame& f, int64_t o) {
+  for (size_t a = 0; a < k.accesses.size(); ++a) {
+    const Access& acc = k.accesses[a];
+    int64_t off = acc.offset, rest = o;
+    for (int d = int(k.outer.size()) - 1; d >= 0; --d) {
+      off += (rest % k.outer[d]) * acc.outer_strides[d];
+      rest /= k.outer[d];
+    }
+    f.base[a] = off;
+  }
+}
+
 }  // namespace
 
 struct InterpretedKernel::Plan {
   LoopKernel kernel;
   TilePlan tiles;
+  TilePlan row_tiles;  // tiled kernels: tiles along the inner (column) dim of one row
   int64_t outer = 1, inner = 1;
 };
 
@@ -286,6 +300,14 @@ InterpretedKernel::InterpretedKernel(LoopKernel kernel) {
   }
   plan.outer = product(k.outer);
   plan.inner = product(k.inner);
+  if (k.tiled) {
+    TilePlan& rows = plan.row_tiles;
+    rows = p;
+    rows.elementwise = false;
+    rows.tile_dims = k.inner;
+    rows.tile_strides.assign(k.accesses.size() * kMaxTileDims, 0);
+    for (size_t a = 0; a < k.accesses.size(); ++a) rows.tile_strides[a * kMaxTileDims] = k.accesses[a].inner_strides[0];
+  }
 }
 
 const LoopKernel& InterpretedKernel::kernel() const { return plan_->kernel; }
@@ -306,19 +328,22 @@ void InterpretedKernel::run(void* const* args) const {
   parallel_for(outer, std::max<int64_t>(1, kParallelGrain / work_per_row), [&](int64_t begin, int64_t end) {
     Frame& f = frame_for(p);
     for (int64_t o = begin; o < end; ++o) {
-      for (size_t a = 0; a < k.accesses.size(); ++a) {
-        const Access& acc = k.accesses[a];
-        int64_t off = acc.offset, rest = o;
-        for (int d = int(k.outer.size()) - 1; d >= 0; --d) {
-          off += (rest % k.outer[d]) * acc.outer_strides[d];
-          rest /= k.outer[d];
-        }
-        f.base[a] = off;
-      }
+      row_base(k, f, o);
       for (int s = 0; s < k.stages; ++s) run_stage(p, f, args, s, 0, inner);
       run_stage(p, f, args, k.stages, 0, 1);
     }
   });
+}
+
+void InterpretedKernel::run_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+  const LoopKernel& k = plan_->kernel;
+  SMELT_INTERNAL_CHECK(k.tiled) << "kernel '" << k.name << "': a tile run of a kernel not in tile form";
+  const TilePlan& p = plan_->row_tiles;
+  Frame& f = frame_for(p);
+  for (int64_t r = r0; r < r1; ++r) {
+    row_base(k, f, r);
+    run_stage(p, f, args, 0, c0, c1);
+  }
 }
 
 void run_interpreted(const LoopKernel& kernel, void* const* args) { InterpretedKernel(kernel).run(args); }

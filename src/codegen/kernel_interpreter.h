@@ -22,6 +22,8 @@ class InterpretedKernel {
  public:
   explicit InterpretedKernel(LoopKernel kernel);
   void run(void* const* args) const;
+  // A tiled kernel's tile (loop_kernel.h): rows [r0, r1), columns [c0, c1), on this thread.
+  void run_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const;
   const LoopKernel& kernel() const;
 
  private:

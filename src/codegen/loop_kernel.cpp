@@ -156,6 +156,14 @@ void validate(const LoopKernel& k) {
   for (size_t i = 0; i < k.args.size(); ++i) {
     SMELT_CHECK(k.args[i].numel >= 0) << where << ": argument " << i << " has numel " << k.args[i].numel;
   }
+  if (k.tiled) {
+    bool row_store = false;
+    for (const Store& s : k.stores) row_store |= s.stage == k.stages;
+    SMELT_CHECK(k.stages == 1 && k.reductions.empty() && !row_store && k.inner.size() == 1)
+        << where << ": tiled with " << k.stages << " stages, " << k.reductions.size() << " reductions and "
+        << k.inner.size() << " inner dims; valid: the tile form has one stage, no reductions or row "
+        << "stores, and one inner dim (the columns)";
+  }
   for (int i = 0; i < int(k.accesses.size()); ++i) validate_access(k, i, empty_outer, empty_inner);
   for (int i = 0; i < int(k.exprs.size()); ++i) validate_expr(k, i);
   for (size_t i = 0; i < k.reductions.size(); ++i) {
@@ -227,7 +235,7 @@ void validate(const LoopKernel& k) {
 
 std::string print_kernel(const LoopKernel& k) {
   std::ostringstream out;
-  out << "loop_kernel stages=" << k.stages << " outer=";
+  out << "loop_kernel stages=" << k.stages << (k.tiled ? " tiled" : "") << " outer=";
   print_strides(out, k.outer);
   out << " inner=";
   print_strides(out, k.inner);

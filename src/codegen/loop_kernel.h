@@ -25,6 +25,12 @@
 // eager kernels accept (permute, slice with step, expand) is expressible. Row stores have
 // inner_strides all 0. An argument the kernel writes may also be read (in place), but only through
 // an access identical to one of its stores: no (o, i) reads an element another one writes.
+//
+// Tile form (`tiled`): a one-stage kernel without reductions or row work whose `inner` is one dim,
+// the columns, and whose outer dims, flattened row-major, are the rows. Besides its whole-space
+// entry it offers a TileEntry that runs the rows [r0, r1) and columns [c0, c1) of that matrix
+// only: how a contraction's epilogue runs on each output tile the GEMM finishes (kernels/gemm.h),
+// on the GEMM's thread, while the tile is in cache. Tiles of one call never overlap.
 #pragma once
 
 #include <cstdint>
@@ -98,6 +104,7 @@ struct LoopKernel {
   std::vector<Expr> exprs;  // topologically ordered
   std::vector<Reduction> reductions;
   std::vector<Store> stores;
+  bool tiled = false;      // offers the tile entry (see the top)
   std::string comment;     // what the kernel fuses (op list, source nodes), kept in dumps
 };
 
@@ -105,7 +112,8 @@ struct LoopKernel {
 // constants, dtypes consistent with the elementwise table, float32 constants exact, no reduction
 // read in its own stage, reductions of float32/float64/int64, every access within its argument's
 // numel, stores only into outputs and never two (o, i) onto one element along a stride-0 dim,
-// written arguments read only in place, every output argument stored); throws smelt::Error naming the kernel, the part and the reason.
+// written arguments read only in place, every output argument stored, the tile form's shape);
+// throws smelt::Error naming the kernel, the part and the reason.
 void validate(const LoopKernel& kernel);
 
 // The canonical text of a kernel: everything that changes the code it computes (not `comment`).
@@ -114,5 +122,7 @@ std::string print_kernel(const LoopKernel& kernel);
 // A backend's kernel entry: the argument buffers' base pointers, in `args` order. Calls are
 // reentrant; a kernel parallelizes its outer loop itself.
 using KernelEntry = void (*)(void* const* args);
+// A tiled kernel's tile entry: rows [r0, r1), columns [c0, c1), on the calling thread only.
+using TileEntry = void (*)(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 
 }  // namespace smelt::codegen

@@ -40,7 +40,8 @@ bool inner_invariant(const Map& m, size_t n_outer) {
 
 class Lowerer {
  public:
-  Lowerer(const ir::Graph& body, LowerResult& result) : body_(body), result_(result) {}
+  Lowerer(const ir::Graph& body, LowerResult& result, const LowerOptions& options = {})
+      : body_(body), result_(result), options_(options) {}
 
   LoopKernel run(const std::string& name) {
     k_.name = name;
@@ -53,7 +54,11 @@ class Lowerer {
     // stage count is known.
     for (Expr& e : k_.exprs) if (e.stage == kRowStage) e.stage = loop_stages_;
     for (Store& s : k_.stores) if (s.stage == kRowStage) s.stage = loop_stages_;
-    simplify_space();
+    if (options_.tile_col_dims > 0) {
+      tile_space(size_t(options_.tile_col_dims));
+    } else {
+      simplify_space();
+    }
     return std::move(k_);
   }
 
@@ -519,8 +524,43 @@ class Lowerer {
     k_.inner.assign(dims.begin() + std::ptrdiff_t(n_outer), dims.end());
   }
 
+  // The tile form (LowerOptions::tile_col_dims): the space uncollapsed, except that the last
+  // `cols` dims become the one inner (column) dim. Nothing else merges: a tile's rows are the
+  // flattened outer index, which the GEMM's output rows must be.
+  void tile_space(size_t cols) {
+    if (!reductions_.empty()) throw CannotLower{"the tile form has no reductions"};
+    if (space_.size() < cols) {
+      throw CannotLower{"the tile form needs " + std::to_string(cols) + " column dims, the space " +
+                        shape_str(space_) + " has fewer"};
+    }
+    const size_t first = space_.size() - cols;
+    int64_t extent = 1;
+    for (size_t j = first; j < space_.size(); ++j) extent *= space_[j];
+    for (Access& a : k_.accesses) {
+      // The column dims, size 1 ones skipped, must be walked as one: stride[j] = stride[j+1] * n[j+1].
+      int64_t inner = 0, expected = 0;
+      bool seen = false;
+      for (size_t j = space_.size(); j-- > first;) {
+        if (space_[j] == 1) continue;
+        if (!seen) {
+          inner = expected = a.outer_strides[j];
+          seen = true;
+        } else if (a.outer_strides[j] != expected) {
+          throw CannotLower{"an access does not walk the tile's column dims " + shape_str(space_) + " as one"};
+        }
+        expected *= space_[j];
+      }
+      a.outer_strides.resize(first);
+      a.inner_strides = {inner};
+    }
+    k_.outer.assign(space_.begin(), space_.begin() + std::ptrdiff_t(first));
+    k_.inner = {extent};
+    k_.tiled = true;
+  }
+
   const ir::Graph& body_;
   LowerResult& result_;
+  LowerOptions options_;
   LoopKernel k_;
   Shape shape_;
   std::vector<int64_t> dims_;
@@ -545,7 +585,9 @@ int64_t split_block(int64_t n, int64_t max_block) {
   return block;
 }
 
-LowerResult lower(const ir::Graph& body, const std::string& name) {
+LowerResult lower(const ir::Graph& body, const std::string& name) { return lower(body, name, LowerOptions{}); }
+
+LowerResult lower(const ir::Graph& body, const std::string& name, const LowerOptions& options) {
   LowerResult result;
   std::unique_ptr<ir::Graph> decomposed;
   const ir::Graph* graph = &body;
@@ -554,7 +596,7 @@ LowerResult lower(const ir::Graph& body, const std::string& name) {
     graph = decomposed.get();
   }
   try {
-    Lowerer lowerer(*graph, result);
+    Lowerer lowerer(*graph, result, options);
     result.kernel = lowerer.run(name);
   } catch (const CannotLower& e) {
     result.reason = e.reason;

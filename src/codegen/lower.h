@@ -41,6 +41,16 @@ struct LowerResult {
 // log_softmax and layer_norm nodes are decomposed into primitives first (see decompose.h).
 LowerResult lower(const ir::Graph& body, const std::string& name = "");
 
+struct LowerOptions {
+  // 0: the kernel as lower(body, name) makes it. k > 0: the tile form (LoopKernel::tiled), for a
+  // contraction's epilogue: the space is the outputs' shape uncollapsed, its last k dims merged
+  // into the column dim (k = 1 for matmul's (..., M, N), 2 for conv2d's (N, O, Ho, Wo)), the
+  // others the row dims. Refused (reason) with reductions, with fewer than k dims, or when some
+  // access does not walk the last k dims as one.
+  int tile_col_dims = 0;
+};
+LowerResult lower(const ir::Graph& body, const std::string& name, const LowerOptions& options);
+
 // The largest power of two B <= max_block dividing `n`, or 1: how a long 1-D elementwise space is
 // split into [n / B, B] so the outer loop can run in parallel.
 int64_t split_block(int64_t n, int64_t max_block);

@@ -118,7 +118,7 @@ void for_each_image(const Conv2dGeometry& g, double image_flops, const F& fn) {
 }
 
 template <class T>
-void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w) {
+void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w, const GemmEpilogue* epilogue) {
   const int64_t Cg = g.C / g.groups, Og = g.O / g.groups, R = col_rows(g), HoWo = g.Ho * g.Wo;
   const double image_flops = 2.0 * double(g.O) * double(R) * double(HoWo);
   for_each_image<T>(g, image_flops, [&](int64_t n, T* col) {
@@ -129,8 +129,10 @@ void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w) {
         im2col(g, xg, col);
         cols = col;
       }
+      // y[n, grp] is rows n O + grp Og of y seen as (N O, Ho Wo), the epilogue's coordinates.
+      const GemmEpilogueShift shift(epilogue, n * g.O + grp * Og);
       gemm<T>(Og, HoWo, R, T(1), w + grp * Og * R, R, 1, cols, HoWo, 1, T(0),
-              y + (n * g.O + grp * Og) * HoWo, HoWo, 1);
+              y + (n * g.O + grp * Og) * HoWo, HoWo, 1, GemmImpl::Auto, shift.get());
     }
   });
 }
@@ -199,9 +201,10 @@ void backward_weight_impl(const Conv2dGeometry& g, T* dw, const T* x, const T* d
 
 }  // namespace
 
-void conv2d_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w) {
+void conv2d_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
+                    const GemmEpilogue* epilogue) {
   SMELT_DISPATCH_FLOATING(x.dtype(), "conv2d", [&] {
-    forward_impl<scalar_t>(g, y.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>());
+    forward_impl<scalar_t>(g, y.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(), epilogue);
   });
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "kernels/gemm.h"
 #include "smelt/tensor.h"
 
 namespace smelt::kernels {
@@ -36,8 +37,10 @@ inline int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int6
 }
 
 // All tensors contiguous, same floating dtype; outputs allocated by the caller.
+// `epilogue` (kernels/gemm.h) gets tiles of y seen as the matrix (N O, Ho Wo).
 void conv2d_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/,
-                    const Tensor& x /*(N, C, H, W)*/, const Tensor& w /*(O, Cg, kH, kW)*/);
+                    const Tensor& x /*(N, C, H, W)*/, const Tensor& w /*(O, Cg, kH, kW)*/,
+                    const GemmEpilogue* epilogue = nullptr);
 void conv2d_backward_input(const Conv2dGeometry& g, const Tensor& dx /*(N, C, H, W)*/,
                            const Tensor& dy /*(N, O, Ho, Wo)*/, const Tensor& w /*(O, Cg, kH, kW)*/);
 void conv2d_backward_weight(const Conv2dGeometry& g, const Tensor& dw /*(O, Cg, kH, kW)*/,

@@ -71,11 +71,11 @@ ClassKey class_key(int64_t M, int64_t N, int64_t K) {
 template <class T>
 void run_impl(GemmImpl impl, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa,
               int64_t csa, const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc,
-              int64_t csc) {
+              int64_t csc, const GemmEpilogue* epilogue = nullptr) {
   if (impl == GemmImpl::OpenBlas) {
-    gemm_openblas(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
+    gemm_openblas(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, epilogue);
   } else {
-    gemm_own(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
+    gemm_own(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, epilogue);
   }
 }
 
@@ -159,11 +159,11 @@ GemmImpl gemm_choice(int64_t M, int64_t N, int64_t K) {
 template <class T>
 void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
           const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
-          GemmImpl impl) {
+          GemmImpl impl, const GemmEpilogue* epilogue) {
   // The orientation (a unit column stride means row-major) is part of what is measured, not of
   // the class key: the decision stays one per class whichever layout meets it first.
   if (impl == GemmImpl::Auto) impl = decide<T>(M, N, K, csa == 1, csb == 1, csc == 1);
-  run_impl(impl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
+  run_impl(impl, M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, epilogue);
 }
 
 std::string gemm_selection_report() {
@@ -188,7 +188,8 @@ void gemm_selection_reset() {
 
 #define SMELT_GEMM_INSTANTIATE(T)                                                              \
   template void gemm<T>(int64_t, int64_t, int64_t, T, const T*, int64_t, int64_t, const T*,   \
-                        int64_t, int64_t, T, T*, int64_t, int64_t, GemmImpl);                 \
+                        int64_t, int64_t, T, T*, int64_t, int64_t, GemmImpl,                  \
+                        const GemmEpilogue*);                                                 \
   template GemmImpl gemm_choice<T>(int64_t, int64_t, int64_t);
 SMELT_GEMM_INSTANTIATE(float)
 SMELT_GEMM_INSTANTIATE(double)

@@ -20,6 +20,17 @@
 //              the strip each thread gets), so runs that must match bit for bit across thread
 //              counts use SMELT_GEMM=own.
 // Every implementation runs on one thread when called inside a parallel region.
+//
+// Epilogue: an optional callback that finishes C while it is still in cache (a compiled plan runs
+// a fused bias + activation there, codegen's tile entry). epilogue(r0, r1, c0, c1) is called
+// once for each tile of a partition of C into rectangles, rows [r0, r1) and columns [c0, c1) of
+// C as the caller passed it, right after the tile's final values are stored (after the last K
+// block), from the thread that computed it. Tiles never overlap; calls run concurrently on
+// different threads. The epilogue changes nothing about the values C receives: with or without
+// it the same implementation computes the same bits.
+//   Own      — after each group of micro-panels of a C block (MC rows, about kEpilogueCols
+//              columns: a few hundred KiB, in L2);
+//   OpenBlas — cblas cannot call back: after each thread's strip, in panels of rows.
 #pragma once
 
 #include <cstdint>
@@ -30,20 +41,50 @@ namespace smelt::kernels {
 enum class GemmImpl : uint8_t { Auto, Own, OpenBlas };
 const char* gemm_impl_name(GemmImpl impl);
 
+struct GemmEpilogue {
+  void (*fn)(void* ctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1) = nullptr;
+  void* ctx = nullptr;
+  void operator()(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const { fn(ctx, r0, r1, c0, c1); }
+};
+
+// `outer` seen from a block of C's rows starting at row `row0`: what a caller that runs one GEMM
+// per block of rows (a batch entry, an image) hands each of them, so that every tile reaches
+// `outer` in the whole output's coordinates. get() is nullptr when outer is.
+class GemmEpilogueShift {
+ public:
+  GemmEpilogueShift(const GemmEpilogue* outer, int64_t row0) : outer_(outer), row0_(row0) {
+    shifted_.fn = [](void* ctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      const auto* s = static_cast<const GemmEpilogueShift*>(ctx);
+      (*s->outer_)(s->row0_ + r0, s->row0_ + r1, c0, c1);
+    };
+    shifted_.ctx = this;
+  }
+  GemmEpilogueShift(const GemmEpilogueShift&) = delete;
+  GemmEpilogueShift& operator=(const GemmEpilogueShift&) = delete;
+  const GemmEpilogue* get() const { return outer_ ? &shifted_ : nullptr; }
+
+ private:
+  const GemmEpilogue* outer_;
+  int64_t row0_;
+  GemmEpilogue shifted_;
+};
+
 template <class T>
 void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
           const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
-          GemmImpl impl = GemmImpl::Auto);
+          GemmImpl impl = GemmImpl::Auto, const GemmEpilogue* epilogue = nullptr);
 
 // The two implementations (no selection).
 template <class T>
 void gemm_own(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
-              const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc);
+              const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
+              const GemmEpilogue* epilogue = nullptr);
 // Falls back to gemm_own when a layout cannot be expressed in BLAS terms (no unit stride, or a
 // leading dimension smaller than the matrix, e.g. a broadcast stride of 0).
 template <class T>
 void gemm_openblas(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
-                   const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc);
+                   const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
+                   const GemmEpilogue* epilogue = nullptr);
 
 // Which implementation Auto uses for this problem; Auto when its class has not been met yet
 // (gemm measures a new class on its first call; this only reports).

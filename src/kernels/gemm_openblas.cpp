@@ -5,6 +5,8 @@
 // pools would take turns preempting each other. So OpenBLAS is set to one thread, once, and smelt
 // splits C into strips over its OpenMP threads (OMP_NUM_THREADS), one cblas call per strip —
 // exactly the threading of the Own implementation, so the two compare like for like.
+// cblas cannot call back, so an epilogue runs on each strip right after its cblas call, in panels
+// of kEpilogueRows rows, on the thread that computed the strip (the strip's end is still cached).
 #include <cblas.h>
 
 #include <algorithm>
@@ -16,6 +18,19 @@
 
 namespace smelt::kernels {
 namespace {
+
+constexpr int64_t kEpilogueRows = 64;
+
+// The epilogue over C's rows [r0, r1), columns [c0, c1) in panels of rows. `transposed`: the
+// coordinates are of C^T (the column-major case), swapped back for the caller.
+void epilogue_panels(const GemmEpilogue& epilogue, bool transposed, int64_t r0, int64_t r1, int64_t c0,
+                     int64_t c1) {
+  if (transposed) {
+    std::swap(r0, c0);
+    std::swap(r1, c1);
+  }
+  for (int64_t r = r0; r < r1; r += kEpilogueRows) epilogue(r, std::min(r + kEpilogueRows, r1), c0, c1);
+}
 
 void openblas_single_threaded() {
   static std::once_flag once;
@@ -77,7 +92,8 @@ bool blas_strip(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rs
 
 template <class T>
 void gemm_openblas(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
-                   const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc) {
+                   const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
+                   const GemmEpilogue* epilogue) {
   if (M <= 0 || N <= 0) return;
   // BLAS indices are 32-bit; C must be row- or column-major (column-major C: C^T = B^T A^T).
   bool c_rows;
@@ -85,7 +101,7 @@ void gemm_openblas(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t
   const bool fits = std::max({M, N, K, std::abs(rsa), std::abs(csa), std::abs(rsb),
                               std::abs(csb), std::abs(rsc), std::abs(csc)}) < (int64_t(1) << 31);
   if (!fits || K <= 0 || !blas_layout(M, N, rsc, csc, &c_rows, &ldc)) {
-    gemm_own(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc);
+    gemm_own(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, rsc, csc, epilogue);
     return;
   }
   if (!c_rows) {
@@ -101,7 +117,13 @@ void gemm_openblas(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t
   bool a_layout = blas_layout(M, K, rsa, csa, &a_ok, &unused);
   bool b_layout = blas_layout(K, N, rsb, csb, &b_ok, &unused);
   if (!a_layout || !b_layout) {
-    gemm_own(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, ldc, int64_t(1));
+    if (!epilogue) {
+      gemm_own(M, N, K, alpha, A, rsa, csa, B, rsb, csb, beta, C, ldc, int64_t(1));
+    } else {  // the epilogue expects the caller's coordinates: keep the caller's orientation
+      gemm_own(c_rows ? M : N, c_rows ? N : M, K, alpha, c_rows ? A : B, c_rows ? rsa : csb,
+               c_rows ? csa : rsb, c_rows ? B : A, c_rows ? rsb : csa, c_rows ? csb : rsa, beta, C,
+               c_rows ? ldc : 1, c_rows ? 1 : ldc, epilogue);
+    }
     return;
   }
   openblas_single_threaded();
@@ -110,18 +132,20 @@ void gemm_openblas(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t
     if (split_n) {
       blas_strip(M, end - begin, K, alpha, A, rsa, csa, B + begin * csb, rsb, csb, beta,
                  C + begin, ldc);
+      if (epilogue) epilogue_panels(*epilogue, !c_rows, 0, M, begin, end);
     } else {
       blas_strip(end - begin, N, K, alpha, A + begin * rsa, rsa, csa, B, rsb, csb, beta,
                  C + begin * ldc, ldc);
+      if (epilogue) epilogue_panels(*epilogue, !c_rows, begin, end, 0, N);
     }
   });
 }
 
 template void gemm_openblas<float>(int64_t, int64_t, int64_t, float, const float*, int64_t,
                                    int64_t, const float*, int64_t, int64_t, float, float*,
-                                   int64_t, int64_t);
+                                   int64_t, int64_t, const GemmEpilogue*);
 template void gemm_openblas<double>(int64_t, int64_t, int64_t, double, const double*, int64_t,
                                     int64_t, const double*, int64_t, int64_t, double, double*,
-                                    int64_t, int64_t);
+                                    int64_t, int64_t, const GemmEpilogue*);
 
 }  // namespace smelt::kernels

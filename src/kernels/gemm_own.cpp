@@ -9,7 +9,9 @@
 // Packing absorbs any strides (transposed, sliced, broadcast operands) and zero-pads the edges, so
 // the micro-kernel always runs whole tiles; partial tiles and non-unit column strides of C are
 // merged from a scratch tile. Threads take strips of C (gemm_threading.h), each packing into its
-// own buffers: no barriers inside a strip.
+// own buffers: no barriers inside a strip. An epilogue (gemm.h) runs in the last K block, after
+// each group of NR-column micro-panels spanning about kEpilogueCols columns of the (mc, nc)
+// block: that part of C was just written and still sits in L2.
 #include <algorithm>
 #include <cstdlib>
 #include <new>
@@ -23,6 +25,11 @@ namespace smelt::kernels {
 namespace {
 
 using gemm_detail::GemmConfig;
+
+// Columns of C an epilogue call covers at most (rounded up to whole micro-panels): MC x 256
+// floats is 192 KiB with AVX-512 tiles, well inside L2, and long rows keep the call overhead and
+// the epilogue's per-row setup small.
+constexpr int64_t kEpilogueCols = 256;
 
 // A thread's packing buffer: 64-byte aligned, grown on demand, kept between calls.
 template <class T>
@@ -117,9 +124,12 @@ void scale_c(int64_t M, int64_t N, T beta, T* C, int64_t rsc, int64_t csc) {
   }
 }
 
+// C (M, N) is the part of the caller's C starting at row row0, column col0: the epilogue gets the
+// caller's coordinates.
 template <class T>
 void gemm_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
-                 const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc) {
+                 const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
+                 const GemmEpilogue* epilogue, int64_t row0, int64_t col0) {
   using Cfg = GemmConfig<T>;
   constexpr int MR = Cfg::MR, NR = Cfg::NR;
   static thread_local PackBuffer<T> a_buffer, b_buffer;
@@ -133,10 +143,12 @@ void gemm_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t r
     for (int64_t pc = 0; pc < K; pc += Cfg::KC) {
       const int64_t kc = std::min<int64_t>(Cfg::KC, K - pc);
       const T beta_block = pc == 0 ? beta : T(1);  // later k blocks accumulate
+      const bool last_block = pc + kc >= K;
       pack_b(kc, nc, B + pc * rsb + jc * csb, rsb, csb, b_pack);
       for (int64_t ic = 0; ic < M; ic += Cfg::MC) {
         const int64_t mc = std::min<int64_t>(Cfg::MC, M - ic);
         pack_a(mc, kc, A + ic * rsa + pc * csa, rsa, csa, a_pack);
+        int64_t finished = 0;  // columns of this block already handed to the epilogue
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const int64_t nr = std::min<int64_t>(NR, nc - jr);
           const T* b_panel = b_pack + jr * kc;
@@ -148,6 +160,11 @@ void gemm_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t r
                                          direct, scratch);
             if (!direct) merge_tile(mr, nr, scratch, alpha, beta_block, c, rsc, csc);
           }
+          const int64_t done = std::min(jr + NR, nc);
+          if (epilogue && last_block && (done - finished >= kEpilogueCols || done == nc)) {
+            (*epilogue)(row0 + ic, row0 + ic + mc, col0 + jc + finished, col0 + jc + done);
+            finished = done;
+          }
         }
       }
     }
@@ -158,20 +175,22 @@ void gemm_serial(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t r
 
 template <class T>
 void gemm_own(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
-              const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc) {
+              const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
+              const GemmEpilogue* epilogue) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0 || alpha == T(0)) {
     scale_c(M, N, beta, C, rsc, csc);
+    if (epilogue) (*epilogue)(0, M, 0, N);
     return;
   }
   using Cfg = GemmConfig<T>;
   gemm_detail::for_each_strip(M, N, K, Cfg::MR, Cfg::NR, [&](bool split_n, int64_t begin, int64_t end) {
     if (split_n) {
       gemm_serial(M, end - begin, K, alpha, A, rsa, csa, B + begin * csb, rsb, csb, beta,
-                  C + begin * csc, rsc, csc);
+                  C + begin * csc, rsc, csc, epilogue, 0, begin);
     } else {
       gemm_serial(end - begin, N, K, alpha, A + begin * rsa, rsa, csa, B, rsb, csb, beta,
-                  C + begin * rsc, rsc, csc);
+                  C + begin * rsc, rsc, csc, epilogue, begin, 0);
     }
   });
 }
@@ -185,7 +204,8 @@ std::string gemm_own_kernel_name() {
 
 #define SMELT_GEMM_OWN_INSTANTIATE(T)                                                          \
   template void gemm_own<T>(int64_t, int64_t, int64_t, T, const T*, int64_t, int64_t,         \
-                            const T*, int64_t, int64_t, T, T*, int64_t, int64_t);             \
+                            const T*, int64_t, int64_t, T, T*, int64_t, int64_t,              \
+                            const GemmEpilogue*);                                             \
   template std::string gemm_own_kernel_name<T>();
 SMELT_GEMM_OWN_INSTANTIATE(float)
 SMELT_GEMM_OWN_INSTANTIATE(double)

@@ -12,6 +12,7 @@
 
 #include "kernels/conv.h"
 #include "kernels/reduce.h"
+#include "ops/contraction_tiles.h"
 #include "ops/op_util.h"
 
 namespace smelt::ops {
@@ -149,6 +150,12 @@ std::vector<Tensor> grad_weight_grad(const GradContext& c) {
 }
 
 }  // namespace
+
+void conv2d_with_epilogue(const Tensor& y, const Tensor& x, const Tensor& w, const Attrs& attrs,
+                          const kernels::GemmEpilogue& epilogue) {
+  SMELT_INTERNAL_CHECK(y.is_contiguous()) << "conv2d_with_epilogue: a strided output";
+  kernels::conv2d_forward(geometry(x.shape(), w.shape(), attrs, "conv2d"), y, dense(x), dense(w), &epilogue);
+}
 
 SMELT_OP_IMPL(conv2d) = {conv2d_shape, conv2d_kernel, conv2d_grad, kSaveInputs};
 SMELT_OP_IMPL(conv2d_grad_input) = {grad_input_shape, grad_input_kernel, grad_input_grad, kSaveInputs};

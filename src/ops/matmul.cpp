@@ -7,6 +7,7 @@
 // stride interface takes transposed, sliced and broadcast operands as they are).
 #include "kernels/gemm.h"
 #include "kernels/loops.h"
+#include "ops/contraction_tiles.h"
 #include "ops/op_util.h"
 
 namespace smelt::ops {
@@ -66,8 +67,10 @@ MatrixOperand as_matrix(const Tensor& t, bool is_left, const Shape& batch) {
   return m;
 }
 
+// `epilogue` (kernels/gemm.h) gets tiles of y seen as the matrix (batch... M, N); a 1-D b (its
+// result has no N dim) takes none (contraction_tile_col_dims refuses it).
 template <class T>
-void matmul_forward(const Tensor& y, const Tensor& a, const Tensor& b) {
+void matmul_forward(const Tensor& y, const Tensor& a, const Tensor& b, const kernels::GemmEpilogue* epilogue) {
   const Shape batch = broadcast_shapes(batch_of(a.shape(), a.dim() == 1),
                                        batch_of(b.shape(), b.dim() == 1), "matmul");
   const MatrixOperand ma = as_matrix(a, true, batch), mb = as_matrix(b, false, batch);
@@ -85,8 +88,9 @@ void matmul_forward(const Tensor& y, const Tensor& a, const Tensor& b) {
         off_a += i * ma.batch_strides[size_t(d)];
         off_b += i * mb.batch_strides[size_t(d)];
       }
+      const kernels::GemmEpilogueShift shift(epilogue, idx * M);
       kernels::gemm<T>(M, N, K, T(1), pa + off_a, ma.rs, ma.cs, pb + off_b, mb.rs, mb.cs, T(0),
-                       py + idx * M * N, N, 1);
+                       py + idx * M * N, N, 1, kernels::GemmImpl::Auto, shift.get());
     }
   };
   const double flops = 2.0 * double(M) * double(N) * double(K);
@@ -101,7 +105,7 @@ void matmul_forward(const Tensor& y, const Tensor& a, const Tensor& b) {
 void matmul_kernel(const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
   const Tensor& y = out[0];
   SMELT_DISPATCH_FLOATING(in[0].dtype(), "matmul", [&] {
-    matmul_forward<scalar_t>(y, in[0], in[1]);
+    matmul_forward<scalar_t>(y, in[0], in[1], nullptr);
   });
 }
 
@@ -132,6 +136,11 @@ std::vector<Tensor> matmul_grad(const GradContext& c) {
 }  // namespace
 
 SMELT_OP_IMPL(matmul) = {matmul_shape, matmul_kernel, matmul_grad, kSaveInputs};
+
+void matmul_with_epilogue(const Tensor& y, const Tensor& a, const Tensor& b, const kernels::GemmEpilogue& epilogue) {
+  SMELT_INTERNAL_CHECK(b.dim() >= 2 && y.is_contiguous()) << "matmul_with_epilogue: a 1-D b or a strided output";
+  SMELT_DISPATCH_FLOATING(a.dtype(), "matmul", [&] { matmul_forward<scalar_t>(y, a, b, &epilogue); });
+}
 
 }  // namespace smelt::ops
 

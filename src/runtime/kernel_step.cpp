@@ -13,6 +13,7 @@ KernelStep::KernelStep(codegen::LoopKernel kernel, KernelBackend backend) {
   }
   args_.resize(kernel.args.size());
   if (backend == KernelBackend::Interpreter) {
+    if (kernel.tiled) tiles_ = std::make_shared<codegen::InterpretedKernel>(kernel);
     kernel_ = std::move(kernel);
     return;
   }

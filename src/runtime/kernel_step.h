@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "codegen/kernel_cache.h"
+#include "codegen/kernel_interpreter.h"
 #include "codegen/loop_kernel.h"
 #include "runtime/plan.h"
 
@@ -28,6 +29,19 @@ class KernelStep {
     }
   }
 
+  // A tiled kernel run tile by tile (a contraction's epilogue inside the GEMM): bind() once, then
+  // run_tile() from any thread, for tiles that do not overlap.
+  void bind(const std::vector<void*>& pointers, const std::vector<int>& arg_slots) {
+    for (size_t i = 0; i < arg_slots.size(); ++i) args_[i] = pointers[size_t(arg_slots[i])];
+  }
+  void run_tile(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
+    if (handle_) {
+      handle_->run_tile(args_.data(), r0, r1, c0, c1);
+    } else {
+      tiles_->run_tile(args_.data(), r0, r1, c0, c1);
+    }
+  }
+
   const codegen::LoopKernel& kernel() const { return handle_ ? handle_->kernel() : kernel_; }
   // Waits for a pending compile; then "" when the kernel runs compiled or the backend is the
   // interpreter, else why it stays interpreted (no compiler, a compiler error).
@@ -39,6 +53,7 @@ class KernelStep {
   void run_interpreted() const;
   codegen::LoopKernel kernel_;  // Interpreter backend only; the handle holds it otherwise
   std::shared_ptr<codegen::KernelHandle> handle_;
+  std::shared_ptr<codegen::InterpretedKernel> tiles_;  // Interpreter backend, tiled kernels
   std::vector<void*> args_;
 };
 

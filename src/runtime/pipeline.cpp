@@ -3,6 +3,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "base/env.h"
 #include "base/log.h"
 #include "fusion/fuse.h"
 #include "ir/printer.h"
@@ -44,6 +45,7 @@ CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOpti
   PlanOptions plan_options;
   plan_options.backend = options.backend;
   plan_options.memory_plan = options.memory_plan && memory_plan_options_from_env().enabled;
+  plan_options.epilogue_in_tile = env_int("SMELT_NO_EPILOGUE_IN_TILE", 0, 0, 1) == 0;
   c.plan = Plan::build(*c.graph, plan_options);
   c.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const PlanStats& s = c.plan->stats();

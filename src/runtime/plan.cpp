@@ -8,6 +8,7 @@
 
 #include "codegen/lower.h"
 #include "ops/dispatch.h"
+#include "runtime/contraction_step.h"
 #include "runtime/kernel_step.h"
 #include "runtime/memory_plan.h"
 #include "smelt/autograd.h"
@@ -29,7 +30,7 @@ struct Slot {
   Tensor constant;     // Constant
 };
 
-enum class StepKind : uint8_t { Kernel, Op, Interpret };
+enum class StepKind : uint8_t { Kernel, Op, Interpret, TiledContraction };
 
 struct Step {
   StepKind kind = StepKind::Op;
@@ -43,6 +44,10 @@ struct Step {
   std::vector<int> arg_slots;
   // Interpret
   std::unique_ptr<ir::Graph> body;
+  // TiledContraction: the op (op, attrs) reads op_slots and writes its product into product_slot;
+  // `kernel` (tiled) is the epilogue, run on each finished tile (in_slots: the group's inputs).
+  std::vector<int> op_slots;
+  int product_slot = -1;
 };
 
 bool is_free_view(ops::OpId op) { return op == ops::OpId::reshape || op == ops::OpId::contiguous; }
@@ -56,17 +61,6 @@ std::unique_ptr<ir::Graph> single_node_body(const ir::Node& node) {
   ir::Node* n = body->add_node(node.op, in, node.attrs);
   for (ir::Value* v : n->outputs) body->add_output(v);
   return body;
-}
-
-// A contraction group's epilogue: its body with the contraction (the first node) removed and
-// its output turned into the last body input.
-std::unique_ptr<ir::Graph> epilogue_body(const ir::Graph& body) {
-  std::unique_ptr<ir::Graph> g = body.clone();
-  ir::Node* contraction = g->nodes().front().get();
-  ir::Value* result = g->add_input(contraction->outputs[0]->meta);
-  g->replace_all_uses(contraction->outputs[0], result);
-  g->erase_node(contraction);
-  return g;
 }
 
 }  // namespace
@@ -149,6 +143,8 @@ struct Plan::Impl {
 
   void build(const ir::Graph& graph);
   void add_group(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);
+  bool add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
+                             const std::vector<int>& out);
   void add_kernel_step(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
                        const std::vector<int>& out);
   void instantiate();
@@ -270,6 +266,7 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, con
     add_kernel_step(body, name, in, out);
     return;
   }
+  if (options.epilogue_in_tile && add_tiled_contraction(body, name, in, out)) return;
   // The contraction into a temporary, then the epilogue reading it as its last argument.
   const ir::Node& first = *body.nodes().front();
   std::vector<int> first_in;
@@ -300,7 +297,7 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, con
   ++stats.op_steps;
   std::vector<int> epilogue_in = in;
   epilogue_in.push_back(temp);
-  add_kernel_step(*epilogue_body(body), name, epilogue_in, out);
+  add_kernel_step(*contraction_epilogue_body(body), name, epilogue_in, out);
 }
 
 void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
@@ -339,7 +336,7 @@ void Plan::Impl::measure_steps() {
     const Step& s = steps[i];
     std::set<int> seen;
     int64_t bytes = 0;
-    for (const std::vector<int>* list : {&s.in_slots, &s.out_slots, &s.arg_slots}) {
+    for (const std::vector<int>* list : {&s.in_slots, &s.out_slots, &s.arg_slots, &s.op_slots}) {
       for (int slot : *list) {
         if (!seen.insert(root(slot)).second) continue;
         const ops::TensorMeta& m = slots[size_t(slot)].meta;
@@ -347,20 +344,23 @@ void Plan::Impl::measure_steps() {
       }
     }
     int64_t flops = 0;
-    if (s.kind == StepKind::Kernel) {
+    if (s.kernel) {  // a kernel step, or a tiled contraction's epilogue
       const codegen::LoopKernel& k = s.kernel->kernel();
       int64_t points = 1;
       for (int64_t e : k.outer) points *= e;
       for (int64_t e : k.inner) points *= e;
       for (const codegen::Expr& e : k.exprs) flops += e.kind == codegen::ExprKind::Call ? points : 0;
-    } else if (s.kind == StepKind::Op && (s.op == ops::OpId::matmul || s.op == ops::OpId::conv2d)) {
-      const ops::TensorMeta& out = slots[size_t(s.out_slots[0])].meta;
-      const ops::TensorMeta& b = slots[size_t(s.in_slots[1])].meta;
+    }
+    const bool contraction_op = s.op == ops::OpId::matmul || s.op == ops::OpId::conv2d;
+    if ((s.kind == StepKind::Op || s.kind == StepKind::TiledContraction) && contraction_op) {
+      const std::vector<int>& operands = s.kind == StepKind::Op ? s.in_slots : s.op_slots;
+      const int product = s.kind == StepKind::Op ? s.out_slots[0] : s.product_slot;
+      const ops::TensorMeta& b = slots[size_t(operands[1])].meta;
       // matmul: K is the last dim of the first operand; conv2d: the weight's elements per output channel.
       const int64_t per_output = s.op == ops::OpId::matmul
-                                     ? slots[size_t(s.in_slots[0])].meta.shape.back()
+                                     ? slots[size_t(operands[0])].meta.shape.back()
                                      : shape_numel(b.shape) / std::max<int64_t>(b.shape[0], 1);
-      flops = 2 * shape_numel(out.shape) * per_output;
+      flops += 2 * shape_numel(slots[size_t(product)].meta.shape) * per_output;
     }
     step_profile_id.push_back(profile.kernel_id("step " + std::to_string(i) + " " + s.what));
     step_bytes.push_back(bytes);
@@ -479,6 +479,13 @@ void Plan::Impl::run_step(Step& step) {
       }
       return;
     }
+    case StepKind::TiledContraction: {
+      std::vector<Tensor> in;
+      for (int s : step.op_slots) in.push_back(tensors[size_t(s)]);
+      step.kernel->bind(pointers, step.arg_slots);
+      run_tiled_contraction(step.op, step.attrs, in, tensors[size_t(step.product_slot)], *step.kernel);
+      return;
+    }
     case StepKind::Interpret: {
       std::vector<Tensor> in;
       for (int s : step.in_slots) in.push_back(tensors[size_t(s)]);
@@ -487,6 +494,41 @@ void Plan::Impl::run_step(Step& step) {
       return;
     }
   }
+}
+
+// A contraction group in one step, its epilogue in the GEMM's tiles (runtime/contraction_step.h);
+// false when the tile form does not apply (the caller then makes the two steps).
+bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
+                                       const std::vector<int>& out) {
+  std::optional<TiledContraction> tiled = lower_tiled_contraction(body, name);
+  if (!tiled) return false;
+  const ir::Node& first = *body.nodes().front();
+  Step s;
+  s.kind = StepKind::TiledContraction;
+  s.what = name + " (epilogue in the GEMM's tiles)";
+  s.op = first.op;
+  s.attrs = first.attrs;
+  for (int i : tiled->operand_inputs) s.op_slots.push_back(in[size_t(i)]);
+  s.product_slot = tiled->product_output >= 0 ? out[size_t(tiled->product_output)]
+                                              : temp_slot(first.outputs[0]->meta, int(steps.size()));
+  s.in_slots = in;
+  s.out_slots = out;
+  s.arg_slots = in;
+  s.arg_slots.push_back(s.product_slot);
+  for (const Tensor& c : tiled->lowered.constants) {
+    Slot cs;
+    cs.kind = SlotKind::Constant;
+    cs.meta = ops::meta_of(c);
+    cs.constant = c;
+    s.arg_slots.push_back(add_slot(cs));
+  }
+  s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
+  s.kernel = std::make_unique<KernelStep>(std::move(*tiled->lowered.kernel), options.backend);
+  steps.push_back(std::move(s));
+  ++stats.kernels;
+  ++stats.op_steps;
+  ++stats.tiled_contractions;
+  return true;
 }
 
 Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -577,7 +619,7 @@ std::string Plan::describe() const {
   };
   for (size_t i = 0; i < p.steps.size(); ++i) {
     const Step& s = p.steps[i];
-    static const char* kinds[] = {"kernel", "op", "interpret"};
+    static const char* kinds[] = {"kernel", "op", "interpret", "contraction"};
     os << "step " << i << " " << kinds[int(s.kind)] << " " << s.what << " (";
     for (size_t k = 0; k < s.in_slots.size(); ++k) os << (k ? ", " : "") << slot_text(s.in_slots[k]);
     os << ") -> (";

@@ -11,8 +11,11 @@
 //     and ops left unfused);
 //   - Interpret: a group the lowering refused, run node by node (correct, allocating, rare: the
 //     describe() text says which and why).
-// A contraction group is two steps: the matmul/conv into an arena temporary, then its epilogue
-// as a kernel.
+// A contraction group is one step when its epilogue lowers to a tiled kernel (loop_kernel.h):
+// the matmul/conv runs with the epilogue's tile entry called on each output tile it finishes
+// (ops/contraction_tiles.h), while the tile is in cache. Otherwise (or with
+// PlanOptions::epilogue_in_tile off) two steps: the matmul/conv into an arena temporary, then its
+// epilogue as a kernel. Both give the same bits.
 #pragma once
 
 #include <functional>
@@ -39,6 +42,7 @@ struct PlanOptions {
   // For tests of the checks that guard the planner (the compile fuzzer's): edits the buffer
   // requests (lifetimes, sizes) before they are planned, as a bug in their computation would.
   std::function<void(std::vector<BufferRequest>&)> edit_requests;
+  bool epilogue_in_tile = true;  // false (SMELT_NO_EPILOGUE_IN_TILE=1): contraction groups in two steps
 };
 
 struct PlanStats {
@@ -46,6 +50,8 @@ struct PlanStats {
   int kernels = 0;          // Kernel steps (fused groups and lowered view copies)
   int op_steps = 0;         // Op steps
   int interpreted = 0;      // groups the lowering refused
+  int tiled_contractions = 0;  // contraction groups run as one step, epilogue in the GEMM's tiles
+                               // (each also counts as a kernel and an op step)
   int64_t arena_bytes = 0;  // planned peak
   int64_t naive_bytes = 0;  // every intermediate in its own region
   int64_t lower_bound = 0;  // most bytes live at one step

@@ -1,0 +1,47 @@
+// A contraction group (fusion/fuse.h, fusion="contraction") as one plan step: the matmul/conv
+// runs with its epilogue's tile entry (codegen/loop_kernel.h, the tile form) called on each output
+// tile the GEMM finishes (ops/contraction_tiles.h), so the product is read back from cache, not
+// memory. Plan::Impl::add_group (plan.cpp) tries this first and falls back to two steps (product
+// into a temporary, then the epilogue kernel) when it does not apply.
+//
+// Where the product lands: in the group's output when the group returns it; else in an output of
+// the product's shape and dtype that the epilogue writes exactly where it reads the product (the
+// epilogue then finishes C in place, and the product never exists anywhere else); else in an
+// arena temporary. The values are the two-step path's: the same GEMM, and the epilogue's scalar
+// math on the same products.
+//
+// The step's outputs must never share memory with its inputs (no in-place offers to the memory
+// planner): the GEMM writes C at a tile before the epilogue reads the other inputs there.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/lower.h"
+#include "ir/graph.h"
+#include "runtime/kernel_step.h"
+
+namespace smelt::runtime {
+
+struct TiledContraction {
+  // The epilogue in tile form. Arguments: the body's inputs, the product, the constants, the
+  // body's outputs (as the two-step path's epilogue kernel).
+  codegen::LowerResult lowered;
+  std::vector<int> operand_inputs;  // the contraction's operands, as indices into the body's inputs
+  int product_output = -1;          // the body output the GEMM writes the product into; -1: a temporary
+};
+
+// nullopt when the tile form does not apply to this group (the op cannot take a tile epilogue,
+// or the epilogue does not lower to the tile form).
+std::optional<TiledContraction> lower_tiled_contraction(const ir::Graph& body, const std::string& name);
+
+// A contraction group's body with the contraction (its first node) removed and its output turned
+// into the last body input: the epilogue alone.
+std::unique_ptr<ir::Graph> contraction_epilogue_body(const ir::Graph& body);
+
+// Runs `op` on `operands` into `product` with `epilogue` (bound to its arguments) on every tile.
+void run_tiled_contraction(ops::OpId op, const ops::Attrs& attrs, const std::vector<Tensor>& operands,
+                           const Tensor& product, const KernelStep& epilogue);
+
+}  // namespace smelt::runtime

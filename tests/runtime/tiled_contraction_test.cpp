@@ -1,0 +1,190 @@
+// Contraction groups whose epilogue runs inside the GEMM's output tiles (runtime/plan.cpp,
+// ops/contraction_tiles.h) against the two-step path (SMELT_NO_EPILOGUE_IN_TILE=1: the product
+// into a temporary, then the epilogue kernel) and against eager execution: the same bits, special
+// values included, on both backends (tile interpreter, generated C++). Shapes are chosen to cut
+// C into many partial tiles (M, N not multiples of the micro-tile) and, for the larger ones, to
+// run the GEMM on several threads. Each test runs in its own process (gtest_discover_tests), so
+// the cache directory set here is the one KernelCache::global() reads.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "smelt/compile.h"
+#include "support/check.h"
+#include "support/temp_dir.h"
+
+namespace smelt {
+namespace {
+
+using Fn = CompiledFunction::Fn;
+
+constexpr const char* kTiled = "(epilogue in the GEMM's tiles)";
+
+::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+    return ::testing::AssertionFailure() << "got " << dtype_name(got.dtype()) << " " << shape_str(got.shape())
+                                         << ", want " << dtype_name(want.dtype()) << " " << shape_str(want.shape());
+  }
+  std::vector<double> a = got.to_vector(), b = want.to_vector();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
+    if (!both_nan && std::memcmp(&a[i], &b[i], sizeof(double)) != 0) {
+      return ::testing::AssertionFailure() << "element " << i << ": got " << a[i] << ", want " << b[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Random values in [-2, 2] with NaN, ±inf, ±0 and a subnormal at every `every`-th element (sparse
+// enough that most products stay finite, so the epilogue's math is tested on ordinary values too).
+Tensor special(const Shape& shape, uint64_t seed, int every = 53, DType dtype = DType::Float32) {
+  std::vector<double> v = testing::random_tensor(shape, -2, 2, seed).to_vector();
+  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1e-41};
+  for (size_t i = 0; i < v.size(); i += size_t(every)) v[i] = specials[(i / size_t(every)) % 6];
+  return from_vector(v, shape, DType::Float64).to(dtype);
+}
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+class TiledContraction : public testing::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    setenv("SMELT_CACHE_DIR", dir_.c_str(), 1);
+  }
+
+  // `tiled`: whether the plan must run the contraction group in one step (else the lowering must
+  // have refused the tile form and the two-step path runs).
+  void expect_same_as_two_step(const Fn& fn, const std::vector<Tensor>& inputs, bool tiled = true) {
+    const std::vector<Tensor> eager = fn(inputs);
+    std::vector<Tensor> two_step;
+    {
+      ScopedEnv off("SMELT_NO_EPILOGUE_IN_TILE", "1");
+      CompileOptions o;
+      o.backend = "interpreter";
+      CompiledFunction f = compile(fn, o);
+      two_step = f(inputs);
+      EXPECT_EQ(f.report().plan.find(kTiled), std::string::npos) << f.report().plan;
+    }
+    ASSERT_EQ(two_step.size(), eager.size());
+    for (size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(same_bits(two_step[i], eager[i])) << "two-step output " << i;
+    for (const char* backend : {"interpreter", "cpp"}) {
+      CompileOptions o;
+      o.backend = backend;
+      CompiledFunction f = compile(fn, o);
+      for (int call = 0; call < 2; ++call) {  // the second call replays the plan
+        std::vector<Tensor> got = f(inputs);
+        ASSERT_EQ(got.size(), eager.size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_TRUE(same_bits(got[i], two_step[i])) << backend << ", output " << i << ", call " << call << "\n"
+                                                      << f.report().plan;
+        }
+      }
+      const std::string plan = f.report().plan;
+      EXPECT_EQ(plan.find(kTiled) != std::string::npos, tiled) << backend << "\n" << plan;
+      if (std::string(backend) == "cpp") {
+        EXPECT_NE(plan.find("[compiled]"), std::string::npos) << plan;
+      }
+    }
+  }
+};
+
+TEST_F(TiledContraction, MatmulBiasReluOverManyPartialTiles) {
+  // 2 * 300 * 64 * 700 flops: the GEMM runs threaded; 300 and 700 leave partial micro-tiles.
+  expect_same_as_two_step(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], in[1]) + in[2])}; },
+      {special({300, 64}, 1, 997), special({64, 700}, 2, 991), special({700}, 3, 7)});
+}
+
+TEST_F(TiledContraction, LinearWithCapturedWeightsAsInTheBench) {
+  Tensor w = testing::random_tensor({96, 80}, -0.2, 0.2, 4).to(DType::Float32);
+  Tensor b = special({96}, 5, 11);
+  expect_same_as_two_step([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(linear(in[0], w, b))}; },
+                          {special({130, 80}, 6, 301)});
+}
+
+TEST_F(TiledContraction, BatchedMatmulWithResidualAndPerBatchScale) {
+  // The per-batch scale (3, 1, 1) keeps the row dims (3, 40) apart: tiles' rows unflatten.
+  expect_same_as_two_step(
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{tanh((matmul(in[0], in[1]) + in[2]) * in[3])};
+      },
+      {special({3, 40, 24}, 7, 97), special({24, 56}, 8, 89), special({3, 40, 56}, 9, 13), special({3, 1, 1}, 10, 2)});
+}
+
+TEST_F(TiledContraction, BroadcastBatchOfTheRightOperand) {
+  expect_same_as_two_step(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sigmoid(matmul(in[0], in[1]) - in[2])}; },
+      {special({5, 17}, 11, 31), special({2, 17, 9}, 12, 29), special({9}, 13, 3)});
+}
+
+TEST_F(TiledContraction, ProductAlsoReturnedAndSeveralOutputs) {
+  expect_same_as_two_step(
+      [](const std::vector<Tensor>& in) {
+        Tensor y = matmul(in[0], in[1]);
+        return std::vector<Tensor>{y, relu(y + in[2]), y * 2.0};
+      },
+      {special({45, 33}, 14, 37), special({33, 70}, 15, 41), special({70}, 16, 5)});
+}
+
+TEST_F(TiledContraction, BoolEpilogueNeedsATemporary) {
+  // No output has the product's dtype: the product goes to an arena temporary.
+  expect_same_as_two_step(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{gt(matmul(in[0], in[1]) + in[2], in[3])}; },
+      {special({29, 16}, 17, 23), special({16, 40}, 18, 19), special({40}, 19, 3), special({29, 1}, 33, 4)});
+}
+
+TEST_F(TiledContraction, Float64) {
+  expect_same_as_two_step(
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(matmul(in[0], in[1]) * 0.5 + in[2])}; },
+      {special({50, 20}, 20, 43, DType::Float64), special({20, 37}, 21, 47, DType::Float64),
+       special({50, 37}, 22, 17, DType::Float64)});
+}
+
+TEST_F(TiledContraction, Conv2dBiasRelu) {
+  Tensor w = special({8, 3, 3, 3}, 23, 41);
+  Tensor b = special({8}, 24, 5);
+  expect_same_as_two_step(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, b, {1, 1}, {1, 1}))}; },
+      {special({2, 3, 9, 11}, 25, 67)});
+}
+
+TEST_F(TiledContraction, Conv2dGroupedAndPointwiseWithResidual) {
+  Tensor w3 = special({6, 2, 3, 3}, 26, 37);  // groups = 2 over 4 input channels
+  Tensor w1 = special({6, 6, 1, 1}, 27, 31);  // 1x1: no im2col
+  expect_same_as_two_step(
+      [&](const std::vector<Tensor>& in) {
+        Tensor y = conv2d(in[0], w3, Tensor(), {2, 1}, {1, 0}, {1, 1}, 2);
+        return std::vector<Tensor>{conv2d(y, w1) * in[1] + y};
+      },
+      {special({3, 4, 10, 7}, 28, 59), special({1, 6, 1, 1}, 29, 2)});
+}
+
+TEST_F(TiledContraction, ColumnDimsNotWalkedAsOneFallBackToTwoSteps) {
+  // An operand broadcast along Wo only: the tile's columns (Ho Wo) are not one dim for it.
+  Tensor w = special({4, 2, 3, 3}, 30, 23);
+  expect_same_as_two_step(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w) + in[1])}; },
+      {special({2, 2, 8, 8}, 31, 43), special({6, 1}, 32, 3)}, /*tiled=*/false);
+}
+
+}  // namespace
+}  // namespace smelt
