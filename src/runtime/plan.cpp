@@ -142,6 +142,8 @@ struct Plan::Impl {
   }
 
   void build(const ir::Graph& graph);
+  bool hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
+                           const std::map<const ir::Value*, int>& output_index);
   void add_group(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);
   bool add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
                              const std::vector<int>& out);
@@ -194,6 +196,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
       slot_of[node.outputs[0]] = add_slot(s);
       continue;
     }
+    if (hoist_constant_node(node, in, output_index)) continue;
     std::vector<int> out;
     for (const ir::Value* v : node.outputs) out.push_back(new_value_slot(v, step, output_index));
     // A node may become several steps (a contraction group: the product, then its epilogue): its
@@ -254,6 +257,51 @@ void Plan::Impl::build(const ir::Graph& graph) {
     output_slots.push_back(slot);
   }
   stats.steps = int(steps.size());
+}
+
+namespace {
+
+bool pure_graph(const ir::Graph& g) {
+  for (const auto& n : g.nodes()) {
+    if (n->body ? !pure_graph(*n->body) : !ops::is_pure(n->op)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// A pure node reading only constants (a transpose of a captured weight that `fold` left because
+// of its size limit) is computed once, here: its results become constants of the plan instead of
+// work on every call. Graph outputs are left to run (each call returns fresh tensors).
+bool Plan::Impl::hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
+                                     const std::map<const ir::Value*, int>& output_index) {
+  for (int slot : in) {
+    if (slots[size_t(slot)].kind != SlotKind::Constant) return false;
+  }
+  for (const ir::Value* v : node.outputs) {
+    if (output_index.count(v)) return false;
+  }
+  if (node.body ? !pure_graph(*node.body) : !ops::is_pure(node.op)) return false;
+  std::vector<Tensor> args;
+  for (int slot : in) args.push_back(slots[size_t(slot)].constant);
+  std::vector<ops::TensorMeta> metas;
+  for (const ir::Value* v : node.outputs) metas.push_back(v->meta);
+  NoGradGuard no_grad;
+  std::vector<Tensor> results;
+  try {
+    results = node.body ? trace::interpret(*node.body, args) : ops::compute(node.op, args, node.attrs, metas);
+  } catch (const Error&) {
+    return false;  // a node that fails on its data fails when run, as the unoptimized graph does
+  }
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    Slot c;
+    c.kind = SlotKind::Constant;
+    c.meta = node.outputs[k]->meta;
+    c.constant = results[k].contiguous();
+    slot_of[node.outputs[k]] = add_slot(c);
+  }
+  ++stats.hoisted;
+  return true;
 }
 
 void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out) {
@@ -631,7 +679,7 @@ std::string Plan::describe() const {
   os << "arena: " << p.stats.arena_bytes << " bytes planned, " << p.stats.naive_bytes
      << " naive, lower bound " << p.stats.lower_bound << "\n";
   os << "kernels " << p.stats.kernels << ", op steps " << p.stats.op_steps << ", interpreted groups "
-     << p.stats.interpreted << "\n";
+     << p.stats.interpreted << ", nodes computed once at build " << p.stats.hoisted << "\n";
   return os.str();
 }
 

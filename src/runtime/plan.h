@@ -50,6 +50,7 @@ struct PlanStats {
   int kernels = 0;          // Kernel steps (fused groups and lowered view copies)
   int op_steps = 0;         // Op steps
   int interpreted = 0;      // groups the lowering refused
+  int hoisted = 0;          // pure nodes reading only constants, computed once at build
   int tiled_contractions = 0;  // contraction groups run as one step, epilogue in the GEMM's tiles
                                // (each also counts as a kernel and an op step)
   int64_t arena_bytes = 0;  // planned peak

@@ -145,6 +145,18 @@ TEST(Compile, InPlaceReuseKeepsResults) {
   EXPECT_NE(f.report().plan.find("1 in-place reuses"), std::string::npos) << f.report().plan;
 }
 
+TEST(Compile, WorkOnConstantsIsDoneOnceAtBuild) {
+  // A captured weight's transpose too large for the fold pass (90,000 elements > 65,536): the plan
+  // computes it once, not on every call.
+  Tensor w = testing::random_tensor({300, 300}, -1, 1, 25).to(DType::Float32);
+  Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], w.t()))}; };
+  expect_matches_eager(fn, {testing::random_tensor({4, 300}, -1, 1, 26).to(DType::Float32)}, true);
+  CompiledFunction f = compile(fn, interpreter());
+  f({testing::random_tensor({4, 300}, -1, 1, 26).to(DType::Float32)});
+  EXPECT_NE(f.report().plan.find("nodes computed once at build 1"), std::string::npos) << f.report().plan;
+  EXPECT_EQ(f.report().plan.find("permute"), std::string::npos) << f.report().plan;
+}
+
 TEST(Compile, OutputsThatAreInputsOrRepeatedAreSeparateTensors) {
   Fn fn = [](const std::vector<Tensor>& in) {
     Tensor y = in[0] + 1.0;
