@@ -5,6 +5,7 @@
 
 #include "base/env.h"
 #include "base/log.h"
+#include "codegen/kernel_cache.h"
 #include "fusion/fuse.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -46,14 +47,19 @@ CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOpti
   plan_options.backend = options.backend;
   plan_options.memory_plan = options.memory_plan && memory_plan_options_from_env().enabled;
   plan_options.epilogue_in_tile = env_int("SMELT_NO_EPILOGUE_IN_TILE", 0, 0, 1) == 0;
+  const codegen::KernelCacheStats cache_before = codegen::KernelCache::global().stats();
   c.plan = Plan::build(*c.graph, plan_options);
+  const codegen::KernelCacheStats cache_after = codegen::KernelCache::global().stats();
   c.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   const PlanStats& s = c.plan->stats();
   std::ostringstream line;
   line << "compiled in " << c.compile_ms << " ms: " << c.nodes_before << " nodes -> " << c.nodes_after
        << " after passes and fusion; " << s.kernels << " kernels, " << s.op_steps << " op steps, "
        << s.interpreted << " interpreted groups; arena " << s.arena_bytes << " bytes (naive "
-       << s.naive_bytes << ", lower bound " << s.lower_bound << ")";
+       << s.naive_bytes << ", lower bound " << s.lower_bound << "); kernel cache: "
+       << cache_after.memory_hits - cache_before.memory_hits << " memory hits, "
+       << cache_after.disk_hits - cache_before.disk_hits << " disk hits, "
+       << cache_after.misses - cache_before.misses << " compiles started";
   debug_log(1, line.str());
   return c;
 }
