@@ -17,7 +17,12 @@ class KernelStep {
  public:
   // Validates the kernel (an invalid one is an internal error of the lowering) and, for the
   // Tiered and Compiled backends, asks the kernel cache for it (Compiled waits for the compiler).
-  KernelStep(codegen::LoopKernel kernel, KernelBackend backend);
+  // With `defer_compile` (Tiered only) the kernel runs on the interpreter until start_compile().
+  KernelStep(codegen::LoopKernel kernel, KernelBackend backend, bool defer_compile = false);
+
+  // Asks the kernel cache for the kernel (tiered: it runs compiled once the background compile is
+  // done). Not while a run of this step is in flight.
+  void start_compile();
 
   // `pointers[arg_slots[i]]` is argument i.
   void run(const std::vector<void*>& pointers, const std::vector<int>& arg_slots) {
@@ -51,7 +56,7 @@ class KernelStep {
 
  private:
   void run_interpreted() const;
-  codegen::LoopKernel kernel_;  // Interpreter backend only; the handle holds it otherwise
+  codegen::LoopKernel kernel_;  // until the kernel cache holds it (then the handle does)
   std::shared_ptr<codegen::KernelHandle> handle_;
   std::shared_ptr<codegen::InterpretedKernel> tiles_;  // Interpreter backend, tiled kernels
   std::vector<void*> args_;

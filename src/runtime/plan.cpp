@@ -85,6 +85,13 @@ struct Plan::Impl {
   std::vector<Tensor> tensors;
   std::vector<void*> pointers;
 
+  int64_t runs = 0;
+  // SMELT_SYNC_COMPILE=1 asks for compiled kernels from the first call: no deferral then.
+  bool defer_compile() const {
+    return options.backend == KernelBackend::Tiered && options.compile_after_runs > 1 &&
+           !codegen::KernelCache::global().options().sync_compile;
+  }
+
   int add_slot(Slot s) {
     slots.push_back(std::move(s));
     return int(slots.size()) - 1;
@@ -371,7 +378,7 @@ void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
       s.arg_slots.push_back(add_slot(cs));
     }
     s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
-    s.kernel = std::make_unique<KernelStep>(std::move(*lowered.kernel), options.backend);
+    s.kernel = std::make_unique<KernelStep>(std::move(*lowered.kernel), options.backend, defer_compile());
     ++stats.kernels;
   }
   steps.push_back(std::move(s));
@@ -571,7 +578,7 @@ bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string&
     s.arg_slots.push_back(add_slot(cs));
   }
   s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
-  s.kernel = std::make_unique<KernelStep>(std::move(*tiled->lowered.kernel), options.backend);
+  s.kernel = std::make_unique<KernelStep>(std::move(*tiled->lowered.kernel), options.backend, defer_compile());
   steps.push_back(std::move(s));
   ++stats.kernels;
   ++stats.op_steps;
@@ -610,6 +617,11 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs) {
   for (int s : p.output_slots) {
     const Slot& slot = p.slots[size_t(s)];
     outputs.push_back(empty(slot.meta.shape, slot.meta.dtype));
+  }
+  if (++p.runs == p.options.compile_after_runs && p.defer_compile()) {
+    for (Step& step : p.steps) {
+      if (step.kernel) step.kernel->start_compile();
+    }
   }
   p.bind(in, outputs);
   if (!p.profile.enabled()) {

@@ -39,6 +39,9 @@ enum class KernelBackend : uint8_t {
 struct PlanOptions {
   KernelBackend backend = KernelBackend::Tiered;
   bool memory_plan = true;  // false (SMELT_NO_MEMPLAN=1): every intermediate its own region
+  // Tiered: the kernels' background compiles start at this run (SMELT_COMPILE_AFTER); a plan run
+  // fewer times never compiles (the interpreter is cheaper than the compiler for one call).
+  int compile_after_runs = 2;
   // For tests of the checks that guard the planner (the compile fuzzer's): edits the buffer
   // requests (lifetimes, sizes) before they are planned, as a bug in their computation would.
   std::function<void(std::vector<BufferRequest>&)> edit_requests;

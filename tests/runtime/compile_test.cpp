@@ -4,10 +4,14 @@
 // signature cache.
 #include "smelt/compile.h"
 
+#include "codegen/kernel_cache.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 #include "support/check.h"
 #include "support/temp_dir.h"
@@ -314,6 +318,26 @@ TEST_F(CompileCpp, ElementwiseViewsAndIntegersBitForBit) {
       {special({64, 33}, 1), testing::random_tensor({8}, -9, 9, 3).to(DType::Int64),
        testing::random_tensor({8}, -9, 9, 4).to(DType::Int64)},
       true);
+}
+
+TEST_F(CompileCpp, TieredStartsCompilingAtTheSecondCall) {
+  // SMELT_COMPILE_AFTER's default: a function called once never pays the compiler.
+  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0] * 1.5) + 0.25}; };
+  CompileOptions tiered;
+  tiered.backend = "auto";
+  CompiledFunction f = compile(fn, tiered);
+  Tensor x = special({32, 32}, 27);
+  const int64_t before = codegen::KernelCache::global().stats().misses;
+  EXPECT_TRUE(same_bits(f({x})[0], fn({x})[0]));
+  EXPECT_EQ(codegen::KernelCache::global().stats().misses, before);  // call 1: interpreter only
+  EXPECT_TRUE(same_bits(f({x})[0], fn({x})[0]));
+  // Call 2 queued the compile; the background pool counts it when it starts (wait for it: this
+  // is not a timing assertion, a minute is only a bound on a hang).
+  for (int i = 0; i < 6000 && codegen::KernelCache::global().stats().misses == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(codegen::KernelCache::global().stats().misses, before + f.report().kernels);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_bits(f({x})[0], fn({x})[0]));  // whichever tier runs
 }
 
 TEST_F(CompileCpp, ReductionsAndRowOps) {
