@@ -65,8 +65,9 @@ template <class T, bool kMax>
 inline T row_pick(T best, T candidate) {
   bool beats = kMax ? candidate > best : candidate < best;
   if constexpr (std::is_floating_point_v<T>) {
-    beats |= candidate == best && (kMax ? std::signbit(best) && !std::signbit(candidate)
-                                        : !std::signbit(best) && std::signbit(candidate));
+    // Taking an equal candidate changes nothing but a zero's sign (equal non-zero floats have the
+    // same bits), so this only asks whether `best` is the zero that loses; as fast as before.
+    beats |= candidate == best && (kMax ? std::signbit(best) : !std::signbit(best));
   }
   return beats || candidate != candidate ? candidate : best;
 }
