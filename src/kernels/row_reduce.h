@@ -4,6 +4,7 @@
 // their accuracy.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -55,10 +56,19 @@ double row_sum_sq_dev(const T* x, int64_t n, double mean) {
 
 namespace detail {
 
-// `candidate` if it beats `best` or is NaN; once NaN, a lane stays NaN (nothing beats NaN).
+// `candidate` if it beats `best` or is NaN; once NaN, a lane stays NaN (nothing beats NaN). Of
+// -0 and +0, +0 beats for the maximum and -0 for the minimum, as scalar::maximum / minimum order
+// them: the result of a row then does not depend on the order it is read in (a row holding both
+// zeros gave the first one met, so -0 or +0 by layout, and another sign than a fused kernel's
+// fold; fuzz --compile seeds 2405, 238251).
 template <class T, bool kMax>
 inline T row_pick(T best, T candidate) {
-  const bool beats = kMax ? candidate > best : candidate < best;
+  bool beats = kMax ? candidate > best : candidate < best;
+  if constexpr (std::is_floating_point_v<T>) {
+    // Taking an equal candidate changes nothing but a zero's sign (equal non-zero floats have the
+    // same bits), so this only asks whether `best` is the zero that loses; as fast as before.
+    beats |= candidate == best && (kMax ? std::signbit(best) : !std::signbit(best));
+  }
   return beats || candidate != candidate ? candidate : best;
 }
 

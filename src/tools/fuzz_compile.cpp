@@ -103,8 +103,8 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
   for (size_t b = 0; b < backends.size(); ++b) {
     const Totals& t = totals[b];
     std::printf("%s: %lld cases, %lld failed; outputs: %lld bit for bit, %lld within the tolerance (%lld of these "
-                "not bit-equal); %lld cases equal only with contiguous operands, %lld ill-conditioned (equal on "
-                "ordinary inputs), %lld failed alike in every run; plans: %lld kernels, %lld op steps, %lld "
+                "not bit-equal); %lld cases equal only with contiguous operands, %lld ill-conditioned (outputs no "
+                "reference pins down left out, or equal on ordinary inputs), %lld failed alike in every run; plans: %lld kernels, %lld op steps, %lld "
                 "interpreted groups; time: compile %.1f s, waiting for kernels %.1f s, runs %.1f s\n",
                 fuzz::compile_backend_name(backends[b]), static_cast<long long>(t.cases),
                 static_cast<long long>(t.failed), static_cast<long long>(t.exact), static_cast<long long>(t.tolerant),

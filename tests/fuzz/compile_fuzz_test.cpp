@@ -17,7 +17,7 @@ namespace smelt {
 namespace {
 
 constexpr int kInterpreterCases = 3000;
-constexpr int kCppCases = 40;
+constexpr int kCppCases = 30;
 
 struct Counts {
   int failed = 0, exact = 0, tolerant = 0, kernels = 0, op_steps = 0, interpreted = 0;

@@ -92,6 +92,20 @@ TEST_F(Cli, NumbersInRangeStillWork) {
   EXPECT_NE(r.out.find("2 passed, 0 failed"), std::string::npos) << r.out;
 }
 
+// smelt fuzz --compile: the closing line last; a bad backend or a missing compiler refused before
+// any case runs.
+TEST_F(Cli, FuzzCompile) {
+  const CliRun r = smelt("fuzz --compile --backend interpreter --cases 50 --seed 7");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("interpreter: 50 cases, 0 failed"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1), "50 passed, 0 failed\n") << r.out;
+  expect_refused(smelt("fuzz --compile --backend gpu"), {"--backend", "gpu"});
+  expect_refused(smelt("fuzz --compile --passes nosuchpass"), {"nosuchpass"});
+  const CliRun no_cxx = smelt("fuzz --compile --backend cpp --cases 1", "SMELT_CXX=/nonexistent/c++");
+  expect_refused(no_cxx, {"no C++ compiler", "--backend interpreter"});
+  EXPECT_EQ(no_cxx.out, "");
+}
+
 TEST_F(Cli, DemoChecksOutBeforeTraining) {
   const fs::path file = dir_ / "a_file";
   std::ofstream(file) << "x";
