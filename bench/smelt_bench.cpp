@@ -8,7 +8,8 @@
 //   smelt_bench --list                       both tables as JSON
 //   smelt_bench --compile-time <name>        the first call of a compiled function in this (fresh)
 //                                            process: {"first_call_ms", "pipeline_ms", "replay_ms",
-//                                            "kernels", "kernels_compiled", "disk_hits"}; run.py
+//                                            "kernels", "kernels_compiled", "disk_hits",
+//                                            "compile_seconds"}; run.py
 //                                            sets SMELT_CACHE_DIR (empty: cold; filled: warm)
 //   smelt_bench --describe <name>            builds and runs the smelt-compiled workload, prints
 //                                            its fusion report and plan
@@ -195,7 +196,8 @@ int compile_time(const std::string& name) {
     CompileTime t = c.measure();
     std::cout << json{{"first_call_ms", t.first_call_ms}, {"pipeline_ms", t.pipeline_ms},
                       {"replay_ms", t.replay_ms}, {"kernels", t.kernels},
-                      {"kernels_compiled", t.kernels_compiled}, {"disk_hits", t.disk_hits}}.dump()
+                      {"kernels_compiled", t.kernels_compiled}, {"disk_hits", t.disk_hits},
+                      {"compile_seconds", t.compile_seconds}}.dump()
               << "\n";
     return 0;
   }

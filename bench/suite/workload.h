@@ -39,6 +39,7 @@ struct CompileTime {
   int kernels = 0;
   double kernels_compiled = 0;  // kernel cache misses (g++ runs) in this process
   double disk_hits = 0;
+  double compile_seconds = 0;   // time in the C++ compiler (kernel cache stats)
 };
 
 struct CompileTimeCase {
