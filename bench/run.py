@@ -8,10 +8,18 @@ both sides alike. Each side warms a workload up before its first timed call. Tim
 over all iterations of all rounds; the machine's limits (STREAM copy/triad, OpenBLAS sgemm) are
 the best rates seen. Peak memory of the training steps is measured in fresh processes.
 
+Rows of impl smelt-compiled run smelt::compile'd functions (backend "cpp": the kernels are compiled
+in the server's warm-up, before any timed call). Compile time is measured apart, in fresh
+processes (`smelt_bench --compile-time`): cold with an empty temporary SMELT_CACHE_DIR, then warm
+with the disk cache the cold process filled.
+
 Writes bench/out/results.jsonl, results.md and results.svg; a full run (not --quick) also
 refreshes the table in bench/README.md and the chart bench/results.svg.
 
-    /usr/bin/python3 bench/run.py [--quick] [--build-dir build] [--threads N]
+    /usr/bin/python3 bench/run.py [--quick] [--build-dir build] [--threads N] [--python PYTHON]
+
+--python picks the interpreter that runs torch_bench.py (the peer): Debian's python3 with its
+PyTorch 1.13 by default, or any other with a current PyTorch (see ../shared/device/).
 """
 import argparse
 import json
@@ -21,6 +29,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,8 +39,9 @@ import report
 BENCH_DIR = Path(__file__).resolve().parent
 PYTHON = "/usr/bin/python3"  # Debian's python3 with python3-torch, whatever `python3` is first on PATH
 
-# name: (rounds, target ms of work per timed call, max iterations per call, peak-memory steps)
-MODES = {"quick": (3, 120.0, 50, 3), "full": (9, 600.0, 400, 10)}
+# name: (rounds, target ms of work per timed call, max iterations per call, peak-memory steps,
+#        cold/warm compile-time pairs)
+MODES = {"quick": (3, 120.0, 50, 3, 1), "full": (9, 600.0, 400, 10, 3)}
 
 
 class Server:
@@ -66,6 +76,7 @@ class Task:
         self.ms = []
         self.per_call = 1
         self.error = None
+        self.note = None  # smelt-compiled: what the compile produced (first reply)
 
     def run(self, n):
         if self.error:
@@ -76,6 +87,7 @@ class Task:
             print(f"  {self.name} [{self.impl}]: {self.error}", file=sys.stderr)
         else:
             self.ms.extend(reply["ms"])
+            self.note = reply.get("note", self.note)
 
 
 def merge_lists(listings):
@@ -156,6 +168,30 @@ def peak_memory(argv_prefix, workload, steps, env):
     return reply
 
 
+def compile_times(smelt_argv, names, pairs, env):
+    """Per name: `pairs` cold first calls (each with a fresh empty SMELT_CACHE_DIR) and as many warm
+    ones (a fresh process on the disk cache its cold run filled). Each in a fresh process, so
+    nothing is cached in memory."""
+    results = {}
+    for name in names:
+        runs = {"cold": [], "warm": []}
+        for _ in range(pairs):
+            with tempfile.TemporaryDirectory(prefix="smelt-bench-cache-") as cache:
+                for kind in ("cold", "warm"):
+                    out = subprocess.run(smelt_argv + ["--compile-time", name], capture_output=True, text=True,
+                                         timeout=600, env=dict(env, SMELT_CACHE_DIR=cache))
+                    try:
+                        reply = json.loads(out.stdout.strip().splitlines()[-1])
+                    except (IndexError, json.JSONDecodeError):
+                        reply = {"error": (out.stderr or out.stdout).strip()[-300:]}
+                    runs[kind].append(reply)
+        results[name] = runs
+        print(f"compile time: {name}: " + ", ".join(
+            f"{kind} {[round(r.get('first_call_ms', float('nan'))) for r in rs]} ms" for kind, rs in runs.items()),
+            flush=True)
+    return results
+
+
 def machine_info(threads, smelt_threads, torch_threads):
     model, cores = platform.processor() or platform.machine(), os.cpu_count()
     try:
@@ -176,8 +212,9 @@ def main():
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--out", default=str(BENCH_DIR / "out"))
     parser.add_argument("--only", default="", help="run only workloads whose name contains this")
+    parser.add_argument("--python", default=PYTHON, help="the interpreter running torch_bench.py (the peer)")
     args = parser.parse_args()
-    rounds, target_ms, max_n, mem_steps = MODES["quick" if args.quick else "full"]
+    rounds, target_ms, max_n, mem_steps, compile_pairs = MODES["quick" if args.quick else "full"]
     started, wall0, load0 = datetime.now(timezone.utc), time.time(), os.getloadavg()
 
     smelt_exe = Path(args.build_dir).resolve() / "bench" / "smelt_bench"
@@ -185,7 +222,7 @@ def main():
         sys.exit(f"run.py: {smelt_exe} not found; build first (make build)")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
     smelt_argv = [str(smelt_exe)]
-    torch_argv = [PYTHON, str(BENCH_DIR / "torch_bench.py")]
+    torch_argv = [args.python, str(BENCH_DIR / "torch_bench.py")]
     servers = {"smelt": Server("smelt", smelt_argv + ["--serve"], env),
                "limits": Server("limits", smelt_argv + ["--serve-limits"], env),
                "torch": Server("torch", torch_argv, env)}
@@ -218,13 +255,23 @@ def main():
             if w["peak_memory"].get(side):
                 memory[(w["name"], side)] = peak_memory(argv, w["name"], mem_steps, env)
     print(f"peak memory: {len(memory)} fresh processes", flush=True)
+    compile_names = [n for n in smelt_list.get("compile_time", []) if args.only in n]
+    compiles = compile_times(smelt_argv, compile_names, compile_pairs, env)
 
     results = build_results(workloads, tasks_by_workload, memory, l3_bytes())
+    results["compile_time"] = compiles
+    for name, runs in compiles.items():
+        for kind, replies in runs.items():
+            ok = [r["first_call_ms"] - r["replay_ms"] for r in replies if "first_call_ms" in r]
+            if ok:
+                results["records"].append({"workload": f"compile time: {name}", "impl": f"smelt-compiled {kind}",
+                                           "metric": "ms", "value": round(statistics.median(ok), 3)})
     info = machine_info(args.threads, smelt_list.get("threads"), torch_list.get("threads"))
     run = {"date": started.strftime("%Y-%m-%d %H:%M UTC"), "mode": "QUICK" if args.quick else "full",
            "command": "make bench QUICK=1" if args.quick else "make bench", "rounds": rounds,
            "seconds": time.time() - wall0, "load_before": load0, "load_after": os.getloadavg(),
-           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""), **info}
+           "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""), "peer": torch_list.get("peer", {}),
+           **info}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.jsonl", "w") as f:
@@ -246,8 +293,10 @@ def build_results(workloads, tasks_by_workload, memory, l3_size):
     for w in workloads:
         row = {"name": w["name"], "bytes": w["bytes"], "flops": w["flops"], "missing": w["missing"],
                "impls": sorted(w["impls"]), "training": any(w["peak_memory"].values()),
-               "ms": {}, "spread": {}, "errors": {}, "samples": {}, "mib": {}}
+               "ms": {}, "spread": {}, "errors": {}, "samples": {}, "mib": {}, "notes": {}}
         for task in tasks_by_workload.get(w["name"], []):
+            if task.note:
+                row["notes"][task.impl] = task.note
             if task.error:
                 row["errors"][task.impl] = task.error
                 continue

@@ -6,6 +6,13 @@
 //   smelt_bench --peak-memory <name> <steps> one workload in this (fresh) process: prints
 //                                            {"MiB": peak RSS growth over <steps> steps}
 //   smelt_bench --list                       both tables as JSON
+//   smelt_bench --compile-time <name>        the first call of a compiled function in this (fresh)
+//                                            process: {"first_call_ms", "pipeline_ms", "replay_ms",
+//                                            "kernels", "kernels_compiled", "disk_hits",
+//                                            "compile_seconds"}; run.py
+//                                            sets SMELT_CACHE_DIR (empty: cold; filled: warm)
+//   smelt_bench --describe <name>            builds and runs the smelt-compiled workload, prints
+//                                            its fusion report and plan
 //
 // The limits get a process of their own: OpenBLAS keeps one thread count per process, and smelt
 // sets it to 1 for its own GEMM (see src/kernels/gemm_openblas.cpp), while the sgemm ceiling is
@@ -13,8 +20,11 @@
 //
 // Protocol (tab-separated, one line each way, shared with torch_bench.py):
 //   > list                  < {"threads": T, "workloads": [{"name", "bytes", "flops", "impls",
-//                                                           "missing", "peak_memory"}]}
-//   > run <name> <impl> <n> < {"ms": [t1, ..., tn]}  (built and warmed up on first use)
+//                                                           "missing", "peak_memory"}],
+//                              "compile_time": [names]}
+//   > run <name> <impl> <n> < {"ms": [t1, ..., tn]}  (built and warmed up on first use; the
+//                                                      first reply of a smelt-compiled workload
+//                                                      adds "note": what the compile produced)
 //                           < {"error": "..."}       (unknown workload, or not runnable here)
 //   > quit
 #include <omp.h>
@@ -39,28 +49,44 @@ using nlohmann::json;
 
 constexpr int kWarmupRuns = 3;
 
+// Eager and compiled workloads; run.py lists rows in this order, so a compiled-only variant
+// ("chain: 1000 tiny adds, unfused plan") goes right after the workload whose name it extends.
 std::vector<Workload> smelt_workloads() {
   std::vector<Workload> all;
   for (auto part : {op_workloads(), training_workloads(), future_workloads()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
+  for (Workload& w : compiled_workloads()) {
+    auto at = all.end();
+    for (auto it = all.begin(); it != all.end(); ++it) {
+      if (w.name.rfind(it->name, 0) == 0) at = it + 1;
+    }
+    all.insert(at, std::move(w));
+  }
   return all;
 }
 
+// One entry per name: the impls of every workload of that name, in first-seen order.
 json list_reply(const std::vector<Workload>& workloads) {
   json entries = json::array();
+  std::map<std::string, size_t> index;
   for (const Workload& w : workloads) {
-    json entry = {{"name", w.name}, {"bytes", w.bytes}, {"flops", w.flops},
-                  {"impls", json::array()}, {"missing", json::object()},
-                  {"peak_memory", w.training && w.missing.empty()}};
+    auto [it, fresh] = index.emplace(w.name, entries.size());
+    if (fresh) {
+      entries.push_back({{"name", w.name}, {"bytes", w.bytes}, {"flops", w.flops},
+                         {"impls", json::array()}, {"missing", json::object()}, {"peak_memory", false}});
+    }
+    json& entry = entries[it->second];
     if (w.missing.empty()) {
       entry["impls"].push_back(w.impl);
     } else {
       entry["missing"][w.impl] = w.missing;
     }
-    entries.push_back(entry);
+    if (w.training && w.missing.empty()) entry["peak_memory"] = true;
   }
-  return {{"threads", omp_get_max_threads()}, {"workloads", entries}};
+  json compile_time = json::array();
+  for (const CompileTimeCase& c : compile_time_cases()) compile_time.push_back(c.name);
+  return {{"threads", omp_get_max_threads()}, {"workloads", entries}, {"compile_time", compile_time}};
 }
 
 std::vector<double> timed(const Step& step, int n) {
@@ -75,11 +101,17 @@ std::vector<double> timed(const Step& step, int n) {
   return ms;
 }
 
-const Workload* find(const std::vector<Workload>& workloads, const std::string& name) {
+// The workload `name` with `impl`; with impl empty, the first runnable one of that name.
+const Workload* find(const std::vector<Workload>& workloads, const std::string& name,
+                     const std::string& impl = "") {
+  const Workload* any = nullptr;
   for (const Workload& w : workloads) {
-    if (w.name == name) return &w;
+    if (w.name != name) continue;
+    if (w.impl == impl) return &w;
+    if (impl.empty() && w.missing.empty()) return &w;
+    if (!any) any = &w;
   }
-  return nullptr;
+  return impl.empty() ? any : nullptr;
 }
 
 class Server {
@@ -87,17 +119,21 @@ class Server {
   explicit Server(std::vector<Workload> workloads) : workloads_(std::move(workloads)) {}
 
   json run(const std::string& name, const std::string& impl, int n) {
-    const Workload* w = find(workloads_, name);
-    if (!w) return {{"error", "unknown workload '" + name + "'"}};
-    if (impl != w->impl) return {{"error", "'" + name + "' has no impl '" + impl + "'"}};
+    if (!find(workloads_, name)) return {{"error", "unknown workload '" + name + "'"}};
+    const Workload* w = find(workloads_, name, impl);
+    if (!w) return {{"error", "'" + name + "' has no impl '" + impl + "'"}};
     if (!w->missing.empty()) return {{"error", w->missing}};
-    auto it = built_.find(name);
+    const std::string key = impl + "\t" + name;
+    auto it = built_.find(key);
+    json reply;
     if (it == built_.end()) {
       Step step = w->build();
-      timed(step, kWarmupRuns);
-      it = built_.emplace(name, std::move(step)).first;
+      timed(step, kWarmupRuns);  // a compiled workload compiles its kernels in the first call
+      it = built_.emplace(key, std::move(step)).first;
+      if (w->note) reply["note"] = w->note();
     }
-    return {{"ms", timed(it->second, n)}};
+    reply["ms"] = timed(it->second, n);
+    return reply;
   }
 
   int serve() {
@@ -141,7 +177,7 @@ double max_rss_mib() {
 // Peak resident memory the steps add on top of the built workload (model, optimizer, inputs):
 // the same measurement as torch_bench.py --peak-memory, each in a fresh process.
 int peak_memory(const std::vector<Workload>& workloads, const std::string& name, int steps) {
-  const Workload* w = find(workloads, name);
+  const Workload* w = find(workloads, name, "smelt-eager");
   if (!w || !w->missing.empty()) {
     std::cout << json{{"error", w ? w->missing : "unknown workload '" + name + "'"}}.dump() << "\n";
     return 1;
@@ -154,9 +190,40 @@ int peak_memory(const std::vector<Workload>& workloads, const std::string& name,
   return 0;
 }
 
+int compile_time(const std::string& name) {
+  for (const CompileTimeCase& c : compile_time_cases()) {
+    if (c.name != name) continue;
+    CompileTime t = c.measure();
+    std::cout << json{{"first_call_ms", t.first_call_ms}, {"pipeline_ms", t.pipeline_ms},
+                      {"replay_ms", t.replay_ms}, {"kernels", t.kernels},
+                      {"kernels_compiled", t.kernels_compiled}, {"disk_hits", t.disk_hits},
+                      {"compile_seconds", t.compile_seconds}}.dump()
+              << "\n";
+    return 0;
+  }
+  std::cout << json{{"error", "no compile-time case '" + name + "'"}}.dump() << "\n";
+  return 1;
+}
+
+int describe(const std::vector<Workload>& workloads, const std::string& name) {
+  const Workload* w = find(workloads, name, "smelt-compiled");
+  if (!w || !w->missing.empty()) {
+    std::fprintf(stderr, "smelt_bench: no runnable smelt-compiled workload '%s'\n", name.c_str());
+    return 1;
+  }
+  Step step = w->build();
+  timed(step, kWarmupRuns);
+  std::vector<double> ms = timed(step, 5);
+  std::printf("%s\n%s\n%s\nms per call:", name.c_str(), w->note().c_str(), w->plan().c_str());
+  for (double t : ms) std::printf(" %.4g", t);
+  std::printf("\n");
+  return 0;
+}
+
 int usage() {
   std::fprintf(stderr,
-               "usage: smelt_bench --serve | --serve-limits | --list | --peak-memory <workload> <steps>\n");
+               "usage: smelt_bench --serve | --serve-limits | --list | --peak-memory <workload> <steps>\n"
+               "                   | --compile-time <name> | --describe <name>\n");
   return 2;
 }
 
@@ -174,6 +241,8 @@ int main(int argc, char** argv) {
                 << list_reply(limit_workloads()).dump(2) << "\n";
       return 0;
     }
+    if (args.size() == 2 && args[0] == "--compile-time") return compile_time(args[1]);
+    if (args.size() == 2 && args[0] == "--describe") return describe(smelt_workloads(), args[1]);
     if (args.size() == 3 && args[0] == "--peak-memory") {
       return peak_memory(smelt_workloads(), args[1], std::stoi(args[2]));
     }

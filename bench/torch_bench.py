@@ -2,7 +2,7 @@
 """PyTorch side of `make bench`: the same workloads as bench/smelt_bench.cpp, served over stdin.
 
 Protocol (tab-separated, one line each way, shared with smelt_bench --serve):
-  > list                      < {"threads": T, "workloads": [{"name": ..., "impls": [...], "bytes": ..,
+  > list                      < {"threads": T, "peer": {version, BLAS...}, "workloads": [{"name": ..., "impls": [...], "bytes": ..,
                                                               "flops": .., "peak_memory": bool}]}
   > run <workload> <impl> <n> < {"ms": [t1, ..., tn]}     (after a warm-up of the same workload)
                               < {"error": "..."}
@@ -15,6 +15,7 @@ PyTorch is used here only as the baseline to compare against; smelt never depend
 """
 import json
 import os
+import re
 import resource
 import sys
 import time
@@ -86,6 +87,28 @@ def conv3x3_64_56():
     return (lambda: f(x, w, b)), f, (x, w, b)
 
 
+def mlp_model():
+    return torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
+                               torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+
+
+def encoder_block():
+    return torch.nn.TransformerEncoderLayer(256, 4, dim_feedforward=4 * 256, dropout=0.0, batch_first=True,
+                                            norm_first=True)
+
+
+def mlp_forward():
+    model, x = mlp_model().eval(), torch.randn(256, 784)
+    return (lambda: model(x)), model, (x,)
+
+
+def transformer_forward():
+    # eval(): PyTorch may take its fused "fast path" kernel for the encoder layer here, as a user
+    # running inference would get
+    layer, x = encoder_block().eval(), torch.randn(8, 128, 256)
+    return (lambda: layer(x)), layer, (x,)
+
+
 def train_step(model, x, y, opt):
     def step():
         opt.zero_grad(set_to_none=True)
@@ -96,8 +119,7 @@ def train_step(model, x, y, opt):
 
 
 def mlp_train():
-    model = torch.nn.Sequential(torch.nn.Linear(784, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
-                                torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+    model = mlp_model()
     x, y = torch.randn(256, 784), torch.randint(0, 10, (256,))
     return train_step(model, x, y, torch.optim.Adam(model.parameters(), lr=1e-3)), None, None
 
@@ -113,10 +135,7 @@ def cnn_train():
 
 
 def transformer_train():
-    d, heads, seq, batch = 256, 4, 128, 8
-    layer = torch.nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, dropout=0.0, batch_first=True,
-                                             norm_first=True)
-    x = torch.randn(batch, seq, d)
+    layer, x = encoder_block(), torch.randn(8, 128, 256)
     opt = torch.optim.AdamW(layer.parameters(), lr=1e-3)
 
     def step():
@@ -136,6 +155,18 @@ def tiny_op():
     return step, None, None
 
 
+def tiny_chain():
+    """y = a + b + b + ...: 1000 dependent one-element adds (smelt compiles the same chain)."""
+    a, b = torch.ones(1), torch.ones(1)
+
+    def f(a, b):
+        y = a
+        for _ in range(1000):
+            y = torch.add(y, b)
+        return y
+    return (lambda: f(a, b)), f, (a, b)
+
+
 WORKLOADS = [
     Workload("gelu(x*a+b) 16M", elementwise_chain, bytes_moved=2 * 4 * 16 * 2**20),
     Workload("softmax 2048x1024", softmax_2048x1024, bytes_moved=2 * 4 * 2048 * 1024),
@@ -144,6 +175,10 @@ WORKLOADS = [
     Workload("sgemm 1024^3", sgemm_1024, flops=2 * 1024**3),
     Workload("linear+bias+relu 1024^3", linear_relu_1024, flops=2 * 1024**3),
     Workload("conv3x3 64->64 56x56 +bias+relu", conv3x3_64_56, flops=2 * 64 * 64 * 9 * 56 * 56),
+    # inference forward passes (no grad); torch-script is torch.jit.trace of the module
+    Workload("MLP 784-1024-1024-10 forward b256", mlp_forward, flops=2 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10)),
+    Workload("transformer block d256 h4 s128 b8 forward", transformer_forward,
+             flops=2 * 8 * 128 * 12 * 256**2 + 4 * 8 * 128 * 128 * 256),
     # training flops: matmul/conv flops of forward + backward = 3x forward
     Workload("MLP 784-1024-1024-10 train step b256", mlp_train, flops=6 * 256 * (784 * 1024 + 1024 * 1024 + 1024 * 10),
              scriptable=False, training=True),
@@ -152,7 +187,30 @@ WORKLOADS = [
     Workload("transformer block d256 h4 s128 b8 fwd+bwd+AdamW", transformer_train,
              flops=3 * (2 * 8 * 128 * 12 * 256**2 + 4 * 8 * 128 * 128 * 256), scriptable=False, training=True),
     Workload("dispatch: 1000 tiny adds", tiny_op, scriptable=False),
+    Workload("chain: 1000 tiny adds", tiny_chain),
 ]
+
+
+def peer_info():
+    """PyTorch's version and the libraries it computes with (torch.__config__, and the BLAS shared
+    library actually mapped after a matrix product: Debian builds with BLAS_INFO=generic, which
+    is whatever libblas.so.3 the system points to), for the report."""
+    config = torch.__config__.show()
+    fields = dict(re.findall(r"\b(BLAS_INFO|LAPACK_INFO|USE_MKL|USE_MKLDNN|USE_OPENMP)=([^,\s]*)", config))
+    for line in config.splitlines():
+        line = line.strip(" -")
+        if line.startswith(("Intel(R) MKL-DNN", "oneDNN", "Intel(R) oneAPI", "Intel(R) Math Kernel",
+                            "CPU capability usage")):
+            fields.setdefault("libraries", []).append(line)
+    torch.randn(64, 64) @ torch.randn(64, 64)
+    try:
+        maps = open("/proc/self/maps").read()
+        fields["blas_library"] = sorted({os.path.basename(m) for m in re.findall(r"\S*(?:blas|mkl_rt|mkl_core)\S*", maps)})
+    except OSError:
+        pass
+    return {"name": "PyTorch", "version": torch.__version__, "python": sys.executable,
+            "python_version": sys.version.split()[0], "config": fields,
+            "mkl": torch.backends.mkl.is_available(), "mkldnn": torch.backends.mkldnn.is_available()}
 
 
 def build_step(w, impl):
@@ -176,7 +234,7 @@ def serve():
         if parts[0] == "quit":
             break
         if parts[0] == "list":
-            print(json.dumps({"threads": torch.get_num_threads(),
+            print(json.dumps({"threads": torch.get_num_threads(), "peer": peer_info(),
                               "workloads": [{"name": w.name, "bytes": w.bytes, "flops": w.flops,
                                              "impls": ["torch-eager"] + (["torch-script"] if w.scriptable else []),
                                              "peak_memory": w.training} for w in WORKLOADS]}), flush=True)

@@ -1,5 +1,6 @@
 // One benchmark workload of smelt_bench: a name shared with bench/torch_bench.py, the work it
-// does (for GB/s, GFLOP/s and the roofline) and how to build its timed step.
+// does (for GB/s, GFLOP/s and the roofline) and how to build its timed step. A name may appear
+// once per impl (smelt-eager and smelt-compiled rows of the same workload).
 #pragma once
 
 #include <functional>
@@ -16,20 +17,44 @@ struct Workload {
   std::string name;          // exactly as in torch_bench.py: run.py pairs the two by name
   double bytes = 0;          // bytes a perfect kernel must move (0: not memory-bound)
   double flops = 0;          // floating-point operations (0: not counted)
-  std::string impl = "smelt-eager";  // "limit" for the machine's ceilings
+  // "smelt-eager", "smelt-compiled" (smelt::compile, generated C++ kernels compiled before the
+  // first timed call) or "limit" (the machine's ceilings).
+  std::string impl = "smelt-eager";
   // Empty when the workload runs; else the capability it still needs (ONNX import, the
   // compiler), shown in the results table instead of a number.
   std::string missing;
   bool training = false;     // a training step: its peak memory is measured too
   // Allocates the inputs (and model) once and returns the step that is timed.
   std::function<Step()> build;
+  // smelt-compiled only, after the first call: one line on what the compile produced (note, sent
+  // to run.py with the times) and the fusion report and plan (`smelt_bench --describe <name>`).
+  std::function<std::string()> note, plan;
+};
+
+// What one first call of a compiled function cost, in a fresh process (`--compile-time`).
+struct CompileTime {
+  double first_call_ms = 0;  // trace + passes + fusion + plan + kernels + one run
+  double pipeline_ms = 0;    // CompileReport::compile_ms (the pipeline, without the trace)
+  double replay_ms = 0;      // the fastest of a few later calls (one run, no compile)
+  int kernels = 0;
+  double kernels_compiled = 0;  // kernel cache misses (g++ runs) in this process
+  double disk_hits = 0;
+  double compile_seconds = 0;   // time in the C++ compiler (kernel cache stats)
+};
+
+struct CompileTimeCase {
+  std::string name;
+  std::function<CompileTime()> measure;  // builds the model, then times the first call
 };
 
 std::vector<Workload> op_workloads();        // elementwise, softmax, norm, GEMM, conv, dispatch
 std::vector<Workload> training_workloads();  // MLP, CNN, transformer block
+std::vector<Workload> compiled_workloads();  // smelt::compile versions, impl "smelt-compiled"
 std::vector<Workload> limit_workloads();     // STREAM copy/triad, OpenBLAS sgemm
 // Workloads of the issue that need a capability smelt does not have yet (listed, never run).
 std::vector<Workload> future_workloads();
+// Compile time of smelt::compile, one fresh process per measurement (run.py: cold, then warm).
+std::vector<CompileTimeCase> compile_time_cases();
 
 
 }  // namespace smelt::bench
