@@ -29,17 +29,18 @@ CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOpti
   c.nodes_before = c.graph->num_nodes();
   // Stage 1: the captured graph must be well formed before anything trusts it.
   ir::verify(*c.graph);
-  debug_log(4, "IR before the pipeline:\n" + ir::print(*c.graph));
+  // (Printing a graph costs as much as its constants' text: only at the level that shows it.)
+  if (debug_level() >= 4) debug_log(4, "IR before the pipeline:\n" + ir::print(*c.graph));
   // Stage 2: the canonical passes to a fixed point.
   passes::run_pipeline(*c.graph, options.passes.empty() ? passes::kDefaultPipeline : options.passes);
-  debug_log(4, "IR after passes:\n" + ir::print(*c.graph));
+  if (debug_level() >= 4) debug_log(4, "IR after passes:\n" + ir::print(*c.graph));
   // Stage 3: fusion into group nodes.
   if (options.fuse) {
     fusion::FusionReport report = fusion::fuse(*c.graph);
     c.fusion_summary = report.summary();
     c.fusion_explain = report.explain();
     debug_log(2, "fusion:\n" + c.fusion_explain);
-    debug_log(4, "IR after fusion:\n" + ir::print(*c.graph));
+    if (debug_level() >= 4) debug_log(4, "IR after fusion:\n" + ir::print(*c.graph));
   }
   c.nodes_after = c.graph->num_nodes();
   // Stage 4: schedule (the node order fusion left), memory plan and kernels: the plan.
