@@ -143,6 +143,7 @@ std::unique_ptr<PreparedCase> prepare_compiled(const ir::Graph& graph, const Com
     runtime::PipelineOptions po;
     po.passes = options.passes;
     po.backend = backend;
+    po.compile_after_runs = 1;  // compiles start now, so that wait_for_kernels() finds them
     p->compiled = runtime::compile_graph(graph.clone(), po);
     runtime::PlanOptions plan_options;
     plan_options.backend = backend;

@@ -1,4 +1,5 @@
 // Tensor's methods that are ops (views, copies) or drive autograd, and the in-place updates.
+#include <type_traits>
 #include <cstring>
 
 #include "autograd/node.h"
@@ -184,7 +185,10 @@ Tensor& Tensor::fill_(double value) {
   SMELT_DISPATCH_ALL(dtype(), "fill_", [&] {
     using T = scalar_t;
     T v = static_cast<T>(value);
-    kernels::map1<T, T>(*this, *this, [v](T) { return v; });
+    // The old contents are not read, but the loop loads them: as bytes for bool, whose fresh
+    // memory may hold a byte that is no bool (UB to load as one; UBSan saw 0xbe).
+    using Old = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+    kernels::map1<T, Old>(*this, *this, [v](Old) { return v; });
   });
   storage()->bump_version();
   return *this;

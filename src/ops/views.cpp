@@ -239,7 +239,8 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* where) {
       infer_at = int64_t(i);
     } else {
       SMELT_CHECK(shape[i] >= 0) << where << ": invalid size " << shape[i] << " in " << shape_str(shape);
-      known *= shape[i];
+      SMELT_CHECK(!__builtin_mul_overflow(known, shape[i], &known))
+          << where << ": size overflow: the sizes of " << shape_str(shape) << " multiply beyond int64";
     }
   }
   if (infer_at >= 0) {

@@ -47,7 +47,9 @@ CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOpti
   PlanOptions plan_options;
   plan_options.backend = options.backend;
   plan_options.memory_plan = options.memory_plan && memory_plan_options_from_env().enabled;
-  plan_options.compile_after_runs = int(env_int("SMELT_COMPILE_AFTER", 2, 1, 1 << 30));
+  plan_options.compile_after_runs = options.compile_after_runs > 0
+                                        ? options.compile_after_runs
+                                        : int(env_int("SMELT_COMPILE_AFTER", 2, 1, 1 << 30));
   plan_options.epilogue_in_tile = env_int("SMELT_NO_EPILOGUE_IN_TILE", 0, 0, 1) == 0;
   const codegen::KernelCacheStats cache_before = codegen::KernelCache::global().stats();
   c.plan = Plan::build(*c.graph, plan_options);

@@ -20,6 +20,7 @@ struct PipelineOptions {
   bool fuse = true;
   KernelBackend backend = KernelBackend::Tiered;
   bool memory_plan = true;  // and SMELT_NO_MEMPLAN unset
+  int compile_after_runs = 0;  // Tiered: see PlanOptions; 0: SMELT_COMPILE_AFTER (default 2)
 };
 
 struct CompiledGraph {
