@@ -207,17 +207,17 @@ std::vector<Tensor> identity_grad(const GradContext& c) { return {c.grads[0]}; }
 }  // namespace
 
 // View ops (a non-zero views column) have a view kernel instead of an out-variant one.
-SMELT_OP_IMPL(reshape) = {.shape = reshape_shape, .grad = reshape_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(reshape) = {.shape = reshape_shape, .kernel = nullptr, .grad = reshape_grad, .saves = kSaveNothing,
                           .view_kernel = reshape_view};
-SMELT_OP_IMPL(permute) = {.shape = permute_shape, .grad = permute_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(permute) = {.shape = permute_shape, .kernel = nullptr, .grad = permute_grad, .saves = kSaveNothing,
                           .view_kernel = permute_view};
-SMELT_OP_IMPL(slice) = {.shape = slice_shape, .grad = slice_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(slice) = {.shape = slice_shape, .kernel = nullptr, .grad = slice_grad, .saves = kSaveNothing,
                         .view_kernel = slice_view};
 SMELT_OP_IMPL(slice_grad) = {slice_grad_shape, slice_grad_kernel, slice_grad_grad, kSaveNothing};
-SMELT_OP_IMPL(expand) = {.shape = expand_shape, .grad = expand_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(expand) = {.shape = expand_shape, .kernel = nullptr, .grad = expand_grad, .saves = kSaveNothing,
                          .view_kernel = expand_view};
 // contiguous may return its input (the views column); today its view kernel always copies.
-SMELT_OP_IMPL(contiguous) = {.shape = same_as_first, .grad = identity_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(contiguous) = {.shape = same_as_first, .kernel = nullptr, .grad = identity_grad, .saves = kSaveNothing,
                              .view_kernel = contiguous_view};
 
 }  // namespace smelt::ops
