@@ -1,7 +1,7 @@
-// Training-step workloads, written with smelt's nn modules and optimizers: the same models,
-// shapes and optimizers as bench/torch_bench.py. One step = zero_grad, forward, loss, backward,
-// optimizer step.
-#include <cmath>
+// Model workloads, written with smelt's nn modules and optimizers: the same models, shapes and
+// optimizers as bench/torch_bench.py. A training step = zero_grad, forward, loss, backward,
+// optimizer step; the MLP and transformer block also run as inference forward passes (no grad),
+// the eager side of their compiled versions (compiled_workloads.cpp).
 #include <cstdint>
 #include <memory>
 

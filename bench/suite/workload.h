@@ -48,7 +48,7 @@ struct CompileTimeCase {
 };
 
 std::vector<Workload> op_workloads();        // elementwise, softmax, norm, GEMM, conv, dispatch
-std::vector<Workload> training_workloads();  // MLP, CNN, transformer block
+std::vector<Workload> training_workloads();  // MLP, CNN, transformer: training steps and forwards
 std::vector<Workload> compiled_workloads();  // smelt::compile versions, impl "smelt-compiled"
 std::vector<Workload> limit_workloads();     // STREAM copy/triad, OpenBLAS sgemm
 // Workloads of the issue that need a capability smelt does not have yet (listed, never run).
