@@ -24,8 +24,9 @@ struct Signature {
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
   int training = -1;  // a module's mode (-1 for a plain function): the graph differs per mode
+  std::vector<bool> modes;  // and every submodule's (trace::module_modes)
   bool operator<(const Signature& o) const {
-    return std::tie(dtypes, shapes, training) < std::tie(o.dtypes, o.shapes, o.training);
+    return std::tie(dtypes, shapes, training, modes) < std::tie(o.dtypes, o.shapes, o.training, o.modes);
   }
   std::string str() const {
     std::string s;
@@ -52,6 +53,7 @@ std::string difference(const Signature& before, const Signature& now) {
     return std::string("module mode: ") + (before.training ? "training" : "eval") + " -> " +
            (now.training ? "training" : "eval");
   }
+  if (before.modes != now.modes) return "a submodule's mode (training / eval) changed";
   if (before.dtypes.size() != now.dtypes.size()) {
     return std::to_string(before.dtypes.size()) + " inputs -> " + std::to_string(now.dtypes.size());
   }
@@ -175,7 +177,10 @@ CompiledFunction::CompiledFunction(std::shared_ptr<Impl> impl) : impl_(std::move
 std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inputs) {
   Impl& f = *impl_;
   Signature sig = signature_of(inputs);
-  if (f.mode != Mode::Function) sig.training = f.module->is_training() ? 1 : 0;
+  if (f.mode != Mode::Function) {
+    sig.training = f.module->is_training() ? 1 : 0;
+    sig.modes = trace::module_modes(*f.module);
+  }
   std::shared_ptr<Compiled> c;
   {
     std::lock_guard<std::mutex> lock(f.mutex);

@@ -448,6 +448,9 @@ void Plan::Impl::offer_inplace() {
         if (k.args[in].output || a.kind != SlotKind::Arena || offered.count(root_slot)) continue;
         const BufferRequest& r = requests[size_t(a.request)];
         if (r.last_step != int64_t(i) || r.bytes != requests[size_t(o.request)].bytes) continue;
+        // Positions are counted in elements: equal accesses over elements of different sizes
+        // (an f32 input cast to f64 of the same byte size) touch different bytes.
+        if (dtype_size(k.args[in].dtype) != dtype_size(k.args[out].dtype)) continue;
         // Every argument of this kernel backed by that buffer reads it exactly where `out` is stored.
         bool same_positions = true;
         for (size_t arg = 0; arg < k.args.size(); ++arg) {

@@ -75,6 +75,7 @@ ModuleGraph trace_module_impl(nn::Module& module, const ModuleFn& fn,
   ModuleGraph result;
   result.joint = joint;
   result.training = module.is_training();
+  result.modes = module_modes(module);
   result.num_inputs = example_inputs.size();
   for (const StateInput& b : buffers) result.buffers.push_back(b.name);
   for (const StateInput& p : params) result.params.push_back(p.name);
@@ -169,6 +170,15 @@ std::map<std::string, Tensor*> slot_map(nn::Module& module, bool parameters) {
 
 }  // namespace
 
+std::vector<bool> module_modes(const nn::Module& module) {
+  std::vector<bool> modes{module.is_training()};
+  for (const auto& [name, child] : module.named_children()) {
+    const std::vector<bool> sub = module_modes(*child);
+    modes.insert(modes.end(), sub.begin(), sub.end());
+  }
+  return modes;
+}
+
 ModuleGraph trace_module(nn::Module& module, const ModuleFn& fn,
                          const std::vector<Tensor>& example_inputs) {
   return trace_module_impl(module, fn, example_inputs, false);
@@ -189,6 +199,9 @@ std::vector<Tensor> ModuleGraph::bind(nn::Module& module, const std::vector<Tens
       << " mode and is now in " << (module.is_training() ? "training" : "eval")
       << " mode; the graph keeps the traced mode's behaviour (batch statistics, dropout), so "
          "trace the module again in this mode";
+  SMELT_CHECK(module_modes(module) == modes)
+      << "ModuleGraph::run: a submodule was switched between training and eval since the trace; "
+         "the graph keeps the traced modes' behaviour (batch statistics, dropout), so trace again";
   const std::map<std::string, Tensor*> buffer_slots = slot_map(module, false);
   const std::map<std::string, Tensor*> param_slots = slot_map(module, true);
   std::vector<Tensor> all = inputs;

@@ -41,6 +41,7 @@ struct ModuleGraph {
   std::unique_ptr<ir::Graph> graph;
   bool joint = false;
   bool training = false;  // the module's mode when traced; run() requires the same mode
+  std::vector<bool> modes;  // every submodule's mode too (module_modes): run() requires the same
   size_t num_inputs = 0;
   std::vector<std::string> buffers;
   std::vector<std::string> params;
@@ -61,6 +62,10 @@ struct ModuleGraph {
   std::vector<Tensor> bind(nn::Module& module, const std::vector<Tensor>& inputs) const;
   std::vector<Tensor> finish(nn::Module& module, std::vector<Tensor> outputs) const;
 };
+
+// The train/eval flag of `module` and of every submodule, depth first: a submodule switched to
+// eval on its own (a frozen BatchNorm) changes what a traced graph must do.
+std::vector<bool> module_modes(const nn::Module& module);
 
 // Traces `fn(example_inputs)` with the module's parameters and buffers symbolic. The module's
 // members are restored to its own tensors afterwards, also when `fn` throws.

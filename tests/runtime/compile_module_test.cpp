@@ -54,6 +54,25 @@ TEST(CompileModule, ForwardMatchesEagerInTrainAndEvalAndUpdatesRunningStatistics
   EXPECT_EQ(f.recompile_reasons().back(), "module mode: training -> eval");
 }
 
+TEST(CompileModule, ASubmoduleSwitchedToEvalRecompiles) {
+  // Found in review: only the root's mode keyed the plans, so a BatchNorm frozen on its own kept
+  // normalizing with batch statistics and updating its running statistics.
+  auto eager = make_model(6), compiled_model = make_model(6);
+  CompiledFunction f = compile_module(
+      *compiled_model, [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(*compiled_model)(in[0])}; },
+      interpreter());
+  Tensor x = randn({2, 2, 5, 5});
+  f({x});
+  (*eager)(x);
+  eager->named_children()[1].second->eval();
+  compiled_model->named_children()[1].second->eval();
+  Tensor y = randn({2, 2, 5, 5});
+  EXPECT_TRUE(testing::all_close(f({y})[0], (*eager)(y), 1e-5, 1e-5));
+  expect_same_state(*compiled_model, *eager);
+  EXPECT_EQ(f.num_compiles(), 2);
+  EXPECT_EQ(f.recompile_reasons().back(), "a submodule's mode (training / eval) changed");
+}
+
 TEST(CompileModule, TrainingStepMatchesEagerBackwardAcrossOptimizerSteps) {
   auto eager = make_model(2), compiled_model = make_model(2);
   auto loss_of = [](nn::Module& m) {

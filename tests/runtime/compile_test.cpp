@@ -161,6 +161,21 @@ TEST(Compile, WorkOnConstantsIsDoneOnceAtBuild) {
   EXPECT_EQ(f.report().plan.find("permute"), std::string::npos) << f.report().plan;
 }
 
+TEST(Compile, NoInPlaceReuseBetweenElementsOfDifferentSizes) {
+  // Found in review: an f32 buffer of 2N elements sliced to N and cast to f64 has the output's
+  // byte size and the same element positions, but writing f64 element i overwrites f32 elements
+  // 2i and 2i + 1 before they are read.
+  Tensor w = testing::random_tensor({4096, 3}, -1, 1, 28);
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor s = sum(in[0], {0}).slice(0, 0, 4096);
+    return std::vector<Tensor>{matmul(neg(s.to(DType::Float64)).reshape({1, 4096}), w)};
+  };
+  expect_matches_eager(fn, {testing::random_tensor({4, 8192}, -1, 1, 29).to(DType::Float32)}, false);
+  CompiledFunction f = compile(fn, interpreter());
+  f({testing::random_tensor({4, 8192}, -1, 1, 29).to(DType::Float32)});
+  EXPECT_NE(f.report().plan.find("0 in-place reuses"), std::string::npos) << f.report().plan;
+}
+
 TEST(Compile, OutputsThatAreInputsOrRepeatedAreSeparateTensors) {
   Fn fn = [](const std::vector<Tensor>& in) {
     Tensor y = in[0] + 1.0;
