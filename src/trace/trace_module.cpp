@@ -199,9 +199,6 @@ std::vector<Tensor> ModuleGraph::bind(nn::Module& module, const std::vector<Tens
       << " mode and is now in " << (module.is_training() ? "training" : "eval")
       << " mode; the graph keeps the traced mode's behaviour (batch statistics, dropout), so "
          "trace the module again in this mode";
-  SMELT_CHECK(module_modes(module) == modes)
-      << "ModuleGraph::run: a submodule was switched between training and eval since the trace; "
-         "the graph keeps the traced modes' behaviour (batch statistics, dropout), so trace again";
   const std::map<std::string, Tensor*> buffer_slots = slot_map(module, false);
   const std::map<std::string, Tensor*> param_slots = slot_map(module, true);
   std::vector<Tensor> all = inputs;
@@ -212,6 +209,10 @@ std::vector<Tensor> ModuleGraph::bind(nn::Module& module, const std::vector<Tens
   for (size_t i = 0; i < params.size(); ++i) {
     all.push_back(module_tensor(param_slots, params[i], "parameter", graph_inputs[all.size()]));
   }
+  // After the state checks: a module of another structure is reported as such first.
+  SMELT_CHECK(module_modes(module) == modes)
+      << "ModuleGraph::run: a submodule was switched between training and eval since the trace; "
+         "the graph keeps the traced modes' behaviour (batch statistics, dropout), so trace again";
   if (random) all.push_back(generator_state_tensor(default_generator().state()));
   if (joint) all.push_back(ones(graph_inputs.back()->meta.shape, graph_inputs.back()->meta.dtype));
   return all;
