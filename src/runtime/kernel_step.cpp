@@ -17,6 +17,7 @@ KernelStep::KernelStep(codegen::LoopKernel kernel, KernelBackend backend, bool d
     kernel_ = std::move(kernel);
     return;
   }
+  kernel_ = kernel;
   handle_ = codegen::KernelCache::global().get(kernel);
   if (backend == KernelBackend::Compiled) handle_->wait();
 }
@@ -24,17 +25,15 @@ KernelStep::KernelStep(codegen::LoopKernel kernel, KernelBackend backend, bool d
 void KernelStep::start_compile() {
   if (handle_) return;
   handle_ = codegen::KernelCache::global().get(kernel_);
-  kernel_ = codegen::LoopKernel{};
-  tiles_.reset();
 }
 
 void KernelStep::run_interpreted() const { codegen::run_interpreted(kernel_, args_.data()); }
 
-std::string KernelStep::wait_compiled() const {
-  if (!handle_) return "";
-  handle_->wait();
-  if (handle_->compiled_entry()) return "";
-  return handle_->error().empty() ? "not compiled" : handle_->error();
+std::string KernelStep::wait_compiled(const std::shared_ptr<codegen::KernelHandle>& handle) {
+  if (!handle) return "";
+  handle->wait();
+  if (handle->compiled_entry()) return "";
+  return handle->error().empty() ? "not compiled" : handle->error();
 }
 
 const char* KernelStep::backend_name() const {

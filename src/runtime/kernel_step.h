@@ -47,16 +47,21 @@ class KernelStep {
     }
   }
 
-  const codegen::LoopKernel& kernel() const { return handle_ ? handle_->kernel() : kernel_; }
-  // Waits for a pending compile; then "" when the kernel runs compiled or the backend is the
-  // interpreter, else why it stays interpreted (no compiler, a compiler error).
-  std::string wait_compiled() const;
+  // The kernel; kept by the step also once the cache holds it, so that a reader's reference
+  // stays valid when a run switches the step to compiled code.
+  const codegen::LoopKernel& kernel() const { return kernel_; }
+  // The kernel cache's handle (null until the step asks the cache: Interpreter backend, or a
+  // Tiered step before start_compile). Changes only in start_compile.
+  std::shared_ptr<codegen::KernelHandle> handle() const { return handle_; }
+  // Waits for `handle`'s pending compile; then "" when the kernel runs compiled (or `handle` is
+  // null: the interpreter is the backend), else why it stays interpreted (no compiler, an error).
+  static std::string wait_compiled(const std::shared_ptr<codegen::KernelHandle>& handle);
   // "interpreter", "compiled", or "compiling" (interpreted until the compiler is done).
   const char* backend_name() const;
 
  private:
   void run_interpreted() const;
-  codegen::LoopKernel kernel_;  // until the kernel cache holds it (then the handle does)
+  codegen::LoopKernel kernel_;
   std::shared_ptr<codegen::KernelHandle> handle_;
   std::shared_ptr<codegen::InterpretedKernel> tiles_;  // Interpreter backend, tiled kernels
   std::vector<void*> args_;

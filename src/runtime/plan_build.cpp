@@ -1,0 +1,314 @@
+// Plan::build's first half: the graph's nodes as steps over slots (plan_impl.h), with each
+// intermediate's lifetime recorded as a memory-plan request.
+#include <map>
+
+#include "codegen/lower.h"
+#include "ops/dispatch.h"
+#include "runtime/contraction_step.h"
+#include "runtime/plan_impl.h"
+#include "smelt/autograd.h"
+#include "trace/interpreter.h"
+
+namespace smelt::runtime {
+
+namespace {
+
+bool is_free_view(ops::OpId op) { return op == ops::OpId::reshape || op == ops::OpId::contiguous; }
+
+// A graph with one node applying `node`'s op to fresh inputs: how a lone view is lowered to a
+// copy kernel.
+std::unique_ptr<ir::Graph> single_node_body(const ir::Node& node) {
+  auto body = std::make_unique<ir::Graph>();
+  std::vector<ir::Value*> in;
+  for (const ir::Value* v : node.inputs) in.push_back(body->add_input(v->meta));
+  ir::Node* n = body->add_node(node.op, in, node.attrs);
+  for (ir::Value* v : n->outputs) body->add_output(v);
+  return body;
+}
+
+bool pure_graph(const ir::Graph& g) {
+  for (const auto& n : g.nodes()) {
+    if (n->body ? !pure_graph(*n->body) : !ops::is_pure(n->op)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Plan::Impl::defer_compile() const {
+  return options.backend == KernelBackend::Tiered && options.compile_after_runs > 1 &&
+         !codegen::KernelCache::global().options().sync_compile;
+}
+
+int Plan::Impl::constant_slot(const Tensor& value) {
+  Slot s;
+  s.kind = SlotKind::Constant;
+  s.meta = ops::meta_of(value);
+  s.constant = value.contiguous();
+  return add_slot(std::move(s));
+}
+
+int Plan::Impl::arena_slot(const ops::TensorMeta& meta, int first_step, int last_step, std::string label) {
+  Slot s;
+  s.kind = SlotKind::Arena;
+  s.meta = meta;
+  s.request = int(requests.size());
+  BufferRequest r;
+  r.bytes = shape_numel(meta.shape) * int64_t(dtype_size(meta.dtype));
+  r.first_step = first_step;
+  r.last_step = last_step;
+  r.label = std::move(label);
+  requests.push_back(r);
+  return add_slot(std::move(s));
+}
+
+void Plan::Impl::read_at(int slot, int step) {
+  const Slot& s = slots[size_t(root(slot))];
+  if (s.kind == SlotKind::Arena) {
+    BufferRequest& r = requests[size_t(s.request)];
+    r.last_step = std::max<int64_t>(r.last_step, step);
+  }
+}
+
+// A graph output's own slot (allocated per call), or an arena slot.
+int Plan::Impl::new_value_slot(const ir::Value* v, int step, const std::map<const ir::Value*, int>& output_index) {
+  int slot;
+  auto out = output_index.find(v);
+  if (out != output_index.end()) {
+    Slot s;
+    s.kind = SlotKind::Output;
+    s.meta = v->meta;
+    s.index = out->second;
+    slot = add_slot(std::move(s));
+  } else {
+    std::string label = "%";
+    label += std::to_string(v->id);
+    slot = arena_slot(v->meta, step, step, std::move(label));
+  }
+  slot_of[v] = slot;
+  return slot;
+}
+
+void Plan::Impl::build(const ir::Graph& graph) {
+  std::map<const ir::Value*, int> output_index;
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    const ir::Value* v = graph.outputs()[i];
+    // A value that is an output twice, or an input or constant, is copied out once per slot.
+    if (v->kind == ir::ValueKind::Computed && !output_index.count(v)) output_index[v] = int(i);
+  }
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    Slot s;
+    s.kind = SlotKind::Input;
+    s.meta = graph.inputs()[i]->meta;
+    s.index = int(i);
+    input_slots.push_back(add_slot(s));
+    slot_of[graph.inputs()[i]] = input_slots.back();
+    input_metas.push_back(s.meta);
+  }
+  for (const ir::Value* c : graph.constants()) slot_of[c] = constant_slot(c->constant);
+  for (const auto& node_ptr : graph.nodes()) {
+    const ir::Node& node = *node_ptr;
+    const int step = int(steps.size());
+    std::vector<int> in;
+    for (const ir::Value* v : node.inputs) {
+      in.push_back(slot_of.at(v));
+      read_at(in.back(), step);
+    }
+    // A reshape of a contiguous value that is not a graph output is the same memory.
+    if (is_free_view(node.op) && !output_index.count(node.outputs[0])) {
+      Slot s;
+      s.kind = SlotKind::Alias;
+      s.meta = node.outputs[0]->meta;
+      s.index = in[0];
+      slot_of[node.outputs[0]] = add_slot(s);
+      continue;
+    }
+    if (hoist_constant_node(node, in, output_index)) continue;
+    std::vector<int> out;
+    for (const ir::Value* v : node.outputs) out.push_back(new_value_slot(v, step, output_index));
+    // A node may become several steps (a contraction group: the product, then its epilogue): its
+    // inputs are read until the last one, which writes its outputs.
+    struct LastStep {
+      Impl& p;
+      const std::vector<int>& in;
+      const std::vector<int>& out;
+      ~LastStep() {
+        const int last = int(p.steps.size()) - 1;
+        for (int s : in) p.read_at(s, last);
+        for (int s : out) {
+          const Slot& slot = p.slots[size_t(s)];
+          if (slot.kind == SlotKind::Arena) {
+            p.requests[size_t(slot.request)].first_step = last;
+            p.requests[size_t(slot.request)].last_step = std::max<int64_t>(p.requests[size_t(slot.request)].last_step, last);
+          }
+        }
+      }
+    } last_step{*this, in, out};
+    if (node.is_group()) {
+      add_group(node, in, out);
+    } else if (ops::op_info(node.op).views != 0) {
+      add_kernel_step(*single_node_body(node), node.name(), in, out);
+    } else {
+      Step s;
+      s.kind = StepKind::Op;
+      s.what = node.name();
+      s.op = node.op;
+      s.attrs = node.attrs;
+      s.in_slots = in;
+      s.out_slots = out;
+      steps.push_back(std::move(s));
+      ++stats.op_steps;
+    }
+  }
+  // Graph outputs that are inputs, constants or repeated values: copied at the end of a run.
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    const ir::Value* v = graph.outputs()[i];
+    auto it = output_index.find(v);
+    if (it != output_index.end() && it->second == int(i)) {
+      output_slots.push_back(slot_of.at(v));
+      continue;
+    }
+    Slot s;
+    s.kind = SlotKind::Output;
+    s.meta = v->meta;
+    s.index = int(i);
+    const int slot = add_slot(s);
+    read_at(slot_of.at(v), int(steps.size()));
+    Step copy;
+    copy.kind = StepKind::Op;
+    copy.what = "copy to output";
+    copy.op = ops::OpId::contiguous;
+    copy.in_slots = {slot_of.at(v)};
+    copy.out_slots = {slot};
+    steps.push_back(std::move(copy));
+    output_slots.push_back(slot);
+  }
+  stats.steps = int(steps.size());
+}
+
+// A pure node reading only constants (a transpose of a captured weight that `fold` left because
+// of its size limit) is computed once, here: its results become constants of the plan instead of
+// work on every call. Graph outputs are left to run (each call returns fresh tensors).
+bool Plan::Impl::hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
+                                     const std::map<const ir::Value*, int>& output_index) {
+  for (int slot : in) {
+    if (slots[size_t(slot)].kind != SlotKind::Constant) return false;
+  }
+  for (const ir::Value* v : node.outputs) {
+    if (output_index.count(v)) return false;
+  }
+  if (node.body ? !pure_graph(*node.body) : !ops::is_pure(node.op)) return false;
+  std::vector<Tensor> args;
+  for (int slot : in) args.push_back(slots[size_t(slot)].constant);
+  std::vector<ops::TensorMeta> metas;
+  for (const ir::Value* v : node.outputs) metas.push_back(v->meta);
+  NoGradGuard no_grad;
+  std::vector<Tensor> results;
+  try {
+    results = node.body ? trace::interpret(*node.body, args) : ops::compute(node.op, args, node.attrs, metas);
+  } catch (const Error&) {
+    return false;  // a node that fails on its data fails when run, as the unoptimized graph does
+  }
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    slot_of[node.outputs[k]] = constant_slot(results[k]);
+  }
+  ++stats.hoisted;
+  return true;
+}
+
+void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out) {
+  const ir::Graph& body = *node.body;
+  const bool contraction = node.attrs.has("fusion") && node.attrs.get_string("fusion") == "contraction" &&
+                           !body.nodes().empty();
+  std::string name;
+  for (const auto& n : body.nodes()) {
+    if (!name.empty()) name += '_';
+    name += n->name();
+  }
+  if (!contraction) {
+    add_kernel_step(body, name, in, out);
+    return;
+  }
+  if (options.epilogue_in_tile && add_tiled_contraction(body, name, in, out)) return;
+  // The contraction into a temporary, then the epilogue reading it as its last argument.
+  const ir::Node& first = *body.nodes().front();
+  std::vector<int> first_in;
+  for (const ir::Value* v : first.inputs) {
+    if (v->kind == ir::ValueKind::Constant) {  // fusion moves constants into the body (a weight)
+      first_in.push_back(constant_slot(v->constant));
+      continue;
+    }
+    SMELT_INTERNAL_CHECK(v->is_graph_input()) << "plan: a contraction group's first node reads a computed value";
+    size_t i = 0;
+    while (body.inputs()[i] != v) ++i;
+    first_in.push_back(in[i]);
+  }
+  const int step = int(steps.size());
+  const int temp = arena_slot(first.outputs[0]->meta, step, step + 1);
+  Step s;
+  s.kind = StepKind::Op;
+  s.what = first.name();
+  s.op = first.op;
+  s.attrs = first.attrs;
+  s.in_slots = first_in;
+  s.out_slots = {temp};
+  steps.push_back(std::move(s));
+  ++stats.op_steps;
+  std::vector<int> epilogue_in = in;
+  epilogue_in.push_back(temp);
+  add_kernel_step(*contraction_epilogue_body(body), name, epilogue_in, out);
+}
+
+void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
+                                 const std::vector<int>& in, const std::vector<int>& out) {
+  codegen::LowerResult lowered = codegen::lower(body, name);
+  Step s;
+  s.in_slots = in;
+  s.out_slots = out;
+  if (!lowered.kernel) {
+    s.kind = StepKind::Interpret;
+    s.what = name + " (interpreted: " + lowered.reason + ")";
+    s.body = body.clone();
+    ++stats.interpreted;
+  } else {
+    s.kind = StepKind::Kernel;
+    s.what = lowered.kernel->name;
+    s.arg_slots = in;
+    for (const Tensor& c : lowered.constants) s.arg_slots.push_back(constant_slot(c));
+    s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
+    s.kernel = std::make_unique<KernelStep>(std::move(*lowered.kernel), options.backend, defer_compile());
+    ++stats.kernels;
+  }
+  steps.push_back(std::move(s));
+}
+
+// A contraction group in one step, its epilogue in the GEMM's tiles (runtime/contraction_step.h);
+// false when the tile form does not apply (the caller then makes the two steps).
+bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
+                                       const std::vector<int>& out) {
+  std::optional<TiledContraction> tiled = lower_tiled_contraction(body, name);
+  if (!tiled) return false;
+  const ir::Node& first = *body.nodes().front();
+  Step s;
+  s.kind = StepKind::TiledContraction;
+  s.what = name + " (epilogue in the GEMM's tiles)";
+  s.op = first.op;
+  s.attrs = first.attrs;
+  for (int i : tiled->operand_inputs) s.op_slots.push_back(in[size_t(i)]);
+  s.product_slot = tiled->product_output >= 0 ? out[size_t(tiled->product_output)]
+                                              : arena_slot(first.outputs[0]->meta, int(steps.size()), int(steps.size()) + 1);
+  s.in_slots = in;
+  s.out_slots = out;
+  s.arg_slots = in;
+  s.arg_slots.push_back(s.product_slot);
+  for (const Tensor& c : tiled->lowered.constants) s.arg_slots.push_back(constant_slot(c));
+  s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
+  s.kernel = std::make_unique<KernelStep>(std::move(*tiled->lowered.kernel), options.backend, defer_compile());
+  steps.push_back(std::move(s));
+  ++stats.kernels;
+  ++stats.op_steps;
+  ++stats.tiled_contractions;
+  return true;
+}
+
+}  // namespace smelt::runtime

@@ -1,0 +1,115 @@
+// Plan's private state, shared by the files that build (plan_build.cpp), instantiate
+// (plan_instantiate.cpp) and run (plan.cpp) a plan. Not part of the runtime's interface.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ops/attrs.h"
+#include "ops/op_table.h"
+#include "runtime/kernel_step.h"
+#include "runtime/memory_plan.h"
+#include "runtime/plan.h"
+#include "runtime/profile.h"
+
+namespace smelt::runtime {
+
+enum class SlotKind : uint8_t { Input, Constant, Arena, Output, Alias };
+
+struct Slot {
+  SlotKind kind = SlotKind::Arena;
+  ops::TensorMeta meta;
+  int index = 0;       // Input: graph input; Output: graph output; Alias: the slot it aliases
+  int64_t offset = 0;  // Arena: byte offset (after planning)
+  int request = -1;    // Arena: its memory-plan request
+  Tensor constant;     // Constant
+};
+
+enum class StepKind : uint8_t { Kernel, Op, Interpret, TiledContraction };
+
+struct Step {
+  StepKind kind = StepKind::Op;
+  std::string what;  // for describe(): the op or the kernel's name, and why interpreted
+  std::vector<int> in_slots, out_slots;
+  // Op
+  ops::OpId op{};
+  ops::Attrs attrs;
+  // Kernel: arguments in the kernel's order
+  std::unique_ptr<KernelStep> kernel;
+  std::vector<int> arg_slots;
+  // Interpret
+  std::unique_ptr<ir::Graph> body;
+  // TiledContraction: the op (op, attrs) reads op_slots and writes its product into product_slot;
+  // `kernel` (tiled) is the epilogue, run on each finished tile (in_slots: the group's inputs).
+  std::vector<int> op_slots;
+  int product_slot = -1;
+};
+
+struct Plan::Impl {
+  PlanOptions options;
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::vector<int> input_slots, output_slots;
+  std::vector<ops::TensorMeta> input_metas;
+  std::vector<BufferRequest> requests;
+  MemoryPlan memory;
+  Ref<Storage> arena;
+  std::vector<Tensor> arena_tensors;  // per slot, for Arena slots (views into the arena)
+  PlanStats stats;
+  // One run at a time (the arena is shared by the calls); also guards the kernel steps' switch
+  // to compiled code (start_compile, during a run) against readers (describe, kernels).
+  mutable std::mutex mutex;
+  Profile profile;
+  std::vector<int32_t> step_profile_id;  // per step: its profile kernel id, bytes and flops
+  std::vector<int64_t> step_bytes, step_flops;
+
+  // Per run: each slot's tensor and data pointer.
+  std::vector<Tensor> tensors;
+  std::vector<void*> pointers;
+
+  int64_t runs = 0;
+  // SMELT_SYNC_COMPILE=1 asks for compiled kernels from the first call: no deferral then.
+  bool defer_compile() const;
+
+  // The slot holding `v`, made on first sight for inputs and constants.
+  std::map<const ir::Value*, int> slot_of;
+
+  int add_slot(Slot s) {
+    slots.push_back(std::move(s));
+    return int(slots.size()) - 1;
+  }
+  int constant_slot(const Tensor& value);
+  // An arena slot for a value of `meta` live from `first_step` to `last_step`.
+  int arena_slot(const ops::TensorMeta& meta, int first_step, int last_step, std::string label = "");
+
+  int root(int slot) const {
+    while (slots[size_t(slot)].kind == SlotKind::Alias) slot = slots[size_t(slot)].index;
+    return slot;
+  }
+
+  // Records that `slot` is read at step `step` (extends its buffer's lifetime).
+  void read_at(int slot, int step);
+
+  // plan_build.cpp: the graph's nodes as steps over slots.
+  void build(const ir::Graph& graph);
+  int new_value_slot(const ir::Value* v, int step, const std::map<const ir::Value*, int>& output_index);
+  bool hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
+                           const std::map<const ir::Value*, int>& output_index);
+  void add_group(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);
+  bool add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
+                             const std::vector<int>& out);
+  void add_kernel_step(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
+                       const std::vector<int>& out);
+  // plan_instantiate.cpp: costs, in-place offers, the arena.
+  void instantiate();
+  void measure_steps();
+  void offer_inplace();
+  // plan.cpp: a run.
+  void bind(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+  void run_step(Step& step);
+};
+
+}  // namespace smelt::runtime
