@@ -12,6 +12,7 @@
 #include "smelt/creation.h"
 #include "smelt/autograd.h"
 #include "smelt/nn.h"
+#include "trace/random_draws.h"
 #include "trace/trace.h"
 #include "trace/trace_module.h"
 
@@ -78,6 +79,7 @@ std::string difference(const Signature& before, const Signature& now) {
 struct Compiled {
   runtime::CompiledGraph compiled;
   bool random = false;  // the graph takes and returns the generator state (last input/output)
+  trace::RandomDraws draws;  // random: each call's blocks reserved from the default generator
   std::optional<trace::ModuleGraph> module_graph;  // how a module's state binds (module modes)
   CompileReport report;
 };
@@ -144,7 +146,8 @@ namespace {
 // each parameter's gradient into its .grad as backward() would, and returns the loss.
 std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c, const std::vector<Tensor>& inputs) {
   const trace::ModuleGraph& mg = *c.module_graph;
-  std::vector<Tensor> outs = mg.finish(*f.module, c.compiled.plan->run(mg.bind(*f.module, inputs)));
+  std::vector<Tensor> outs =
+      mg.run_with(*f.module, inputs, [&](const std::vector<Tensor>& all) { return c.compiled.plan->run(all); });
   if (f.mode == Mode::Module) return outs;
   std::map<std::string, Tensor*> params;
   for (const auto& [name, slot] : f.module->named_slots(true)) params.emplace(name, slot);
@@ -205,11 +208,12 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   }
   if (f.mode != Mode::Function) return run_module(f, *c, inputs);
   if (!c->random) return c->compiled.plan->run(inputs);
-  std::vector<Tensor> all = inputs;
-  all.push_back(generator_state_tensor(default_generator().state()));
-  std::vector<Tensor> outs = c->compiled.plan->run(all);
-  default_generator().set_state(generator_state_from_tensor(outs.back()));
-  outs.pop_back();
+  std::vector<Tensor> outs = c->draws.run([&](const Tensor& state) {
+    std::vector<Tensor> all = inputs;
+    all.push_back(state);
+    return c->compiled.plan->run(all);
+  });
+  outs.pop_back();  // the advanced generator state (reserved by draws.run)
   return outs;
 }
 

@@ -189,7 +189,8 @@ ModuleGraph trace_module_joint(nn::Module& module, const ModuleFn& loss_fn,
   return trace_module_impl(module, loss_fn, example_inputs, true);
 }
 
-std::vector<Tensor> ModuleGraph::bind(nn::Module& module, const std::vector<Tensor>& inputs) const {
+std::vector<Tensor> ModuleGraph::bind(nn::Module& module, const std::vector<Tensor>& inputs,
+                                      const Tensor& rng_state) const {
   SMELT_CHECK(graph) << "ModuleGraph::run: no graph (a moved-from or default ModuleGraph)";
   SMELT_CHECK(inputs.size() == num_inputs)
       << "ModuleGraph::run: the graph was traced with " << num_inputs << " inputs, got "
@@ -213,7 +214,7 @@ std::vector<Tensor> ModuleGraph::bind(nn::Module& module, const std::vector<Tens
   SMELT_CHECK(module_modes(module) == modes)
       << "ModuleGraph::run: a submodule was switched between training and eval since the trace; "
          "the graph keeps the traced modes' behaviour (batch statistics, dropout), so trace again";
-  if (random) all.push_back(generator_state_tensor(default_generator().state()));
+  if (random) all.push_back(rng_state);
   if (joint) all.push_back(ones(graph_inputs.back()->meta.shape, graph_inputs.back()->meta.dtype));
   return all;
 }
@@ -223,7 +224,6 @@ std::vector<Tensor> ModuleGraph::finish(nn::Module& module, std::vector<Tensor> 
       << "ModuleGraph::run: the graph has " << outs.size() << " outputs, expected " << num_outputs
       << " and " << updated_buffers.size() << " updated buffers"
       << (random ? " and the generator state" : "");
-  if (random) default_generator().set_state(generator_state_from_tensor(outs.back()));
   const std::map<std::string, Tensor*> buffer_slots = slot_map(module, false);
   NoGradGuard no_grad;
   for (size_t k = 0; k < updated_buffers.size(); ++k) {
@@ -233,8 +233,14 @@ std::vector<Tensor> ModuleGraph::finish(nn::Module& module, std::vector<Tensor> 
   return outs;
 }
 
+std::vector<Tensor> ModuleGraph::run_with(nn::Module& module, const std::vector<Tensor>& inputs,
+                                          const Executor& execute) const {
+  if (!random) return finish(module, execute(bind(module, inputs, Tensor())));
+  return finish(module, draws_->run([&](const Tensor& state) { return execute(bind(module, inputs, state)); }));
+}
+
 std::vector<Tensor> ModuleGraph::run(nn::Module& module, const std::vector<Tensor>& inputs) const {
-  return finish(module, interpret(*graph, bind(module, inputs)));
+  return run_with(module, inputs, [&](const std::vector<Tensor>& all) { return interpret(*graph, all); });
 }
 
 }  // namespace smelt::trace

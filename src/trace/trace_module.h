@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "trace/random_draws.h"
 
 namespace smelt::nn {
 class Module;
@@ -56,11 +57,19 @@ struct ModuleGraph {
   // code would: the same seed gives the same dropout masks traced or eager.
   std::vector<Tensor> run(nn::Module& module, const std::vector<Tensor>& inputs) const;
 
-  // run() in two halves, for other executors of the same graph (a compiled plan): every graph
-  // input for this call (checked against the module), and the write-back of the updated buffers
-  // and the generator state, returning the first `num_outputs` outputs.
-  std::vector<Tensor> bind(nn::Module& module, const std::vector<Tensor>& inputs) const;
+  // run() with another executor of the same graph (a compiled plan): `execute` gets every graph
+  // input of this call (checked against the module) and returns the graph's outputs; the updated
+  // buffers are written back and the first `num_outputs` outputs returned. A random graph's draws
+  // are one reservation from the default generator (trace/random_draws.h): calls on several
+  // threads get disjoint masks.
+  using Executor = std::function<std::vector<Tensor>(const std::vector<Tensor>& graph_inputs)>;
+  std::vector<Tensor> run_with(nn::Module& module, const std::vector<Tensor>& inputs,
+                               const Executor& execute) const;
+
+ private:
+  std::vector<Tensor> bind(nn::Module& module, const std::vector<Tensor>& inputs, const Tensor& rng_state) const;
   std::vector<Tensor> finish(nn::Module& module, std::vector<Tensor> outputs) const;
+  std::shared_ptr<RandomDraws> draws_ = std::make_shared<RandomDraws>();
 };
 
 // The train/eval flag of `module` and of every submodule, depth first: a submodule switched to

@@ -35,6 +35,8 @@
 namespace smelt {
 namespace {
 
+using testing::same_bits;
+
 struct PassCase {
   std::string file;
   std::string pipeline;
@@ -125,31 +127,6 @@ bool runs_fuse(const PassCase& c) {
     if (std::string(p->name) == "fuse") return true;
   }
   return false;
-}
-
-// Bit-equal elements, any NaN matching any NaN (which operand's NaN payload an op propagates is
-// not something fusion must keep).
-::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
-  if (got.shape() != want.shape() || got.dtype() != want.dtype()) return ::testing::AssertionFailure() << "shape or dtype";
-  const std::string a = ir::constant_bytes(got), b = ir::constant_bytes(want);
-  const size_t size = dtype_size(got.dtype());
-  for (size_t off = 0; off < a.size(); off += size) {
-    if (std::memcmp(a.data() + off, b.data() + off, size) == 0) continue;
-    bool nan_a = false, nan_b = false;
-    if (got.dtype() == DType::Float32) {
-      float x, y;
-      std::memcpy(&x, a.data() + off, 4);
-      std::memcpy(&y, b.data() + off, 4);
-      nan_a = std::isnan(x), nan_b = std::isnan(y);
-    } else if (got.dtype() == DType::Float64) {
-      double x, y;
-      std::memcpy(&x, a.data() + off, 8);
-      std::memcpy(&y, b.data() + off, 8);
-      nan_a = std::isnan(x), nan_b = std::isnan(y);
-    }
-    if (!(nan_a && nan_b)) return ::testing::AssertionFailure() << "element " << off / size << " differs";
-  }
-  return ::testing::AssertionSuccess();
 }
 
 class FusionFile : public ::testing::TestWithParam<PassCase> {};

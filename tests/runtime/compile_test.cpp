@@ -19,31 +19,10 @@
 namespace smelt {
 namespace {
 
+using testing::same_bits;
+using testing::special_values;
+
 using Fn = CompiledFunction::Fn;
-
-::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
-    return ::testing::AssertionFailure() << "got " << dtype_name(got.dtype()) << " " << shape_str(got.shape())
-                                         << ", want " << dtype_name(want.dtype()) << " " << shape_str(want.shape());
-  }
-  std::vector<double> a = got.to_vector(), b = want.to_vector();
-  for (size_t i = 0; i < a.size(); ++i) {
-    const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
-    if (!both_nan && std::memcmp(&a[i], &b[i], sizeof(double)) != 0) {
-      return ::testing::AssertionFailure() << "element " << i << ": got " << a[i] << ", want " << b[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
-// Random values with NaN, ±inf, ±0 and a subnormal sprinkled in.
-Tensor special(const Shape& shape, uint64_t seed, DType dtype = DType::Float32) {
-  Tensor x = testing::random_tensor(shape, -3, 3, seed);
-  std::vector<double> v = x.to_vector();
-  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1e-41};
-  for (size_t i = 0; i < v.size(); i += 7) v[i] = specials[(i / 7) % 6];
-  return from_vector(v, shape, DType::Float64).to(dtype);
-}
 
 CompileOptions interpreter() {
   CompileOptions o;
@@ -71,11 +50,11 @@ void expect_matches_eager(const Fn& fn, const std::vector<Tensor>& inputs, bool 
 }
 
 TEST(Compile, ElementwiseChainIsOneKernelAndBitExact) {
-  Tensor a = special({64, 33}, 2), b = special({33}, 3);
+  Tensor a = special_values({64, 33}, 2), b = special_values({33}, 3);
   Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(in[0] * a + b)}; };
-  expect_matches_eager(fn, {special({64, 33}, 1)}, true);
+  expect_matches_eager(fn, {special_values({64, 33}, 1)}, true);
   CompiledFunction f = compile(fn, interpreter());
-  f({special({64, 33}, 1)});
+  f({special_values({64, 33}, 1)});
   EXPECT_EQ(f.report().kernels, 1) << f.report().plan;
   EXPECT_EQ(f.report().op_steps, 0) << f.report().plan;
 }
@@ -86,7 +65,7 @@ TEST(Compile, ViewsInsideGroupsReadThroughStrides) {
     Tensor s = in[1].slice(1, 1, 9, 2);                     // [5, 4]
     return std::vector<Tensor>{relu(t * s) + in[2].expand({5, 4}), (t - 1.0).reshape({20})};
   };
-  expect_matches_eager(fn, {special({4, 5}, 4), special({5, 9}, 5), special({1, 4}, 6)}, true);
+  expect_matches_eager(fn, {special_values({4, 5}, 4), special_values({5, 9}, 5), special_values({1, 4}, 6)}, true);
 }
 
 TEST(Compile, IntegerAndBoolElementwise) {
@@ -143,9 +122,9 @@ TEST(Compile, InPlaceReuseKeepsResults) {
     Tensor c = cat({in[0], in[0] * 3.0}, 0);
     return std::vector<Tensor>{matmul(tanh(c) * 2.0, w)};
   };
-  expect_matches_eager(fn, {special({8, 16}, 24)}, true);
+  expect_matches_eager(fn, {special_values({8, 16}, 24)}, true);
   CompiledFunction f = compile(fn, interpreter());
-  f({special({8, 16}, 24)});
+  f({special_values({8, 16}, 24)});
   EXPECT_NE(f.report().plan.find("1 in-place reuses"), std::string::npos) << f.report().plan;
 }
 
@@ -324,13 +303,13 @@ void expect_cpp_matches_interpreter(const Fn& fn, const std::vector<Tensor>& inp
 }
 
 TEST_F(CompileCpp, ElementwiseViewsAndIntegersBitForBit) {
-  Tensor a = special({64, 33}, 2);
+  Tensor a = special_values({64, 33}, 2);
   expect_cpp_matches_interpreter(
       [&](const std::vector<Tensor>& in) {
         Tensor t = in[0].permute({1, 0});
         return std::vector<Tensor>{gelu(in[0] * a + 0.5), relu(t) * sigmoid(t), where(gt(in[1], in[2]), in[1] * 3, in[2])};
       },
-      {special({64, 33}, 1), testing::random_tensor({8}, -9, 9, 3).to(DType::Int64),
+      {special_values({64, 33}, 1), testing::random_tensor({8}, -9, 9, 3).to(DType::Int64),
        testing::random_tensor({8}, -9, 9, 4).to(DType::Int64)},
       true);
 }
@@ -341,7 +320,7 @@ TEST_F(CompileCpp, TieredStartsCompilingAtTheSecondCall) {
   CompileOptions tiered;
   tiered.backend = "auto";
   CompiledFunction f = compile(fn, tiered);
-  Tensor x = special({32, 32}, 27);
+  Tensor x = special_values({32, 32}, 27);
   const int64_t before = codegen::KernelCache::global().stats().misses;
   EXPECT_TRUE(same_bits(f({x})[0], fn({x})[0]));
   EXPECT_EQ(codegen::KernelCache::global().stats().misses, before);  // call 1: interpreter only
@@ -362,7 +341,7 @@ TEST_F(CompileCpp, ReductionsAndRowOps) {
         return std::vector<Tensor>{softmax(in[0] * 0.5, -1), layer_norm(in[0], {40}, w, w, 1e-5), mean(in[0], {0}),
                                    amax(in[0] + 1.0, {1}) / in[1]};
       },
-      {special({24, 40}, 5), testing::random_tensor({24}, 1, 2, 6).to(DType::Float32)}, false);
+      {special_values({24, 40}, 5), testing::random_tensor({24}, 1, 2, 6).to(DType::Float32)}, false);
 }
 
 }  // namespace

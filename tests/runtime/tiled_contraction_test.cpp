@@ -17,33 +17,12 @@
 namespace smelt {
 namespace {
 
+using testing::same_bits;
+using testing::special_values;
+
 using Fn = CompiledFunction::Fn;
 
 constexpr const char* kTiled = "(epilogue in the GEMM's tiles)";
-
-::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
-    return ::testing::AssertionFailure() << "got " << dtype_name(got.dtype()) << " " << shape_str(got.shape())
-                                         << ", want " << dtype_name(want.dtype()) << " " << shape_str(want.shape());
-  }
-  std::vector<double> a = got.to_vector(), b = want.to_vector();
-  for (size_t i = 0; i < a.size(); ++i) {
-    const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
-    if (!both_nan && std::memcmp(&a[i], &b[i], sizeof(double)) != 0) {
-      return ::testing::AssertionFailure() << "element " << i << ": got " << a[i] << ", want " << b[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
-// Random values in [-2, 2] with NaN, ±inf, ±0 and a subnormal at every `every`-th element (sparse
-// enough that most products stay finite, so the epilogue's math is tested on ordinary values too).
-Tensor special(const Shape& shape, uint64_t seed, int every = 53, DType dtype = DType::Float32) {
-  std::vector<double> v = testing::random_tensor(shape, -2, 2, seed).to_vector();
-  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1e-41};
-  for (size_t i = 0; i < v.size(); i += size_t(every)) v[i] = specials[(i / size_t(every)) % 6];
-  return from_vector(v, shape, DType::Float64).to(dtype);
-}
 
 class ScopedEnv {
  public:
@@ -111,14 +90,14 @@ TEST_F(TiledContraction, MatmulBiasReluOverManyPartialTiles) {
   // 2 * 300 * 64 * 700 flops: the GEMM runs threaded; 300 and 700 leave partial micro-tiles.
   expect_same_as_two_step(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], in[1]) + in[2])}; },
-      {special({300, 64}, 1, 997), special({64, 700}, 2, 991), special({700}, 3, 7)});
+      {special_values({300, 64}, 1, 997), special_values({64, 700}, 2, 991), special_values({700}, 3, 7)});
 }
 
 TEST_F(TiledContraction, LinearWithCapturedWeightsAsInTheBench) {
   Tensor w = testing::random_tensor({96, 80}, -0.2, 0.2, 4).to(DType::Float32);
-  Tensor b = special({96}, 5, 11);
+  Tensor b = special_values({96}, 5, 11);
   expect_same_as_two_step([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(linear(in[0], w, b))}; },
-                          {special({130, 80}, 6, 301)});
+                          {special_values({130, 80}, 6, 301)});
 }
 
 TEST_F(TiledContraction, BatchedMatmulWithResidualAndPerBatchScale) {
@@ -127,13 +106,13 @@ TEST_F(TiledContraction, BatchedMatmulWithResidualAndPerBatchScale) {
       [](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{tanh((matmul(in[0], in[1]) + in[2]) * in[3])};
       },
-      {special({3, 40, 24}, 7, 97), special({24, 56}, 8, 89), special({3, 40, 56}, 9, 13), special({3, 1, 1}, 10, 2)});
+      {special_values({3, 40, 24}, 7, 97), special_values({24, 56}, 8, 89), special_values({3, 40, 56}, 9, 13), special_values({3, 1, 1}, 10, 2)});
 }
 
 TEST_F(TiledContraction, BroadcastBatchOfTheRightOperand) {
   expect_same_as_two_step(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sigmoid(matmul(in[0], in[1]) - in[2])}; },
-      {special({5, 17}, 11, 31), special({2, 17, 9}, 12, 29), special({9}, 13, 3)});
+      {special_values({5, 17}, 11, 31), special_values({2, 17, 9}, 12, 29), special_values({9}, 13, 3)});
 }
 
 TEST_F(TiledContraction, ProductAlsoReturnedAndSeveralOutputs) {
@@ -142,48 +121,48 @@ TEST_F(TiledContraction, ProductAlsoReturnedAndSeveralOutputs) {
         Tensor y = matmul(in[0], in[1]);
         return std::vector<Tensor>{y, relu(y + in[2]), y * 2.0};
       },
-      {special({45, 33}, 14, 37), special({33, 70}, 15, 41), special({70}, 16, 5)});
+      {special_values({45, 33}, 14, 37), special_values({33, 70}, 15, 41), special_values({70}, 16, 5)});
 }
 
 TEST_F(TiledContraction, BoolEpilogueNeedsATemporary) {
   // No output has the product's dtype: the product goes to an arena temporary.
   expect_same_as_two_step(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{gt(matmul(in[0], in[1]) + in[2], in[3])}; },
-      {special({29, 16}, 17, 23), special({16, 40}, 18, 19), special({40}, 19, 3), special({29, 1}, 33, 4)});
+      {special_values({29, 16}, 17, 23), special_values({16, 40}, 18, 19), special_values({40}, 19, 3), special_values({29, 1}, 33, 4)});
 }
 
 TEST_F(TiledContraction, Float64) {
   expect_same_as_two_step(
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(matmul(in[0], in[1]) * 0.5 + in[2])}; },
-      {special({50, 20}, 20, 43, DType::Float64), special({20, 37}, 21, 47, DType::Float64),
-       special({50, 37}, 22, 17, DType::Float64)});
+      {special_values({50, 20}, 20, 43, DType::Float64), special_values({20, 37}, 21, 47, DType::Float64),
+       special_values({50, 37}, 22, 17, DType::Float64)});
 }
 
 TEST_F(TiledContraction, Conv2dBiasRelu) {
-  Tensor w = special({8, 3, 3, 3}, 23, 41);
-  Tensor b = special({8}, 24, 5);
+  Tensor w = special_values({8, 3, 3, 3}, 23, 41);
+  Tensor b = special_values({8}, 24, 5);
   expect_same_as_two_step(
       [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, b, {1, 1}, {1, 1}))}; },
-      {special({2, 3, 9, 11}, 25, 67)});
+      {special_values({2, 3, 9, 11}, 25, 67)});
 }
 
 TEST_F(TiledContraction, Conv2dGroupedAndPointwiseWithResidual) {
-  Tensor w3 = special({6, 2, 3, 3}, 26, 37);  // groups = 2 over 4 input channels
-  Tensor w1 = special({6, 6, 1, 1}, 27, 31);  // 1x1: no im2col
+  Tensor w3 = special_values({6, 2, 3, 3}, 26, 37);  // groups = 2 over 4 input channels
+  Tensor w1 = special_values({6, 6, 1, 1}, 27, 31);  // 1x1: no im2col
   expect_same_as_two_step(
       [&](const std::vector<Tensor>& in) {
         Tensor y = conv2d(in[0], w3, Tensor(), {2, 1}, {1, 0}, {1, 1}, 2);
         return std::vector<Tensor>{conv2d(y, w1) * in[1] + y};
       },
-      {special({3, 4, 10, 7}, 28, 59), special({1, 6, 1, 1}, 29, 2)});
+      {special_values({3, 4, 10, 7}, 28, 59), special_values({1, 6, 1, 1}, 29, 2)});
 }
 
 TEST_F(TiledContraction, ColumnDimsNotWalkedAsOneFallBackToTwoSteps) {
   // An operand broadcast along Wo only: the tile's columns (Ho Wo) are not one dim for it.
-  Tensor w = special({4, 2, 3, 3}, 30, 23);
+  Tensor w = special_values({4, 2, 3, 3}, 30, 23);
   expect_same_as_two_step(
       [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w) + in[1])}; },
-      {special({2, 2, 8, 8}, 31, 43), special({6, 1}, 32, 3)}, /*tiled=*/false);
+      {special_values({2, 2, 8, 8}, 31, 43), special_values({6, 1}, 32, 3)}, /*tiled=*/false);
 }
 
 }  // namespace

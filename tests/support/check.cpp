@@ -1,6 +1,7 @@
 #include "check.h"
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 namespace smelt::testing {
@@ -30,6 +31,43 @@ namespace smelt::testing {
                                          << atol << ")";
   }
   return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
+    return ::testing::AssertionFailure() << "got " << dtype_name(got.dtype()) << " " << shape_str(got.shape())
+                                         << ", want " << dtype_name(want.dtype()) << " " << shape_str(want.shape());
+  }
+  const Tensor a = got.contiguous(), b = want.contiguous();
+  const auto* pa = static_cast<const unsigned char*>(a.raw_data());
+  const auto* pb = static_cast<const unsigned char*>(b.raw_data());
+  const size_t size = dtype_size(got.dtype());
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const size_t at = size_t(i) * size;
+    if (std::memcmp(pa + at, pb + at, size) == 0) continue;
+    if (got.dtype() == DType::Float32) {
+      float x, y;
+      std::memcpy(&x, pa + at, 4);
+      std::memcpy(&y, pb + at, 4);
+      if (std::isnan(x) && std::isnan(y)) continue;
+    } else if (got.dtype() == DType::Float64) {
+      double x, y;
+      std::memcpy(&x, pa + at, 8);
+      std::memcpy(&y, pb + at, 8);
+      if (std::isnan(x) && std::isnan(y)) continue;
+    }
+    return ::testing::AssertionFailure() << "element " << i << " of " << shape_str(got.shape()) << ": got "
+                                         << a.flatten().select(0, i).item() << ", want "
+                                         << b.flatten().select(0, i).item();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+Tensor special_values(const Shape& shape, uint64_t seed, int every, DType dtype) {
+  std::vector<double> v = random_tensor(shape, -3, 3, seed).to_vector();
+  const double specials[] = {std::nan(""), INFINITY, -INFINITY, 0.0, -0.0, 1e-41};
+  for (size_t i = 0; i < v.size(); i += size_t(every)) v[i] = specials[(i / size_t(every)) % 6];
+  return from_vector(v, shape, DType::Float64).to(dtype);
 }
 
 ::testing::AssertionResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,

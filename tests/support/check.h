@@ -15,6 +15,14 @@ namespace smelt::testing {
 ::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, double rtol = 1e-5,
                                      double atol = 1e-6);
 
+// Same dtype, shape and bits, element by element (any NaN equals any NaN: which operand's
+// payload an op propagates is not a result). Exact also for int64 extremes.
+::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want);
+
+// Random values in [-3, 3) with NaN, +inf, -inf, +0, -0 and a subnormal (1e-41, float32's too)
+// in turn at every `every`-th element, as `dtype`.
+Tensor special_values(const Shape& shape, uint64_t seed, int every = 7, DType dtype = DType::Float32);
+
 // Checks autograd's gradients of sum(f(inputs) * random weights) against central differences in
 // float64. Inputs must be float64 leaves with requires_grad.
 ::testing::AssertionResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f,

@@ -18,22 +18,7 @@
 namespace smelt {
 namespace {
 
-// Same dtype, shape and bits (a NaN equals a NaN).
-::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
-  if (got.dtype() != want.dtype() || got.shape() != want.shape()) {
-    return ::testing::AssertionFailure() << "got " << dtype_name(got.dtype()) << " "
-                                         << shape_str(got.shape()) << ", want "
-                                         << dtype_name(want.dtype()) << " " << shape_str(want.shape());
-  }
-  std::vector<double> a = got.to_vector(), b = want.to_vector();
-  for (size_t i = 0; i < a.size(); ++i) {
-    const bool both_nan = std::isnan(a[i]) && std::isnan(b[i]);
-    if (!both_nan && std::memcmp(&a[i], &b[i], sizeof(double)) != 0) {
-      return ::testing::AssertionFailure() << "element " << i << ": got " << a[i] << ", want " << b[i];
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
+using testing::same_bits;
 
 std::shared_ptr<nn::Sequential> make_mlp(uint64_t seed) {
   manual_seed(seed);
