@@ -26,8 +26,11 @@ struct Signature {
   std::vector<Shape> shapes;
   int training = -1;  // a module's mode (-1 for a plain function): the graph differs per mode
   std::vector<bool> modes;  // and every submodule's (trace::module_modes)
+  // A training step: each parameter's requires_grad (a frozen parameter has no gradient output).
+  std::vector<std::pair<std::string, bool>> requires_grad;
   bool operator<(const Signature& o) const {
-    return std::tie(dtypes, shapes, training, modes) < std::tie(o.dtypes, o.shapes, o.training, o.modes);
+    return std::tie(dtypes, shapes, training, modes, requires_grad) <
+           std::tie(o.dtypes, o.shapes, o.training, o.modes, o.requires_grad);
   }
   std::string str() const {
     std::string s;
@@ -55,6 +58,16 @@ std::string difference(const Signature& before, const Signature& now) {
            (now.training ? "training" : "eval");
   }
   if (before.modes != now.modes) return "a submodule's mode (training / eval) changed";
+  if (before.requires_grad != now.requires_grad) {
+    for (size_t i = 0; i < std::min(before.requires_grad.size(), now.requires_grad.size()); ++i) {
+      if (before.requires_grad[i] != now.requires_grad[i]) {
+        return "parameter '" + now.requires_grad[i].first + "' requires_grad: " +
+               (before.requires_grad[i].second ? "true" : "false") + " -> " +
+               (now.requires_grad[i].second ? "true" : "false");
+      }
+    }
+    return "the module's parameters changed";
+  }
   if (before.dtypes.size() != now.dtypes.size()) {
     return std::to_string(before.dtypes.size()) + " inputs -> " + std::to_string(now.dtypes.size());
   }
@@ -152,9 +165,9 @@ std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c, const std
   std::map<std::string, Tensor*> params;
   for (const auto& [name, slot] : f.module->named_slots(true)) params.emplace(name, slot);
   NoGradGuard no_grad;
-  for (size_t i = 0; i < mg.params.size(); ++i) {
-    Tensor& p = *params.at(mg.params[i]);
-    const Tensor& g = outs[1 + i];
+  for (size_t k = 0; k < mg.grad_params.size(); ++k) {
+    Tensor& p = *params.at(mg.params[mg.grad_params[k]]);
+    const Tensor& g = outs[1 + k];
     p.set_grad(p.grad().defined() ? p.grad() + g : g);
   }
   return {outs[0]};
@@ -183,6 +196,9 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   if (f.mode != Mode::Function) {
     sig.training = f.module->is_training() ? 1 : 0;
     sig.modes = trace::module_modes(*f.module);
+  }
+  if (f.mode == Mode::TrainingStep) {
+    for (const auto& [name, slot] : f.module->named_slots(true)) sig.requires_grad.emplace_back(name, slot->requires_grad());
   }
   std::shared_ptr<Compiled> c;
   {

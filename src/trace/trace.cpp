@@ -106,7 +106,8 @@ class HookScope {
 namespace {
 
 std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
-                                     const std::vector<Tensor>& params, bool joint) {
+                                     const std::vector<Tensor>& params, bool joint,
+                                     std::vector<size_t>* grads_for = nullptr) {
   auto graph = std::make_unique<ir::Graph>();
   Tracer tracer(graph.get());
   std::vector<Tensor> inputs, sym_params;
@@ -115,7 +116,8 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
   }
   for (const Tensor& p : params) {
     ir::Value* v = graph->add_input({p.shape(), p.dtype()}, "", ir::ValueKind::Param);
-    sym_params.push_back(tracer.symbolic(v, joint));
+    // With grads_for, a parameter that does not require grad is a plain input of the graph.
+    sym_params.push_back(tracer.symbolic(v, joint && (!grads_for || p.requires_grad())));
   }
   HookScope scope(&tracer);
   if (!joint) {
@@ -135,11 +137,25 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
   SMELT_CHECK(loss.requires_grad()) << "trace_joint: the loss does not depend on any parameter";
   ir::Value* tangent_value = graph->add_input({loss.shape(), loss.dtype()}, "", ir::ValueKind::Input);
   Tensor tangent = tracer.symbolic(tangent_value, false);
-  std::vector<Tensor> grads = autograd::grad({loss}, sym_params, {tangent}, false, false, true);
+  std::vector<size_t> wrt;  // the parameters differentiated
+  std::vector<Tensor> wrt_params;
+  for (size_t i = 0; i < sym_params.size(); ++i) {
+    if (sym_params[i].requires_grad()) {
+      wrt.push_back(i);
+      wrt_params.push_back(sym_params[i]);
+    }
+  }
+  std::vector<Tensor> grads = autograd::grad({loss}, wrt_params, {tangent}, false, false, true);
   graph->add_output(tracer.value_of(loss));
-  for (size_t i = 0; i < grads.size(); ++i) {
-    // A parameter the loss does not use gets a zero gradient, as a constant.
-    graph->add_output(tracer.value_of(grads[i].defined() ? grads[i] : zeros_like(params[i])));
+  if (grads_for) grads_for->clear();
+  for (size_t k = 0; k < grads.size(); ++k) {
+    if (grads_for) {
+      // Only the gradients eager backward() gives: the loss reaches the parameter.
+      if (!grads[k].defined()) continue;
+      grads_for->push_back(wrt[k]);
+    }
+    // Without grads_for, a parameter the loss does not use gets a zero gradient, as a constant.
+    graph->add_output(tracer.value_of(grads[k].defined() ? grads[k] : zeros_like(params[wrt[k]])));
   }
   for (size_t k = 1; k < outs.size(); ++k) graph->add_output(tracer.value_of(outs[k]));
   if (tracer.final_random_state().defined()) {
@@ -156,8 +172,8 @@ std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& exampl
 }
 
 std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
-                                       const std::vector<Tensor>& params) {
-  return run_trace(fn, example_inputs, params, true);
+                                       const std::vector<Tensor>& params, std::vector<size_t>* grads_for) {
+  return run_trace(fn, example_inputs, params, true, grads_for);
 }
 
 }  // namespace smelt::trace

@@ -29,7 +29,11 @@ std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& exampl
 // the loss tangent (a scalar, 1 for plain training). Graph outputs: the loss, d loss / d param for
 // each parameter, the auxiliary outputs, then the final generator state when fn draws random
 // numbers. The backward part is recorded by running smelt's own gradient rules under the tracer.
+// A parameter the loss does not use gets a zero gradient. With `grads_for`, gradients are taken
+// as eager backward() takes them instead: only for the parameters that require grad and that the
+// loss reaches; `grads_for` receives their indices into `params`, in the order of the outputs.
 std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
-                                       const std::vector<Tensor>& params);
+                                       const std::vector<Tensor>& params,
+                                       std::vector<size_t>* grads_for = nullptr);
 
 }  // namespace smelt::trace

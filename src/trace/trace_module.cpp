@@ -116,8 +116,8 @@ ModuleGraph trace_module_impl(nn::Module& module, const ModuleFn& fn,
     return outs;
   };
   if (joint) {
-    result.graph = trace_joint(bound_fn, inputs, param_values);
-    result.num_outputs = 1 + params.size();  // the loss, then the gradients
+    result.graph = trace_joint(bound_fn, inputs, param_values, &result.grad_params);
+    result.num_outputs = 1 + result.grad_params.size();  // the loss, then the gradients
     SMELT_CHECK(user_outputs == 1) << "trace_module_joint: the loss function must return one "
                                       "scalar loss, got "
                                    << user_outputs << " outputs";

@@ -35,7 +35,7 @@ using ModuleFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& in
 // the state dict, `buffers`), the parameters (kind Param, `params`), `rng_state` when the module
 // draws random numbers (`random`: dropout in training mode); a joint graph adds the loss tangent
 // last. Graph outputs, in order: `num_outputs` outputs (the user's; joint: the loss, then one
-// gradient per entry of `params`), then the new value of each buffer in `updated_buffers`
+// gradient per entry of `grad_params`), then the new value of each buffer in `updated_buffers`
 // (printed as %<buffer>.new when it is a computed value), then the advanced generator state when
 // `random`.
 struct ModuleGraph {
@@ -46,6 +46,9 @@ struct ModuleGraph {
   size_t num_inputs = 0;
   std::vector<std::string> buffers;
   std::vector<std::string> params;
+  // Joint: the parameters (indices into `params`) with a gradient output, as eager backward()
+  // gives them: those that required grad when traced and that the loss reaches.
+  std::vector<size_t> grad_params;
   size_t num_outputs = 0;
   std::vector<std::string> updated_buffers;
   bool random = false;

@@ -121,6 +121,51 @@ TEST(CompileModule, GradientsAccumulateLikeBackward) {
   }
 }
 
+// Found in review: the joint graph gave every parameter a gradient, so a frozen parameter
+// (requires_grad false) and one the loss never reads got a .grad (zeros) where eager backward()
+// leaves it undefined, and an optimizer then moved them (weight decay, momentum).
+TEST(CompileModule, FrozenAndUnusedParametersGetNoGradientAsInEagerBackward) {
+  auto make = [] {
+    manual_seed(8);
+    return std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
+        std::make_shared<nn::Linear>(6, 5), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(5, 3),
+        std::make_shared<nn::Linear>(3, 3)});  // the last layer is never called
+  };
+  auto eager = make(), compiled_model = make();
+  auto loss_of = [](nn::Sequential& m) {
+    return [&m](const std::vector<Tensor>& in) {
+      Tensor h = (*m[2])((*m[1])((*m[0])(in[0])));
+      return std::vector<Tensor>{mean(h * h)};
+    };
+  };
+  CompiledFunction step_fn = compile_training_step(*compiled_model, loss_of(*compiled_model), interpreter());
+  auto param = [](nn::Module& m, const std::string& name) -> Tensor& {
+    for (const auto& [n, slot] : m.named_slots(true)) {
+      if (n == name) return *slot;
+    }
+    throw std::runtime_error("no parameter " + name);
+  };
+  for (nn::Sequential* m : {eager.get(), compiled_model.get()}) param(*m, "0.bias").set_requires_grad(false);
+  Tensor x = randn({4, 6});
+  Tensor want = loss_of(*eager)({x})[0];
+  want.backward();
+  Tensor got = step_fn({x})[0];
+  EXPECT_TRUE(testing::all_close(got, want, 1e-6, 1e-7));
+  for (const auto& [name, p] : eager->named_parameters()) {
+    const Tensor g = param(*compiled_model, name).grad();
+    EXPECT_EQ(g.defined(), p.grad().defined()) << name;
+    if (g.defined() && p.grad().defined()) EXPECT_TRUE(testing::all_close(g, p.grad(), 1e-5, 1e-6)) << name;
+  }
+  EXPECT_FALSE(param(*compiled_model, "0.bias").grad().defined());
+  EXPECT_FALSE(param(*compiled_model, "3.weight").grad().defined());
+  // Unfreezing changes the graph (one more gradient): a new plan, and the reason says why.
+  param(*compiled_model, "0.bias").set_requires_grad(true);
+  step_fn({x});
+  EXPECT_TRUE(param(*compiled_model, "0.bias").grad().defined());
+  EXPECT_EQ(step_fn.num_compiles(), 2);
+  EXPECT_EQ(step_fn.recompile_reasons().back(), "parameter '0.bias' requires_grad: false -> true");
+}
+
 // The bar for the memory planner on real models: the planned arena within 10% of the
 // lower bound (the most bytes live at one step), far below one allocation per buffer.
 TEST(CompileModule, ArenaOfTrainingStepsIsNearTheLowerBound) {
