@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "smelt/compile.h"
 
 namespace smelt::bench {
 
@@ -55,6 +56,11 @@ std::vector<Workload> limit_workloads();     // STREAM copy/triad, OpenBLAS sgem
 std::vector<Workload> future_workloads();
 // Compile time of smelt::compile, one fresh process per measurement (run.py: cold, then warm).
 std::vector<CompileTimeCase> compile_time_cases();
+std::vector<CompileTimeCase> training_compile_time_cases();  // compile_training_step's, part of the above
+// The first call of `f` on `inputs` (trace, pipeline, kernels, one run), then the fastest of a few
+// replays, with the kernel cache's counts. The caller runs the computation eagerly once before
+// (untimed): the per-process choices of the eager kernels are not the compiler's cost.
+CompileTime measure_first_call(CompiledFunction f, const std::vector<Tensor>& inputs);
 
 
 }  // namespace smelt::bench

@@ -170,16 +170,20 @@ class Emitter {
     out_ << "/* loop kernel:\n" << print_kernel(k_) << "*/\n";
     // scalar.h first: it must compile on its own (it includes the standard headers it uses)
     out_ << "#include \"kernels/scalar.h\"\n\n#include <cstdint>\n#include <cstring>\n#include <limits>\n\n";
-    out_ << "namespace {\n[[maybe_unused]] inline double smelt_f64_from_bits(uint64_t b) {\n"
-         << "  double d;\n  std::memcpy(&d, &b, sizeof d);\n  return d;\n}\n}  // namespace\n\n";
+    // Each shared definition under its own guard: the sources of several kernels concatenated are
+    // one translation unit too (the kernel cache compiles kernels in batches).
+    out_ << "#ifndef SMELT_KERNEL_PRELUDE\n#define SMELT_KERNEL_PRELUDE\n"
+         << "namespace {\n[[maybe_unused]] inline double smelt_f64_from_bits(uint64_t b) {\n"
+         << "  double d;\n  std::memcpy(&d, &b, sizeof d);\n  return d;\n}\n}  // namespace\n#endif\n\n";
     std::set<std::string> declared;
     for (const Reduction& r : k_.reductions) {
       const std::string name = udr_name(r);
       if (!declared.insert(name).second) continue;
       const std::string t = dtype_cpp_type(r.dtype);
+      out_ << "#ifndef SMELT_UDR_" << name << "\n#define SMELT_UDR_" << name << "\n";
       out_ << "#pragma omp declare reduction(" << name << " : " << t << " : omp_out = smelt::scalar::"
            << reduce_fn(r.op) << "(omp_out, omp_in)) initializer(omp_priv = " << reduce_start(r.op, r.dtype)
-           << ")\n";
+           << ")\n#endif\n";
     }
     if (!declared.empty()) out_ << "\n";
   }

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "base/env.h"
+#include "codegen/disk_cache.h"
 #include "codegen/emit_cpp.h"
 #include "codegen/kernel_interpreter.h"
 #include "smelt/error.h"
@@ -27,36 +28,10 @@
 namespace smelt::codegen {
 namespace {
 
-constexpr char kMagic[8] = {'S', 'M', 'E', 'L', 'T', 'K', '0', '1'};
-constexpr size_t kKeyChars = 32;
-// Appended after the ELF image: the loader maps by program headers and ignores trailing bytes.
-struct Trailer {
-  char magic[8];
-  uint64_t size;      // bytes of the image before the trailer
-  uint64_t checksum;  // fnv1a over those bytes
-  char key[kKeyChars];
-};
+using namespace disk;
 
-uint64_t fnv1a(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
-  const unsigned char* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-uint64_t mix(uint64_t x) {  // a bijective finalizer (splitmix64's), so each output bit depends on all
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-// 128 bits from two differently seeded passes: plenty for a cache key that nobody attacks.
-std::string hash_hex(const std::string& text) {
-  uint64_t a = mix(fnv1a(text.data(), text.size()));
-  uint64_t b = mix(fnv1a(text.data(), text.size(), 0x84222325cbf29ce4ull) ^ text.size());
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64 "%016" PRIx64, a, b);
-  return buf;
-}
+// Kernels compiled in one translation unit at most (a batch's source and object grow with it).
+constexpr size_t kMaxBatch = 32;
 
 // What -march=native compiles for: the CPU's model and feature flags.
 std::string cpu_features() {
@@ -77,60 +52,6 @@ std::string cpu_features() {
   return "builtin:" + f;
 }
 
-void make_dirs(const std::string& dir) {
-  std::string partial;
-  std::stringstream parts(dir);
-  for (std::string part; std::getline(parts, part, '/');) {
-    partial += part + "/";
-    if (part.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      SMELT_CHECK(false) << "kernel cache: cannot create directory " << partial << ": " << std::strerror(errno);
-    }
-  }
-}
-
-bool read_file(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return true;
-}
-
-void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.close();
-  SMELT_CHECK(out) << "kernel cache: cannot write " << path << ": " << std::strerror(errno);
-}
-
-// "" when `bytes` is an intact entry for `key`, else what is wrong with it.
-std::string check_entry(const std::string& bytes, const std::string& key) {
-  if (bytes.size() < sizeof(Trailer)) return "shorter than its trailer (truncated)";
-  Trailer t;
-  std::memcpy(&t, bytes.data() + bytes.size() - sizeof t, sizeof t);
-  if (std::memcmp(t.magic, kMagic, sizeof kMagic) != 0) return "no trailer (truncated or overwritten)";
-  if (t.size != bytes.size() - sizeof t) return "size does not match its trailer (truncated)";
-  if (std::string(t.key, kKeyChars) != key) return "trailer names another key";
-  if (t.checksum != fnv1a(bytes.data(), t.size)) return "checksum mismatch";
-  return "";
-}
-
-// One line per event, appended with O_APPEND (atomic for short writes), for `smelt cache stats`.
-void log_event(const std::string& dir, const std::string& line) {
-  int fd = ::open((dir + "/events.log").c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return;  // statistics are best effort
-  std::string l = line + "\n";
-  [[maybe_unused]] ssize_t n = ::write(fd, l.data(), l.size());
-  ::close(fd);
-}
-
-std::string unique_suffix() {
-  static std::atomic<uint64_t> counter{0};
-  return ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-}
-
 std::string safe_name(const std::string& name) {
   std::string s;
   for (char c : name.substr(0, 80)) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
@@ -138,12 +59,6 @@ std::string safe_name(const std::string& name) {
 }
 
 }  // namespace
-
-std::string default_cache_dir() {
-  if (auto dir = env_text("SMELT_CACHE_DIR")) return *dir;
-  const char* home = std::getenv("HOME");
-  return std::string(home && *home ? home : "/tmp") + "/.cache/smelt";
-}
 
 KernelCacheOptions KernelCacheOptions::from_env() {
   KernelCacheOptions o;
@@ -290,53 +205,63 @@ std::shared_ptr<const CompiledKernel> KernelCache::lookup_disk(const std::string
   return compiled;
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::build(const LoopKernel& kernel, const std::string& key) {
-  const std::string symbol = "smelt_kernel_" + key;
-  const std::string source = emit_cpp(kernel, symbol);
+std::vector<KernelCache::Built> KernelCache::build_batch(const std::vector<Job>& jobs) {
+  SMELT_INTERNAL_CHECK(!jobs.empty()) << "kernel cache: an empty batch";
   make_dirs(options_.dir);
-  const std::string stem = options_.dir + "/" + key, tmp = stem + unique_suffix();
-  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> sources, keys;
+  std::string source;
+  for (const Job& job : jobs) {
+    sources.push_back(emit_cpp(*job.kernel, "smelt_kernel_" + job.key));
+    source += sources.back() + "\n";  // each kernel's source guards what it shares (emit_cpp)
+    keys.push_back(job.key);
+  }
+  const std::string tmp = options_.dir + "/" + keys[0] + unique_suffix();
+  const auto start = std::chrono::steady_clock::now();
   try {
     compile_shared_object(compiler_, source, tmp + ".cpp", tmp + ".so");
-  } catch (...) {
+  } catch (const Error&) {
     ::unlink((tmp + ".cpp").c_str());
     ::unlink((tmp + ".so").c_str());
+    if (jobs.size() > 1) {  // each kernel alone: the error then names its kernel, the others compile
+      std::vector<Built> out;
+      for (const Job& job : jobs) out.push_back(build_batch({job})[0]);
+      return out;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.misses;
     ++stats_.compile_failures;
-    throw;
+    return {Built{nullptr, std::current_exception()}};
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::string bytes;
-  SMELT_CHECK(read_file(tmp + ".so", &bytes)) << "kernel cache: cannot read " << tmp << ".so";
-  Trailer t;
-  std::memcpy(t.magic, kMagic, sizeof kMagic);
-  t.size = bytes.size();
-  t.checksum = fnv1a(bytes.data(), bytes.size());
-  std::memcpy(t.key, key.data(), kKeyChars);
-  bytes.append(reinterpret_cast<const char*>(&t), sizeof t);
-  write_file(tmp + ".so", bytes);
-  // Publish: each rename is atomic, so readers see a whole old or a whole new file.
-  SMELT_CHECK(::rename((tmp + ".so").c_str(), (stem + ".so").c_str()) == 0)
-      << "kernel cache: cannot rename " << tmp << ".so: " << std::strerror(errno);
-  ::rename((tmp + ".cpp").c_str(), (stem + ".cpp").c_str());
-  log_event(options_.dir, "compile " + std::to_string(seconds));
-  auto compiled = std::make_shared<CompiledKernel>();
-  compiled->library = SharedLibrary::open(stem + ".so");
-  compiled->entry = reinterpret_cast<KernelEntry>(compiled->library->symbol(symbol));
-  if (kernel.tiled) compiled->tile_entry = reinterpret_cast<TileEntry>(compiled->library->symbol(symbol + "_tile"));
-  compiled->key = key;
-  compiled->source_path = stem + ".cpp";
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.misses;
-    stats_.compile_seconds += seconds;
+  ::unlink((tmp + ".cpp").c_str());
+  publish_entry(options_.dir, tmp + ".so", keys);
+  for (size_t i = 0; i < jobs.size(); ++i) {  // each kernel's own source, for people and dumps
+    const std::string stem = options_.dir + "/" + keys[i], part = stem + unique_suffix();
+    write_file(part, sources[i]);
+    ::rename(part.c_str(), (stem + ".cpp").c_str());
+    log_event(options_.dir, "compile " + std::to_string(seconds / double(jobs.size())));
   }
-  if (debug_ >= 3) {
-    std::fprintf(stderr, "smelt: kernel %s (%s) compiled in %.3f s, source %s\n", kernel.name.c_str(), key.c_str(),
-                 seconds, compiled->source_path.c_str());
+  auto library = SharedLibrary::open(options_.dir + "/" + keys[0] + ".so");
+  std::vector<Built> out;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const std::string symbol = "smelt_kernel_" + keys[i];
+    auto compiled = std::make_shared<CompiledKernel>();
+    compiled->library = library;
+    compiled->entry = reinterpret_cast<KernelEntry>(library->symbol(symbol));
+    if (jobs[i].kernel->tiled) compiled->tile_entry = reinterpret_cast<TileEntry>(library->symbol(symbol + "_tile"));
+    compiled->key = keys[i];
+    compiled->source_path = options_.dir + "/" + keys[i] + ".cpp";
+    out.push_back(Built{compiled, nullptr});
+    if (debug_ >= 3) {
+      std::fprintf(stderr, "smelt: kernel %s (%s) compiled in a batch of %zu in %.3f s, source %s\n",
+                   jobs[i].kernel->name.c_str(), keys[i].c_str(), jobs.size(), seconds, compiled->source_path.c_str());
+    }
   }
-  return compiled;
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.misses += int64_t(jobs.size());
+  stats_.compile_seconds += seconds;
+  ++stats_.compiler_runs;
+  return out;
 }
 
 void KernelCache::dump(const LoopKernel& kernel, const std::string& key) {
@@ -361,63 +286,92 @@ std::shared_ptr<const CompiledKernel> KernelCache::compile(const LoopKernel& ker
   }
   if (auto hit = lookup_memory(k)) return hit;
   auto compiled = lookup_disk(k, kernel.tiled);
-  if (!compiled) compiled = build(kernel, k);
+  if (!compiled) {
+    Built built = build_batch({Job{&kernel, k}})[0];
+    if (built.failure) std::rethrow_exception(built.failure);
+    compiled = built.compiled;
+  }
   remember(compiled);
   return compiled;
 }
 
-std::shared_ptr<KernelHandle> KernelCache::get(const LoopKernel& kernel) {
-  validate(kernel);
-  const std::string k = key(kernel);
-  dump(kernel, k);
-  auto handle = std::make_shared<KernelHandle>(kernel);
-  if (!compiler_.available()) {
-    warn_no_compiler();
-    handle->finish(nullptr, "no C++ compiler: " + compiler_.missing);
-    return handle;
+std::shared_ptr<KernelHandle> KernelCache::get(const LoopKernel& kernel) { return get_many({&kernel})[0]; }
+
+std::vector<std::shared_ptr<KernelHandle>> KernelCache::get_many(const std::vector<const LoopKernel*>& kernels) {
+  std::vector<std::shared_ptr<KernelHandle>> handles;
+  std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> misses;
+  for (const LoopKernel* kernel : kernels) {
+    validate(*kernel);
+    const std::string k = key(*kernel);
+    dump(*kernel, k);
+    auto handle = std::make_shared<KernelHandle>(*kernel);
+    handles.push_back(handle);
+    if (!compiler_.available()) {
+      warn_no_compiler();
+      handle->finish(nullptr, "no C++ compiler: " + compiler_.missing);
+      continue;
+    }
+    if (auto hit = lookup_memory(k)) {
+      handle->finish(hit, "");
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = pending_.find(k);
+      if (it != pending_.end()) {  // the same computation, already compiling
+        handles.back() = it->second;
+        continue;
+      }
+    }
+    if (auto hit = lookup_disk(k, kernel->tiled)) {
+      remember(hit);
+      handle->finish(hit, "");
+      continue;
+    }
+    bool repeated = false;  // the same kernel twice in this request: one compile
+    for (auto& [h, key] : misses) {
+      if (key == k) {
+        handles.back() = h;
+        repeated = true;
+      }
+    }
+    if (!repeated) misses.emplace_back(handle, k);
   }
-  if (auto hit = lookup_memory(k)) {
-    handle->finish(hit, "");
-    return handle;
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = pending_.find(k);
-    if (it != pending_.end()) return it->second;  // the same computation, already compiling
-  }
-  if (auto hit = lookup_disk(k, kernel.tiled)) {
-    remember(hit);
-    handle->finish(hit, "");
-    return handle;
-  }
+  if (misses.empty()) return handles;
   if (options_.sync_compile) {
-    auto compiled = build(kernel, k);
-    remember(compiled);
-    handle->finish(compiled, "");
-    return handle;
+    std::vector<Job> jobs;
+    for (const auto& [h, k] : misses) jobs.push_back(Job{&h->kernel(), k});
+    std::vector<Built> built = build_batch(jobs);
+    for (size_t i = 0; i < misses.size(); ++i) {
+      if (built[i].failure) std::rethrow_exception(built[i].failure);
+      remember(built[i].compiled);
+      misses[i].first->finish(built[i].compiled, "");
+    }
+    return handles;
   }
-  enqueue(handle, k);
-  return handle;
+  enqueue(std::move(misses));
+  return handles;
 }
 
-void KernelCache::enqueue(std::shared_ptr<KernelHandle> handle, std::string key) {
-  {
+void KernelCache::enqueue(std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> jobs) {
+  for (auto& [handle, key] : jobs) {
     std::lock_guard<std::mutex> hl(handle->mutex_);
     handle->pending_ = true;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  pending_[key] = handle;
-  queue_.emplace_back(std::move(handle), std::move(key));
-  if (int(workers_.size()) < std::max(1, options_.compile_threads) && workers_.size() < queue_.size()) {
+  for (auto& [handle, key] : jobs) {
+    pending_[key] = handle;
+    queue_.emplace_back(std::move(handle), std::move(key));
+  }
+  while (int(workers_.size()) < std::max(1, options_.compile_threads) && workers_.size() < queue_.size()) {
     workers_.emplace_back([this] { worker(); });
   }
-  queue_cv_.notify_one();
+  queue_cv_.notify_all();
 }
 
 void KernelCache::worker() {
   for (;;) {
-    std::shared_ptr<KernelHandle> handle;
-    std::string key;
+    std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> batch;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -426,74 +380,45 @@ void KernelCache::worker() {
         queue_.clear();
         return;
       }
-      handle = std::move(queue_.front().first);
-      key = std::move(queue_.front().second);
-      queue_.pop_front();
+      // An even share of the queue per free worker: one compiler run per share, run in parallel.
+      const size_t free_workers = std::max<size_t>(1, workers_.size() - size_t(busy_workers_));
+      const size_t take = std::min(kMaxBatch, (queue_.size() + free_workers - 1) / free_workers);
+      ++busy_workers_;
+      for (size_t i = 0; i < take; ++i) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
     }
-    std::shared_ptr<const CompiledKernel> compiled;
-    std::string error;
+    std::vector<Job> jobs;
+    for (const auto& [h, k] : batch) jobs.push_back(Job{&h->kernel(), k});
+    std::vector<Built> built;
     try {
-      compiled = build(handle->kernel(), key);
-      remember(compiled);
-    } catch (const std::exception& e) {
-      error = e.what();
-      std::fprintf(stderr, "smelt: warning: kernel %s stays on the interpreter: %s\n",
-                   handle->kernel().name.c_str(), e.what());
+      built = build_batch(jobs);
+    } catch (const std::exception&) {  // publishing failed: the whole batch stays interpreted
+      built.assign(jobs.size(), Built{nullptr, std::current_exception()});
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      pending_.erase(key);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      std::string error;
+      if (built[i].compiled) {
+        remember(built[i].compiled);
+      } else {
+        try {
+          std::rethrow_exception(built[i].failure);
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+        std::fprintf(stderr, "smelt: warning: kernel %s stays on the interpreter: %s\n",
+                     batch[i].first->kernel().name.c_str(), error.c_str());
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        pending_.erase(batch[i].second);
+      }
+      batch[i].first->finish(built[i].compiled, error);
     }
-    handle->finish(compiled, error);
+    std::lock_guard<std::mutex> lock(mutex_);
+    --busy_workers_;
   }
-}
-
-DiskCacheSummary disk_cache_summary(const std::string& dir) {
-  DiskCacheSummary s;
-  s.dir = dir;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      struct stat st;
-      if (::stat((dir + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      if (name.size() == kKeyChars + 3 && name.compare(kKeyChars, 3, ".so") == 0) ++s.entries;
-      s.bytes += st.st_size;
-    }
-    ::closedir(d);
-  }
-  std::ifstream log(dir + "/events.log");
-  for (std::string line; std::getline(log, line);) {
-    if (line.rfind("compile ", 0) == 0) {
-      ++s.compiles;
-      s.compile_seconds += std::atof(line.c_str() + 8);
-    } else if (line == "disk_hit") {
-      ++s.disk_hits;
-    } else if (line == "corrupt") {
-      ++s.corrupt_entries;
-    }
-  }
-  return s;
-}
-
-int64_t disk_cache_clear(const std::string& dir) {
-  int64_t removed = 0;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return 0;
-  auto ours = [](const std::string& name) {
-    if (name == "events.log") return true;
-    if (name.size() < kKeyChars + 3) return false;
-    for (size_t i = 0; i < kKeyChars; ++i) {
-      if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
-    }
-    std::string rest = name.substr(kKeyChars);
-    return rest == ".so" || rest == ".cpp" || rest.rfind(".tmp.", 0) == 0;
-  };
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (ours(name) && ::unlink((dir + "/" + name).c_str()) == 0) ++removed;
-  }
-  ::closedir(d);
-  return removed;
 }
 
 }  // namespace smelt::codegen

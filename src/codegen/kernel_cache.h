@@ -22,6 +22,7 @@
 #pragma once
 
 #include <atomic>
+#include <exception>
 #include <condition_variable>
 #include <cstdint>
 #include <list>
@@ -56,6 +57,7 @@ struct KernelCacheStats {
   int64_t memory_hits = 0;
   int64_t disk_hits = 0;
   int64_t misses = 0;            // kernels compiled (or tried)
+  int64_t compiler_runs = 0;     // compiler processes that succeeded (a batch of kernels each)
   int64_t compile_failures = 0;
   int64_t corrupt_entries = 0;   // disk entries found broken and rebuilt
   double compile_seconds = 0;    // total time in the compiler
@@ -113,6 +115,9 @@ class KernelCache {
 
   // Tiered: a handle that runs at once (see the top). Validates the kernel (smelt::Error).
   std::shared_ptr<KernelHandle> get(const LoopKernel& kernel);
+  // get() for several kernels at once (a plan's): the misses are compiled in batches, several
+  // kernels per compiler run (one translation unit), the batches spread over the pool.
+  std::vector<std::shared_ptr<KernelHandle>> get_many(const std::vector<const LoopKernel*>& kernels);
   // Synchronous: the compiled kernel from memory, disk or the compiler; nullptr when there is no
   // compiler; a compiler failure is a smelt::Error with its messages.
   std::shared_ptr<const CompiledKernel> compile(const LoopKernel& kernel);
@@ -125,9 +130,19 @@ class KernelCache {
  private:
   std::shared_ptr<const CompiledKernel> lookup_memory(const std::string& key);
   std::shared_ptr<const CompiledKernel> lookup_disk(const std::string& key, bool tiled);
-  std::shared_ptr<const CompiledKernel> build(const LoopKernel& kernel, const std::string& key);
+  struct Job {
+    const LoopKernel* kernel;
+    std::string key;
+  };
+  struct Built {
+    std::shared_ptr<const CompiledKernel> compiled;  // null when the compile failed: `failure`
+    std::exception_ptr failure;
+  };
+  // Compiles the jobs as one translation unit into one shared object published under every key
+  // (disk_cache.h); after a compiler error, each kernel alone, so the error names its kernel.
+  std::vector<Built> build_batch(const std::vector<Job>& jobs);
   void remember(const std::shared_ptr<const CompiledKernel>& compiled);
-  void enqueue(std::shared_ptr<KernelHandle> handle, std::string key);
+  void enqueue(std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> jobs);
   void worker();
   void warn_no_compiler();
   void dump(const LoopKernel& kernel, const std::string& key);  // SMELT_DUMP_DIR, once per kernel
@@ -148,6 +163,7 @@ class KernelCache {
   // the background pool
   std::list<std::pair<std::shared_ptr<KernelHandle>, std::string>> queue_;
   std::vector<std::thread> workers_;
+  int busy_workers_ = 0;  // workers compiling a batch now
   std::condition_variable queue_cv_;
   bool stopping_ = false;
 };

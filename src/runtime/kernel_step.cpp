@@ -4,7 +4,7 @@
 
 namespace smelt::runtime {
 
-KernelStep::KernelStep(codegen::LoopKernel kernel, KernelBackend backend, bool defer_compile) {
+KernelStep::KernelStep(codegen::LoopKernel kernel) {
   try {
     codegen::validate(kernel);
   } catch (const Error& e) {
@@ -12,19 +12,8 @@ KernelStep::KernelStep(codegen::LoopKernel kernel, KernelBackend backend, bool d
                                 << "': " << e.what() << "\n" << codegen::print_kernel(kernel);
   }
   args_.resize(kernel.args.size());
-  if (backend == KernelBackend::Interpreter || (backend == KernelBackend::Tiered && defer_compile)) {
-    if (kernel.tiled) tiles_ = std::make_shared<codegen::InterpretedKernel>(kernel);
-    kernel_ = std::move(kernel);
-    return;
-  }
-  kernel_ = kernel;
-  handle_ = codegen::KernelCache::global().get(kernel);
-  if (backend == KernelBackend::Compiled) handle_->wait();
-}
-
-void KernelStep::start_compile() {
-  if (handle_) return;
-  handle_ = codegen::KernelCache::global().get(kernel_);
+  if (kernel.tiled) tiles_ = std::make_shared<codegen::InterpretedKernel>(kernel);
+  kernel_ = std::move(kernel);
 }
 
 void KernelStep::run_interpreted() const { codegen::run_interpreted(kernel_, args_.data()); }

@@ -15,14 +15,14 @@ namespace smelt::runtime {
 
 class KernelStep {
  public:
-  // Validates the kernel (an invalid one is an internal error of the lowering) and, for the
-  // Tiered and Compiled backends, asks the kernel cache for it (Compiled waits for the compiler).
-  // With `defer_compile` (Tiered only) the kernel runs on the interpreter until start_compile().
-  KernelStep(codegen::LoopKernel kernel, KernelBackend backend, bool defer_compile = false);
+  // Validates the kernel (an invalid one is an internal error of the lowering). The step runs on
+  // the interpreter until attach() gives it the kernel cache's handle: the plan asks the cache
+  // for all its kernels at once (KernelCache::get_many), so that they compile in batches.
+  explicit KernelStep(codegen::LoopKernel kernel);
 
-  // Asks the kernel cache for the kernel (tiered: it runs compiled once the background compile is
-  // done). Not while a run of this step is in flight.
-  void start_compile();
+  // From now on the step runs through `handle` (compiled once its compile is done). Not while a
+  // run of this step is in flight.
+  void attach(std::shared_ptr<codegen::KernelHandle> handle) { handle_ = std::move(handle); }
 
   // `pointers[arg_slots[i]]` is argument i.
   void run(const std::vector<void*>& pointers, const std::vector<int>& arg_slots) {
@@ -63,7 +63,7 @@ class KernelStep {
   void run_interpreted() const;
   codegen::LoopKernel kernel_;
   std::shared_ptr<codegen::KernelHandle> handle_;
-  std::shared_ptr<codegen::InterpretedKernel> tiles_;  // Interpreter backend, tiled kernels
+  std::shared_ptr<codegen::InterpretedKernel> tiles_;  // tiled kernels, until attach()
   std::vector<void*> args_;
 };
 

@@ -75,6 +75,14 @@ std::unique_ptr<Plan> Plan::build(const ir::Graph& graph, const PlanOptions& opt
   impl->options = options;
   impl->build(graph);
   impl->instantiate();
+  if (options.backend != KernelBackend::Interpreter && !impl->defer_compile()) {
+    impl->request_kernels();
+    if (options.backend == KernelBackend::Compiled) {
+      for (const Step& s : impl->steps) {
+        if (s.kernel) s.kernel->handle()->wait();
+      }
+    }
+  }
   return std::unique_ptr<Plan>(new Plan(std::move(impl)));
 }
 
@@ -99,11 +107,7 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs) {
     const Slot& slot = p.slots[size_t(s)];
     outputs.push_back(empty(slot.meta.shape, slot.meta.dtype));
   }
-  if (++p.runs == p.options.compile_after_runs && p.defer_compile()) {
-    for (Step& step : p.steps) {
-      if (step.kernel) step.kernel->start_compile();
-    }
-  }
+  if (++p.runs == p.options.compile_after_runs && p.defer_compile()) p.request_kernels();
   p.bind(in, outputs);
   if (!p.profile.enabled()) {
     for (Step& step : p.steps) p.run_step(step);

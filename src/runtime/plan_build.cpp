@@ -40,6 +40,20 @@ bool Plan::Impl::defer_compile() const {
          !codegen::KernelCache::global().options().sync_compile;
 }
 
+void Plan::Impl::request_kernels() {
+  std::vector<KernelStep*> pending;
+  std::vector<const codegen::LoopKernel*> kernels;
+  for (Step& s : steps) {
+    if (s.kernel && !s.kernel->handle()) {
+      pending.push_back(s.kernel.get());
+      kernels.push_back(&s.kernel->kernel());
+    }
+  }
+  if (kernels.empty()) return;
+  std::vector<std::shared_ptr<codegen::KernelHandle>> handles = codegen::KernelCache::global().get_many(kernels);
+  for (size_t i = 0; i < pending.size(); ++i) pending[i]->attach(handles[i]);
+}
+
 int Plan::Impl::constant_slot(const Tensor& value) {
   Slot s;
   s.kind = SlotKind::Constant;
@@ -276,7 +290,7 @@ void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
     s.arg_slots = in;
     for (const Tensor& c : lowered.constants) s.arg_slots.push_back(constant_slot(c));
     s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
-    s.kernel = std::make_unique<KernelStep>(std::move(*lowered.kernel), options.backend, defer_compile());
+    s.kernel = std::make_unique<KernelStep>(std::move(*lowered.kernel));
     ++stats.kernels;
   }
   steps.push_back(std::move(s));
@@ -303,7 +317,7 @@ bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string&
   s.arg_slots.push_back(s.product_slot);
   for (const Tensor& c : tiled->lowered.constants) s.arg_slots.push_back(constant_slot(c));
   s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
-  s.kernel = std::make_unique<KernelStep>(std::move(*tiled->lowered.kernel), options.backend, defer_compile());
+  s.kernel = std::make_unique<KernelStep>(std::move(*tiled->lowered.kernel));
   steps.push_back(std::move(s));
   ++stats.kernels;
   ++stats.op_steps;

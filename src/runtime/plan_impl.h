@@ -60,7 +60,7 @@ struct Plan::Impl {
   std::vector<Tensor> arena_tensors;  // per slot, for Arena slots (views into the arena)
   PlanStats stats;
   // One run at a time (the arena is shared by the calls); also guards the kernel steps' switch
-  // to compiled code (start_compile, during a run) against readers (describe, kernels).
+  // to compiled code (request_kernels, during a run) against readers (describe, kernels).
   mutable std::mutex mutex;
   Profile profile;
   std::vector<int32_t> step_profile_id;  // per step: its profile kernel id, bytes and flops
@@ -73,6 +73,9 @@ struct Plan::Impl {
   int64_t runs = 0;
   // SMELT_SYNC_COMPILE=1 asks for compiled kernels from the first call: no deferral then.
   bool defer_compile() const;
+  // Gives every kernel step without one its kernel cache handle, all in one request (the cache
+  // compiles them in batches). Not while a run is in flight.
+  void request_kernels();
 
   // The slot holding `v`, made on first sight for inputs and constants.
   std::map<const ir::Value*, int> slot_of;

@@ -225,6 +225,118 @@ TEST(KernelCache, CompilerErrorsBecomeSmeltErrors) {
   EXPECT_TRUE(entries(dir + "/cache", ".so").empty());
 }
 
+// A plan's kernels requested together compile in one compiler run (one translation unit: each
+// kernel's source guards what it shares), are published one entry per key, and load from disk
+// one by one in another process's cache.
+TEST(KernelCache, KernelsRequestedTogetherCompileInOneRun) {
+  const std::string dir = temp_dir("batch");
+  KernelCacheOptions o = options_in(dir);
+  o.compile_threads = 1;
+  std::vector<KernelBuilder> kbs;
+  for (int i = 0; i < 4; ++i) kbs.push_back(scaled_tanh(3 + i, 50, 0.5 + i));
+  // A reduction too: its OpenMP reduction declaration must not clash with another kernel's.
+  for (int i = 0; i < 2; ++i) {
+    KernelBuilder kb({6}, {40});
+    int x = kb.load(kb.access(kb.arg(DType::Float64, 240, false), 0, {40}, {1}));
+    int r = kb.reduce(ReduceOp::Sum, kb.call(ScalarFn::mul, {x, kb.constant(DType::Float64, 1.0 + i)}));
+    kb.store_row(kb.result(r, kb.k.stages), kb.access(kb.arg(DType::Float64, 6, true), 0, {1}, {0}));
+    kbs.push_back(kb);
+  }
+  std::vector<const LoopKernel*> request;
+  for (const KernelBuilder& kb : kbs) request.push_back(&kb.k);
+  request.push_back(&kbs[0].k);  // the same kernel twice: compiled once
+  {
+    KernelCache cache(o);
+    std::vector<std::shared_ptr<KernelHandle>> handles = cache.get_many(request);
+    ASSERT_EQ(handles.size(), request.size());
+    for (const auto& h : handles) h->wait();
+    for (size_t i = 0; i < handles.size(); ++i) EXPECT_NE(handles[i]->compiled_entry(), nullptr) << handles[i]->error();
+    EXPECT_EQ(handles.back(), handles[0]);
+    EXPECT_EQ(cache.stats().compiler_runs, 1);
+    EXPECT_EQ(cache.stats().misses, 6);
+    for (int i = 0; i < 4; ++i) {
+      Tensor x = randn({3 + i, 50});
+      EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[size_t(i)]->run(args); }, x, 0.5 + i)) << i;
+    }
+  }
+  EXPECT_EQ(entries(dir, ".so").size(), 6u);
+  EXPECT_EQ(entries(dir, ".cpp").size(), 6u);
+  EXPECT_EQ(disk_cache_summary(dir).entries, 6);
+  KernelCache other(o);
+  for (int i = 0; i < 4; ++i) {
+    auto compiled = other.compile(kbs[size_t(i)].k);
+    ASSERT_TRUE(compiled);
+    Tensor x = randn({3 + i, 50});
+    EXPECT_TRUE(runs_correctly(compiled->entry, x, 0.5 + i)) << i;
+  }
+  EXPECT_EQ(other.stats().disk_hits, 4);
+  EXPECT_EQ(other.stats().misses, 0);
+}
+
+// One kernel of a batch the compiler refuses: the batch is compiled again kernel by kernel, so
+// the others compile and the error names the refused one only.
+TEST(KernelCache, ARefusedKernelInABatchDoesNotHoldBackTheOthers) {
+  const std::string dir = temp_dir("batchfail"), cxx = dir + "/pickycxx";
+  {
+    std::ofstream script(cxx);
+    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'pickycxx 1.0'; exit 0; fi\n"
+              "for last; do :; done\n"
+              "if grep -q refused_kernel \"$last\"; then echo 'error: refused_kernel is refused' >&2; exit 1; fi\n"
+              "exec g++ \"$@\"\n";
+  }
+  ::chmod(cxx.c_str(), 0755);
+  KernelCacheOptions o = options_in(dir + "/cache");
+  o.cxx = cxx;
+  o.compile_threads = 1;
+  KernelCache cache(o);
+  KernelBuilder good_a = scaled_tanh(5, 20, 1.25), bad = scaled_tanh(5, 20, 2.25), good_b = scaled_tanh(5, 20, 3.25);
+  bad.k.name = "refused_kernel";
+  ::testing::internal::CaptureStderr();
+  auto handles = cache.get_many({&good_a.k, &bad.k, &good_b.k});
+  for (const auto& h : handles) h->wait();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(handles[0]->compiled_entry(), nullptr) << handles[0]->error();
+  EXPECT_EQ(handles[1]->compiled_entry(), nullptr);
+  EXPECT_NE(handles[2]->compiled_entry(), nullptr) << handles[2]->error();
+  EXPECT_NE(handles[1]->error().find("refused_kernel is refused"), std::string::npos) << handles[1]->error();
+  EXPECT_EQ(count(err, "stays on the interpreter"), 1) << err;
+  EXPECT_EQ(cache.stats().compile_failures, 1);
+  EXPECT_EQ(cache.stats().compiler_runs, 2);  // good_a alone, good_b alone (the batch run failed)
+  Tensor x = randn({5, 20});
+  EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[1]->run(args); }, x, 2.25));  // interpreted
+  EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[2]->run(args); }, x, 3.25));
+}
+
+// The keys of a batch share one file: damage through one name damages all, and each key finds
+// its entry broken, says so and rebuilds it.
+TEST(KernelCache, ATruncatedBatchEntryIsRebuiltForEveryKey) {
+  const std::string dir = temp_dir("batchtrunc");
+  KernelCacheOptions o = options_in(dir);
+  o.compile_threads = 1;
+  KernelBuilder a = scaled_tanh(7, 30, 0.25), b = scaled_tanh(7, 30, 0.75);
+  std::string key_a;
+  {
+    KernelCache cache(o);
+    key_a = cache.key(a.k);
+    for (const auto& h : cache.get_many({&a.k, &b.k})) h->wait();
+    ASSERT_EQ(cache.stats().compiler_runs, 1);
+  }
+  const std::string so = dir + "/" + key_a + ".so";
+  std::filesystem::resize_file(so, std::filesystem::file_size(so) / 2);
+  KernelCache cache(o);
+  ::testing::internal::CaptureStderr();
+  auto ca = cache.compile(a.k);
+  auto cb = cache.compile(b.k);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(cache.stats().corrupt_entries, 2) << err;
+  EXPECT_EQ(count(err, "is corrupt"), 2) << err;
+  EXPECT_EQ(cache.stats().misses, 2);
+  Tensor x = randn({7, 30});
+  ASSERT_TRUE(ca && cb);
+  EXPECT_TRUE(runs_correctly(ca->entry, x, 0.25));
+  EXPECT_TRUE(runs_correctly(cb->entry, x, 0.75));
+}
+
 // memory_entries bounds the loaded kernels; an evicted kernel comes back from disk.
 TEST(KernelCache, LruEvictsToDisk) {
   KernelCacheOptions o = options_in(shared_cache().options().dir);
