@@ -163,15 +163,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
     } else if (ops::op_info(node.op).views != 0) {
       add_kernel_step(*single_node_body(node), node.name(), in, out);
     } else {
-      Step s;
-      s.kind = StepKind::Op;
-      s.what = node.name();
-      s.op = node.op;
-      s.attrs = node.attrs;
-      s.in_slots = in;
-      s.out_slots = out;
-      steps.push_back(std::move(s));
-      ++stats.op_steps;
+      add_op_step(node, in, out);
     }
   }
   // Graph outputs that are inputs, constants or repeated values: copied at the end of a run.
@@ -259,18 +251,23 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, con
   }
   const int step = int(steps.size());
   const int temp = arena_slot(first.outputs[0]->meta, step, step + 1);
-  Step s;
-  s.kind = StepKind::Op;
-  s.what = first.name();
-  s.op = first.op;
-  s.attrs = first.attrs;
-  s.in_slots = first_in;
-  s.out_slots = {temp};
-  steps.push_back(std::move(s));
-  ++stats.op_steps;
+  add_op_step(first, first_in, {temp});
   std::vector<int> epilogue_in = in;
   epilogue_in.push_back(temp);
   add_kernel_step(*contraction_epilogue_body(body), name, epilogue_in, out);
+}
+
+// `node`'s op by its out-variant eager kernel, reading `in` and writing `out`.
+void Plan::Impl::add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out) {
+  Step s;
+  s.kind = StepKind::Op;
+  s.what = node.name();
+  s.op = node.op;
+  s.attrs = node.attrs;
+  s.in_slots = in;
+  s.out_slots = out;
+  steps.push_back(std::move(s));
+  ++stats.op_steps;
 }
 
 void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,

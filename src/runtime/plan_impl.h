@@ -101,6 +101,7 @@ struct Plan::Impl {
   int new_value_slot(const ir::Value* v, int step, const std::map<const ir::Value*, int>& output_index);
   bool hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
                            const std::map<const ir::Value*, int>& output_index);
+  void add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);
   void add_group(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);
   bool add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
                              const std::vector<int>& out);

@@ -19,6 +19,7 @@
 #include "fuzz/fuzzer.h"
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
+#include "tools/output_dir.h"
 #include "tools/commands.h"
 #include "tools/fuzz_compile.h"
 #include "tools/options.h"
@@ -89,6 +90,7 @@ void register_fuzz(CLI::App& app) {
       ->check(integer_in(1, 4096))
       ->capture_default_str();
   cmd->callback([opt] {
+    if (!opt->out.empty()) prepare_output_dir(opt->out, "fuzz: --out");  // before any case runs
     if (opt->compile) {
       CompileFuzzArgs args;
       args.seed = opt->seed;
@@ -131,8 +133,7 @@ void register_fuzz(CLI::App& app) {
                   r.message.c_str(), small->num_nodes());
       if (!opt->out.empty()) {
         std::string path = opt->out + "/seed_" + std::to_string(seed) + ".ir";
-        std::ofstream f(path);
-        f << fuzz::regression_text(*small, opt->passes, seed, r.message);
+        write_text_file(path, fuzz::regression_text(*small, opt->passes, seed, r.message));
         std::printf("  written to %s\n", path.c_str());
       }
       std::fflush(stdout);

@@ -1,4 +1,5 @@
 #include "tools/fuzz_compile.h"
+#include "tools/output_dir.h"
 
 #include <CLI/CLI.hpp>
 
@@ -91,8 +92,7 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
         if (!args.out.empty()) {
           const std::string path = args.out + "/compile_" + fuzz::compile_backend_name(backends[b]) + "_seed_" +
                                    std::to_string(seed) + ".ir";
-          std::ofstream f(path);
-          f << fuzz::compiled_regression_text(*small, options, seed, r.message);
+          write_text_file(path, fuzz::compiled_regression_text(*small, options, seed, r.message));
           std::printf("  written to %s\n", path.c_str());
         }
         std::fflush(stdout);

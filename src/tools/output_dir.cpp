@@ -1,5 +1,7 @@
 #include "tools/output_dir.h"
 
+#include "io/atomic_file.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,6 +33,12 @@ void prepare_output_dir(const std::string& dir, const std::string& what) {
   SMELT_CHECK(fd >= 0) << where << " is not writable: " << std::strerror(errno);
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+void write_text_file(const std::string& path, const std::string& text) {
+  io::AtomicFileWriter out(path);
+  out.write(text.data(), text.size());
+  out.commit();
 }
 
 }  // namespace smelt::tools
