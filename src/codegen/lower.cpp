@@ -117,18 +117,50 @@ class Lowerer {
     }
   }
 
-  // stage_of_[reduce node]: the loop stage folding it, one after the last reduction it reads.
+  // stage_of_[reduce node]: the loop stage folding it, one after the last reduction it reads; an
+  // online sum of exponentials folds in the stage of the maximum it subtracts.
   void assign_stages() {
     for (const auto& n : body_.nodes()) {
       int after = 0;
       for (const ir::Value* in : n->inputs) after = std::max(after, after_of(in));
       if (is_reduce(n->op)) {
+        if (const ir::Value* x = online_sumexp_source(*n)) {
+          online_source_[n.get()] = x;
+          after = stage_of_.at(online_max_.at(n.get()));
+        }
         stage_of_[n.get()] = after;
         loop_stages_ = std::max(loop_stages_, after + 1);
         after += 1;
       }
       for (const ir::Value* out : n->outputs) after_[out] = after;
     }
+  }
+
+  // Online softmax: sum([cast to float64](exp(x - amax(x, dims, keepdim)))) over the amax's dims
+  // is one SumExp reduction of x, folded in the amax's own stage, so that a row's maximum and sum
+  // take one pass over it instead of two (decompose.h writes softmax and log_softmax this way).
+  // Returns x (and records the amax in online_max_), or null when `n` is not that pattern.
+  const ir::Value* online_sumexp_source(const ir::Node& n) {
+    if (n.op != OpId::sum) return nullptr;
+    auto producer = [](const ir::Value* v, OpId op) -> const ir::Node* {
+      return v->kind == ir::ValueKind::Computed && v->producer->op == op ? v->producer : nullptr;
+    };
+    const ir::Value* v = n.inputs[0];
+    if (const ir::Node* widen = producer(v, OpId::cast)) {
+      if (v->meta.dtype != DType::Float64 || widen->inputs[0]->meta.dtype != DType::Float32) return nullptr;
+      v = widen->inputs[0];
+    }
+    const ir::Node* e = producer(v, OpId::exp);
+    const ir::Node* d = e ? producer(e->inputs[0], OpId::sub) : nullptr;
+    const ir::Node* m = d ? producer(d->inputs[1], OpId::amax) : nullptr;
+    if (!m || m->inputs[0] != d->inputs[0] || !m->attrs.get_int("keepdim", 0)) return nullptr;
+    const ir::Value* x = d->inputs[0];
+    if ((x->meta.dtype != DType::Float32 && x->meta.dtype != DType::Float64) || d->outputs[0]->meta.shape != x->meta.shape ||
+        reduce_dims_of(*m) != reduce_dims_of(n) || !stage_of_.count(m)) {
+      return nullptr;
+    }
+    online_max_[&n] = m;
+    return x;
   }
   int after_of(const ir::Value* v) const {
     auto it = after_.find(v);
@@ -371,7 +403,14 @@ class Lowerer {
       red.op = n->op == OpId::amax ? ReduceOp::Max : n->op == OpId::amin ? ReduceOp::Min : ReduceOp::Sum;
       red.stage = stage_of_.at(n);
       red.dtype = n->inputs[0]->meta.dtype;
-      red.value = expr_of(n->inputs[0], natural_map(n->inputs[0]->meta.shape), red.stage);
+      auto online = online_source_.find(n);
+      if (online != online_source_.end()) {
+        red.op = ReduceOp::SumExp;
+        red.dtype = DType::Float64;
+        red.value = expr_of(online->second, natural_map(online->second->meta.shape), red.stage);
+      } else {
+        red.value = expr_of(n->inputs[0], natural_map(n->inputs[0]->meta.shape), red.stage);
+      }
       if (red.op == ReduceOp::Sum && red.dtype == DType::Float32) {
         // float32 sums accumulate in double and round once, as the eager kernels do (RowAcc in
         // kernels/reduce_core.h): a float32 accumulator loses the small terms of a long row and
@@ -438,6 +477,8 @@ class Lowerer {
   std::map<const ir::Value*, int> after_;
   std::map<const ir::Node*, int> stage_of_;
   std::map<const ir::Node*, int> reduction_index_;
+  std::map<const ir::Node*, const ir::Value*> online_source_;  // SumExp sum node -> x
+  std::map<const ir::Node*, const ir::Node*> online_max_;      // SumExp sum node -> its amax
   std::map<std::vector<int64_t>, int> memo_;
 };
 

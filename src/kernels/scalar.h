@@ -419,4 +419,40 @@ template <class To, class From> inline To cast(From x) {
   }
 }
 
+// ---- The online sum of exponentials (softmax's denominator in one pass over a row) ----------
+// Shared by generated row kernels (codegen, ReduceOp::SumExp) and the kernel interpreter, so that
+// both fold alike. A row is visited in blocks; per block: its maximum ignoring NaN
+// (sumexp_block_max, folded element by element), then sumexp_rescale, then the block's terms
+// exp(v - shift) added to the sum in double. The sum is kept relative to the running maximum m
+// and rescaled by exp(m_old - m_new) in double when a block raises it. Special values come out as
+// the eager row kernels give them (kernels/softmax_rows.cpp, the same scheme): a NaN term makes
+// the sum NaN; with +inf the shift is +inf and the +inf term exp(inf - inf) is NaN; an all -inf
+// row is shifted by 0 and sums to 0 (so that exp(x - max) / sum is NaN there, as eager).
+
+// v when it is greater than m, else m (a NaN v is ignored: it reaches the sum as a NaN term). A
+// select of bit patterns, which vectorizes where `?:` on values may not.
+template <class T> inline T sumexp_block_max(T m, T v) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  Bits mb, vb;
+  std::memcpy(&mb, &m, sizeof mb);
+  std::memcpy(&vb, &v, sizeof vb);
+  const Bits greater = Bits(0) - Bits(v > m);
+  const Bits out = (mb & ~greater) | (vb & greater);
+  T r;
+  std::memcpy(&r, &out, sizeof r);
+  return r;
+}
+
+// After a block with maximum `block_max` (NaN ignored; -inf for none): raises the running maximum
+// `m` (-inf before any block) and rescales the sum `s` to it; returns the shift of the block's
+// terms: m, or 0 while m is -inf (x - m would be -inf - -inf = NaN; those elements contribute
+// exp(-inf) = 0 once a finite maximum turns up).
+template <class T> inline T sumexp_rescale(T& m, double& s, T block_max) {
+  if (block_max > m) {
+    s *= std::exp(double(m) - double(block_max));  // exp(-inf) = 0 clears a sum that had no maximum
+    m = block_max;
+  }
+  return m == -std::numeric_limits<T>::infinity() ? T(0) : m;
+}
+
 }  // namespace smelt::scalar
