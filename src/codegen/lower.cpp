@@ -5,6 +5,7 @@
 
 #include "codegen/decompose.h"
 #include "codegen/lower_space.h"
+#include "codegen/online_sumexp.h"
 #include "ops/elementwise_bind.h"
 #include "ops/op_util.h"
 
@@ -136,29 +137,11 @@ class Lowerer {
     }
   }
 
-  // Online softmax: sum([cast to float64](exp(x - amax(x, dims, keepdim)))) over the amax's dims
-  // is one SumExp reduction of x, folded in the amax's own stage, so that a row's maximum and sum
-  // take one pass over it instead of two (decompose.h writes softmax and log_softmax this way).
-  // Returns x (and records the amax in online_max_), or null when `n` is not that pattern.
+  // x of an online sum of exponentials (codegen/online_sumexp.h), its amax in online_max_.
   const ir::Value* online_sumexp_source(const ir::Node& n) {
-    if (n.op != OpId::sum) return nullptr;
-    auto producer = [](const ir::Value* v, OpId op) -> const ir::Node* {
-      return v->kind == ir::ValueKind::Computed && v->producer->op == op ? v->producer : nullptr;
-    };
-    const ir::Value* v = n.inputs[0];
-    if (const ir::Node* widen = producer(v, OpId::cast)) {
-      if (v->meta.dtype != DType::Float64 || widen->inputs[0]->meta.dtype != DType::Float32) return nullptr;
-      v = widen->inputs[0];
-    }
-    const ir::Node* e = producer(v, OpId::exp);
-    const ir::Node* d = e ? producer(e->inputs[0], OpId::sub) : nullptr;
-    const ir::Node* m = d ? producer(d->inputs[1], OpId::amax) : nullptr;
-    if (!m || m->inputs[0] != d->inputs[0] || !m->attrs.get_int("keepdim", 0)) return nullptr;
-    const ir::Value* x = d->inputs[0];
-    if ((x->meta.dtype != DType::Float32 && x->meta.dtype != DType::Float64) || d->outputs[0]->meta.shape != x->meta.shape ||
-        reduce_dims_of(*m) != reduce_dims_of(n) || !stage_of_.count(m)) {
-      return nullptr;
-    }
+    const ir::Node* m = nullptr;
+    const ir::Value* x = online_sumexp_of(n, &m);
+    if (!x || !stage_of_.count(m)) return nullptr;
     online_max_[&n] = m;
     return x;
   }
