@@ -1,5 +1,6 @@
 #include "codegen/emit_cpp.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,9 @@ using kernels::dtype_cpp_type;
 // Elements of the innermost dim one parallel iteration of an elementwise kernel covers, when the
 // dim is long (a multiple of every vector width, so blocks other than the last have no tail).
 constexpr int64_t kBlock = 8192;
+// Elements per block of an online sum of exponentials (ReduceOp::SumExp): the block's values wait
+// in a stack buffer (4 KiB of float, in L1) between its maximum and its exponentials.
+constexpr int64_t kSumExpBlock = 1024;
 
 // A loop nest: extents and, per access, one stride per dim.
 struct Dims {
@@ -83,7 +87,7 @@ std::string constant_text(const Expr& e) {
 }
 
 const char* reduce_name(ReduceOp op) {
-  return op == ReduceOp::Sum ? "sum" : op == ReduceOp::Max ? "max" : "min";
+  return op == ReduceOp::Sum ? "sum" : op == ReduceOp::Max ? "max" : op == ReduceOp::Min ? "min" : "sumexp";
 }
 
 std::string reduce_start(ReduceOp op, DType dtype) {
@@ -93,6 +97,7 @@ std::string reduce_start(ReduceOp op, DType dtype) {
     case ReduceOp::Sum: return t + "(0)";
     case ReduceOp::Max: return floating ? t + "(-INFINITY)" : "std::numeric_limits<" + t + ">::lowest()";
     case ReduceOp::Min: return floating ? t + "(INFINITY)" : "std::numeric_limits<" + t + ">::max()";
+    case ReduceOp::SumExp: return "0.0";
   }
   return "";
 }
@@ -104,6 +109,9 @@ std::string reduce_fn(ReduceOp op) {
 std::string udr_name(const Reduction& r) {
   return std::string("smelt_") + reduce_name(r.op) + "_" + dtype_name(r.dtype);
 }
+
+// The block maximum of a SumExp over values of `dtype` (scalar::sumexp_block_max).
+std::string block_max_udr(DType dtype) { return std::string("smelt_blockmax_") + dtype_name(dtype); }
 
 class Emitter {
  public:
@@ -177,6 +185,15 @@ class Emitter {
          << "  double d;\n  std::memcpy(&d, &b, sizeof d);\n  return d;\n}\n}  // namespace\n#endif\n\n";
     std::set<std::string> declared;
     for (const Reduction& r : k_.reductions) {
+      if (r.op == ReduceOp::SumExp) {
+        const DType v = k_.exprs[r.value].dtype;
+        const std::string t = dtype_cpp_type(v);
+        if (!declared.insert(block_max_udr(v)).second) continue;
+        out_ << "#pragma omp declare reduction(" << block_max_udr(v) << " : " << t
+             << " : omp_out = smelt::scalar::sumexp_block_max(omp_out, omp_in)) initializer(omp_priv = " << t
+             << "(-INFINITY))\n";
+        continue;
+      }
       const std::string name = udr_name(r);
       if (!declared.insert(name).second) continue;
       const std::string t = dtype_cpp_type(r.dtype);
@@ -225,7 +242,7 @@ class Emitter {
     };
     for (size_t i = 0; i < k_.exprs.size(); ++i) {
       const Expr& e = k_.exprs[i];
-      if (e.stage != stage || e.kind == ExprKind::Constant) continue;
+      if (e.stage != stage || e.kind == ExprKind::Constant || hoisted_[i]) continue;
       out_ << indent << "const " << dtype_cpp_type(e.dtype) << " e" << i << " = ";
       switch (e.kind) {
         case ExprKind::Load: out_ << "a" << k_.accesses[e.access].arg << "[" << at(e.access) << "]"; break;
@@ -244,6 +261,10 @@ class Emitter {
     for (size_t r = 0; r < k_.reductions.size(); ++r) {
       const Reduction& red = k_.reductions[r];
       if (red.stage != stage) continue;
+      if (red.op == ReduceOp::SumExp) {
+        sumexp_fold(int(r), indent, index);
+        continue;
+      }
       out_ << indent << "r" << r << " = smelt::scalar::" << reduce_fn(red.op) << "(r" << r << ", e" << red.value
            << ");\n";
     }
@@ -251,6 +272,30 @@ class Emitter {
       if (s.stage != stage) continue;
       out_ << indent << "a" << k_.accesses[s.access].arg << "[" << at(s.access) << "] = e" << s.value << ";\n";
     }
+  }
+
+  // A SumExp's part of one iteration: inside a block loop (index `i`, the block starting at c0)
+  // the value waits in the block's buffer and joins its maximum; without inner dims (no index)
+  // the element is a block of its own.
+  void sumexp_fold(int r, const std::string& indent, const std::string& index) {
+    const int v = k_.reductions[r].value;
+    const std::string t = dtype_cpp_type(k_.exprs[v].dtype);
+    if (!index.empty()) {
+      out_ << indent << "vb" << r << "[" << index << " - c0] = e" << v << ";\n";
+      out_ << indent << "bm" << r << " = smelt::scalar::sumexp_block_max(bm" << r << ", e" << v << ");\n";
+      return;
+    }
+    out_ << indent << "{\n" << indent << "  const " << t << " sh = smelt::scalar::sumexp_rescale(m" << r << ", r" << r
+         << ", smelt::scalar::sumexp_block_max(" << t << "(-INFINITY), e" << v << "));\n";
+    out_ << indent << "  r" << r << " += double(smelt::scalar::exp(" << t << "(e" << v << " - sh)));\n"
+         << indent << "}\n";
+  }
+
+  bool has_sumexp(int stage) const {
+    for (const Reduction& r : k_.reductions) {
+      if (r.stage == stage && r.op == ReduceOp::SumExp) return true;
+    }
+    return false;
   }
 
   // Whether the iterations of `stage` are independent: every buffer the stage stores into is
@@ -281,7 +326,13 @@ class Emitter {
     if (!simd_legal(stage)) return "";
     std::string p = "#pragma omp simd";
     for (size_t r = 0; r < k_.reductions.size(); ++r) {
-      if (k_.reductions[r].stage == stage) p += " reduction(" + udr_name(k_.reductions[r]) + " : r" + std::to_string(r) + ")";
+      const Reduction& red = k_.reductions[r];
+      if (red.stage != stage) continue;
+      if (red.op == ReduceOp::SumExp) {
+        p += " reduction(" + block_max_udr(k_.exprs[red.value].dtype) + " : bm" + std::to_string(r) + ")";
+      } else {
+        p += " reduction(" + udr_name(red) + " : r" + std::to_string(r) + ")";
+      }
     }
     return p;
   }
@@ -356,11 +407,29 @@ class Emitter {
     for (size_t r = 0; r < k_.reductions.size(); ++r) {
       const Reduction& red = k_.reductions[r];
       out_ << "    " << dtype_cpp_type(red.dtype) << " r" << r << " = " << reduce_start(red.op, red.dtype) << ";\n";
+      if (red.op == ReduceOp::SumExp) {
+        const std::string t = dtype_cpp_type(k_.exprs[red.value].dtype);
+        out_ << "    " << t << " m" << r << " = " << t << "(-INFINITY);\n";
+        if (!inner.extent.empty()) {
+          out_ << "    " << t << " vb" << r << "[" << std::min(kSumExpBlock, inner.extent.back()) << "];\n";
+        }
+      }
     }
     const int levels = int(inner.extent.size());
+    const std::vector<bool> invariant = row_invariant_exprs(k_);
     for (int s = 0; s < k_.stages; ++s) {
       out_ << "    {  // stage " << s << "\n";
       std::string indent = "      ", suffix;
+      // Row-invariant values once per row, before the stage's loops (a libm call such as log
+      // inside them would also keep the loop from vectorizing).
+      if (levels > 0) {
+        hoisted_.assign(k_.exprs.size(), false);
+        for (size_t i = 0; i < k_.exprs.size(); ++i) hoisted_[i] = k_.exprs[i].stage == s && invariant[i];
+        std::vector<bool> keep = hoisted_;
+        hoisted_.assign(k_.exprs.size(), false);
+        body_exprs(s, indent, keep);
+        hoisted_ = keep;
+      }
       for (int l = 0; l + 1 < levels; ++l) {
         out_ << indent << "for (int64_t i" << l << " = 0; i" << l << " < " << inner.extent[l] << "; ++i" << l
              << ") {\n";
@@ -372,6 +441,10 @@ class Emitter {
       }
       if (levels == 0) {
         body(s, indent, suffix, "", {});
+      } else if (has_sumexp(s)) {
+        std::vector<int64_t> last;
+        for (auto& v : inner.stride) last.push_back(v.back());
+        sumexp_blocks(s, indent, suffix, cat("i", levels - 1), inner.extent.back(), last);
       } else {
         std::string pragma = simd_pragma(s);
         if (!pragma.empty()) out_ << indent << pragma << "\n";
@@ -389,12 +462,68 @@ class Emitter {
       }
       out_ << "    }\n";
     }
+    hoisted_.assign(k_.exprs.size(), false);
     body(k_.stages, "    ", "", "", {});
     out_ << "  }\n";
   }
 
+  // The expressions of `stage` selected by `only` (Calls and ReductionResults), outside any loop.
+  void body_exprs(int stage, const std::string& indent, const std::vector<bool>& only) {
+    for (size_t i = 0; i < k_.exprs.size(); ++i) {
+      const Expr& e = k_.exprs[i];
+      if (e.stage != stage || e.kind == ExprKind::Constant || !only[i]) continue;
+      out_ << indent << "const " << dtype_cpp_type(e.dtype) << " e" << i << " = ";
+      if (e.kind == ExprKind::ReductionResult) {
+        out_ << "r" << e.reduction;
+      } else {
+        const int arity = kernels::scalar_fn_info(e.call.fn).arity;
+        std::vector<std::string> ops;
+        for (int o : e.operands) ops.push_back(cat("e", o));
+        out_ << kernels::scalar_call_text(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops);
+      }
+      out_ << ";\n";
+    }
+  }
+
+  // The innermost loop of a stage with SumExp reductions, cut into blocks: each block's loop runs
+  // the stage and gathers the values and their maximum, then every SumExp rescales its sum and
+  // adds the block's exponentials (a second, vectorized loop over the buffer, in L1).
+  void sumexp_blocks(int stage, const std::string& indent, const std::string& suffix, const std::string& i,
+                     int64_t n, const std::vector<int64_t>& last) {
+    const int64_t block = std::min(kSumExpBlock, n);
+    const std::string in = indent + "  ";
+    out_ << indent << "for (int64_t c0 = 0; c0 < " << n << "; c0 += " << block << ") {\n";
+    if (n % block == 0) out_ << in << "const int64_t cn = " << block << ";\n";
+    else out_ << in << "const int64_t cn = " << n << " - c0 < " << block << " ? " << n << " - c0 : " << block << ";\n";
+    for (size_t r = 0; r < k_.reductions.size(); ++r) {
+      const Reduction& red = k_.reductions[r];
+      if (red.stage != stage || red.op != ReduceOp::SumExp) continue;
+      const std::string t = dtype_cpp_type(k_.exprs[red.value].dtype);
+      out_ << in << t << " bm" << r << " = " << t << "(-INFINITY);\n";
+    }
+    std::string pragma = simd_pragma(stage);
+    if (!pragma.empty()) out_ << in << pragma << "\n";
+    out_ << in << "for (int64_t " << i << " = c0; " << i << " < c0 + cn; ++" << i << ") {\n";
+    body(stage, in + "  ", suffix, i, last);
+    out_ << in << "}\n";
+    for (size_t r = 0; r < k_.reductions.size(); ++r) {
+      const Reduction& red = k_.reductions[r];
+      if (red.stage != stage || red.op != ReduceOp::SumExp) continue;
+      const std::string t = dtype_cpp_type(k_.exprs[red.value].dtype), R = std::to_string(r);
+      out_ << in << "{\n";
+      out_ << in << "  const " << t << " sh = smelt::scalar::sumexp_rescale(m" << R << ", r" << R << ", bm" << R << ");\n";
+      out_ << in << "  double part = 0;\n";
+      out_ << in << "  #pragma omp simd reduction(+ : part)\n";
+      out_ << in << "  for (int64_t j = 0; j < cn; ++j) part += double(smelt::scalar::exp(" << t << "(vb" << R
+           << "[j] - sh)));\n";
+      out_ << in << "  r" << R << " += part;\n" << in << "}\n";
+    }
+    out_ << indent << "}\n";
+  }
+
   const LoopKernel& k_;
   std::string symbol_;
+  std::vector<bool> hoisted_ = std::vector<bool>(k_.exprs.size(), false);  // emitted before the loops
   std::ostringstream out_;
 };
 

@@ -19,6 +19,12 @@
 
 namespace smelt::codegen {
 
+// The generator's revision, part of the kernel caches' key (kernel_cache.cpp): the key hashes the
+// kernel's text, not the generated source, so a change to what this file emits for the same
+// kernel must bump it, or the disk cache keeps serving kernels generated the old way.
+// 2: online SumExp blocks; row-invariant values hoisted out of a stage's loops.
+inline constexpr int kEmitCppRevision = 2;
+
 // The source of `kernel` (validate()d by the caller), its entry point named `symbol`.
 std::string emit_cpp(const LoopKernel& kernel, const std::string& symbol);
 

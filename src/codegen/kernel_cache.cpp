@@ -115,7 +115,8 @@ KernelCache::KernelCache(KernelCacheOptions options) : options_(std::move(option
   std::string scalar_header;
   read_file(codegen_include_dir() + "/kernels/scalar.h", &scalar_header);
   key_salt_ = "compiler " + compiler_.path + "\nversion " + compiler_.version + "\nflags " + flags + "\ncpu " +
-              cpu_features() + "\nsmelt " + SMELT_VERSION + "\nscalar.h " + hash_hex(scalar_header) + "\n";
+              cpu_features() + "\nsmelt " + SMELT_VERSION + "\nscalar.h " + hash_hex(scalar_header) +
+              "\nemit_cpp " + std::to_string(kEmitCppRevision) + "\n";
 }
 
 KernelCache::~KernelCache() {

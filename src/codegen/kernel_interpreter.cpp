@@ -44,6 +44,7 @@ struct TilePlan {
   bool elementwise;  // one stage, no reductions, nothing per row: tiles span outer and inner dims
   std::vector<std::vector<int>> stage_exprs;  // per stage (last: row), constants excluded
   std::vector<int> constants;
+  std::vector<bool> invariant;        // row_invariant_exprs: evaluated in a stage's first tile only
   std::vector<int64_t> tile_dims;     // the dims a tile index runs over, row-major
   std::vector<int64_t> tile_strides;  // [access * kMaxTileDims + d]: each access's stride along them
 };
@@ -54,9 +55,11 @@ struct Frame {
   std::vector<int64_t> offsets;  // access a's offsets start at offsets[a * kTile]
   std::vector<int64_t> base;     // per access: the offset of the current row
   std::vector<uint64_t> accs;    // per reduction: the accumulator's bytes
+  std::vector<uint64_t> maxes;   // per SumExp reduction: its running maximum's bytes
 
   template <class T> T* slot(int e) { return reinterpret_cast<T*>(&values[size_t(e) * kTile]); }
   template <class T> T& acc(int r) { return *reinterpret_cast<T*>(&accs[r]); }
+  template <class T> T& running_max(int r) { return *reinterpret_cast<T*>(&maxes[r]); }
 };
 
 // Offsets of tile indices [t0, t0 + n) for every access, from each access's row base; the row
@@ -171,14 +174,30 @@ void eval_expr(const LoopKernel& k, Frame& f, void* const* args, int e, int64_t 
 
 template <class T>
 T reduce_start(ReduceOp op) {
-  if (op == ReduceOp::Sum) return T(0);
+  if (op == ReduceOp::Sum || op == ReduceOp::SumExp) return T(0);
   constexpr bool kInf = std::numeric_limits<T>::has_infinity;
   if (op == ReduceOp::Max) return kInf ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   return kInf ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
 }
 
+// SumExp: the tile is one block of the online sum (scalar::sumexp_*).
+void fold_sumexp(const LoopKernel& k, Frame& f, int r, int64_t n) {
+  const Reduction& red = k.reductions[r];
+  visit_dtype<ScalarDTypes::Floating>(k.exprs[red.value].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* v = f.slot<T>(red.value);
+    T block_max = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j < n; ++j) block_max = scalar::sumexp_block_max(block_max, v[j]);
+    const T shift = scalar::sumexp_rescale(f.running_max<T>(r), f.acc<double>(r), block_max);
+    double part = 0;
+    for (int64_t j = 0; j < n; ++j) part += double(scalar::exp(T(v[j] - shift)));
+    f.acc<double>(r) += part;
+  });
+}
+
 void fold(const LoopKernel& k, Frame& f, int r, int64_t n) {
   const Reduction& red = k.reductions[r];
+  if (red.op == ReduceOp::SumExp) return fold_sumexp(k, f, r, n);
   visit_dtype<ScalarDTypes::Numeric>(red.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* v = f.slot<T>(red.value);
@@ -187,6 +206,7 @@ void fold(const LoopKernel& k, Frame& f, int r, int64_t n) {
       case ReduceOp::Sum: for (int64_t j = 0; j < n; ++j) acc = scalar::add(acc, v[j]); break;
       case ReduceOp::Max: for (int64_t j = 0; j < n; ++j) acc = scalar::maximum(acc, v[j]); break;
       case ReduceOp::Min: for (int64_t j = 0; j < n; ++j) acc = scalar::minimum(acc, v[j]); break;
+      case ReduceOp::SumExp: break;  // fold_sumexp
     }
     f.acc<T>(r) = acc;
   });
@@ -209,11 +229,19 @@ void run_stage(const TilePlan& p, Frame& f, void* const* args, int stage, int64_
     if (k.reductions[r].stage != stage) continue;
     visit_dtype<ScalarDTypes::Numeric>(k.reductions[r].dtype,
                                        [&](auto tag) { f.acc<decltype(tag)>(int(r)) = reduce_start<decltype(tag)>(k.reductions[r].op); });
+    if (k.reductions[r].op == ReduceOp::SumExp) {
+      visit_dtype<ScalarDTypes::Floating>(k.exprs[k.reductions[r].value].dtype, [&](auto tag) {
+        f.running_max<decltype(tag)>(int(r)) = -std::numeric_limits<decltype(tag)>::infinity();
+      });
+    }
   }
   for (int64_t t0 = begin; t0 < end; t0 += kTile) {
     const int64_t n = std::min(kTile, end - t0);
     tile_offsets(p, f, t0, n, stage == k.stages);
-    for (int e : p.stage_exprs[stage]) eval_expr(k, f, args, e, n);
+    for (int e : p.stage_exprs[stage]) {
+      // A row-invariant value stays in its slot from the stage's first tile (the longest one).
+      if (t0 == begin || !p.invariant[size_t(e)]) eval_expr(k, f, args, e, n);
+    }
     for (size_t r = 0; r < k.reductions.size(); ++r) {
       if (k.reductions[r].stage == stage) fold(k, f, int(r), n);
     }
@@ -232,6 +260,7 @@ Frame& frame_for(const TilePlan& p) {
   f.offsets.resize(std::max(f.offsets.size(), k.accesses.size() * kTile));
   f.base.resize(std::max(f.base.size(), k.accesses.size()));
   f.accs.resize(std::max(f.accs.size(), k.reductions.size()));
+  f.maxes.resize(std::max(f.maxes.size(), k.reductions.size()));
   for (int e : p.constants) {
     const Expr& ex = k.exprs[e];
     visit_dtype<ScalarDTypes::All>(ex.dtype, [&](auto tag) {
@@ -280,6 +309,7 @@ InterpretedKernel::InterpretedKernel(LoopKernel kernel) {
   TilePlan& p = plan.tiles;
   p.k = &k;
   p.stage_exprs.resize(k.stages + 1);
+  p.invariant = row_invariant_exprs(k);
   bool row_work = false;
   for (int e = 0; e < int(k.exprs.size()); ++e) {
     if (k.exprs[e].kind == ExprKind::Constant) p.constants.push_back(e);

@@ -15,6 +15,7 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::Sum: return "sum";
     case ReduceOp::Max: return "max";
     case ReduceOp::Min: return "min";
+    case ReduceOp::SumExp: return "sumexp";
   }
   return "?";
 }
@@ -176,10 +177,16 @@ void validate(const LoopKernel& k) {
     const Expr& v = k.exprs[r.value];
     SMELT_CHECK(v.stage == r.stage || v.kind == ExprKind::Constant)
         << rw << " (stage " << r.stage << ") folds expression " << r.value << " of stage " << v.stage;
-    SMELT_CHECK(v.dtype == r.dtype) << rw << " is " << dtype_name(r.dtype) << " but folds a "
-                                    << dtype_name(v.dtype) << " value; valid: the value's dtype";
-    SMELT_CHECK(r.dtype == DType::Float32 || r.dtype == DType::Float64 || r.dtype == DType::Int64)
-        << rw << ": dtype " << dtype_name(r.dtype) << "; valid: float32, float64, int64";
+    if (r.op == ReduceOp::SumExp) {
+      SMELT_CHECK(r.dtype == DType::Float64 && (v.dtype == DType::Float32 || v.dtype == DType::Float64))
+          << rw << ": a sumexp of " << dtype_name(r.dtype) << " over " << dtype_name(v.dtype)
+          << " values; valid: float64, over float32 or float64 values";
+    } else {
+      SMELT_CHECK(v.dtype == r.dtype) << rw << " is " << dtype_name(r.dtype) << " but folds a "
+                                      << dtype_name(v.dtype) << " value; valid: the value's dtype";
+      SMELT_CHECK(r.dtype == DType::Float32 || r.dtype == DType::Float64 || r.dtype == DType::Int64)
+          << rw << ": dtype " << dtype_name(r.dtype) << "; valid: float32, float64, int64";
+    }
   }
   std::vector<bool> stored(k.args.size(), false);
   for (size_t i = 0; i < k.stores.size(); ++i) {
@@ -231,6 +238,21 @@ void validate(const LoopKernel& k) {
     SMELT_CHECK(!k.args[i].output || stored[i])
         << where << ": output argument " << i << " is never stored; valid: every output is written";
   }
+}
+
+std::vector<bool> row_invariant_exprs(const LoopKernel& k) {
+  std::vector<bool> inv(k.exprs.size(), false);
+  for (size_t i = 0; i < k.exprs.size(); ++i) {
+    const Expr& e = k.exprs[i];
+    if (e.kind == ExprKind::Constant || e.kind == ExprKind::ReductionResult) {
+      inv[i] = true;
+    } else if (e.kind == ExprKind::Call) {
+      bool all = true;
+      for (int o : e.operands) all = all && inv[size_t(o)];
+      inv[i] = all;
+    }
+  }
+  return inv;
 }
 
 std::string print_kernel(const LoopKernel& k) {

@@ -73,7 +73,12 @@ struct Access {
 // lowest value for int64), Min with scalar::minimum from +inf (the largest); NaN propagates as
 // in the eager reductions. The accumulator has the dtype of the value folded in. The order of
 // folding within a row is the backend's choice (a reassociation the fuzzer tolerates).
-enum class ReduceOp : uint8_t { Sum, Max, Min };
+// SumExp is online softmax's denominator: the sum of exp(v - max v) over the row in one pass
+// (a running maximum, the sum rescaled when it grows: scalar::sumexp_* in kernels/scalar.h, in
+// blocks of the backend's choice). v is float32 or float64; the accumulator and the result are
+// float64. A row's maximum needs its own Max reduction (the SumExp keeps its running maximum to
+// itself), usually in the same stage: softmax's statistics then take one pass, not two.
+enum class ReduceOp : uint8_t { Sum, Max, Min, SumExp };
 
 struct Reduction {
   ReduceOp op = ReduceOp::Sum;
@@ -115,6 +120,11 @@ struct LoopKernel {
 // written arguments read only in place, every output argument stored, the tile form's shape);
 // throws smelt::Error naming the kernel, the part and the reason.
 void validate(const LoopKernel& kernel);
+
+// Per expression: whether its value is the same at every inner index of a row — a constant, a
+// reduction result, or a call on such operands only (softmax's 1 / sum, log_softmax's log(sum)).
+// Backends evaluate these once per row and stage instead of once per element.
+std::vector<bool> row_invariant_exprs(const LoopKernel& kernel);
 
 // The canonical text of a kernel: everything that changes the code it computes (not `comment`).
 std::string print_kernel(const LoopKernel& kernel);

@@ -4,6 +4,8 @@
 #include <map>
 
 #include "codegen/decompose.h"
+#include "codegen/lower_space.h"
+#include "codegen/online_sumexp.h"
 #include "ops/elementwise_bind.h"
 #include "ops/op_util.h"
 
@@ -13,17 +15,8 @@ namespace {
 using ops::OpId;
 using ops::reduced_shape;
 
-// Thrown inside the lowerer for a group it cannot express; becomes LowerResult::reason.
-struct CannotLower {
-  std::string reason;
-};
-
-// Where each element of a value of rank k is read, as an affine function of the iteration
-// index i (rank r): index[d] = base[d] + sum_j rows[d][j] * i[j].
-struct Map {
-  std::vector<std::vector<int64_t>> rows;
-  std::vector<int64_t> base;
-};
+using detail::CannotLower;
+using detail::Map;
 
 bool is_reduce(OpId op) {
   return op == OpId::sum || op == OpId::mean || op == OpId::amax || op == OpId::amin;
@@ -55,9 +48,9 @@ class Lowerer {
     for (Expr& e : k_.exprs) if (e.stage == kRowStage) e.stage = loop_stages_;
     for (Store& s : k_.stores) if (s.stage == kRowStage) s.stage = loop_stages_;
     if (options_.tile_col_dims > 0) {
-      tile_space(size_t(options_.tile_col_dims));
+      detail::tile_space(k_, space_, size_t(options_.tile_col_dims), !reductions_.empty());
     } else {
-      simplify_space();
+      detail::simplify_space(k_, space_, n_outer_, !reductions_.empty());
     }
     return std::move(k_);
   }
@@ -125,12 +118,17 @@ class Lowerer {
     }
   }
 
-  // stage_of_[reduce node]: the loop stage folding it, one after the last reduction it reads.
+  // stage_of_[reduce node]: the loop stage folding it, one after the last reduction it reads; an
+  // online sum of exponentials folds in the stage of the maximum it subtracts.
   void assign_stages() {
     for (const auto& n : body_.nodes()) {
       int after = 0;
       for (const ir::Value* in : n->inputs) after = std::max(after, after_of(in));
       if (is_reduce(n->op)) {
+        if (const ir::Value* x = online_sumexp_source(*n)) {
+          online_source_[n.get()] = x;
+          after = stage_of_.at(online_max_.at(n.get()));
+        }
         stage_of_[n.get()] = after;
         loop_stages_ = std::max(loop_stages_, after + 1);
         after += 1;
@@ -138,20 +136,40 @@ class Lowerer {
       for (const ir::Value* out : n->outputs) after_[out] = after;
     }
   }
+
+  // x of an online sum of exponentials (codegen/online_sumexp.h), its amax in online_max_.
+  const ir::Value* online_sumexp_source(const ir::Node& n) {
+    const ir::Node* m = nullptr;
+    const ir::Value* x = online_sumexp_of(n, &m);
+    if (!x || !stage_of_.count(m)) return nullptr;
+    online_max_[&n] = m;
+    return x;
+  }
   int after_of(const ir::Value* v) const {
     auto it = after_.find(v);
     return it == after_.end() ? 0 : it->second;
   }
 
-  // The map that reads a value of `shape` at the current iteration point: the identity for the
-  // space's own shape, broadcasting for shapes that broadcast to it, and the row's position for
-  // the reduced shape without kept dims.
+  // The map that reads a value of `shape` at the current iteration point: the row's position for
+  // the reduced shape without kept dims, the identity for the space's own shape, broadcasting for
+  // shapes that broadcast to it. The reduced shape is tested first: over [4, 4] reduced along dim
+  // 1, a value of shape [4] is a row's result (indexed by dim 0), although [4] also broadcasts
+  // along dim 1; read that way, a group returning the row sums was refused.
   Map natural_map(const Shape& shape) const {
     const size_t r = space_.size(), k = shape.size();
     Map m{std::vector<std::vector<int64_t>>(k, std::vector<int64_t>(r, 0)), std::vector<int64_t>(k, 0)};
     auto position = [&](int64_t d) {
       return size_t(std::find(space_dim_.begin(), space_dim_.end(), d) - space_dim_.begin());
     };
+    if (!dims_.empty() && shape == reduced_shape(shape_, dims_, false)) {
+      size_t e = 0;
+      for (int64_t d = 0; d < int64_t(shape_.size()); ++d) {
+        if (std::binary_search(dims_.begin(), dims_.end(), d)) continue;
+        if (shape[e] != 1) m.rows[e][position(d)] = 1;
+        ++e;
+      }
+      return m;
+    }
     if (k <= shape_.size()) {
       bool broadcasts = true;
       for (size_t e = 0; e < k; ++e) {
@@ -165,15 +183,6 @@ class Lowerer {
         }
         return m;
       }
-    }
-    if (!dims_.empty() && shape == reduced_shape(shape_, dims_, false)) {
-      size_t e = 0;
-      for (int64_t d = 0; d < int64_t(shape_.size()); ++d) {
-        if (std::binary_search(dims_.begin(), dims_.end(), d)) continue;
-        if (shape[e] != 1) m.rows[e][position(d)] = 1;
-        ++e;
-      }
-      return m;
     }
     throw CannotLower{"a value of shape " + shape_str(shape) + " does not map onto the iteration space " +
                       shape_str(shape_)};
@@ -353,51 +362,10 @@ class Lowerer {
         return r;
       }
       case OpId::reshape:
-        return reshape_input_map(in, out, m);
+        return detail::reshape_input_map(in, out, m);
       default:
         throw CannotLower{std::string("no lowering for op ") + n.name()};
     }
-  }
-
-  // A reshape of a computed value is affine when every chunk of input dims it regroups holds one
-  // dim of size > 1 (so output dims only split it): that dim's index is then a linear
-  // combination of the chunk's output indices.
-  static Map reshape_input_map(const Shape& in, const Shape& out, const Map& m) {
-    const size_t r = m.rows.empty() ? 0 : m.rows[0].size();
-    Map res{std::vector<std::vector<int64_t>>(in.size(), std::vector<int64_t>(r, 0)),
-            std::vector<int64_t>(in.size(), 0)};
-    size_t i = 0, o = 0;
-    while (i < in.size() || o < out.size()) {
-      // One chunk: input dims [i, i2) and output dims [o, o2) with equal products.
-      size_t i2 = i, o2 = o;
-      int64_t pi = 1, po = 1;
-      do {
-        if (pi <= po && i2 < in.size()) {
-          pi *= in[i2++];
-        } else if (o2 < out.size()) {
-          po *= out[o2++];
-        } else {
-          pi *= in[i2++];
-        }
-      } while ((pi != po || (i2 < in.size() && in[i2] == 1) || (o2 < out.size() && out[o2] == 1)) &&
-               (i2 < in.size() || o2 < out.size()));
-      int big = -1, count = 0;
-      for (size_t d = i; d < i2; ++d) {
-        if (in[d] != 1) big = int(d), ++count;
-      }
-      if (count > 1) throw CannotLower{"reshape of a computed value merges dims " + shape_str(in) + " -> " + shape_str(out)};
-      if (big >= 0) {
-        int64_t scale = 1;
-        for (size_t d = o2; d-- > o;) {
-          for (size_t j = 0; j < r; ++j) res.rows[size_t(big)][j] += scale * m.rows[d][j];
-          res.base[size_t(big)] += scale * m.base[d];
-          scale *= out[d];
-        }
-      }
-      i = i2;
-      o = o2;
-    }
-    return res;
   }
 
   // A reduce node's value read back in a later stage: its reduction (created once) and the row's
@@ -418,7 +386,14 @@ class Lowerer {
       red.op = n->op == OpId::amax ? ReduceOp::Max : n->op == OpId::amin ? ReduceOp::Min : ReduceOp::Sum;
       red.stage = stage_of_.at(n);
       red.dtype = n->inputs[0]->meta.dtype;
-      red.value = expr_of(n->inputs[0], natural_map(n->inputs[0]->meta.shape), red.stage);
+      auto online = online_source_.find(n);
+      if (online != online_source_.end()) {
+        red.op = ReduceOp::SumExp;
+        red.dtype = DType::Float64;
+        red.value = expr_of(online->second, natural_map(online->second->meta.shape), red.stage);
+      } else {
+        red.value = expr_of(n->inputs[0], natural_map(n->inputs[0]->meta.shape), red.stage);
+      }
       if (red.op == ReduceOp::Sum && red.dtype == DType::Float32) {
         // float32 sums accumulate in double and round once, as the eager kernels do (RowAcc in
         // kernels/reduce_core.h): a float32 accumulator loses the small terms of a long row and
@@ -469,95 +444,6 @@ class Lowerer {
     return add_expr(e);
   }
 
-  // Drops size-1 dims and merges adjacent dims (within outer, within inner) that every access
-  // walks as one; then splits a long single dim without outer dims so the outer loop can run in
-  // parallel.
-  void simplify_space() {
-    std::vector<int64_t> dims = space_;
-    size_t n_outer = n_outer_;
-    auto strides = [&](size_t a, size_t j) -> int64_t& {
-      Access& acc = k_.accesses[a];
-      return j < n_outer ? acc.outer_strides[j] : acc.inner_strides[j - n_outer];
-    };
-    auto erase_dim = [&](size_t j) {
-      for (Access& acc : k_.accesses) {
-        if (j < n_outer) {
-          acc.outer_strides.erase(acc.outer_strides.begin() + std::ptrdiff_t(j));
-        } else {
-          acc.inner_strides.erase(acc.inner_strides.begin() + std::ptrdiff_t(j - n_outer));
-        }
-      }
-      dims.erase(dims.begin() + std::ptrdiff_t(j));
-      if (j < n_outer) --n_outer;
-    };
-    for (size_t j = dims.size(); j-- > 0;) {
-      if (dims[j] == 1) erase_dim(j);
-    }
-    for (size_t j = dims.size(); j-- > 1;) {
-      if (j == n_outer && n_outer != 0) continue;  // never merge across the outer/inner boundary
-      bool mergeable = true;
-      for (size_t a = 0; a < k_.accesses.size(); ++a) {
-        if (strides(a, j - 1) != strides(a, j) * dims[j]) mergeable = false;
-      }
-      if (!mergeable) continue;
-      for (size_t a = 0; a < k_.accesses.size(); ++a) strides(a, j - 1) = strides(a, j);
-      dims[j - 1] *= dims[j];
-      erase_dim(j);
-    }
-    if (reductions_.empty() && !dims.empty()) {
-      // Without reductions every dim starts outer: the last becomes the inner loop, and a single
-      // long dim splits in two so that the outer loop has something to share between threads.
-      for (Access& acc : k_.accesses) {
-        const int64_t last = acc.outer_strides.back();
-        acc.outer_strides.pop_back();
-        acc.inner_strides = {last};
-      }
-      n_outer = dims.size() - 1;
-      const int64_t block = split_block(dims.back(), 4096);
-      if (n_outer == 0 && block >= 256 && block < dims.back()) {
-        for (Access& acc : k_.accesses) acc.outer_strides = {acc.inner_strides[0] * block};
-        dims = {dims[0] / block, block};
-        n_outer = 1;
-      }
-    }
-    k_.outer.assign(dims.begin(), dims.begin() + std::ptrdiff_t(n_outer));
-    k_.inner.assign(dims.begin() + std::ptrdiff_t(n_outer), dims.end());
-  }
-
-  // The tile form (LowerOptions::tile_col_dims): the space uncollapsed, except that the last
-  // `cols` dims become the one inner (column) dim. Nothing else merges: a tile's rows are the
-  // flattened outer index, which the GEMM's output rows must be.
-  void tile_space(size_t cols) {
-    if (!reductions_.empty()) throw CannotLower{"the tile form has no reductions"};
-    if (space_.size() < cols) {
-      throw CannotLower{"the tile form needs " + std::to_string(cols) + " column dims, the space " +
-                        shape_str(space_) + " has fewer"};
-    }
-    const size_t first = space_.size() - cols;
-    int64_t extent = 1;
-    for (size_t j = first; j < space_.size(); ++j) extent *= space_[j];
-    for (Access& a : k_.accesses) {
-      // The column dims, size 1 ones skipped, must be walked as one: stride[j] = stride[j+1] * n[j+1].
-      int64_t inner = 0, expected = 0;
-      bool seen = false;
-      for (size_t j = space_.size(); j-- > first;) {
-        if (space_[j] == 1) continue;
-        if (!seen) {
-          inner = expected = a.outer_strides[j];
-          seen = true;
-        } else if (a.outer_strides[j] != expected) {
-          throw CannotLower{"an access does not walk the tile's column dims " + shape_str(space_) + " as one"};
-        }
-        expected *= space_[j];
-      }
-      a.outer_strides.resize(first);
-      a.inner_strides = {inner};
-    }
-    k_.outer.assign(space_.begin(), space_.begin() + std::ptrdiff_t(first));
-    k_.inner = {extent};
-    k_.tiled = true;
-  }
-
   const ir::Graph& body_;
   LowerResult& result_;
   LowerOptions options_;
@@ -574,6 +460,8 @@ class Lowerer {
   std::map<const ir::Value*, int> after_;
   std::map<const ir::Node*, int> stage_of_;
   std::map<const ir::Node*, int> reduction_index_;
+  std::map<const ir::Node*, const ir::Value*> online_source_;  // SumExp sum node -> x
+  std::map<const ir::Node*, const ir::Node*> online_max_;      // SumExp sum node -> its amax
   std::map<std::vector<int64_t>, int> memo_;
 };
 

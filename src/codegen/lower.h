@@ -12,7 +12,10 @@
 // another reduction's result runs in a later stage (softmax: max, then sum, then the store);
 // reduced values are read back at the row they belong to (ReductionResult), so a value of the
 // reduced shape is only usable through broadcasting against the iteration space. float32 sums and
-// means fold in double and round once, as the eager kernels do. A row epilogue (an output of the
+// means fold in double and round once, as the eager kernels do. sum([double](exp(x - amax(x))))
+// with the amax's dims kept is online softmax's denominator: one SumExp reduction of x folded in
+// the amax's own stage (softmax and log_softmax take two passes over a row: statistics, then the
+// store). A row epilogue (an output of the
 // reduced shape) computes from reduction results and constants only: one that reads an argument
 // is refused.
 //

@@ -19,8 +19,9 @@
 // float64 uses std:: functions (float64 is for gradient checks: accuracy first). float32 has its
 // own branch-free transcendental functions (below, namespace f32) because GCC does not vectorize
 // std::exp & co. without -ffast-math: these are straight-line float/int arithmetic, bit casts
-// through std::memcpy and selects written as ternaries, which the vectorizer if-converts, so
-// map1's loops run 16 lanes wide under -march=native (AVX-512).
+// through std::memcpy and selects (f32::select, bit masks: GCC 12 keeps control flow for some `?:`
+// on values, and erf and gelu_erf ran scalar while written that way), so every loop over them
+// vectorizes under -march=native.
 //
 // Max error against the float64 std:: result rounded to float, in ulps (the ulp of a subnormal
 // result is the smallest subnormal), measured exhaustively over all finite float32 inputs in the
@@ -51,6 +52,14 @@ inline float from_bits(uint32_t u) {
   return x;
 }
 inline float fabs(float x) { return from_bits(bits(x) & 0x7fffffffu); }
+
+// c ? a : b as a select of bit patterns. GCC 12 does not if-convert some `?:` on values (it
+// threads the branches of a clamp through the code after it, and the loop keeps control flow, so
+// erf and gelu_erf ran scalar, ~10 ns per element); a mask and two ands always vectorize.
+inline float select(bool c, float a, float b) {
+  const uint32_t mask = 0u - uint32_t(c);
+  return from_bits((bits(a) & mask) | (bits(b) & ~mask));
+}
 
 // v * 2^n for n in [-252, 254] with one rounding: two exact power-of-two steps, each within the
 // normal exponent range, so a subnormal result is rounded once (in the last multiply).
@@ -203,12 +212,12 @@ inline float erf_minus_x(float x) {
 inline float erf(float x) {
   float ax = fabs(x);
   float near_zero = x + erf_minus_x(x);
-  float z = ax < 4.0f ? ax : 4.0f;  // erf(4) rounds to 1; keeps the tail's arithmetic finite
+  float z = select(ax < 4.0f, ax, 4.0f);  // erf(4) rounds to 1; keeps the tail's arithmetic finite
   ExpParts c = erfc_tail(2.0f / (2.0f + z), square_split(z));
-  float far = 1.0f - ldexp2(c.mant, c.n);
-  far = x < 0.0f ? -far : far;
-  float y = ax < 1.0f ? near_zero : far;
-  return x != x ? x : y;
+  float far = 1.0f - ldexp2(c.mant, c.n);       // >= 0
+  far = from_bits(bits(far) | (bits(x) & 0x80000000u));  // x's sign (x >= 1 in magnitude here)
+  float y = select(ax < 1.0f, near_zero, far);
+  return select(x != x, x, y);
 }
 
 // 1 / (1 + exp(-x)), through e = exp(-|x|) so that nothing overflows: sigmoid(x) = 1/(1+e) for
@@ -251,18 +260,18 @@ inline float gelu_tanh(float x) {
 inline float gelu_erf(float x) {
   constexpr float kSqrtHalf = 0.707106781f;
   float ax = fabs(x);
-  float z_exact_x = ax < 14.8f ? ax : 14.8f;  // z = 10.47: beyond, x Phi(x) underflows
+  float z_exact_x = select(ax < 14.8f, ax, 14.8f);  // z = 10.47: beyond, x Phi(x) underflows
   Square sq = square_split(z_exact_x);
   // t = 2 / (2 + z) = 2 sqrt 2 / (2 sqrt 2 + |x|), which skips rounding z = |x| / sqrt 2
   ExpParts c = erfc_tail(2.82842712f / (2.82842712f + z_exact_x), {0.5f * sq.hi, 0.5f * sq.lo});
-  float xc = x < -14.8f ? -14.8f : x;
+  float xc = select(x < -14.8f, -14.8f, x);
   float far_neg = ldexp2(0.5f * xc * c.mant, c.n);
   float far_pos = x * (1.0f - 0.5f * ldexp2(c.mant, c.n));
   float zs = x * kSqrtHalf;
   float near_zero = 0.5f * x + 0.5f * x * (zs + erf_minus_x(zs));
-  float y = ax < 0.707106781f ? near_zero : (x < 0.0f ? far_neg : far_pos);
-  y = x < -14.8f ? -0.0f : y;
-  return x != x ? x : y;
+  float y = select(ax < 0.707106781f, near_zero, select(x < 0.0f, far_neg, far_pos));
+  y = select(x < -14.8f, -0.0f, y);
+  return select(x != x, x, y);
 }
 
 // log(1 + exp(bx)) / beta = (max(bx, 0) + log1p(exp(-|bx|))) / beta, x above the threshold.
@@ -408,6 +417,42 @@ template <class To, class From> inline To cast(From x) {
   } else {
     return To(x);
   }
+}
+
+// ---- The online sum of exponentials (softmax's denominator in one pass over a row) ----------
+// Shared by generated row kernels (codegen, ReduceOp::SumExp) and the kernel interpreter, so that
+// both fold alike. A row is visited in blocks; per block: its maximum ignoring NaN
+// (sumexp_block_max, folded element by element), then sumexp_rescale, then the block's terms
+// exp(v - shift) added to the sum in double. The sum is kept relative to the running maximum m
+// and rescaled by exp(m_old - m_new) in double when a block raises it. Special values come out as
+// the eager row kernels give them (kernels/softmax_rows.cpp, the same scheme): a NaN term makes
+// the sum NaN; with +inf the shift is +inf and the +inf term exp(inf - inf) is NaN; an all -inf
+// row is shifted by 0 and sums to 0 (so that exp(x - max) / sum is NaN there, as eager).
+
+// v when it is greater than m, else m (a NaN v is ignored: it reaches the sum as a NaN term). A
+// select of bit patterns, which vectorizes where `?:` on values may not.
+template <class T> inline T sumexp_block_max(T m, T v) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  Bits mb, vb;
+  std::memcpy(&mb, &m, sizeof mb);
+  std::memcpy(&vb, &v, sizeof vb);
+  const Bits greater = Bits(0) - Bits(v > m);
+  const Bits out = (mb & ~greater) | (vb & greater);
+  T r;
+  std::memcpy(&r, &out, sizeof r);
+  return r;
+}
+
+// After a block with maximum `block_max` (NaN ignored; -inf for none): raises the running maximum
+// `m` (-inf before any block) and rescales the sum `s` to it; returns the shift of the block's
+// terms: m, or 0 while m is -inf (x - m would be -inf - -inf = NaN; those elements contribute
+// exp(-inf) = 0 once a finite maximum turns up).
+template <class T> inline T sumexp_rescale(T& m, double& s, T block_max) {
+  if (block_max > m) {
+    s *= std::exp(double(m) - double(block_max));  // exp(-inf) = 0 clears a sum that had no maximum
+    m = block_max;
+  }
+  return m == -std::numeric_limits<T>::infinity() ? T(0) : m;
 }
 
 }  // namespace smelt::scalar

@@ -30,6 +30,12 @@ int64_t ordered(float x) {
 }
 
 // ulps between `got` and the float nearest to `ref`; NaN/inf must match exactly.
+uint32_t bits_of(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
 int64_t ulp_error(float got, double ref) {
   float want = float(ref);
   if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got) ? 0 : INT64_MAX;
@@ -166,6 +172,30 @@ TEST(ScalarMath, SaturatingFunctions) {
   EXPECT_EQ(scalar::softplus(30.0f, 1.0f, 20.0f), 30.0f);     // above the threshold: x
   EXPECT_EQ(scalar::softplus(200.0f, 1.0f, 1000.0f), 200.0f);  // below it, without overflow
   EXPECT_LE(ulp_error(scalar::softplus(-200.0f, 0.5f, 20.0f), std::log1p(std::exp(-100.0)) / 0.5), 2);
+}
+
+// erf at the edges of its range: signed zeros keep their sign, subnormals give 2/sqrt(pi) x
+// correctly rounded (the near-zero polynomial, no underflow to 0), the infinities +-1, NaN itself;
+// and erf is odd bit for bit (the far branch takes x's sign from its bits).
+TEST(ScalarMath, ErfSpecialValues) {
+  EXPECT_EQ(scalar::erf(0.0f), 0.0f);
+  EXPECT_FALSE(std::signbit(scalar::erf(0.0f)));
+  EXPECT_TRUE(std::signbit(scalar::erf(-0.0f)));
+  for (float x : {std::numeric_limits<float>::denorm_min(), 1e-40f, 1e-38f, std::numeric_limits<float>::min()}) {
+    EXPECT_LE(ulp_error(scalar::erf(x), std::erf(double(x))), 1) << x;
+    EXPECT_LE(ulp_error(scalar::erf(-x), std::erf(-double(x))), 1) << x;
+  }
+  EXPECT_EQ(scalar::erf(kInf), 1.0f);
+  EXPECT_EQ(scalar::erf(-kInf), -1.0f);
+  EXPECT_TRUE(std::isnan(scalar::erf(kNaN)));
+  for (uint64_t u = 0; u < (uint64_t(1) << 31); u += 4099) {
+    float x;
+    uint32_t b = uint32_t(u);
+    std::memcpy(&x, &b, sizeof x);
+    const float pos = scalar::erf(x), neg = scalar::erf(-x);
+    EXPECT_EQ(bits_of(neg), bits_of(pos) ^ 0x80000000u) << x;
+    if (bits_of(neg) != (bits_of(pos) ^ 0x80000000u)) break;
+  }
 }
 
 // The eager ops run the same functions compiled with the library's flags (vectorized): a dense
