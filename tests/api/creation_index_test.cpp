@@ -153,6 +153,11 @@ TEST(Sizes, OneNumberMeansBothDims) {
   // a wrong length still reaches the op's own check, with the argument's name
   expect_error([&] { conv2d(x, w, Tensor(), {1, 1, 1}); }, {"conv2d", "stride"});
   expect_error([&] { max_pool2d(x, {2, 2, 2}); }, {"max_pool2d", "kernel"});
+  // the modules take them too, as nn.Conv2d(2, 3, 3) and nn.MaxPool2d(2)
+  nn::Conv2d conv(2, 3, 3);
+  EXPECT_EQ(conv.weight.shape(), (Shape{3, 2, 3, 3}));
+  EXPECT_EQ(nn::MaxPool2d(2).forward(x).shape(), (Shape{1, 2, 3, 3}));
+  EXPECT_EQ(nn::AdaptiveAvgPool2d(1).forward(x).shape(), (Shape{1, 2, 1, 1}));
 }
 
 TEST(RetainGrad, NonLeafKeepsItsGradientWhenAsked) {
