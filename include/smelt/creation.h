@@ -1,8 +1,11 @@
 // Creating tensors: constants, ranges, random numbers (seedable), and from host data.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "smelt/tensor.h"
@@ -59,23 +62,25 @@ Tensor generator_state_tensor(const GeneratorState& state);
 // The inverse; an error unless `t` is Int64 [2] with data.
 GeneratorState generator_state_from_tensor(const Tensor& t);
 
-Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
-Tensor ones(const Shape& shape, DType dtype = DType::Float32);
-Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
-Tensor zeros_like(const Tensor& t);
-Tensor ones_like(const Tensor& t);
-Tensor full_like(const Tensor& t, double value);
-Tensor scalar_tensor(double value, DType dtype = DType::Float32);  // 0-dim
+// Options (smelt/tensor_options.h): a DType, or TensorOptions().dtype(..).requires_grad(); the
+// dtype defaults to float32.
+Tensor zeros(const Shape& shape, TensorOptions options = {});
+Tensor ones(const Shape& shape, TensorOptions options = {});
+Tensor full(const Shape& shape, const Scalar& value, TensorOptions options = {});
+Tensor zeros_like(const Tensor& like);
+Tensor ones_like(const Tensor& like);
+Tensor full_like(const Tensor& like, const Scalar& value);
+Tensor scalar_tensor(const Scalar& value, TensorOptions options = {});  // 0-dim
 // [start, end) with `step`; dtype Int64 unless given.
 Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Int64);
 Tensor arange(int64_t end);
 Tensor linspace(double start, double end, int64_t steps, DType dtype = DType::Float32);
 // Uniform in [low, high).
-Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr);
+Tensor rand(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
 Tensor uniform(const Shape& shape, double low, double high, DType dtype = DType::Float32,
                Generator* gen = nullptr);
 // Standard normal (mean 0, std 1) unless given.
-Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr);
+Tensor randn(const Shape& shape, TensorOptions options = {}, Generator* gen = nullptr);
 Tensor normal(const Shape& shape, double mean, double std, DType dtype = DType::Float32,
               Generator* gen = nullptr);
 // Integers in [low, high), Int64.
@@ -83,11 +88,64 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator* gen = n
 // A random permutation of 0..n-1, Int64.
 Tensor randperm(int64_t n, Generator* gen = nullptr);
 
-// Copies host values; the shape's element count must match.
-Tensor from_vector(const std::vector<float>& values, const Shape& shape);
-Tensor from_vector(const std::vector<double>& values, const Shape& shape,
-                   DType dtype = DType::Float64);
-Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
+// A tensor from a nested list, as torch.tensor: tensor({{1, 2}, {3, 4}}, Float64). The dtype,
+// unless given, is inferred as PyTorch does: float32 if any number is floating-point, else int64
+// if any is an integer, else bool. Ragged lists are an error; tensor({}) is shape (0), tensor(2.5)
+// 0-dim.
+class NestedList {
+ public:
+  NestedList() = default;  // []
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  NestedList(T value) : leaf_(true), value_(value) {}                           // NOLINT
+  NestedList(std::initializer_list<NestedList> items) : items_(items) {}        // NOLINT
+
+  bool is_leaf() const { return leaf_; }
+  const Scalar& value() const { return value_; }
+  const std::vector<NestedList>& items() const { return items_; }
+
+ private:
+  bool leaf_ = false;
+  Scalar value_ = false;
+  std::vector<NestedList> items_;
+};
+Tensor tensor(const NestedList& values, TensorOptions options = {});
+
+// Copies host values; the shape's element count must match. The dtype defaults to the values'
+// (float -> float32, double -> float64, integers -> int64); another one converts each value
+// (an error for a value the dtype cannot hold). from_vector({1.0, 2.0}, {2}) takes the braced
+// list as an initializer_list of one element type, so it is never ambiguous.
+namespace detail {
+Tensor from_host(const void* values, DType type, size_t count, const Shape& shape,
+                 const TensorOptions& options);
+template <class T>
+Tensor from_host_values(const T* values, size_t count, const Shape& shape,
+                        const TensorOptions& options) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                std::is_same_v<T, int64_t>) {
+    return from_host(values, DTypeOf<T>::value, count, shape, options);
+  } else if constexpr (std::is_integral_v<T>) {
+    std::vector<int64_t> wide(count);
+    for (size_t i = 0; i < count; ++i) wide[i] = Scalar(values[i]).to_int();
+    return from_host(wide.data(), DType::Int64, count, shape, options);
+  } else {
+    std::vector<double> wide(values, values + count);
+    return from_host(wide.data(), DType::Float64, count, shape,
+                     options.dtype() ? options : options.dtype(DType::Float64));
+  }
+}
+}  // namespace detail
+
+template <class T>
+  requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options = {}) {
+  return detail::from_host_values(values.data(), values.size(), shape, options);
+}
+template <class T>
+  requires(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>)
+Tensor from_vector(std::initializer_list<T> values, const Shape& shape, TensorOptions options = {}) {
+  return detail::from_host_values(values.begin(), values.size(), shape, options);
+}
 // Wraps (does not copy) a caller-owned buffer; the caller keeps it alive.
 Tensor from_blob(void* data, const Shape& shape, DType dtype);
 

@@ -148,9 +148,9 @@ class Conv2d : public Module {
     bool bias = true;
     DType dtype = DType::Float32;
   };
-  Conv2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> kernel_size,
-         Options options);
-  Conv2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> kernel_size)
+  // kernel_size: one number or (kH, kW), as nn.Conv2d's
+  Conv2d(int64_t in_channels, int64_t out_channels, IntOr2 kernel_size, Options options);
+  Conv2d(int64_t in_channels, int64_t out_channels, IntOr2 kernel_size)
       : Conv2d(in_channels, out_channels, std::move(kernel_size), Options{}) {}
   Tensor forward(const Tensor& x) override;  // x (N, C, H, W)
   std::string type_name() const override { return "Conv2d"; }
@@ -235,8 +235,7 @@ class Flatten : public Module {
 // Max pooling over (N, C, H, W); stride defaults to the kernel size.
 class MaxPool2d : public Module {
  public:
-  explicit MaxPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
-                     std::vector<int64_t> padding = {0, 0});
+  explicit MaxPool2d(IntOr2 kernel_size, IntOr2 stride = {}, IntOr2 padding = 0);
   Tensor forward(const Tensor& x) override { return max_pool2d(x, kernel_size, stride, padding); }
   std::string type_name() const override { return "MaxPool2d"; }
   std::string extra_repr() const override;
@@ -246,8 +245,7 @@ class MaxPool2d : public Module {
 // Average pooling over (N, C, H, W) (padding counted, as PyTorch's default).
 class AvgPool2d : public Module {
  public:
-  explicit AvgPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride = {},
-                     std::vector<int64_t> padding = {0, 0});
+  explicit AvgPool2d(IntOr2 kernel_size, IntOr2 stride = {}, IntOr2 padding = 0);
   Tensor forward(const Tensor& x) override { return avg_pool2d(x, kernel_size, stride, padding); }
   std::string type_name() const override { return "AvgPool2d"; }
   std::string extra_repr() const override;
@@ -257,7 +255,7 @@ class AvgPool2d : public Module {
 // Averages each (H, W) plane down to output_size.
 class AdaptiveAvgPool2d : public Module {
  public:
-  explicit AdaptiveAvgPool2d(std::vector<int64_t> output_size) : output_size(std::move(output_size)) {}
+  explicit AdaptiveAvgPool2d(IntOr2 output_size) : output_size(output_size.pair()) {}
   Tensor forward(const Tensor& x) override { return adaptive_avg_pool2d(x, output_size); }
   std::string type_name() const override { return "AdaptiveAvgPool2d"; }
   std::string extra_repr() const override;

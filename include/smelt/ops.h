@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "smelt/int_or_2.h"
 #include "smelt/tensor.h"
 
 namespace smelt {
@@ -23,21 +24,19 @@ Tensor relu(const Tensor& x);
 Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
-enum class GeluApprox { None, Tanh };
 Tensor gelu(const Tensor& x, GeluApprox approximate = GeluApprox::None);
 Tensor silu(const Tensor& x);
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
 Tensor cast(const Tensor& x, DType dtype);
 
-// ---- elementwise, binary (NumPy broadcasting; both sides must have the same dtype, except that
-// a double argument takes the tensor's dtype)
+// ---- elementwise, binary (NumPy broadcasting; two tensors must have the same dtype; a number
+// on either side is promoted with the tensor as in PyTorch, see smelt/scalar.h)
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, double exponent);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, const Tensor& b);  // comparisons give Bool
@@ -48,22 +47,48 @@ Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
-// A 0-dim tensor holding `value` with `like`'s dtype, for mixing tensors and numbers.
-Tensor scalar_like(double value, const Tensor& like);
+// The same with a number on either side (`add(a, 1)`, `gt(a, 0.5)`, `sub(1, a)`): the number
+// becomes a 0-dim tensor of the promoted dtype, and the tensor is cast to it when that differs.
+#define SMELT_SCALAR_OVERLOADS(NAME)               \
+  Tensor NAME(const Tensor& a, const Scalar& b);   \
+  Tensor NAME(const Scalar& a, const Tensor& b);
+SMELT_SCALAR_OVERLOADS(add)
+SMELT_SCALAR_OVERLOADS(sub)
+SMELT_SCALAR_OVERLOADS(mul)
+SMELT_SCALAR_OVERLOADS(div)
+SMELT_SCALAR_OVERLOADS(pow)
+SMELT_SCALAR_OVERLOADS(maximum)
+SMELT_SCALAR_OVERLOADS(minimum)
+SMELT_SCALAR_OVERLOADS(eq)
+SMELT_SCALAR_OVERLOADS(ne)
+SMELT_SCALAR_OVERLOADS(lt)
+SMELT_SCALAR_OVERLOADS(le)
+SMELT_SCALAR_OVERLOADS(gt)
+SMELT_SCALAR_OVERLOADS(ge)
+#undef SMELT_SCALAR_OVERLOADS
 
-Tensor operator+(const Tensor& a, const Tensor& b);
-Tensor operator-(const Tensor& a, const Tensor& b);
-Tensor operator*(const Tensor& a, const Tensor& b);
-Tensor operator/(const Tensor& a, const Tensor& b);
+// A 0-dim tensor holding `value` in `like`'s dtype (no promotion: converted as full_like does),
+// for gradient rules that need a constant of their operand's dtype. Same order as full_like.
+Tensor scalar_like(const Tensor& like, const Scalar& value);
+
+// Operators: tensors and numbers on either side. Division of two integers truncates toward zero
+// (smelt's int64 div, unlike PyTorch's true division); comparisons give Bool tensors.
 Tensor operator-(const Tensor& a);
-Tensor operator+(const Tensor& a, double b);
-Tensor operator-(const Tensor& a, double b);
-Tensor operator*(const Tensor& a, double b);
-Tensor operator/(const Tensor& a, double b);
-Tensor operator+(double a, const Tensor& b);
-Tensor operator-(double a, const Tensor& b);
-Tensor operator*(double a, const Tensor& b);
-Tensor operator/(double a, const Tensor& b);
+#define SMELT_BINARY_OPERATOR(OP)                           \
+  Tensor operator OP(const Tensor& a, const Tensor& b);     \
+  Tensor operator OP(const Tensor& a, const Scalar& b);     \
+  Tensor operator OP(const Scalar& a, const Tensor& b);
+SMELT_BINARY_OPERATOR(+)
+SMELT_BINARY_OPERATOR(-)
+SMELT_BINARY_OPERATOR(*)
+SMELT_BINARY_OPERATOR(/)
+SMELT_BINARY_OPERATOR(==)
+SMELT_BINARY_OPERATOR(!=)
+SMELT_BINARY_OPERATOR(<)
+SMELT_BINARY_OPERATOR(<=)
+SMELT_BINARY_OPERATOR(>)
+SMELT_BINARY_OPERATOR(>=)
+#undef SMELT_BINARY_OPERATOR
 
 // ---- reductions (dims empty = all dims)
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
@@ -87,18 +112,17 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 // ---- contractions
 // Batched matrix product; 1-D operands are promoted as in NumPy; batch dims broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
-// x (N, C, H, W), w (O, C/groups, kH, kW), bias (O) optional.
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor(),
-              std::vector<int64_t> stride = {1, 1}, std::vector<int64_t> padding = {0, 0},
-              std::vector<int64_t> dilation = {1, 1}, int64_t groups = 1);
+// x (N, C, H, W), w (O, C/groups, kH, kW), bias (O) optional. Sizes: one number or (h, w).
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor(), IntOr2 stride = 1,
+              IntOr2 padding = 0, IntOr2 dilation = 1, int64_t groups = 1);
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());  // x w^T + b
 
-// ---- pooling, x (N, C, H, W)
-Tensor max_pool2d(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {},
-                  std::vector<int64_t> padding = {0, 0}, std::vector<int64_t> dilation = {1, 1});
-Tensor avg_pool2d(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride = {},
-                  std::vector<int64_t> padding = {0, 0}, bool count_include_pad = true);
-Tensor adaptive_avg_pool2d(const Tensor& x, std::vector<int64_t> output_size);
+// ---- pooling, x (N, C, H, W); sizes one number or (h, w); an empty stride is the kernel size
+Tensor max_pool2d(const Tensor& x, IntOr2 kernel, IntOr2 stride = {}, IntOr2 padding = 0,
+                  IntOr2 dilation = 1);
+Tensor avg_pool2d(const Tensor& x, IntOr2 kernel, IntOr2 stride = {}, IntOr2 padding = 0,
+                  bool count_include_pad = true);
+Tensor adaptive_avg_pool2d(const Tensor& x, IntOr2 output_size);
 
 // ---- normalization
 // Normalizes over the last normalized_shape.size() dims; weight/bias optional.
@@ -134,7 +158,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
                                         Reduction reduction = Reduction::Mean);
 
 // ---- indexing and joining
-Tensor embedding(const Tensor& weight, const Tensor& indices);  // (V, D), Int64 (...) -> (..., D)
+// As F.embedding(input, weight): Int64 indices (...), weight (V, D) -> (..., D). Arguments in
+// the old order (weight, indices) are an error that says so.
+Tensor embedding(const Tensor& input, const Tensor& weight);
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);

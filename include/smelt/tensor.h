@@ -16,6 +16,9 @@
 #include "smelt/dtype.h"
 #include "smelt/error.h"
 #include "smelt/ref.h"
+#include "smelt/scalar.h"
+#include "smelt/tensor_index.h"
+#include "smelt/tensor_options.h"
 
 namespace smelt {
 
@@ -58,8 +61,11 @@ class ViewFn : public RefCounted {};
 
 class TensorImpl;
 class Tensor;
+class RetainedGrad;
 
 using GradHook = std::function<Tensor(const Tensor&)>;  // returns the replacement (or undefined)
+
+enum class GeluApprox { None, Tanh };  // gelu's formula: exact (erf) or tanh approximation
 
 class Tensor {
  public:
@@ -85,11 +91,19 @@ class Tensor {
 
   // ---- data (CPU memory; the pointer includes the storage offset)
   void* raw_data() const;
+  // The elements in row-major order: an error for a non-contiguous view (a transpose, a strided
+  // slice, an expand), whose memory is not in that order; call contiguous() first.
   template <class T>
   T* data() const {
-    SMELT_CHECK(DTypeOf<T>::value == dtype())
-        << "Tensor::data<" << dtype_name(DTypeOf<T>::value) << ">(): tensor has dtype "
-        << dtype_name(dtype());
+    check_data_dtype(DTypeOf<T>::value, "data");
+    check_data_contiguous();
+    return static_cast<T*>(raw_data());
+  }
+  // The first element of any layout: element (i, j, ...) is at i * stride(0) + j * stride(1) ...
+  // For code that walks strides itself (kernels).
+  template <class T>
+  T* strided_data() const {
+    check_data_dtype(DTypeOf<T>::value, "strided_data");
     return static_cast<T*>(raw_data());
   }
   double item() const;  // a one-element tensor's value, as double
@@ -101,7 +115,12 @@ class Tensor {
   bool requires_grad() const;
   Tensor& set_requires_grad(bool on = true);  // leaves only
   bool is_leaf() const;
-  Tensor grad() const;                       // undefined until a backward reaches this leaf
+  // Undefined until a backward reaches this leaf (or this non-leaf that retains its gradient).
+  // Reading it on a non-leaf that does not retain it warns (once per process), as PyTorch does.
+  Tensor grad() const;
+  // Makes a non-leaf keep the gradient that flows into it in grad() (leaves always do).
+  void retain_grad() const;
+  bool retains_grad() const;
   void set_grad(const Tensor& g);
   void zero_grad();                          // drops .grad
   GradNode* grad_fn() const;
@@ -129,6 +148,70 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(DType dtype) const;
+  // Python-style indexing (see smelt/tensor_index.h): a view.
+  Tensor index(const std::vector<TensorIndex>& indices) const;
+
+  // ---- ops as methods: each calls the free function of the same name (smelt/ops.h), so
+  // `a.exp().sum({1}, true)` is `sum(exp(a), {1}, true)`. tests/api/tensor_methods_test.cpp checks
+  // that every row of the op table has a method here or is listed there as functional-only.
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor erf() const;
+  Tensor relu() const;
+  Tensor leaky_relu(double negative_slope = 0.01) const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor gelu(GeluApprox approximate = GeluApprox::None) const;
+  Tensor silu() const;
+  Tensor softplus(double beta = 1.0, double threshold = 20.0) const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max) const;
+  Tensor add(const Tensor& other) const;
+  Tensor add(const Scalar& other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor sub(const Scalar& other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(const Scalar& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(const Scalar& other) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(const Scalar& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(const Scalar& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(const Scalar& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(const Scalar& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(const Scalar& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(const Scalar& other) const;
+  // As PyTorch's x.where(condition, y): x where condition holds, else y.
+  Tensor where(const Tensor& condition, const Tensor& other) const;
+  Tensor sum(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor amax(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor amin(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor max(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;  // amax
+  Tensor min(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;  // amin
+  Tensor var(const std::vector<int64_t>& dims = {}, int64_t correction = 1,
+             bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& source) const;
 
   // ---- in-place updates
   // Each writes the result of its functional form (add_ writes add(*this, other * alpha), ...)
@@ -140,25 +223,39 @@ class Tensor {
   // An operand that overlaps this tensor in another layout (x.add_(x.t())) is read as it was
   // before the write.
   Tensor& copy_(const Tensor& src);  // src broadcast to this shape and cast to this dtype
-  Tensor& fill_(double value);
+  // A number operand follows PyTorch's promotion (smelt/scalar.h), and a result dtype other than
+  // this tensor's is an error (int64 += 1.5), as in PyTorch.
+  Tensor& fill_(const Scalar& value);
   Tensor& zero_();
   Tensor& add_(const Tensor& other, double alpha = 1.0);
-  Tensor& add_(double value);
+  Tensor& add_(const Scalar& value);
   Tensor& sub_(const Tensor& other, double alpha = 1.0);
-  Tensor& sub_(double value);
+  Tensor& sub_(const Scalar& value);
   Tensor& mul_(const Tensor& other);
-  Tensor& mul_(double value);
+  Tensor& mul_(const Scalar& value);
   Tensor& div_(const Tensor& other);
-  Tensor& div_(double value);
+  Tensor& div_(const Scalar& value);
   Tensor& neg_();
   Tensor& exp_();
   Tensor& relu_();
   Tensor& clamp_(std::optional<double> min, std::optional<double> max);
 
+  // a += b is a.add_(b): the same tensor (and its views) written in place.
+  Tensor& operator+=(const Tensor& other) { return add_(other); }
+  Tensor& operator+=(const Scalar& other) { return add_(other); }
+  Tensor& operator-=(const Tensor& other) { return sub_(other); }
+  Tensor& operator-=(const Scalar& other) { return sub_(other); }
+  Tensor& operator*=(const Tensor& other) { return mul_(other); }
+  Tensor& operator*=(const Scalar& other) { return mul_(other); }
+  Tensor& operator/=(const Tensor& other) { return div_(other); }
+  Tensor& operator/=(const Scalar& other) { return div_(other); }
+
   std::string to_string() const;
 
  private:
   const TensorImpl& checked_impl() const;
+  void check_data_dtype(DType requested, const char* accessor) const;
+  void check_data_contiguous() const;
   Ref<TensorImpl> impl_;
 };
 
@@ -178,6 +275,9 @@ class TensorImpl : public RefCounted {
   Tensor grad;                  // leaves: accumulated gradient
   GradNode* grad_accumulator = nullptr;  // weak: the leaf's accumulate node, while one exists
   std::vector<GradHook> hooks;  // leaves: run before accumulation
+  // Non-leaves after retain_grad(): where the gradient flowing into this tensor is kept (shared
+  // with the hook that fills it, which must not own this TensorImpl: that would be a cycle).
+  Ref<RetainedGrad> retained_grad;
   int64_t trace_id = -1;        // while tracing: the IR value this tensor stands for
 
   // Views (set by the dispatcher for ops whose output shares an input's memory): the root tensor
@@ -188,6 +288,12 @@ class TensorImpl : public RefCounted {
   Ref<ViewFn> view_fn;
   uint64_t view_history = 0;     // views: the root's history_version this view's grad_fn reflects
   uint64_t history_version = 0;  // roots: bumped each time an in-place op rebases the history
+};
+
+// A non-leaf's retained gradient (Tensor::retain_grad).
+class RetainedGrad : public RefCounted {
+ public:
+  Tensor grad;
 };
 
 // `view_history` of a view made under no_grad: it never takes its base's history.

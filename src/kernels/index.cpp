@@ -158,13 +158,13 @@ void index_add_forward(const Tensor& out, const Tensor& x, int64_t dim, const Te
 }
 
 void gather_forward(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
-  const int64_t* ip = index.data<int64_t>();
+  const int64_t* ip = index.strided_data<int64_t>();
   const int64_t os = out.strides()[dim], is = index.strides()[dim], xs = x.strides()[dim];
   // x's strides serve for the non-indexed dims: there index's coordinates are valid in x too.
   SMELT_DISPATCH_ALL(x.dtype(), "gather", [&] {
     using T = scalar_t;
-    T* y = out.data<T>();
-    const T* xp = x.data<T>();
+    T* y = out.strided_data<T>();
+    const T* xp = x.strided_data<T>();
     for_each_line<3>(index.shape(), dim, {&out.strides(), &index.strides(), &x.strides()},
                      [&](const std::array<int64_t, 3>& base) {
       for (int64_t j = 0; j < index.shape()[dim]; ++j) {
@@ -177,12 +177,12 @@ void gather_forward(const Tensor& out, const Tensor& x, int64_t dim, const Tenso
 void scatter_add_forward(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index,
                          const Tensor& src) {
   copy_strided(out, x);
-  const int64_t* ip = index.data<int64_t>();
+  const int64_t* ip = index.strided_data<int64_t>();
   const int64_t ys = out.strides()[dim], is = index.strides()[dim], ss = src.strides()[dim];
   SMELT_DISPATCH_NUMERIC(out.dtype(), "scatter_add", [&] {
     using T = scalar_t;
-    T* y = out.data<T>();
-    const T* sp = src.data<T>();
+    T* y = out.strided_data<T>();
+    const T* sp = src.strided_data<T>();
     // A line's targets differ from every other line's in a non-indexed coordinate.
     for_each_line<3>(index.shape(), dim, {&out.strides(), &index.strides(), &src.strides()},
                      [&](const std::array<int64_t, 3>& base) {

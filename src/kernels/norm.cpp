@@ -37,7 +37,7 @@ void layer_norm_forward(const Tensor& y, const Tensor& mean, const Tensor& rstd,
   Tensor ws = row_major(w), bs = row_major(b);
   SMELT_DISPATCH_FLOATING(x.dtype(), "layer_norm", [&] {
     using T = scalar_t;
-    const T* px = xs.data<T>();
+    const T* px = xs.strided_data<T>();  // rows `stride` apart
     const T* pw = ws.data<T>();
     const T* pb = bs.data<T>();
     T* py = y.data<T>();
@@ -67,10 +67,10 @@ void batch_norm_forward(const BatchNormOutputs& out, const Tensor& x, const Tens
     T* pnew_rm = out.new_running_mean.data<T>();
     T* pnew_rv = out.new_running_var.data<T>();
     // Per-channel inputs are read through their strides.
-    const T* pw = w.data<T>();
-    const T* pb = b.data<T>();
-    const T* prm = running_mean.data<T>();
-    const T* prv = running_var.data<T>();
+    const T* pw = w.strided_data<T>();
+    const T* pb = b.strided_data<T>();
+    const T* prm = running_mean.strided_data<T>();
+    const T* prv = running_var.strided_data<T>();
     const int64_t sw = w.stride(0), sb = b.stride(0);
     const int64_t srm = running_mean.stride(0), srv = running_var.stride(0);
     parallel_for(channels, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(count, 1)),

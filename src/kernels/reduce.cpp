@@ -66,7 +66,7 @@ void reduce_forward(const Tensor& out, const Tensor& x, const std::vector<int64_
   const ReduceGeometry g = geometry_of(x, dims);
   SMELT_DISPATCH_NUMERIC(x.dtype(), "reduce", [&] {
     using T = scalar_t;
-    const T* src = x.data<T>();
+    const T* src = x.strided_data<T>();  // walked by the geometry's strides
     T* dst = out.data<T>();
     switch (kind) {
       case ReduceKind::Sum: reduce_parallel(src, g, dst, SumOp<T>{}); break;
@@ -87,7 +87,7 @@ void var_forward(const Tensor& out, const Tensor& x, const std::vector<int64_t>&
   const ReduceGeometry g = geometry_of(x, dims);
   SMELT_DISPATCH_FLOATING(x.dtype(), "var", [&] {
     using T = scalar_t;
-    const T* src = x.data<T>();
+    const T* src = x.strided_data<T>();
     // two passes: exact enough without Welford's per-element division
     std::vector<double> mean(size_t(g.outer()));
     MeanAsDoubleOp<T> mean_op;
@@ -106,7 +106,7 @@ void argmax_forward(const Tensor& out, const Tensor& x, int64_t dim) {
     // the other dims, walked in place; `dim` by its stride
     ReduceGeometry g = geometry_of(x, {dim});
     const int64_t n = x.shape()[size_t(dim)], step = x.strides()[size_t(dim)];
-    const T* src = x.data<T>();
+    const T* src = x.strided_data<T>();
     int64_t* dst = out.data<int64_t>();
     for (int64_t o = 0; o < g.outer(); ++o) {
       const T* row = src + detail::walk_offset(g.kept_ndim, g.kept_shape, g.kept_stride, o);

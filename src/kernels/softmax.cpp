@@ -66,7 +66,7 @@ void softmax_row_path(const Tensor& y, const Tensor& x, int64_t dim, int64_t out
   }
   SMELT_DISPATCH_FLOATING(x.dtype(), (log ? "log_softmax" : "softmax"), [&] {
     using T = scalar_t;
-    const T* px = src.data<T>();
+    const T* px = src.strided_data<T>();  // rows `xs` apart
     T* py = y.data<T>();
     const int64_t xs = *stride;
     parallel_for(outer, row_grain(n), [&](int64_t begin, int64_t end) {

@@ -30,7 +30,7 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, DType dtype)
 Tensor Embedding::forward(const Tensor& indices) {
   SMELT_CHECK(indices.dtype() == DType::Int64)
       << "Embedding: indices must be int64, got " << dtype_name(indices.dtype());
-  return embedding(weight, indices);
+  return embedding(indices, weight);
 }
 
 std::string Embedding::extra_repr() const {

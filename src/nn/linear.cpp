@@ -60,11 +60,10 @@ std::string Linear::extra_repr() const {
   return s.str();
 }
 
-Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, std::vector<int64_t> kernel_size,
-               Options options)
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, IntOr2 kernel_size, Options options)
     : in_channels(in_channels),
       out_channels(out_channels),
-      kernel_size(std::move(kernel_size)),
+      kernel_size(kernel_size.pair()),
       options(std::move(options)) {
   const Options& o = this->options;
   SMELT_CHECK(in_channels > 0 && out_channels > 0 && o.groups > 0)

@@ -22,15 +22,13 @@ std::string window_repr(const std::vector<int64_t>& kernel, const std::vector<in
 
 }  // namespace
 
-MaxPool2d::MaxPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride,
-                     std::vector<int64_t> padding)
-    : kernel_size(std::move(kernel_size)), stride(std::move(stride)), padding(std::move(padding)) {}
+MaxPool2d::MaxPool2d(IntOr2 kernel_size, IntOr2 stride, IntOr2 padding)
+    : kernel_size(kernel_size.pair()), stride(stride.pair()), padding(padding.pair()) {}
 
 std::string MaxPool2d::extra_repr() const { return window_repr(kernel_size, stride, padding); }
 
-AvgPool2d::AvgPool2d(std::vector<int64_t> kernel_size, std::vector<int64_t> stride,
-                     std::vector<int64_t> padding)
-    : kernel_size(std::move(kernel_size)), stride(std::move(stride)), padding(std::move(padding)) {}
+AvgPool2d::AvgPool2d(IntOr2 kernel_size, IntOr2 stride, IntOr2 padding)
+    : kernel_size(kernel_size.pair()), stride(stride.pair()), padding(padding.pair()) {}
 
 std::string AvgPool2d::extra_repr() const { return window_repr(kernel_size, stride, padding); }
 

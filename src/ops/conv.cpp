@@ -165,11 +165,11 @@ SMELT_OP_IMPL(conv2d_grad_weight) = {grad_weight_shape, grad_weight_kernel, grad
 
 namespace smelt {
 
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, std::vector<int64_t> stride,
-              std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups) {
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, IntOr2 stride, IntOr2 padding,
+              IntOr2 dilation, int64_t groups) {
   Tensor y = ops::call1(ops::OpId::conv2d, {x, w},
-                        {{"stride", stride}, {"padding", padding}, {"dilation", dilation},
-                         {"groups", groups}});
+                        {{"stride", stride.pair()}, {"padding", padding.pair()},
+                         {"dilation", dilation.pair()}, {"groups", groups}});
   if (!bias.defined()) return y;
   SMELT_CHECK(bias.dim() == 1 && bias.size(0) == w.size(0))
       << "conv2d: bias must be (O) = (" << w.size(0) << "), got " << shape_str(bias.shape());

@@ -121,13 +121,13 @@ std::vector<Tensor> pow_grad(const GradContext& c) {
   if (c.needs(0)) {
     Tensor zero = zero_like_scalar(b);
     Tensor b_is_zero = eq(b, zero);
-    Tensor safe_b = where(b_is_zero, scalar_like(1.0, b), b);
+    Tensor safe_b = where(b_is_zero, scalar_like(b, 1.0), b);
     ga = where(b_is_zero, zero_like_scalar(g), g * b * pow(a, safe_b - 1.0));
   }
   if (c.needs(1)) {
     Tensor a_is_zero = eq(a, zero_like_scalar(a));
     Tensor limit_zero = where(a_is_zero, ge(b, zero_like_scalar(b)), a_is_zero);  // a == 0 and b >= 0
-    Tensor safe_a = where(limit_zero, scalar_like(1.0, a), a);
+    Tensor safe_a = where(limit_zero, scalar_like(a, 1.0), a);
     gb = where(limit_zero, zero_like_scalar(g), g * pow(safe_a, b) * log(safe_a));
   }
   return {ga, gb};
@@ -181,7 +181,6 @@ Tensor sub(const Tensor& a, const Tensor& b) { return call1(OpId::sub, {a, b}); 
 Tensor mul(const Tensor& a, const Tensor& b) { return call1(OpId::mul, {a, b}); }
 Tensor div(const Tensor& a, const Tensor& b) { return call1(OpId::div, {a, b}); }
 Tensor pow(const Tensor& a, const Tensor& b) { return call1(OpId::pow, {a, b}); }
-Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(exponent, a)); }
 Tensor maximum(const Tensor& a, const Tensor& b) { return call1(OpId::maximum, {a, b}); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return call1(OpId::minimum, {a, b}); }
 Tensor eq(const Tensor& a, const Tensor& b) { return call1(OpId::eq, {a, b}); }
@@ -193,21 +192,5 @@ Tensor ge(const Tensor& a, const Tensor& b) { return call1(OpId::ge, {a, b}); }
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return call1(OpId::where, {cond, a, b});
 }
-
-Tensor scalar_like(double value, const Tensor& like) { return scalar_tensor(value, like.dtype()); }
-
-Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator-(const Tensor& a) { return neg(a); }
-Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(b, a)); }
-Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_like(b, a)); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_like(b, a)); }
-Tensor operator/(const Tensor& a, double b) { return div(a, scalar_like(b, a)); }
-Tensor operator+(double a, const Tensor& b) { return add(scalar_like(a, b), b); }
-Tensor operator-(double a, const Tensor& b) { return sub(scalar_like(a, b), b); }
-Tensor operator*(double a, const Tensor& b) { return mul(scalar_like(a, b), b); }
-Tensor operator/(double a, const Tensor& b) { return div(scalar_like(a, b), b); }
 
 }  // namespace smelt

@@ -133,13 +133,13 @@ std::vector<Tensor> softplus_grad(const GradContext& c) {
   Tensor x = x0(c), g = g0(c);
   double beta = c.attrs.get_float("beta"), threshold = c.attrs.get_float("threshold");
   Tensor bx = x * beta;
-  return {where(gt(bx, scalar_like(threshold, bx)), g, g * sigmoid(bx))};
+  return {where(gt(bx, scalar_like(bx, threshold)), g, g * sigmoid(bx))};
 }
 // Gradient flows where min <= x <= max.
 std::vector<Tensor> clamp_grad(const GradContext& c) {
   Tensor x = x0(c), g = g0(c), zero = zero_like_scalar(x);
-  if (c.attrs.has("min")) g = where(ge(x, scalar_like(c.attrs.get_float("min"), x)), g, zero);
-  if (c.attrs.has("max")) g = where(le(x, scalar_like(c.attrs.get_float("max"), x)), g, zero);
+  if (c.attrs.has("min")) g = where(ge(x, scalar_like(x, c.attrs.get_float("min"))), g, zero);
+  if (c.attrs.has("max")) g = where(le(x, scalar_like(x, c.attrs.get_float("max"))), g, zero);
   return {g};
 }
 std::vector<Tensor> cast_grad(const GradContext& c) {

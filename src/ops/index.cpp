@@ -232,8 +232,17 @@ int64_t canonical_dim(const Tensor& x, int64_t dim, const char* op) {
 }
 }  // namespace
 
-Tensor embedding(const Tensor& weight, const Tensor& indices) {
-  return call1(OpId::embedding, {weight, indices});
+// The op's inputs stay (weight, indices), as the IR has always spelled them; only the public
+// order follows F.embedding.
+Tensor embedding(const Tensor& input, const Tensor& weight) {
+  SMELT_CHECK(input.defined() && weight.defined()) << "embedding: an argument is undefined";
+  SMELT_CHECK(!(dtype_is_floating(input.dtype()) && weight.dtype() == DType::Int64))
+      << "embedding: the arguments look swapped: input is " << dtype_name(input.dtype()) << " "
+      << shape_str(input.shape()) << " and weight is " << dtype_name(weight.dtype()) << " "
+      << shape_str(weight.shape())
+      << "; the order is embedding(input, weight) as in F.embedding: Int64 indices first, then "
+         "the (num_embeddings, embedding_dim) table";
+  return call1(OpId::embedding, {weight, input});
 }
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   return call1(OpId::index_select, {x, index}, {{"dim", canonical_dim(x, dim, "index_select")}});

@@ -89,7 +89,7 @@ class CopySlices final : public autograd::Node {
     if (!g.defined()) return {};
     // where() rather than a multiply by a mask: an inf or NaN gradient outside stays exact.
     // The region is found from layouts here, so a forward that never runs backward pays nothing.
-    Tensor outside = where(region_mask(root_, written_), scalar_like(0.0, g), g);
+    Tensor outside = where(region_mask(root_, written_), scalar_like(g, 0.0), g);
     return {outside, replay(*view_, g)};
   }
 

@@ -89,7 +89,7 @@ std::vector<Tensor> nll_loss_grad(const GradContext& c) {
   class_shape[1] = logp.size(1);
   Tensor classes = arange(0, double(logp.size(1)), 1, DType::Int64).reshape(class_shape);
   Tensor t = target.unsqueeze(1);  // (N, 1, d...)
-  Tensor counted = cast(ne(t, scalar_like(double(c.attrs.get_int("ignore_index")), t)), dtype);
+  Tensor counted = cast(ne(t, scalar_like(t, c.attrs.get_int("ignore_index"))), dtype);
   Tensor pick = cast(eq(t, classes), dtype) * counted;  // (N, C, d...)
   const Tensor& g = c.grads[0];
   switch (c.attrs.get_int("reduction")) {
@@ -97,7 +97,7 @@ std::vector<Tensor> nll_loss_grad(const GradContext& c) {
     case kSum: return {pick * (-g), Tensor()};
     default: {
       // No counted target: the forward is NaN and the gradient zero (as PyTorch).
-      Tensor n = maximum(sum(counted), scalar_like(1.0, counted));
+      Tensor n = maximum(sum(counted), scalar_like(counted, 1.0));
       return {pick * (-g / n), Tensor()};
     }
   }
@@ -179,8 +179,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
   if (label_smoothing == 0.0) return nll;
 
   const double classes = double(logits.size(class_dim));
-  Tensor counted = ne(target, scalar_like(double(ignore_index), target));
-  Tensor smooth = where(counted, -sum(logp, {class_dim}), scalar_like(0.0, logp));
+  Tensor counted = ne(target, scalar_like(target, ignore_index));
+  Tensor smooth = where(counted, -sum(logp, {class_dim}), scalar_like(logp, 0.0));
   switch (reduction) {
     case Reduction::None: break;
     case Reduction::Sum: smooth = sum(smooth); break;

@@ -76,8 +76,8 @@ void matmul_forward(const Tensor& y, const Tensor& a, const Tensor& b, const ker
   const MatrixOperand ma = as_matrix(a, true, batch), mb = as_matrix(b, false, batch);
   const int64_t M = ma.rows, K = ma.cols, N = mb.cols;
   const int64_t count = shape_numel(batch);
-  const T* pa = a.data<T>();
-  const T* pb = b.data<T>();
+  const T* pa = a.strided_data<T>();  // walked by ma's strides
+  const T* pb = b.strided_data<T>();
   T* py = y.data<T>();  // (batch..., M, N) contiguous
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t idx = begin; idx < end; ++idx) {

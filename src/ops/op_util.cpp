@@ -68,6 +68,6 @@ std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char*
   return v;
 }
 
-Tensor zero_like_scalar(const Tensor& like) { return scalar_like(0.0, like); }
+Tensor zero_like_scalar(const Tensor& like) { return scalar_like(like, 0.0); }
 
 }  // namespace smelt::ops

@@ -213,24 +213,23 @@ SMELT_OP_IMPL(adaptive_avg_pool2d_grad) = {adaptive_grad_shape, adaptive_grad_ke
 
 namespace smelt {
 
-Tensor max_pool2d(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
-                  std::vector<int64_t> padding, std::vector<int64_t> dilation) {
+Tensor max_pool2d(const Tensor& x, IntOr2 kernel, IntOr2 stride, IntOr2 padding, IntOr2 dilation) {
   if (stride.empty()) stride = kernel;
   return ops::call(ops::OpId::max_pool2d, {x},
-                   {{"kernel", kernel}, {"stride", stride}, {"padding", padding},
-                    {"dilation", dilation}})[0];
+                   {{"kernel", kernel.pair()}, {"stride", stride.pair()}, {"padding", padding.pair()},
+                    {"dilation", dilation.pair()}})[0];
 }
 
-Tensor avg_pool2d(const Tensor& x, std::vector<int64_t> kernel, std::vector<int64_t> stride,
-                  std::vector<int64_t> padding, bool count_include_pad) {
+Tensor avg_pool2d(const Tensor& x, IntOr2 kernel, IntOr2 stride, IntOr2 padding,
+                  bool count_include_pad) {
   if (stride.empty()) stride = kernel;
   return ops::call1(ops::OpId::avg_pool2d, {x},
-                    {{"kernel", kernel}, {"stride", stride}, {"padding", padding},
+                    {{"kernel", kernel.pair()}, {"stride", stride.pair()}, {"padding", padding.pair()},
                      {"count_include_pad", int64_t(count_include_pad)}});
 }
 
-Tensor adaptive_avg_pool2d(const Tensor& x, std::vector<int64_t> output_size) {
-  return ops::call1(ops::OpId::adaptive_avg_pool2d, {x}, {{"output_size", output_size}});
+Tensor adaptive_avg_pool2d(const Tensor& x, IntOr2 output_size) {
+  return ops::call1(ops::OpId::adaptive_avg_pool2d, {x}, {{"output_size", output_size.pair()}});
 }
 
 }  // namespace smelt

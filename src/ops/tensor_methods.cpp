@@ -130,6 +130,24 @@ void Tensor::register_hook(GradHook hook) const {
   }
 }
 
+void Tensor::retain_grad() const {
+  if (defined()) autograd::refresh_view_history(*this);
+  SMELT_CHECK(requires_grad()) << "retain_grad: the tensor does not require grad, so no gradient "
+                                  "will ever flow into it";
+  if (is_leaf() || impl_->retained_grad) return;  // leaves keep their gradient anyway
+  impl_->retained_grad = make_ref<RetainedGrad>();
+  // The hook holds the slot, not the TensorImpl (which owns the node: a cycle). It runs on the
+  // summed gradient of this output, once per backward, and accumulates as a leaf's .grad does.
+  Ref<RetainedGrad> slot = impl_->retained_grad;
+  auto* node = static_cast<autograd::Node*>(impl_->grad_fn.get());
+  node->hooks[impl_->output_nr].push_back([slot](const Tensor& g) {
+    // owned plain data unless create_graph (grad mode on) asks for history
+    Tensor kept = autograd::grad_enabled() ? g : g.detach().clone();
+    slot->grad = slot->grad.defined() ? smelt::add(slot->grad, kept) : kept;
+    return Tensor();
+  });
+}
+
 // ---- in-place updates: each is its functional form written back (ops/inplace.h)
 
 namespace {
@@ -151,6 +169,17 @@ Tensor overwrite(const Tensor& self, const Tensor& value) {
   return where(yes, value, self);
 }
 
+// An in-place op keeps the written tensor's dtype, so a number that would promote it (int64 += 1.5
+// is float32 in the functional form) is an error, as in PyTorch.
+void check_scalar_keeps_dtype(const Tensor& self, const Scalar& value, const char* op) {
+  SMELT_CHECK(self.defined()) << op << ": the tensor is undefined (default-constructed)";
+  const DType result = promote_with_scalar(self.dtype(), value);
+  SMELT_CHECK(result == self.dtype())
+      << op << ": the result type " << dtype_name(result) << " (a " << dtype_name(self.dtype())
+      << " tensor and the number " << value.to_double() << ") cannot be written into the "
+      << dtype_name(self.dtype()) << " tensor; use the out-of-place form, or cast first";
+}
+
 void check_broadcasts_to(const Tensor& self, const Tensor& other, const char* op) {
   Shape b = broadcast_shapes(self.shape(), other.shape(), op);
   SMELT_CHECK(b == self.shape()) << op << ": " << shape_str(other.shape())
@@ -166,25 +195,27 @@ Tensor& Tensor::copy_(const Tensor& src) {
   check_broadcasts_to(*this, src, "copy_");
   if (records(*this, {&src})) {
     return ops::inplace_apply(*this, "copy_", {src}, [&](const Tensor& self) {
-      return overwrite(self, cast(src, self.dtype()));
+      return overwrite(self, smelt::cast(src, self.dtype()));
     });
   }
   ops::EagerWhileTracing eager("copy_", {src});
   NoGradGuard no_grad;
-  ops::write_into(*this, cast(src, dtype()));
+  ops::write_into(*this, smelt::cast(src, dtype()));
   return *this;
 }
 
-Tensor& Tensor::fill_(double value) {
+Tensor& Tensor::fill_(const Scalar& value) {
   ops::check_inplace_target(*this, "fill_");
   if (records(*this, {})) {
     return ops::inplace_apply(*this, "fill_", {}, [&](const Tensor& self) {
-      return overwrite(self, scalar_like(value, self));
+      return overwrite(self, scalar_like(self, value));
     });
   }
   SMELT_DISPATCH_ALL(dtype(), "fill_", [&] {
     using T = scalar_t;
-    T v = static_cast<T>(value);
+    // integers straight into int64 (exact at the extremes), everything else through double
+    T v = std::is_same_v<T, int64_t> && !value.is_floating() ? static_cast<T>(value.to_int())
+                                                              : static_cast<T>(value.to_double());
     // The old contents are not read, but the loop loads them: as bytes for bool, whose fresh
     // memory may hold a byte that is no bool (UB to load as one; UBSan saw 0xbe).
     using Old = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
@@ -200,11 +231,12 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
   check_broadcasts_to(*this, other, "add_");
   ops::check_same_dtype(ops::meta_of(*this), ops::meta_of(other), "add_");
   return ops::inplace_apply(*this, "add_", {other}, [&](const Tensor& self) {
-    return alpha == 1.0 ? add(self, other) : add(self, other * alpha);
+    return alpha == 1.0 ? smelt::add(self, other) : smelt::add(self, other * alpha);
   });
 }
 
-Tensor& Tensor::add_(double value) {
+Tensor& Tensor::add_(const Scalar& value) {
+  check_scalar_keeps_dtype(*this, value, "add_");
   return ops::inplace_apply(*this, "add_", {}, [&](const Tensor& self) { return self + value; });
 }
 
@@ -212,49 +244,52 @@ Tensor& Tensor::sub_(const Tensor& other, double alpha) {
   check_broadcasts_to(*this, other, "sub_");
   ops::check_same_dtype(ops::meta_of(*this), ops::meta_of(other), "sub_");
   return ops::inplace_apply(*this, "sub_", {other}, [&](const Tensor& self) {
-    return alpha == 1.0 ? sub(self, other) : sub(self, other * alpha);
+    return alpha == 1.0 ? smelt::sub(self, other) : smelt::sub(self, other * alpha);
   });
 }
 
-Tensor& Tensor::sub_(double value) {
+Tensor& Tensor::sub_(const Scalar& value) {
+  check_scalar_keeps_dtype(*this, value, "sub_");
   return ops::inplace_apply(*this, "sub_", {}, [&](const Tensor& self) { return self - value; });
 }
 
 Tensor& Tensor::mul_(const Tensor& other) {
   check_broadcasts_to(*this, other, "mul_");
   return ops::inplace_apply(*this, "mul_", {other},
-                            [&](const Tensor& self) { return mul(self, other); });
+                            [&](const Tensor& self) { return smelt::mul(self, other); });
 }
 
-Tensor& Tensor::mul_(double value) {
+Tensor& Tensor::mul_(const Scalar& value) {
+  check_scalar_keeps_dtype(*this, value, "mul_");
   return ops::inplace_apply(*this, "mul_", {}, [&](const Tensor& self) { return self * value; });
 }
 
 Tensor& Tensor::div_(const Tensor& other) {
   check_broadcasts_to(*this, other, "div_");
   return ops::inplace_apply(*this, "div_", {other},
-                            [&](const Tensor& self) { return div(self, other); });
+                            [&](const Tensor& self) { return smelt::div(self, other); });
 }
 
-Tensor& Tensor::div_(double value) {
+Tensor& Tensor::div_(const Scalar& value) {
+  check_scalar_keeps_dtype(*this, value, "div_");
   return ops::inplace_apply(*this, "div_", {}, [&](const Tensor& self) { return self / value; });
 }
 
 Tensor& Tensor::neg_() {
-  return ops::inplace_apply(*this, "neg_", {}, [](const Tensor& self) { return neg(self); });
+  return ops::inplace_apply(*this, "neg_", {}, [](const Tensor& self) { return smelt::neg(self); });
 }
 
 Tensor& Tensor::exp_() {
-  return ops::inplace_apply(*this, "exp_", {}, [](const Tensor& self) { return exp(self); });
+  return ops::inplace_apply(*this, "exp_", {}, [](const Tensor& self) { return smelt::exp(self); });
 }
 
 Tensor& Tensor::relu_() {
-  return ops::inplace_apply(*this, "relu_", {}, [](const Tensor& self) { return relu(self); });
+  return ops::inplace_apply(*this, "relu_", {}, [](const Tensor& self) { return smelt::relu(self); });
 }
 
 Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
   return ops::inplace_apply(*this, "clamp_", {},
-                            [&](const Tensor& self) { return clamp(self, min, max); });
+                            [&](const Tensor& self) { return smelt::clamp(self, min, max); });
 }
 
 }  // namespace smelt

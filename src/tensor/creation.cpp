@@ -140,22 +140,35 @@ void check_floating(DType dtype, const char* where) {
 
 }  // namespace
 
-Tensor full(const Shape& shape, double value, DType dtype) {
-  check_storable(value, dtype, "full");
-  Tensor t = empty(shape, dtype);
-  t.fill_(value);
+namespace {
+// requires_grad from the options, on a tensor just made (a leaf).
+Tensor with_options(Tensor t, const TensorOptions& options) {
+  if (options.requires_grad()) t.set_requires_grad(true);
   return t;
 }
-Tensor zeros(const Shape& shape, DType dtype) {
+}  // namespace
+
+Tensor full(const Shape& shape, const Scalar& value, TensorOptions options) {
+  const DType dtype = options.dtype_or(DType::Float32);
+  // an integer is exact in int64 whatever its size; other pairs go through double
+  if (!(dtype == DType::Int64 && !value.is_floating())) check_storable(value.to_double(), dtype, "full");
+  Tensor t = empty(shape, dtype);
+  t.fill_(value);  // records no history: t requires no grad yet
+  return with_options(t, options);
+}
+Tensor zeros(const Shape& shape, TensorOptions options) {
+  const DType dtype = options.dtype_or(DType::Float32);
   Tensor t = empty(shape, dtype);
   std::memset(t.raw_data(), 0, size_t(t.numel()) * dtype_size(dtype));
-  return t;
+  return with_options(t, options);
 }
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
-Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, t.dtype()); }
-Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1, options); }
+Tensor zeros_like(const Tensor& like) { return zeros(like.shape(), like.dtype()); }
+Tensor ones_like(const Tensor& like) { return ones(like.shape(), like.dtype()); }
+Tensor full_like(const Tensor& like, const Scalar& value) {
+  return full(like.shape(), value, like.dtype());
+}
+Tensor scalar_tensor(const Scalar& value, TensorOptions options) { return full({}, value, options); }
 
 Tensor arange(double start, double end, double step, DType dtype) {
   SMELT_CHECK(step != 0) << "arange: step must be non-zero";
@@ -195,8 +208,8 @@ Tensor uniform(const Shape& shape, double low, double high, DType dtype, Generat
   });
   return t;
 }
-Tensor rand(const Shape& shape, DType dtype, Generator* gen) {
-  return uniform(shape, 0.0, 1.0, dtype, gen);
+Tensor rand(const Shape& shape, TensorOptions options, Generator* gen) {
+  return with_options(uniform(shape, 0.0, 1.0, options.dtype_or(DType::Float32), gen), options);
 }
 
 Tensor normal(const Shape& shape, double mean, double std, DType dtype, Generator* gen) {
@@ -212,8 +225,8 @@ Tensor normal(const Shape& shape, double mean, double std, DType dtype, Generato
   });
   return t;
 }
-Tensor randn(const Shape& shape, DType dtype, Generator* gen) {
-  return normal(shape, 0.0, 1.0, dtype, gen);
+Tensor randn(const Shape& shape, TensorOptions options, Generator* gen) {
+  return with_options(normal(shape, 0.0, 1.0, options.dtype_or(DType::Float32), gen), options);
 }
 
 Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator* gen) {
@@ -241,33 +254,25 @@ Tensor randperm(int64_t n, Generator* gen) {
   return t;
 }
 
-namespace {
-template <class T>
-Tensor copy_in(const std::vector<T>& values, const Shape& shape, DType dtype) {
-  SMELT_CHECK(int64_t(values.size()) == shape_numel(shape))
-      << "from_vector: " << values.size() << " values do not fill shape " << shape_str(shape)
-      << " (" << shape_numel(shape) << " elements)";
+Tensor detail::from_host(const void* values, DType type, size_t count, const Shape& shape,
+                         const TensorOptions& options) {
+  SMELT_CHECK(int64_t(count) == shape_numel(shape, "from_vector"))
+      << "from_vector: " << count << " values do not fill shape " << shape_str(shape) << " ("
+      << shape_numel(shape) << " elements)";
+  const DType dtype = options.dtype_or(type);
   Tensor t = empty(shape, dtype);
-  for (size_t i = 0; i < values.size(); ++i) {
-    check_storable(double(values[i]), dtype, "from_vector");
-    store(t, int64_t(i), double(values[i]));
+  if (dtype == type) {
+    if (count) std::memcpy(t.raw_data(), values, count * dtype_size(type));
+  } else {
+    for (size_t i = 0; i < count; ++i) {
+      double v = type == DType::Float32   ? double(static_cast<const float*>(values)[i])
+                 : type == DType::Float64 ? static_cast<const double*>(values)[i]
+                                          : double(static_cast<const int64_t*>(values)[i]);
+      check_storable(v, dtype, "from_vector");
+      store(t, int64_t(i), v);
+    }
   }
-  return t;
-}
-}  // namespace
-
-Tensor from_vector(const std::vector<float>& values, const Shape& shape) {
-  return copy_in(values, shape, DType::Float32);
-}
-Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype) {
-  return copy_in(values, shape, dtype);
-}
-Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape) {
-  SMELT_CHECK(int64_t(values.size()) == shape_numel(shape))
-      << "from_vector: " << values.size() << " values do not fill shape " << shape_str(shape);
-  Tensor t = empty(shape, DType::Int64);
-  if (!values.empty()) std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(int64_t));
-  return t;
+  return with_options(t, options);
 }
 
 Tensor from_blob(void* data, const Shape& shape, DType dtype) {

@@ -1,7 +1,9 @@
 #include "smelt/tensor.h"
 
 #include "base/buffer.h"
+#include "base/log.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -200,14 +202,46 @@ Tensor& Tensor::set_requires_grad(bool on) {
 }
 
 bool Tensor::is_leaf() const { return !checked_impl().grad_fn; }
-Tensor Tensor::grad() const { return checked_impl().grad; }
+Tensor Tensor::grad() const {
+  const TensorImpl& impl = checked_impl();
+  if (!impl.grad_fn) return impl.grad;
+  if (impl.retained_grad) return impl.retained_grad->grad;
+  // As PyTorch (which warns on each access from Python, shown once per place): the backward
+  // pass never fills a non-leaf's grad, so reading it is almost always a mistake.
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    warn("Tensor::grad() of a non-leaf tensor (one computed by an op) is undefined: backward() "
+         "fills grad() only for leaves. Call retain_grad() on it before backward() to keep its "
+         "gradient, or read the gradient of the leaf you meant (this warning shows once)");
+  }
+  return Tensor();
+}
+bool Tensor::retains_grad() const {
+  const TensorImpl& impl = checked_impl();
+  return impl.grad_fn && impl.retained_grad;
+}
+
+void Tensor::check_data_dtype(DType requested, const char* accessor) const {
+  SMELT_CHECK(requested == dtype()) << "Tensor::" << accessor << "<" << dtype_name(requested)
+                                    << ">(): tensor has dtype " << dtype_name(dtype());
+}
+void Tensor::check_data_contiguous() const {
+  SMELT_CHECK(is_contiguous())
+      << "Tensor::data<T>(): the tensor " << shape_str(shape()) << " with strides "
+      << shape_str(strides())
+      << " is a non-contiguous view, so its elements are not in row-major order in memory; call "
+         ".contiguous() first (a copy only when needed), or strided_data<T>() to walk the strides "
+         "yourself";
+}
 void Tensor::set_grad(const Tensor& g) {
   checked_impl();
-  impl_->grad = g;
+  if (impl_->grad_fn && impl_->retained_grad) impl_->retained_grad->grad = g;
+  else impl_->grad = g;
 }
 void Tensor::zero_grad() {
   checked_impl();
   impl_->grad = Tensor();
+  if (impl_->retained_grad) impl_->retained_grad->grad = Tensor();
 }
 GradNode* Tensor::grad_fn() const { return checked_impl().grad_fn.get(); }
 

@@ -72,8 +72,8 @@ TEST(InPlace, EveryMethodMatchesItsFunctionalForm) {
         y = y - v[1];
         y = y - v[1] * 3.0;
         y = y - 0.25;
-        y = relu(clamp(exp(neg(div(div(mul(mul(y, v[1]), scalar_like(1.25, y)), v[1]),
-                                   scalar_like(4.0, y)))),
+        y = relu(clamp(exp(neg(div(div(mul(mul(y, v[1]), scalar_like(y, 1.25)), v[1]),
+                                   scalar_like(y, 4.0)))),
                        0.3, 0.9));
         return y;
       },

@@ -65,7 +65,7 @@ std::vector<ErrorCase> error_cases() {
       {"narrow 0-dim", [] { scalar_tensor(1).narrow(0, 0, 1); }, {"0-dim"}},
       {"select 0-dim", [] { scalar_tensor(1).select(0, 0); }, {"0-dim"}},
       // indexing (see tests/ops/index_test.cpp for the rest)
-      {"embedding index", [] { embedding(zeros({5, 2}), arange(7)); }, {"embedding", "index 5", "[0, 4]"}},
+      {"embedding index", [] { embedding(arange(7), zeros({5, 2})); }, {"embedding", "index 5", "[0, 4]"}},
       {"gather index dtype", [=] { gather(a, 0, a); }, {"gather", "int64", "float32"}},
       {"cat shapes", [=] { cat({a, b}); }, {"cat", "(4,)", "(2, 3)"}},
       // tensors and creation

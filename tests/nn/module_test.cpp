@@ -283,7 +283,7 @@ TEST(Init, NormsAreOnesAndZeros) {
 TEST(Init, ConstructorArgumentsAreChecked) {
   expect_error([] { nn::Linear(0, 3); }, {"Linear", "positive"});
   expect_error([] { nn::Conv2d(3, 4, {3, 3}, {.groups = 2}); }, {"Conv2d", "divisible by groups"});
-  expect_error([] { nn::Conv2d(4, 4, {3}); }, {"Conv2d", "kernel_size"});
+  expect_error([] { nn::Conv2d(4, 4, {3, 3, 3}); }, {"Conv2d", "kernel_size"});
   expect_error([] { nn::Conv2d(4, 4, {3, 3}, {.stride = {0, 1}}); }, {"Conv2d", "stride"});
   expect_error([] { nn::Dropout(1.5); }, {"Dropout", "[0, 1]"});
   expect_error([] { nn::BatchNorm2d(0); }, {"BatchNorm2d"});

@@ -221,8 +221,8 @@ TEST(Conv2d, Errors) {
                "conv2d: the dilated kernel");
   expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}), Tensor(), {0, 1}); },
                "conv2d: stride must be in [1, ");
-  expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}), Tensor(), {1}); },
-               "conv2d: stride must have 2 values");
+  expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}), Tensor(), {1, 1, 1}); },
+               "conv2d: stride must have 2 values");  // one number ({1}) means both dims
   expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}), randn({3})); }, "conv2d: bias");
   expect_error([] { conv2d(randn({1, 3, 5, 5}), randn({2, 3, 3, 3}, DType::Float64)); },
                "conv2d: operands have different dtypes");

@@ -116,7 +116,7 @@ void add_norms_and_losses(std::map<std::string, GoldenFn>& t) {
 
 void add_indexing_and_joining(std::map<std::string, GoldenFn>& t) {
   t["embedding"] = [](Call c) -> Outs {
-    return Outs{embedding(c.in("weight"), c.in("indices"))};
+    return Outs{embedding(c.in("indices"), c.in("weight"))};
   };
   t["index_select"] = [](Call c) -> Outs {
     return Outs{index_select(c.in("x"), c.i64("dim"), c.in("index"))};

@@ -85,7 +85,7 @@ TEST(Embedding, ForwardMatchesReference) {
   for (DType dtype : {DType::Float32, DType::Float64}) {
     Tensor w = randn({5, 3}, dtype);
     Tensor i = idx({4, 0, 0, 2, 1, 4}, {2, 3});
-    Tensor y = embedding(w, i);
+    Tensor y = embedding(i, w);
     EXPECT_EQ(y.shape(), (Shape{2, 3, 3}));
     EXPECT_EQ(y.dtype(), dtype);
     EXPECT_TRUE(all_close(y, ref_index_select(w, 0, i.reshape({6})).reshape({2, 3, 3})));
@@ -94,7 +94,7 @@ TEST(Embedding, ForwardMatchesReference) {
 
 TEST(Embedding, ScalarIndexAndNonContiguousWeight) {
   Tensor w = randn({3, 6}).t();  // (6, 3), strided
-  Tensor y = embedding(w, from_vector(std::vector<int64_t>{5}, {}));
+  Tensor y = embedding(from_vector(std::vector<int64_t>{5}, {}), w);
   EXPECT_EQ(y.shape(), (Shape{3}));
   EXPECT_TRUE(all_close(y, w.select(0, 5)));
 }
@@ -103,34 +103,37 @@ TEST(Embedding, LargeParallelMatchesReference) {
   Generator gen(3);
   Tensor w = randn({300, 64}, DType::Float32, &gen);
   Tensor i = randint(0, 300, {40, 50}, &gen);
-  Tensor y = embedding(w, i);
+  Tensor y = embedding(i, w);
   EXPECT_TRUE(all_close(y, ref_index_select(w, 0, i.reshape({2000})).reshape({40, 50, 64})));
 }
 
 TEST(Embedding, GradientAccumulatesRepeatedRows) {
   Tensor w = random_leaf({4, 2});
   Tensor i = idx({1, 3, 1, 1}, {2, 2});
-  sum(embedding(w, i)).backward();
+  sum(embedding(i, w)).backward();
   EXPECT_TRUE(all_close(w.grad(), from_vector(std::vector<double>{0, 0, 3, 3, 0, 0, 1, 1}, {4, 2})));
   Tensor w2 = random_leaf({4, 3}, -1, 1, 2);
-  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return embedding(v[0], i); }, {w2}));
+  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return embedding(i, v[0]); }, {w2}));
 }
 
 TEST(Embedding, SecondOrderGradient) {
   Tensor i = idx({0, 2, 2});
   Fn f = [&](const std::vector<Tensor>& v) {
-    return grad_of([&](const Tensor& w) { Tensor y = embedding(w, i); return sum(y * y * y); }, v[0]);
+    return grad_of([&](const Tensor& w) { Tensor y = embedding(i, w); return sum(y * y * y); }, v[0]);
   };
   EXPECT_TRUE(gradcheck(f, {random_leaf({3, 2})}));
 }
 
 TEST(Embedding, Errors) {
   Tensor w = randn({5, 3});
-  EXPECT_TRUE(throws_with([&] { embedding(w, idx({1, 5})); },
+  EXPECT_TRUE(throws_with([&] { embedding(idx({1, 5}), w); },
                           {"embedding", "index 5", "position (1,)", "[0, 4]"}));
-  EXPECT_TRUE(throws_with([&] { embedding(w, idx({-1})); }, {"embedding", "index -1", "[0, 4]"}));
-  EXPECT_TRUE(throws_with([&] { embedding(w, randn({2})); }, {"embedding", "int64", "float32"}));
-  EXPECT_TRUE(throws_with([&] { embedding(randn({5}), idx({1})); }, {"embedding", "2-D", "(5,)"}));
+  EXPECT_TRUE(throws_with([&] { embedding(idx({-1}), w); }, {"embedding", "index -1", "[0, 4]"}));
+  EXPECT_TRUE(throws_with([&] { embedding(randn({2}), w); }, {"embedding", "int64", "float32"}));
+  EXPECT_TRUE(throws_with([&] { embedding(idx({1}), randn({5})); }, {"embedding", "2-D", "(5,)"}));
+  // the old (weight, indices) order names the swap
+  EXPECT_TRUE(throws_with([&] { embedding(w, idx({1})); },
+                          {"embedding", "swapped", "embedding(input, weight)", "F.embedding"}));
 }
 
 // ---- index_select

@@ -120,7 +120,11 @@ void workload() {
   clamp(x, std::nullopt, 1.0);
   cast(x, DType::Float32);
   cast(x, DType::Int64);
-  for (auto fn : {add, sub, mul, div, maximum, minimum, eq, ne, lt, le, gt, ge}) fn(x, y);
+  using Binary = Tensor (*)(const Tensor&, const Tensor&);
+  for (Binary fn : std::initializer_list<Binary>{add, sub, mul, div, maximum, minimum, eq, ne, lt,
+                                                 le, gt, ge}) {
+    fn(x, y);
+  }
   pow(x, y);
   where(gt(x, y), x, y);
 
@@ -151,7 +155,7 @@ void workload() {
   dropout(x, 0.5, true);
 
   Tensor index = from_vector(std::vector<int64_t>{2, 0, 1}, {3});
-  embedding(x, index);
+  embedding(index, x);
   index_select(x, 0, index);
   index_add(x, 0, index, uniform({3, 4}, -1, 1, f64, &gen));
   Tensor gather_index = from_vector(std::vector<int64_t>{0, 3, 1, 2, 2, 1}, {3, 2});

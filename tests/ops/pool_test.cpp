@@ -237,7 +237,7 @@ TEST(Pool2d, Errors) {
   expect_error([] { max_pool2d(randn({1, 1, 2, 2}), {3, 3}); }, "max_pool2d: the window");
   expect_error([] { max_pool2d(randn({1, 1, 4, 4}), {0, 2}); }, "max_pool2d: kernel must be in [1, ");
   expect_error([] { max_pool2d(arange(16).reshape({1, 1, 4, 4}), {2, 2}); }, "max_pool2d: input must be float");
-  expect_error([] { avg_pool2d(randn({1, 1, 4, 4}), {2}); }, "avg_pool2d: kernel must have 2 values");
+  expect_error([] { avg_pool2d(randn({1, 1, 4, 4}), {2, 2, 2}); }, "avg_pool2d: kernel must have 2 values");
   expect_error([] { adaptive_avg_pool2d(randn({1, 1, 4, 4}), {0, 2}); },
                "adaptive_avg_pool2d: output_size must be in [1, ");
   expect_error(
