@@ -1,0 +1,159 @@
+// Python operators on smelt.Tensor: + - * / ** @ with tensors or numbers on either side,
+// comparisons giving bool tensors, unary -, abs(), and the in-place forms += -= *= /=.
+//
+// A number takes the tensor's dtype (as C++'s mixed operators), after PyTorch's promotions that
+// would otherwise lose the number: a float with an integer or bool tensor computes in float32
+// (float64 for comparisons, so that large int64 values compare exactly); an int with a bool tensor
+// in int64; true division (/) of integers computes in float32. An operand that is neither a
+// Tensor nor a number returns NotImplemented, so Python raises its usual TypeError.
+#include "bind.h"
+
+namespace smelt::python {
+
+namespace {
+
+enum class Kind { Arithmetic, TrueDivide, Compare };
+
+using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
+
+Tensor true_divide_operand(const Tensor& t) {
+  return dtype_is_floating(t.dtype()) ? t : t.to(DType::Float32);
+}
+
+// `a op other` (or `other op a` when reflected).
+template <BinaryFn Op, Kind K>
+py::object binary(const Tensor& a, py::handle other, bool reflected) {
+  if (py::isinstance<Tensor>(other)) {
+    const Tensor& b = other.cast<const Tensor&>();
+    if (K == Kind::TrueDivide) {
+      return py::cast(reflected ? Op(true_divide_operand(b), true_divide_operand(a))
+                                : Op(true_divide_operand(a), true_divide_operand(b)));
+    }
+    return py::cast(reflected ? Op(b, a) : Op(a, b));
+  }
+  double v;
+  bool is_float;
+  Tensor lhs = a;
+  if (number_value(other, &v, &is_float)) {
+    const DType dt = a.dtype();
+    if (K == Kind::TrueDivide) lhs = true_divide_operand(a);
+    else if (is_float && !dtype_is_floating(dt)) lhs = a.to(K == Kind::Compare ? DType::Float64 : DType::Float32);
+    else if (!PyBool_Check(other.ptr()) && dt == DType::Bool) lhs = a.to(DType::Int64);
+    Tensor b = scalar_like(v, lhs);
+    return py::cast(reflected ? Op(b, lhs) : Op(lhs, b));
+  }
+  if (py::isinstance<py::array>(other) || py::isinstance<py::list>(other)) {
+    Tensor b = tensor_from_data(other, py::none());
+    if (K == Kind::TrueDivide) {
+      lhs = true_divide_operand(a);
+      b = true_divide_operand(b);
+    }
+    return py::cast(reflected ? Op(b, lhs) : Op(lhs, b));
+  }
+  return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+}
+
+template <BinaryFn Op, Kind K>
+void def_binary(py::class_<Tensor>& cls, const char* name, const char* rname) {
+  cls.def(name, [](const Tensor& a, py::handle b) { return binary<Op, K>(a, b, false); }, py::is_operator());
+  if (rname) {
+    cls.def(rname, [](const Tensor& a, py::handle b) { return binary<Op, K>(a, b, true); }, py::is_operator());
+  }
+}
+
+Tensor pow_tensors(const Tensor& a, const Tensor& b) { return pow(a, b); }
+
+// `t op= other` (and t.mul_(other), ...): writes into t (version counter, autograd rebase as
+// Tensor's in-place rules) and returns t itself. The operator form returns NotImplemented for an
+// operand it cannot take; the method form raises TypeError.
+using InplaceTensorFn = Tensor& (*)(Tensor&, const Tensor&);
+using InplaceNumberFn = Tensor& (*)(Tensor&, double);
+
+template <InplaceTensorFn WithTensor, InplaceNumberFn WithNumber, bool Operator>
+py::object inplace(py::object self, py::handle other) {
+  Tensor& t = self.cast<Tensor&>();
+  double v;
+  bool is_float;
+  if (py::isinstance<Tensor>(other)) WithTensor(t, other.cast<const Tensor&>());
+  else if (number_value(other, &v, &is_float)) WithNumber(t, v);
+  else if (py::isinstance<py::array>(other) || py::isinstance<py::list>(other))
+    WithTensor(t, tensor_from_data(other, py::none()));
+  else if (Operator) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  else throw py::type_error("in-place op: expected a smelt.Tensor or a number, got " +
+                            std::string(py::str(py::type::of(other).attr("__name__"))));
+  return self;
+}
+
+Tensor& add_t(Tensor& t, const Tensor& o) { return t.add_(o); }
+Tensor& add_n(Tensor& t, double v) { return t.add_(v); }
+Tensor& sub_t(Tensor& t, const Tensor& o) { return t.sub_(o); }
+Tensor& sub_n(Tensor& t, double v) { return t.sub_(v); }
+Tensor& mul_t(Tensor& t, const Tensor& o) { return t.mul_(o); }
+Tensor& mul_n(Tensor& t, double v) { return t.mul_(v); }
+Tensor& div_t(Tensor& t, const Tensor& o) { return t.div_(o); }
+Tensor& div_n(Tensor& t, double v) { return t.div_(v); }
+
+}  // namespace
+
+void bind_operators(py::class_<Tensor>& cls) {
+  def_binary<operator+, Kind::Arithmetic>(cls, "__add__", "__radd__");
+  def_binary<static_cast<BinaryFn>(operator-), Kind::Arithmetic>(cls, "__sub__", "__rsub__");
+  def_binary<operator*, Kind::Arithmetic>(cls, "__mul__", "__rmul__");
+  def_binary<operator/, Kind::TrueDivide>(cls, "__truediv__", "__rtruediv__");
+  def_binary<pow_tensors, Kind::Arithmetic>(cls, "__pow__", "__rpow__");
+  def_binary<eq, Kind::Compare>(cls, "__eq__", nullptr);
+  def_binary<ne, Kind::Compare>(cls, "__ne__", nullptr);
+  def_binary<lt, Kind::Compare>(cls, "__lt__", nullptr);
+  def_binary<le, Kind::Compare>(cls, "__le__", nullptr);
+  def_binary<gt, Kind::Compare>(cls, "__gt__", nullptr);
+  def_binary<ge, Kind::Compare>(cls, "__ge__", nullptr);
+  // The same as methods, PyTorch's names (t.add(1), t.gt(0)).
+  def_binary<operator+, Kind::Arithmetic>(cls, "add", nullptr);
+  def_binary<static_cast<BinaryFn>(operator-), Kind::Arithmetic>(cls, "sub", nullptr);
+  def_binary<operator*, Kind::Arithmetic>(cls, "mul", nullptr);
+  def_binary<operator/, Kind::TrueDivide>(cls, "div", nullptr);
+  def_binary<eq, Kind::Compare>(cls, "eq", nullptr);
+  def_binary<ne, Kind::Compare>(cls, "ne", nullptr);
+  def_binary<lt, Kind::Compare>(cls, "lt", nullptr);
+  def_binary<le, Kind::Compare>(cls, "le", nullptr);
+  def_binary<gt, Kind::Compare>(cls, "gt", nullptr);
+  def_binary<ge, Kind::Compare>(cls, "ge", nullptr);
+
+  cls.def("__matmul__", [](const Tensor& a, py::handle b) -> py::object {
+        if (!py::isinstance<Tensor>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        return py::cast(matmul(a, b.cast<const Tensor&>()));
+      }, py::is_operator())
+      .def("__rmatmul__", [](const Tensor& a, py::handle b) -> py::object {
+        if (!py::isinstance<Tensor>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+        return py::cast(matmul(b.cast<const Tensor&>(), a));
+      }, py::is_operator())
+      .def("__neg__", [](const Tensor& a) { return -a; })
+      .def("__pos__", [](const Tensor& a) { return a; })
+      .def("__abs__", [](const Tensor& a) { return abs(a); })
+      .def("__iadd__", &inplace<add_t, add_n, true>, py::is_operator())
+      .def("__isub__", &inplace<sub_t, sub_n, true>, py::is_operator())
+      .def("__imul__", &inplace<mul_t, mul_n, true>, py::is_operator())
+      .def("__itruediv__", &inplace<div_t, div_n, true>, py::is_operator())
+      .def("add_", [](py::object self, py::handle other, double alpha) -> py::object {
+        Tensor& t = self.cast<Tensor&>();
+        double v;
+        bool is_float;
+        if (number_value(other, &v, &is_float)) t.add_(v * alpha);
+        else t.add_(tensor_arg(other, "add_: other"), alpha);
+        return self;
+      }, py::arg("other"), py::arg("alpha") = 1.0)
+      .def("sub_", [](py::object self, py::handle other, double alpha) -> py::object {
+        Tensor& t = self.cast<Tensor&>();
+        double v;
+        bool is_float;
+        if (number_value(other, &v, &is_float)) t.sub_(v * alpha);
+        else t.sub_(tensor_arg(other, "sub_: other"), alpha);
+        return self;
+      }, py::arg("other"), py::arg("alpha") = 1.0)
+      .def("mul_", &inplace<mul_t, mul_n, false>, py::arg("other"))
+      .def("div_", &inplace<div_t, div_n, false>, py::arg("other"));
+  // NumPy: `array + tensor` defers to Tensor.__radd__ instead of converting the tensor.
+  cls.attr("__array_ufunc__") = py::none();
+}
+
+}  // namespace smelt::python
