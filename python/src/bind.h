@@ -48,6 +48,9 @@ std::vector<int64_t> dims_arg(py::handle obj, const char* where);
 Reduction reduction_arg(const std::string& name);
 // A Python bool/int/float (or NumPy scalar): true when `obj` is one, with its value.
 bool number_value(py::handle obj, double* value, bool* is_float);
+// A 0-dim tensor of `like`'s dtype holding the number `obj` (whose value number_value gave):
+// scalar_like, except that a Python int with an int64 tensor is stored exactly (beyond 2^53).
+Tensor number_operand(py::handle obj, double value, const Tensor& like);
 // A Tensor, or a Python number / nested list / NumPy array made into one (numbers take `like`'s
 // dtype, as C++'s mixed operators do). Raises TypeError otherwise.
 Tensor tensor_operand(py::handle obj, const Tensor& like, const char* where);

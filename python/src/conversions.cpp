@@ -117,11 +117,22 @@ bool number_value(py::handle obj, double* value, bool* is_float) {
   return false;
 }
 
+Tensor number_operand(py::handle obj, double value, const Tensor& like) {
+  if (like.dtype() == DType::Int64 && PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+    long long v = PyLong_AsLongLong(obj.ptr());  // OverflowError beyond int64
+    if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+    Tensor t = empty({}, DType::Int64);
+    *static_cast<int64_t*>(t.raw_data()) = v;
+    return t;
+  }
+  return scalar_like(value, like);
+}
+
 Tensor tensor_operand(py::handle obj, const Tensor& like, const char* where) {
   if (py::isinstance<Tensor>(obj)) return obj.cast<const Tensor&>();
   double v;
   bool is_float;
-  if (number_value(obj, &v, &is_float)) return scalar_like(v, like);
+  if (number_value(obj, &v, &is_float)) return number_operand(obj, v, like);
   if (py::isinstance<py::array>(obj) || py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
     return tensor_from_data(obj, py::none());
   }

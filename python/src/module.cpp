@@ -5,16 +5,19 @@
 namespace smelt::python {
 
 void bind_dtype(py::module_& m) {
-  py::enum_<DType>(m, "dtype", "Element types: float32, float64, int64, bool, uint8")
+  py::enum_<DType> cls(m, "dtype", "Element types: float32, float64, int64, bool, uint8");
+  cls
       .value("float32", DType::Float32)
       .value("float64", DType::Float64)
       .value("int64", DType::Int64)
       .value("bool", DType::Bool)
       .value("uint8", DType::UInt8)
       .def_property_readonly("itemsize", [](DType d) { return dtype_size(d); })
-      .def_property_readonly("is_floating_point", [](DType d) { return dtype_is_floating(d); })
-      .def("__repr__", [](DType d) { return std::string("smelt.") + dtype_name(d); })
-      .def("__str__", [](DType d) { return std::string("smelt.") + dtype_name(d); });
+      .def_property_readonly("is_floating_point", [](DType d) { return dtype_is_floating(d); });
+  // Replaced rather than overloaded (def would add an overload after enum_'s own, which wins).
+  auto name = [](DType d) { return std::string("smelt.") + dtype_name(d); };
+  cls.attr("__repr__") = py::cpp_function(name, py::is_method(cls));
+  cls.attr("__str__") = py::cpp_function(name, py::is_method(cls));
   m.attr("float32") = DType::Float32;
   m.attr("float64") = DType::Float64;
   m.attr("int64") = DType::Int64;

@@ -21,13 +21,22 @@ namespace {
 
 using ModuleClass = py::class_<nn::Module, PyModule<nn::Module>, std::shared_ptr<nn::Module>>;
 
+// True once the C++ module behind `self` exists (Module.__init__ ran): before that, pybind11's
+// instance holds no object, and a cast would hand out a null reference.
+bool module_constructed(py::handle self) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(self.ptr());
+  for (auto vh : py::detail::values_and_holders(inst)) {
+    if (!vh.holder_constructed()) return false;
+  }
+  return true;
+}
+
 nn::Module& module_of(py::handle self, const std::string& what) {
-  try {
-    return self.cast<nn::Module&>();
-  } catch (py::cast_error&) {
+  if (!module_constructed(self)) {
     throw py::attribute_error("cannot " + what + " before Module.__init__() is called (call "
                               "super().__init__() first in your __init__)");
   }
+  return self.cast<nn::Module&>();
 }
 
 PySlots& slots_of(nn::Module& m, const std::string& what) {
@@ -93,11 +102,7 @@ void module_setattr(py::handle self, const std::string& name, py::handle value) 
 }
 
 py::object module_getattr(py::handle self, const std::string& name) {
-  nn::Module* m = nullptr;
-  try {
-    m = &self.cast<nn::Module&>();
-  } catch (py::cast_error&) {
-  }
+  nn::Module* m = module_constructed(self) ? &self.cast<nn::Module&>() : nullptr;
   if (m) {
     for (bool parameter : {true, false}) {
       if (Tensor* slot = own_slot(*m, name, parameter)) return slot->defined() ? py::cast(*slot) : py::none();

@@ -113,7 +113,8 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
     try {
       a = np.attr("asarray")(data);
     } catch (py::error_already_set& e) {
-      throw py::type_error(std::string("tensor(): cannot make a tensor from this data: ") + e.what());
+      throw py::type_error(std::string("tensor(): data must be a number or a (nested) sequence of numbers with "
+                                       "a regular shape (NumPy says: ") + e.what() + ")");
     }
     if (a.dtype().kind() == 'O' || a.dtype().kind() == 'U' || a.dtype().kind() == 'S') {
       throw py::type_error("tensor(): data must be a number or a (nested) sequence of numbers with a regular "
@@ -130,7 +131,7 @@ Tensor tensor_from_data(py::handle data, py::handle dtype_obj) {
   }
   const DType dtype = want ? *want : *have;
   // One contiguous native-order copy in the target dtype (NumPy converts), then into a tensor.
-  py::array c = np.attr("ascontiguousarray")(a, numpy_dtype(dtype));
+  py::array c = a.attr("astype")(numpy_dtype(dtype), py::arg("order") = "C", py::arg("copy") = false);
   Tensor t = empty(Shape(c.shape(), c.shape() + c.ndim()), dtype);
   if (c.nbytes() > 0) std::memcpy(t.raw_data(), c.data(), size_t(c.nbytes()));
   return t;

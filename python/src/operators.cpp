@@ -39,7 +39,7 @@ py::object binary(const Tensor& a, py::handle other, bool reflected) {
     if (K == Kind::TrueDivide) lhs = true_divide_operand(a);
     else if (is_float && !dtype_is_floating(dt)) lhs = a.to(K == Kind::Compare ? DType::Float64 : DType::Float32);
     else if (!PyBool_Check(other.ptr()) && dt == DType::Bool) lhs = a.to(DType::Int64);
-    Tensor b = scalar_like(v, lhs);
+    Tensor b = number_operand(other, v, lhs);
     return py::cast(reflected ? Op(b, lhs) : Op(lhs, b));
   }
   if (py::isinstance<py::array>(other) || py::isinstance<py::list>(other)) {

@@ -99,8 +99,10 @@ smelt.Tensor(data, dtype=None, requires_grad=False) is smelt.tensor; smelt.Tenso
       .def("__float__", [](const Tensor& t) { return item(t).cast<double>(); })
       .def("__int__", [](const Tensor& t) { return py::int_(item(t)); })
       .def("__index__", [](const Tensor& t) {
-        SMELT_CHECK(t.dtype() == DType::Int64 || t.dtype() == DType::UInt8)
-            << "only an integer tensor converts to an index, got " << dtype_name(t.dtype());
+        // TypeError (not smelt.Error): Python's protocols ("a" * t) try __index__ and move on.
+        if ((t.dtype() != DType::Int64 && t.dtype() != DType::UInt8) || t.numel() != 1) {
+          throw py::type_error("only a one-element integer tensor converts to an index");
+        }
         return py::int_(item(t));
       })
       .def("__bool__", [](const Tensor& t) {
