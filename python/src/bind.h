@@ -25,6 +25,8 @@ void bind_dtype(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_operators(py::class_<Tensor>& cls);
 void bind_indexing(py::class_<Tensor>& cls);
+// Points the Tensor type's nb_add/... slots at direct C++ functions; call after every def on it.
+void install_number_slots(py::class_<Tensor>& cls);
 void bind_numpy(py::module_& m, py::class_<Tensor>& cls);
 void bind_functional(py::module_& m);
 void bind_nn(py::module_& m);

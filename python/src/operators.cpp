@@ -93,7 +93,78 @@ Tensor& mul_n(Tensor& t, double v) { return t.mul_(v); }
 Tensor& div_t(Tensor& t, const Tensor& o) { return t.div_(o); }
 Tensor& div_n(Tensor& t, double v) { return t.div_(v); }
 
+// ---- the number slots: `a + b` without pybind11's method dispatch
+//
+// Python evaluates `a + b` through the type's nb_add slot. Left to pybind11, that slot looks up
+// __add__ and runs pybind11's generic dispatcher (argument loaders, overload chain), which costs
+// about as much as smelt's whole eager op on a tiny tensor. The slots below handle two plain
+// Tensors directly and hand every other case (numbers, arrays, subclasses, reflection) to the same
+// binary<>() as the methods, so both routes give the same results and errors.
+
+PyTypeObject* g_tensor_type = nullptr;
+
+// The Tensor inside an initialized instance of exactly smelt.Tensor (a single pybind11 base, so
+// its value pointer sits in the instance itself); null for anything else.
+const Tensor* plain_tensor(PyObject* o) {
+  if (Py_TYPE(o) != g_tensor_type) return nullptr;
+  auto* inst = reinterpret_cast<py::detail::instance*>(o);
+  if (!inst->simple_layout || !inst->simple_holder_constructed) return nullptr;
+  return static_cast<const Tensor*>(inst->simple_value_holder[0]);
+}
+
+// Turns the exception in flight into a Python error, through pybind11's registered translators
+// (smelt::Error -> smelt.Error, py::type_error -> TypeError, ...), as its dispatcher does.
+void set_python_error() {
+  auto& translators = py::detail::get_internals().registered_exception_translators;
+  for (auto& translate : translators) {
+    try {
+      translate(std::current_exception());
+      return;
+    } catch (...) {
+    }
+  }
+  PyErr_SetString(PyExc_SystemError, "smelt: an unknown C++ exception reached Python");
+}
+
+template <BinaryFn Op, Kind K>
+PyObject* number_slot(PyObject* x, PyObject* y) {
+  try {
+    const Tensor* a = plain_tensor(x);
+    const Tensor* b = plain_tensor(y);
+    if (a && b && (K != Kind::TrueDivide || (dtype_is_floating(a->dtype()) && dtype_is_floating(b->dtype())))) {
+      return py::cast(Op(*a, *b)).release().ptr();
+    }
+    py::handle hx(x), hy(y);
+    if (py::isinstance<Tensor>(hx)) return binary<Op, K>(hx.cast<const Tensor&>(), hy, false).release().ptr();
+    return binary<Op, K>(hy.cast<const Tensor&>(), hx, true).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+PyObject* negative_slot(PyObject* x) {
+  try {
+    if (const Tensor* a = plain_tensor(x)) return py::cast(-*a).release().ptr();
+    return py::cast(-py::handle(x).cast<const Tensor&>()).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
 }  // namespace
+
+void install_number_slots(py::class_<Tensor>& cls) {
+  g_tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  PyNumberMethods* number = g_tensor_type->tp_as_number;  // a heap type's own table
+  number->nb_add = &number_slot<operator+, Kind::Arithmetic>;
+  number->nb_subtract = &number_slot<static_cast<BinaryFn>(operator-), Kind::Arithmetic>;
+  number->nb_multiply = &number_slot<operator*, Kind::Arithmetic>;
+  number->nb_true_divide = &number_slot<operator/, Kind::TrueDivide>;
+  number->nb_negative = &negative_slot;
+  PyType_Modified(g_tensor_type);
+}
 
 void bind_operators(py::class_<Tensor>& cls) {
   def_binary<operator+, Kind::Arithmetic>(cls, "__add__", "__radd__");

@@ -273,6 +273,7 @@ smelt.Tensor(data, dtype=None, requires_grad=False) is smelt.tensor; smelt.Tenso
         if (!dim.is_none()) throw py::type_error("min(dim): use amin(dim) for the values");
         return amin(t);
       }, py::arg("dim") = py::none());
+  install_number_slots(cls);
 }
 
 }  // namespace smelt::python
