@@ -213,3 +213,20 @@ def test_methods_match_numpy(rng):
     assert [p.shape for p in parts] == [(3, 2), (3, 2)]
     np.testing.assert_allclose(smelt.cat([t, t], 0).numpy(), np.concatenate([a, a]))
     np.testing.assert_allclose(smelt.where(t > 0, t, 0.0).numpy(), np.where(a > 0, a, 0.0))
+
+
+def test_operator_slots_and_methods_agree():
+    # `a + b` of two plain tensors takes the direct slot; subclasses (Parameter), numbers and
+    # reflected forms go through the methods' path: same results, same errors.
+    p = smelt.nn.Parameter(smelt.tensor([1.0, 2.0]))
+    t = smelt.tensor([3.0, 4.0])
+    for x, y in ((p, t), (t, p), (t, t)):
+        for op in ("__add__", "__sub__", "__mul__", "__truediv__"):
+            expected = getattr(x.detach().numpy(), op)(y.detach().numpy())
+            np.testing.assert_array_equal(getattr(x, op)(y).detach().numpy(), expected)
+    np.testing.assert_array_equal((t + p).detach().numpy(), [4.0, 6.0])
+    np.testing.assert_array_equal((-p).detach().numpy(), [-1.0, -2.0])
+    with pytest.raises(smelt.Error, match=r"\(2,\).*\(3,\)"):
+        t.__add__(smelt.ones(3))
+    with pytest.raises(TypeError):
+        t + None
