@@ -8,6 +8,9 @@ both sides alike. Each side warms a workload up before its first timed call. Tim
 over all iterations of all rounds; the machine's limits (STREAM copy/triad, OpenBLAS sgemm) are
 the best rates seen. Peak memory of the training steps is measured in fresh processes.
 
+The row "python: 1000 tiny a + b" is smelt called from Python (bench/python_bench.py, a third
+server, on the build tree's Python module) against the same loop over PyTorch tensors.
+
 Rows of impl smelt-compiled run smelt::compile'd functions (backend "cpp": the kernels are compiled
 in the server's warm-up, before any timed call). Compile time is measured apart, in fresh
 processes (`smelt_bench --compile-time`): cold with an empty temporary SMELT_CACHE_DIR, then warm
@@ -226,11 +229,18 @@ def main():
     servers = {"smelt": Server("smelt", smelt_argv + ["--serve"], env),
                "limits": Server("limits", smelt_argv + ["--serve-limits"], env),
                "torch": Server("torch", torch_argv, env)}
+    # smelt called from Python (bench/python_bench.py), when the build has the Python module: it
+    # is built for Debian's interpreter, whatever --python names for the peer.
+    python_pkg = Path(args.build_dir).resolve() / "python"
+    if (python_pkg / "smelt" / "__init__.py").exists():
+        servers["python"] = Server("python", [PYTHON, str(BENCH_DIR / "python_bench.py")],
+                                   dict(env, PYTHONPATH=str(python_pkg)))
     blas_env = avx512_blas_env(env)
     if blas_env:
         servers["limits-avx512"] = Server("limits-avx512", smelt_argv + ["--serve-limits"], blas_env)
     try:
-        listings = {side: servers[side].ask("list") for side in ("smelt", "limits", "torch")}
+        listings = {side: servers[side].ask("list") for side in ("smelt", "limits", "torch", "python")
+                    if side in servers}
         smelt_list, torch_list = listings["smelt"], listings["torch"]
         workloads = [w for w in merge_lists(listings.items()) if args.only in w["name"]]
         tasks_by_workload = {w["name"]: [Task(w["name"], impl, servers[side])

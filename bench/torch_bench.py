@@ -155,6 +155,16 @@ def tiny_op():
     return step, None, None
 
 
+def python_tiny_adds():
+    """`a + b` from a Python loop, as bench/python_bench.py runs it on smelt tensors."""
+    a, b = torch.ones(1), torch.ones(1)
+
+    def step():
+        for _ in range(1000):
+            a + b
+    return step, None, None
+
+
 def tiny_chain():
     """y = a + b + b + ...: 1000 dependent one-element adds (smelt compiles the same chain)."""
     a, b = torch.ones(1), torch.ones(1)
@@ -188,6 +198,7 @@ WORKLOADS = [
              flops=3 * (2 * 8 * 128 * 12 * 256**2 + 4 * 8 * 128 * 128 * 256), scriptable=False, training=True),
     Workload("dispatch: 1000 tiny adds", tiny_op, scriptable=False),
     Workload("chain: 1000 tiny adds", tiny_chain),
+    Workload("python: 1000 tiny a + b", python_tiny_adds, scriptable=False),
 ]
 
 

@@ -15,6 +15,8 @@ packages=(
   libbenchmark-dev
   libcli11-dev             # the command line of build/smelt
   zlib1g-dev               # reading data/digits.csv.gz
+  pybind11-dev python3-dev # the Python module (python/)
+  python3-numpy python3-pytest  # its NumPy interop and its tests
 )
 case "${1:-}" in
   bench|golden) packages+=(python3-torch python3-numpy) ;;

@@ -1,0 +1,2 @@
+"""smelt.nn.utils: clip_grad_norm_."""
+from .._smelt.nn import clip_grad_norm_  # noqa: F401
