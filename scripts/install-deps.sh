@@ -15,6 +15,7 @@ packages=(
   libbenchmark-dev
   libcli11-dev             # the command line of build/smelt
   zlib1g-dev               # reading data/digits.csv.gz
+  libonnx-dev libprotobuf-dev  # ONNX import: the ONNX protobuf schema and its runtime
 )
 case "${1:-}" in
   bench|golden) packages+=(python3-torch python3-numpy) ;;
