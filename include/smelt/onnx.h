@@ -34,12 +34,28 @@ class Unsupported : public Error {
   explicit Unsupported(const std::string& what) : Error(what) {}
 };
 
+// A node needs the values of `value_name` (a shape, axes, a count) that depend on graph inputs:
+// smelt graphs have static shapes. Importing again with those inputs bound
+// (ImportOptions::input_values) specializes the graph to their values.
+class ValueDependent : public Unsupported {
+ public:
+  ValueDependent(const std::string& what, const std::string& value_name)
+      : Unsupported(what), value_name_(value_name) {}
+  const std::string& value_name() const { return value_name_; }
+
+ private:
+  std::string value_name_;
+};
+
 struct ImportOptions {
   // Values of symbolic dims, by their name in the model (dim_param).
   std::map<std::string, int64_t> dims;
   // Whole input shapes, by input name: they must agree with the model's fixed dims, and give the
   // symbolic ones (what `smelt run --input` and `smelt check` pass).
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  // Graph inputs bound to values: they become constants (not graph inputs), and the graph is
+  // specialized to them (a Reshape whose shape is an input, an axes input).
+  std::map<std::string, Tensor> input_values;
   // Initializers as graph parameters (inputs after the model's own, in Model::param_names order)
   // instead of constants.
   bool initializers_as_params = false;
@@ -67,7 +83,7 @@ struct ModelInfo {
 
 struct Model {
   Graph graph;
-  std::vector<std::string> input_names;   // graph inputs, in order
+  std::vector<std::string> input_names;   // graph inputs, in order (bound ones left out)
   std::vector<std::string> param_names;   // with initializers_as_params: the parameters, in order
   std::vector<Tensor> params;             // their values
   std::vector<std::string> output_names;

@@ -147,8 +147,12 @@ Tensor conv_transpose(NodeContext& c) {
     for (int64_t d = 0; d < 2; ++d) {
       const int64_t k = d - (2 - sd);
       target[size_t(d)] = k < 0 ? 1 : !out_shape.empty() ? out_shape.at(size_t(k)) : x.size(2 + d) * w.stride[size_t(d)];
-      const int64_t total = full[size_t(d)] - target[size_t(d)];
-      if (total < 0) c.unsupported("output_shape larger than the full transposed convolution");
+      int64_t total = full[size_t(d)] - target[size_t(d)];
+      if (total < 0) {  // the output needs more output padding than given: it grows at the end
+        if (-total >= w.stride[size_t(d)]) c.invalid("output_shape is larger than the stride allows");
+        full[size_t(d)] -= total;
+        total = 0;
+      }
       // ONNX's rule: SAME_UPPER puts the smaller half first, otherwise the larger half.
       begin[size_t(d)] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       end[size_t(d)] = total - begin[size_t(d)];
@@ -189,7 +193,10 @@ Tensor avg_pool(NodeContext& c) {
   for (int64_t d : w.dilation) if (d != 1) c.unsupported("dilations other than 1");
   Tensor x = to_2d(x0);
   std::vector<int64_t> extra = ceil_extra(w, x);
-  if (symmetric(w) && extra == std::vector<int64_t>{0, 0} && (include_pad || (w.pad_begin == std::vector<int64_t>{0, 0}))) {
+  // smelt's pool takes symmetric padding of at most half the window.
+  const bool small_pads = 2 * w.pad_begin[0] <= w.kernel[0] && 2 * w.pad_begin[1] <= w.kernel[1];
+  if (symmetric(w) && small_pads && extra == std::vector<int64_t>{0, 0} &&
+      (include_pad || (w.pad_begin == std::vector<int64_t>{0, 0}))) {
     return from_2d(avg_pool2d(x, w.kernel, w.stride, w.pad_begin, true), x0.dim());
   }
   // The mean over the counted positions: pooled sums of x (zero padded) over pooled counts.

@@ -39,7 +39,6 @@ int64_t default_opset(const ::onnx::ModelProto& m) {
   for (const auto& o : m.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") version = o.version();
   }
-  SMELT_CHECK(version >= 1) << "onnx: the model imports no version of the default opset (ai.onnx)";
   if (version > kMaxOpset) {
     throw onnx::Unsupported("onnx: the model uses opset " + std::to_string(version) + "; supported: up to " +
                             std::to_string(kMaxOpset));
@@ -119,6 +118,17 @@ Prepared prepare(const ::onnx::GraphProto& g, const std::string& model_dir, cons
   }
   for (const auto& v : g.input()) {
     if (inits.count(v.name())) continue;  // an input with a default: the initializer's value
+    auto bound = options.input_values.find(v.name());
+    if (bound != options.input_values.end()) {
+      const std::string where = "onnx: graph input '" + clip(v.name()) + "'";
+      if (!v.type().has_tensor_type()) throw onnx::Unsupported(where + " is not a tensor");
+      const DType dtype = dtype_from_onnx(v.type().tensor_type().elem_type(), where);
+      SMELT_CHECK(bound->second.dtype() == dtype) << where << " is " << dtype_name(dtype) << ", the bound value "
+                                                  << dtype_name(bound->second.dtype());
+      input_shape(v, options);  // checks the value's shape against the model's
+      p.constants[v.name()] = bound->second.contiguous();
+      continue;
+    }
     if (!v.type().has_tensor_type()) throw onnx::Unsupported("onnx: graph input '" + clip(v.name()) + "' is not a tensor");
     const DType dtype = dtype_from_onnx(v.type().tensor_type().elem_type(), "onnx: graph input '" + clip(v.name()) + "'");
     const Shape shape = input_shape(v, options);
@@ -162,6 +172,7 @@ void convert_node(const ::onnx::NodeProto& node, int64_t opset, const std::strin
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     ctx.unsupported("ops of domain '" + clip(node.domain()) + "' are not supported (only the default ai.onnx)");
   }
+  if (opset < 1) ctx.invalid("the model imports no version of the default opset (ai.onnx)");
   const Converter* convert = find_converter(node.op_type());
   if (!convert) ctx.unsupported("op " + clip(node.op_type()) + " is not supported");
   std::vector<Tensor> outs;

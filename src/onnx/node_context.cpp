@@ -61,11 +61,7 @@ const Tensor& NodeContext::input(size_t i) const {
 
 std::vector<int64_t> NodeContext::input_ints(size_t i) const {
   const Tensor& t = input(i);
-  if (!is_concrete(t)) {
-    unsupported("input " + std::to_string(i) + " ('" + input_names_[i].substr(0, 80) +
-                "') must be known when the model is imported (an initializer, a Constant, or computed from "
-                "them and from shapes): smelt graphs have static shapes, and here it depends on input values");
-  }
+  if (!is_concrete(t)) need_value(i);
   if (t.dtype() != DType::Int64) invalid("input " + std::to_string(i) + " must be int64, got " + dtype_name(t.dtype()));
   std::vector<int64_t> out(size_t(t.numel()));
   const Tensor c = t.contiguous();
@@ -75,11 +71,16 @@ std::vector<int64_t> NodeContext::input_ints(size_t i) const {
 
 std::vector<double> NodeContext::input_floats(size_t i) const {
   const Tensor& t = input(i);
-  if (!is_concrete(t)) {
-    unsupported("input " + std::to_string(i) + " ('" + input_names_[i].substr(0, 80) +
-                "') must be known when the model is imported, here it depends on input values");
-  }
+  if (!is_concrete(t)) need_value(i);
   return t.to_vector();
+}
+
+void NodeContext::need_value(size_t i) const {
+  throw onnx::ValueDependent(where() + ": input " + std::to_string(i) + " ('" + input_names_[i].substr(0, 80) +
+                                 "') must be known when the model is imported (an initializer, a Constant, or "
+                                 "computed from them and from shapes): smelt graphs have static shapes, and here "
+                                 "it depends on graph input values",
+                             input_names_[i]);
 }
 
 const AttributeProto* NodeContext::find_attr(const std::string& name, int type) {

@@ -52,6 +52,8 @@ class NodeContext {
   [[noreturn]] void unsupported(const std::string& what) const;
   // smelt::Error: "<where>: <what>" (the model is invalid).
   [[noreturn]] void invalid(const std::string& what) const;
+  // onnx::ValueDependent: input i's values are needed but depend on graph inputs.
+  [[noreturn]] void need_value(size_t i) const;
   // Throws for attributes the node sets that the converter never read.
   void check_all_attrs_read() const;
 

@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   smelt::tools::register_opt(app);
   smelt::tools::register_cache(app);
   smelt::tools::register_compile(app);
+  smelt::tools::register_run(app);
+  smelt::tools::register_check(app);
 
   try {
     check_environment();
