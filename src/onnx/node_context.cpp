@@ -161,6 +161,7 @@ const Converter* find_converter(const std::string& op_type) {
     register_shape_converters();
     register_nn_converters();
     register_index_converters();
+    register_resize_converters();
   });
   auto it = registry().find(op_type);
   return it == registry().end() ? nullptr : &it->second;

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "smelt: error: %s (--help lists the options)\n", e.what());
     return e.get_exit_code();
   } catch (const smelt::Error& e) {
+    std::fflush(stdout);  // what the command printed comes first
     std::fprintf(stderr, "smelt: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
