@@ -162,6 +162,7 @@ const Converter* find_converter(const std::string& op_type) {
     register_nn_converters();
     register_index_converters();
     register_resize_converters();
+    register_einsum_converter();
   });
   auto it = registry().find(op_type);
   return it == registry().end() ? nullptr : &it->second;

@@ -81,6 +81,7 @@ void register_shape_converters();
 void register_nn_converters();
 void register_index_converters();
 void register_resize_converters();
+void register_einsum_converter();
 
 // Helpers shared by the families.
 bool is_concrete(const Tensor& t);                     // has data (not a symbolic graph value)

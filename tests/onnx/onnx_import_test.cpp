@@ -298,3 +298,58 @@ TEST(OnnxImport, InitializersAsParams) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Einsum "ijk,kjl->li" (j and k contracted, the output permuted) against a naive loop, and a
+// letter summed on one side only ("ab,c->a").
+TEST(OnnxImport, EinsumContractionsMatchANaiveLoop) {
+  auto einsum_model = [](const std::string& eq, std::vector<int64_t> a, std::vector<int64_t> b) {
+    ::onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    auto* g = m.mutable_graph();
+    for (auto [name, dims] : {std::pair{"a", a}, std::pair{"b", b}}) {
+      auto* in = g->add_input();
+      in->set_name(name);
+      auto* tt = in->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(::onnx::TensorProto::FLOAT);
+      for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    auto* n = g->add_node();
+    n->set_op_type("Einsum");
+    n->add_input("a");
+    n->add_input("b");
+    n->add_output("y");
+    auto* attr = n->add_attribute();
+    attr->set_name("equation");
+    attr->set_type(::onnx::AttributeProto::STRING);
+    attr->set_s(eq);
+    g->add_output()->set_name("y");
+    return m.SerializeAsString();
+  };
+  Tensor a = randn({2, 3, 4}), b = randn({4, 3, 5});
+  Tensor y = onnx::import_model_bytes(einsum_model("ijk, kjl -> li", {2, 3, 4}, {4, 3, 5})).graph.run({a, b})[0];
+  ASSERT_EQ(y.shape(), (Shape{5, 2}));
+  std::vector<double> av = a.to_vector(), bv = b.to_vector(), yv = y.to_vector();
+  for (int l = 0; l < 5; ++l) {
+    for (int i = 0; i < 2; ++i) {
+      double want = 0;
+      for (int j = 0; j < 3; ++j) {
+        for (int k = 0; k < 4; ++k) want += av[size_t((i * 3 + j) * 4 + k)] * bv[size_t((k * 3 + j) * 5 + l)];
+      }
+      EXPECT_NEAR(yv[size_t(l * 2 + i)], want, 1e-4) << "l " << l << " i " << i;
+    }
+  }
+  Tensor p = randn({2, 3}), q = randn({4});
+  Tensor z = onnx::import_model_bytes(einsum_model("ab,c->a", {2, 3}, {4})).graph.run({p, q})[0];
+  std::vector<double> pv = p.to_vector(), qv = q.to_vector(), zv = z.to_vector();
+  const double qs = qv[0] + qv[1] + qv[2] + qv[3];
+  for (int i = 0; i < 2; ++i) EXPECT_NEAR(zv[size_t(i)], (pv[size_t(3 * i)] + pv[size_t(3 * i + 1)] + pv[size_t(3 * i + 2)]) * qs, 1e-4);
+  expect_error([&] { onnx::import_model_bytes(einsum_model("ii,ij->j", {3, 3}, {3, 2})); }, "diagonal");
+  expect_error([&] { onnx::import_model_bytes(einsum_model("ab,bc->az", {2, 3}, {3, 2})); }, "output letter 'z'");
+}
+
+}  // namespace
+}  // namespace smelt
