@@ -42,6 +42,7 @@ Tensor gather_node(NodeContext& c) {
 
 // Row numbers into data flattened to (prod(B) * prod(D[:k]), D[k:]), for indices (B..., I..., k).
 Tensor nd_rows(NodeContext& c, const Shape& data, const Tensor& indices, int64_t batch_dims) {
+  if (indices.dim() < 1) c.invalid("indices must have at least one dim");
   const int64_t k = indices.size(-1);
   const size_t b = size_t(batch_dims);
   if (k < 1 || b + size_t(k) > data.size()) c.invalid("the last dim of indices must be in [1, rank - batch_dims]");
@@ -96,6 +97,7 @@ Tensor scatter_elements(NodeContext& c) {
 Tensor scatter_nd(NodeContext& c) {
   const Tensor &x = c.input(0), &upd = c.input(2);
   const Tensor& idx = check_index(c, c.input(1));
+  if (idx.dim() < 1) c.invalid("indices must have at least one dim");
   const std::string reduction = c.opset() >= 16 ? c.attr_string("reduction", "none") : "none";
   const Shape& s = x.shape();
   const size_t used = size_t(idx.size(-1));

@@ -24,6 +24,7 @@ struct Window {
 Window read_window(NodeContext& c, const Tensor& x, const std::vector<int64_t>& kernel, bool is_pool,
                    bool apply_auto_pad = true) {
   const int64_t sd = x.dim() - 2;
+  if (sd < 1) c.invalid("the input " + shape_str(x.shape()) + " must be (N, C, spatial...)");
   if (sd != 1 && sd != 2) c.unsupported(std::to_string(sd) + "-D spatial input (supported: 1-D and 2-D)");
   Window w;
   w.kernel = kernel;
@@ -98,11 +99,20 @@ std::vector<int64_t> ceil_extra(const Window& w, const Tensor& x) {
   return extra;
 }
 
+// x (N, C, spatial...) and w (O, C / groups, kernel...) of the same rank, at least 3.
+void check_ranks(NodeContext& c, const Tensor& x, const Tensor& w) {
+  if (x.dim() < 3 || w.dim() != x.dim()) {
+    c.invalid("input " + shape_str(x.shape()) + " and weight " + shape_str(w.shape()) +
+              " must have the same rank, at least 3 (N, C, spatial...)");
+  }
+}
+
 bool symmetric(const Window& w) { return w.pad_begin == w.pad_end; }
 
 Tensor conv(NodeContext& c) {
   const Tensor &x0 = c.input(0), &w0 = c.input(1);
   if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
+  check_ranks(c, x0, w0);
   std::vector<int64_t> kernel(w0.shape().begin() + 2, w0.shape().end());
   if (c.has_attr("kernel_shape")) kernel = c.attr_ints("kernel_shape");
   Window w = read_window(c, x0, kernel, false);
@@ -120,6 +130,7 @@ Tensor conv(NodeContext& c) {
 Tensor conv_transpose(NodeContext& c) {
   const Tensor &x0 = c.input(0), &w0 = c.input(1);
   if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
+  check_ranks(c, x0, w0);
   const int64_t sd = x0.dim() - 2;
   std::vector<int64_t> kernel(w0.shape().begin() + 2, w0.shape().end());
   if (c.has_attr("kernel_shape")) kernel = c.attr_ints("kernel_shape");

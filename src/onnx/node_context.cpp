@@ -173,7 +173,7 @@ void register_converter(const std::string& op_type, Converter fn) { registry()[o
 bool is_concrete(const Tensor& t) { return t.defined() && bool(t.storage()); }
 
 int64_t normalize_axis(NodeContext& c, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) {
+  if (axis < -rank || axis >= rank) {
     c.invalid("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) +
               "; valid: [" + std::to_string(-rank) + ", " + std::to_string(rank - 1) + "]");
   }

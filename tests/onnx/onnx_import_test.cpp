@@ -353,3 +353,29 @@ TEST(OnnxImport, EinsumContractionsMatchANaiveLoop) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Inputs the fuzzer (fuzz_targets/onnx_fuzz.cpp) found crashing, kept as regressions: each must
+// import or be refused with a user error. conv_weight_rank_0.onnx: a Conv whose weight has no
+// dims (the kernel size was read from dims it does not have).
+TEST(OnnxImport, FuzzerRegressions) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(SMELT_TEST_DIR) + "/onnx/regressions")) {
+    std::ifstream f(e.path(), std::ios::binary);
+    const std::string b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    onnx::ImportOptions o;
+    o.dims["N"] = 2;
+    try {
+      onnx::import_model_bytes(b, o);
+    } catch (const Error& err) {
+      EXPECT_FALSE(err.internal()) << e.path() << ": " << err.what();
+    }
+    ++n;
+  }
+  EXPECT_GE(n, 1);
+}
+
+}  // namespace
+}  // namespace smelt
