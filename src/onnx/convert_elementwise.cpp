@@ -100,6 +100,20 @@ void register_elementwise_converters() {
   unary("Neg", neg, false);
   unary("Abs", abs, false);
   unary("Sign", sign, false);
+  unary("Floor", floor);
+  unary("Ceil", ceil);
+  unary("Round", round);
+  unary("Sin", sin);
+  unary("Cos", cos);
+  unary("Tan", tan);
+  unary("Asin", asin);
+  unary("Acos", acos);
+  unary("Atan", atan);
+  unary("Sinh", sinh);
+  unary("Cosh", cosh);
+  unary("Asinh", asinh);
+  unary("Acosh", acosh);
+  unary("Atanh", atanh);
   register_converter("Reciprocal", [](NodeContext& c) -> Ts {
     need_float(c, c.input(0));
     return {scalar_of(1, c.input(0)) / c.input(0)};
@@ -210,7 +224,10 @@ void register_elementwise_converters() {
     const bool fmod = c.attr_int("fmod", 0) != 0;
     if (dtype_is_floating(a.dtype())) {
       if (!fmod) c.invalid("Mod of floating-point operands needs fmod=1");
-      c.unsupported("Mod of floating-point operands (fmod=1) is not supported yet (needs a trunc op)");
+      // fmod(a, b) = a - trunc(a / b) b: exact while the quotient is well below 2^24 (float32).
+      Tensor q = a / b;
+      Tensor trunc = where(lt(q, scalar_of(0, q)), ceil(q), floor(q));
+      return a - trunc * b;
     }
     return arith(a, b, [fmod](auto x, auto y) { return int_mod(x, y, fmod); });
   });
