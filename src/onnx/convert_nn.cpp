@@ -145,6 +145,7 @@ Tensor conv_transpose(NodeContext& c) {
   }
   if (auto_pad == "VALID") w.pad_begin = w.pad_end = {0, 0};
   if (int64_t(out_pad.size()) != sd) c.invalid("output_padding must match the spatial rank");
+  if (!out_shape.empty() && int64_t(out_shape.size()) != sd) c.invalid("output_shape must have one entry per spatial dim");
   if (sd == 1) out_pad.insert(out_pad.begin(), 0);
   Tensor x = to_2d(x0), wt = to_2d(w0);
   std::vector<int64_t> full(2), begin = w.pad_begin, end = w.pad_end;
@@ -157,7 +158,7 @@ Tensor conv_transpose(NodeContext& c) {
     std::vector<int64_t> target(2);
     for (int64_t d = 0; d < 2; ++d) {
       const int64_t k = d - (2 - sd);
-      target[size_t(d)] = k < 0 ? 1 : !out_shape.empty() ? out_shape.at(size_t(k)) : x.size(2 + d) * w.stride[size_t(d)];
+      target[size_t(d)] = k < 0 ? 1 : !out_shape.empty() ? out_shape[size_t(k)] : x.size(2 + d) * w.stride[size_t(d)];
       int64_t total = full[size_t(d)] - target[size_t(d)];
       if (total < 0) {  // the output needs more output padding than given: it grows at the end
         if (-total >= w.stride[size_t(d)]) c.invalid("output_shape is larger than the stride allows");

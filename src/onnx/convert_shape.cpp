@@ -319,7 +319,12 @@ void reg_shape() {
   register_converter("Size", [](NodeContext& c) -> Ts { return {scalar_tensor(double(c.input(0).numel()), DType::Int64)}; });
   register_converter("Range", [](NodeContext& c) -> Ts {
     const Tensor& s = c.input(0);
-    const double start = c.input_floats(0).at(0), limit = c.input_floats(1).at(0), delta = c.input_floats(2).at(0);
+    auto scalar = [&](size_t i) {
+      const std::vector<double> v = c.input_floats(i);
+      if (v.size() != 1) c.invalid("input " + std::to_string(i) + " must hold one number");
+      return v[0];
+    };
+    const double start = scalar(0), limit = scalar(1), delta = scalar(2);
     if (delta == 0) c.invalid("delta is 0");
     const double n = std::max(std::ceil((limit - start) / delta), 0.0);
     if (!(n < double(int64_t(1) << 40))) c.invalid("the range has too many elements");
@@ -349,7 +354,9 @@ void reg_shape() {
     const Tensor& x = c.input(0);
     if (x.dim() < 2) c.invalid("the input must have at least 2 dims");
     const bool upper = c.attr_int("upper", 1) != 0;
-    const int64_t k = c.has_input(1) ? c.input_ints(1).at(0) : 0;
+    std::vector<int64_t> kv = c.has_input(1) ? c.input_ints(1) : std::vector<int64_t>{0};
+    if (kv.size() != 1) c.invalid("k must hold one number");
+    const int64_t k = kv[0];
     const int64_t rows = x.size(-2), cols = x.size(-1);
     Tensor i = arange(double(rows)).reshape({rows, 1}), j = arange(double(cols)).reshape({1, cols});
     Tensor diff = j - i;  // j - i >= k keeps the upper part

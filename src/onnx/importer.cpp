@@ -187,6 +187,10 @@ void convert_node(const ::onnx::NodeProto& node, int64_t opset, const std::strin
     const std::string w = ctx.where();
     if (std::string(e.what()).rfind(w, 0) == 0) throw;
     throw Error(w + ": " + e.what(), e.internal());
+  } catch (const std::exception& e) {
+    // A converter that let a library exception through (an unchecked index): a smelt bug, but
+    // still a clear error naming the node, never a terminate.
+    throw Error(ctx.where() + ": " + e.what(), true);
   }
   for (int k = 0; k < node.output_size(); ++k) {
     const std::string& name = node.output(k);
