@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev               # reading data/digits.csv.gz
   pybind11-dev python3-dev # the Python module (python/)
   python3-numpy python3-pytest  # its NumPy interop and its tests
+  libonnx-dev libprotobuf-dev  # ONNX import: the ONNX protobuf schema and its runtime
 )
 case "${1:-}" in
   bench|golden) packages+=(python3-torch python3-numpy) ;;

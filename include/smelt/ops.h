@@ -29,6 +29,21 @@ Tensor silu(const Tensor& x);
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
 Tensor cast(const Tensor& x, DType dtype);
+// Rounding (float only; round is half to even; gradients are zero) and trigonometric functions.
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
 
 // ---- elementwise, binary (NumPy broadcasting; two tensors must have the same dtype; a number
 // on either side is promoted with the tensor as in PyTorch, see smelt/scalar.h)

@@ -336,6 +336,23 @@ template <class T> inline T gelu_tanh(T x) {
 }
 template <> inline float gelu_tanh<float>(float x) { return f32::gelu_tanh(x); }
 template <class T> inline T silu(T x) { return x * sigmoid(x); }
+// Rounding; round is half to even (std::nearbyint in the default rounding mode, as PyTorch and
+// ONNX). NaN and infinities pass through.
+template <class T> inline T floor(T x) { return std::floor(x); }
+template <class T> inline T ceil(T x) { return std::ceil(x); }
+template <class T> inline T round(T x) { return std::nearbyint(x); }
+// Trigonometric and hyperbolic functions and their inverses: the C library's.
+template <class T> inline T sin(T x) { return std::sin(x); }
+template <class T> inline T cos(T x) { return std::cos(x); }
+template <class T> inline T tan(T x) { return std::tan(x); }
+template <class T> inline T asin(T x) { return std::asin(x); }
+template <class T> inline T acos(T x) { return std::acos(x); }
+template <class T> inline T atan(T x) { return std::atan(x); }
+template <class T> inline T sinh(T x) { return std::sinh(x); }
+template <class T> inline T cosh(T x) { return std::cosh(x); }
+template <class T> inline T asinh(T x) { return std::asinh(x); }
+template <class T> inline T acosh(T x) { return std::acosh(x); }
+template <class T> inline T atanh(T x) { return std::atanh(x); }
 template <> inline float silu<float>(float x) { return f32::silu(x); }
 // softplus(x) = log(1 + exp(beta x)) / beta, linear above `threshold` (as PyTorch)
 template <class T> inline T softplus(T x, T beta, T threshold) {

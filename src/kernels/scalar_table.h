@@ -57,6 +57,20 @@ enum class ScalarResult : uint8_t {
   X(softplus, 1, 2, Floating, SameAsOperand)       \
   X(clamp, 1, 2, Numeric, SameAsOperand)           \
   X(cast, 1, 0, All, CastTarget)                   \
+  X(floor, 1, 0, Floating, SameAsOperand) \
+  X(ceil, 1, 0, Floating, SameAsOperand) \
+  X(round, 1, 0, Floating, SameAsOperand) \
+  X(sin, 1, 0, Floating, SameAsOperand) \
+  X(cos, 1, 0, Floating, SameAsOperand) \
+  X(tan, 1, 0, Floating, SameAsOperand) \
+  X(asin, 1, 0, Floating, SameAsOperand) \
+  X(acos, 1, 0, Floating, SameAsOperand) \
+  X(atan, 1, 0, Floating, SameAsOperand) \
+  X(sinh, 1, 0, Floating, SameAsOperand) \
+  X(cosh, 1, 0, Floating, SameAsOperand) \
+  X(asinh, 1, 0, Floating, SameAsOperand) \
+  X(acosh, 1, 0, Floating, SameAsOperand) \
+  X(atanh, 1, 0, Floating, SameAsOperand) \
   X(add, 2, 0, Numeric, SameAsOperand)             \
   X(sub, 2, 0, Numeric, SameAsOperand)             \
   X(mul, 2, 0, Numeric, SameAsOperand)             \

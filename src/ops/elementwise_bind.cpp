@@ -44,6 +44,8 @@ std::optional<ScalarCall> elementwise_scalar_call(OpId op, const Attrs& attrs, D
     SMELT_SAME_NAME(pow) SMELT_SAME_NAME(maximum) SMELT_SAME_NAME(minimum) SMELT_SAME_NAME(eq)
     SMELT_SAME_NAME(ne) SMELT_SAME_NAME(lt) SMELT_SAME_NAME(le) SMELT_SAME_NAME(gt)
     SMELT_SAME_NAME(ge) SMELT_SAME_NAME(where)
+    SMELT_SAME_NAME(floor) SMELT_SAME_NAME(ceil) SMELT_SAME_NAME(round) SMELT_SAME_NAME(sin) SMELT_SAME_NAME(cos) SMELT_SAME_NAME(tan) SMELT_SAME_NAME(asin)
+    SMELT_SAME_NAME(acos) SMELT_SAME_NAME(atan) SMELT_SAME_NAME(sinh) SMELT_SAME_NAME(cosh) SMELT_SAME_NAME(asinh) SMELT_SAME_NAME(acosh) SMELT_SAME_NAME(atanh)
 #undef SMELT_SAME_NAME
     // leaky_relu(x, negative_slope)
     case OpId::leaky_relu: return ScalarCall{ScalarFn::leaky_relu, {attrs.get_float("negative_slope")}};

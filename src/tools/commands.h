@@ -13,5 +13,7 @@ void register_fuzz(CLI::App& app);  // smelt fuzz: differential fuzzer of the pa
 void register_opt(CLI::App& app);   // smelt opt: run passes over a text IR file
 void register_cache(CLI::App& app); // smelt cache stats|clear: the disk cache of compiled kernels
 void register_compile(CLI::App& app);  // smelt compile: fusion, kernels, memory plan of an IR file
+void register_run(CLI::App& app);      // smelt run: import an ONNX model and run it
+void register_check(CLI::App& app);    // smelt check: ONNX conformance cases against their outputs
 
 }  // namespace smelt::tools

@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   smelt::tools::register_opt(app);
   smelt::tools::register_cache(app);
   smelt::tools::register_compile(app);
+  smelt::tools::register_run(app);
+  smelt::tools::register_check(app);
 
   try {
     check_environment();
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "smelt: error: %s (--help lists the options)\n", e.what());
     return e.get_exit_code();
   } catch (const smelt::Error& e) {
+    std::fflush(stdout);  // what the command printed comes first
     std::fprintf(stderr, "smelt: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {

@@ -19,7 +19,9 @@ void add_elementwise(std::map<std::string, GoldenFn>& t) {
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, UnaryFn>>{
            {"neg", neg}, {"exp", exp}, {"log", log}, {"sqrt", sqrt}, {"rsqrt", rsqrt},
            {"abs", abs}, {"sign", sign}, {"erf", erf}, {"relu", relu}, {"sigmoid", sigmoid},
-           {"tanh", tanh}, {"silu", silu}}) {
+           {"tanh", tanh}, {"silu", silu}, {"floor", floor}, {"ceil", ceil}, {"round", round},
+           {"sin", sin}, {"cos", cos}, {"tan", tan}, {"asin", asin}, {"acos", acos}, {"atan", atan},
+           {"sinh", sinh}, {"cosh", cosh}, {"asinh", asinh}, {"acosh", acosh}, {"atanh", atanh}}) {
     t[name] = [fn](Call c) -> Outs { return {fn(c.in("x"))}; };
   }
   t["leaky_relu"] = [](Call c) -> Outs {

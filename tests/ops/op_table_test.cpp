@@ -112,6 +112,10 @@ void workload() {
   const DType f64 = DType::Float64;
   Tensor x = uniform({3, 4}, 0.5, 2.0, f64, &gen), y = uniform({4}, 0.5, 2.0, f64, &gen);
   for (auto fn : {neg, exp, log, sqrt, rsqrt, abs, sign, erf, relu, sigmoid, tanh, silu}) fn(x);
+  // x in [0.5, 2): acosh needs >= 1 and asin/acos/atanh |x| < 1, so those get their own inputs.
+  for (auto fn : {floor, ceil, round, sin, cos, tan, atan, sinh, cosh, asinh}) fn(x);
+  for (auto fn : {asin, acos, atanh}) fn(x * 0.4);
+  acosh(x + 1.0);
   leaky_relu(x, 0.1);
   gelu(x, GeluApprox::None);
   gelu(x, GeluApprox::Tanh);

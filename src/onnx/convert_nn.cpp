@@ -1,0 +1,322 @@
+// Neural-network ops: Conv, ConvTranspose, pooling, normalization, MatMul, Gemm. 1-D convs and
+// pools run as 2-D ones over a height of 1; ONNX's asymmetric pads, auto_pad and ceil_mode become
+// explicit padding in front of smelt's symmetric-padding kernels; ConvTranspose is smelt's
+// conv2d_grad_input (the same computation).
+#include <cmath>
+#include <limits>
+
+#include "onnx/node_context.h"
+#include "ops/dispatch.h"
+#include "smelt/creation.h"
+#include "smelt/ops.h"
+
+namespace smelt::onnx_import {
+namespace {
+
+using Ts = std::vector<Tensor>;
+
+// Spatial window attributes, normalized to 2-D (1-D ops get a leading 1).
+struct Window {
+  std::vector<int64_t> kernel, stride, dilation, pad_begin, pad_end;
+  bool ceil_mode = false;
+};
+
+Window read_window(NodeContext& c, const Tensor& x, const std::vector<int64_t>& kernel, bool is_pool,
+                   bool apply_auto_pad = true) {
+  const int64_t sd = x.dim() - 2;
+  if (sd < 1) c.invalid("the input " + shape_str(x.shape()) + " must be (N, C, spatial...)");
+  if (sd != 1 && sd != 2) c.unsupported(std::to_string(sd) + "-D spatial input (supported: 1-D and 2-D)");
+  Window w;
+  w.kernel = kernel;
+  if (int64_t(kernel.size()) != sd) c.invalid("kernel_shape must have " + std::to_string(sd) + " entries");
+  w.stride = c.attr_ints("strides", std::vector<int64_t>(size_t(sd), 1));
+  w.dilation = c.attr_ints("dilations", std::vector<int64_t>(size_t(sd), 1));
+  std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * sd), 0));
+  if (is_pool) w.ceil_mode = c.attr_int("ceil_mode", 0) != 0;
+  if (int64_t(w.stride.size()) != sd || int64_t(w.dilation.size()) != sd || int64_t(pads.size()) != 2 * sd) {
+    c.invalid("strides, dilations and pads must match the spatial rank");
+  }
+  for (int64_t v : w.stride) if (v < 1) c.invalid("strides must be >= 1");
+  for (int64_t v : w.dilation) if (v < 1) c.invalid("dilations must be >= 1");
+  for (int64_t v : pads) if (v < 0) c.invalid("pads must be >= 0");
+  for (int64_t v : kernel) if (v < 1) c.invalid("kernel sizes must be >= 1");
+  w.pad_begin.assign(pads.begin(), pads.begin() + sd);
+  w.pad_end.assign(pads.begin() + sd, pads.end());
+  const std::string auto_pad = apply_auto_pad ? c.attr_string("auto_pad", "NOTSET") : "NOTSET";
+  if (auto_pad == "VALID") {
+    w.pad_begin.assign(size_t(sd), 0);
+    w.pad_end.assign(size_t(sd), 0);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int64_t d = 0; d < sd; ++d) {
+      const int64_t in = x.size(2 + d), s = w.stride[size_t(d)];
+      const int64_t span = (w.kernel[size_t(d)] - 1) * w.dilation[size_t(d)] + 1;
+      const int64_t total = std::max<int64_t>(0, ((in + s - 1) / s - 1) * s + span - in);
+      const int64_t small = total / 2, big = total - small;
+      w.pad_begin[size_t(d)] = auto_pad == "SAME_UPPER" ? small : big;
+      w.pad_end[size_t(d)] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad != "NOTSET") {
+    c.invalid("auto_pad '" + auto_pad.substr(0, 40) + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  }
+  if (sd == 1) {  // as 2-D over a height of 1
+    for (auto* v : {&w.kernel, &w.stride, &w.dilation}) v->insert(v->begin(), 1);
+    w.pad_begin.insert(w.pad_begin.begin(), 0);
+    w.pad_end.insert(w.pad_end.begin(), 0);
+  }
+  return w;
+}
+
+Tensor to_2d(const Tensor& x) { return x.dim() == 3 ? x.unsqueeze(2) : x; }
+Tensor from_2d(const Tensor& y, int64_t rank) { return rank == 3 ? y.squeeze(2) : y; }
+
+// Pads dims 2 and 3 with `value`: (begin, end) each.
+Tensor pad_hw(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& end, double value) {
+  Tensor y = x;
+  for (int64_t d = 0; d < 2; ++d) {
+    const int64_t b = begin[size_t(d)], e = end[size_t(d)];
+    if (b == 0 && e == 0) continue;
+    Shape sb = y.shape(), se = y.shape();
+    sb[size_t(2 + d)] = b;
+    se[size_t(2 + d)] = e;
+    y = cat({full(sb, value, y.dtype()), y, full(se, value, y.dtype())}, 2 + d);
+  }
+  return y;
+}
+
+// Extra end padding that ceil_mode adds so the last partial window exists (only windows that
+// start inside the input or its explicit padding count).
+std::vector<int64_t> ceil_extra(const Window& w, const Tensor& x) {
+  std::vector<int64_t> extra(2, 0);
+  if (!w.ceil_mode) return extra;
+  for (int64_t d = 0; d < 2; ++d) {
+    const int64_t in = x.size(2 + d) + w.pad_begin[size_t(d)] + w.pad_end[size_t(d)];
+    const int64_t span = (w.kernel[size_t(d)] - 1) * w.dilation[size_t(d)] + 1, s = w.stride[size_t(d)];
+    if (in < span) continue;
+    int64_t out = (in - span + s - 1) / s + 1;
+    if ((out - 1) * s >= x.size(2 + d) + w.pad_begin[size_t(d)]) --out;  // last window starts in the end pad
+    extra[size_t(d)] = std::max<int64_t>(0, (out - 1) * s + span - in);
+  }
+  return extra;
+}
+
+// x (N, C, spatial...) and w (O, C / groups, kernel...) of the same rank, at least 3.
+void check_ranks(NodeContext& c, const Tensor& x, const Tensor& w) {
+  if (x.dim() < 3 || w.dim() != x.dim()) {
+    c.invalid("input " + shape_str(x.shape()) + " and weight " + shape_str(w.shape()) +
+              " must have the same rank, at least 3 (N, C, spatial...)");
+  }
+}
+
+bool symmetric(const Window& w) { return w.pad_begin == w.pad_end; }
+
+Tensor conv(NodeContext& c) {
+  const Tensor &x0 = c.input(0), &w0 = c.input(1);
+  if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
+  check_ranks(c, x0, w0);
+  std::vector<int64_t> kernel(w0.shape().begin() + 2, w0.shape().end());
+  if (c.has_attr("kernel_shape")) kernel = c.attr_ints("kernel_shape");
+  Window w = read_window(c, x0, kernel, false);
+  const int64_t groups = c.attr_int("group", 1);
+  Tensor x = to_2d(x0), wt = to_2d(w0);
+  std::vector<int64_t> padding = w.pad_begin;
+  if (!symmetric(w)) {
+    x = pad_hw(x, w.pad_begin, w.pad_end, 0);
+    padding = {0, 0};
+  }
+  Tensor bias = c.has_input(2) ? c.input(2) : Tensor();
+  return from_2d(conv2d(x, wt, bias, w.stride, padding, w.dilation, groups), x0.dim());
+}
+
+Tensor conv_transpose(NodeContext& c) {
+  const Tensor &x0 = c.input(0), &w0 = c.input(1);
+  if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
+  check_ranks(c, x0, w0);
+  const int64_t sd = x0.dim() - 2;
+  std::vector<int64_t> kernel(w0.shape().begin() + 2, w0.shape().end());
+  if (c.has_attr("kernel_shape")) kernel = c.attr_ints("kernel_shape");
+  const int64_t groups = c.attr_int("group", 1);
+  std::vector<int64_t> out_pad = c.attr_ints("output_padding", std::vector<int64_t>(size_t(std::max<int64_t>(sd, 0)), 0));
+  std::vector<int64_t> out_shape = c.attr_ints("output_shape", std::vector<int64_t>{});
+  // auto_pad for ConvTranspose is about the output: read it here, the window reader sees NOTSET.
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  Window w = read_window(c, x0, kernel, false, false);
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID") {
+    c.invalid("auto_pad '" + auto_pad.substr(0, 40) + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  }
+  if (auto_pad == "VALID") w.pad_begin = w.pad_end = {0, 0};
+  if (int64_t(out_pad.size()) != sd) c.invalid("output_padding must match the spatial rank");
+  if (!out_shape.empty() && int64_t(out_shape.size()) != sd) c.invalid("output_shape must have one entry per spatial dim");
+  if (sd == 1) out_pad.insert(out_pad.begin(), 0);
+  Tensor x = to_2d(x0), wt = to_2d(w0);
+  std::vector<int64_t> full(2), begin = w.pad_begin, end = w.pad_end;
+  for (int64_t d = 0; d < 2; ++d) {
+    const size_t i = size_t(d);
+    const int64_t span = (w.kernel[i] - 1) * w.dilation[i] + 1;
+    full[i] = w.stride[i] * (x.size(2 + d) - 1) + out_pad[i] + span;
+  }
+  if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    std::vector<int64_t> target(2);
+    for (int64_t d = 0; d < 2; ++d) {
+      const int64_t k = d - (2 - sd);
+      target[size_t(d)] = k < 0 ? 1 : !out_shape.empty() ? out_shape[size_t(k)] : x.size(2 + d) * w.stride[size_t(d)];
+      int64_t total = full[size_t(d)] - target[size_t(d)];
+      if (total < 0) {  // the output needs more output padding than given: it grows at the end
+        if (-total >= w.stride[size_t(d)]) c.invalid("output_shape is larger than the stride allows");
+        full[size_t(d)] -= total;
+        total = 0;
+      }
+      // ONNX's rule: SAME_UPPER puts the smaller half first, otherwise the larger half.
+      begin[size_t(d)] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[size_t(d)] = total - begin[size_t(d)];
+    }
+  }
+  const int64_t out_channels = wt.size(1) * groups;
+  ops::Attrs attrs{{"input_shape", std::vector<int64_t>{x.size(0), out_channels, full[0], full[1]}},
+                   {"stride", w.stride},
+                   {"padding", std::vector<int64_t>{0, 0}},
+                   {"dilation", w.dilation},
+                   {"groups", groups}};
+  Tensor y = ops::call1(ops::OpId::conv2d_grad_input, {x, wt}, attrs);
+  for (int64_t d = 0; d < 2; ++d) {
+    if (begin[size_t(d)] || end[size_t(d)]) y = slice(y, 2 + d, begin[size_t(d)], full[size_t(d)] - end[size_t(d)]);
+  }
+  if (c.has_input(2)) y = y + c.input(2).reshape({1, out_channels, 1, 1});
+  return from_2d(contiguous(y), x0.dim());
+}
+
+Tensor max_pool(NodeContext& c) {
+  const Tensor& x0 = c.input(0);
+  if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
+  if (c.attr_int("storage_order", 0) != 0) c.unsupported("storage_order=1");
+  Window w = read_window(c, x0, c.attr_ints("kernel_shape"), true);
+  Tensor x = to_2d(x0);
+  std::vector<int64_t> extra = ceil_extra(w, x);
+  std::vector<int64_t> end = {w.pad_end[0] + extra[0], w.pad_end[1] + extra[1]};
+  const double lowest = -std::numeric_limits<double>::infinity();
+  x = pad_hw(x, w.pad_begin, end, lowest);
+  return from_2d(max_pool2d(x, w.kernel, w.stride, {0, 0}, w.dilation), x0.dim());
+}
+
+Tensor avg_pool(NodeContext& c) {
+  const Tensor& x0 = c.input(0);
+  if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
+  const bool include_pad = c.attr_int("count_include_pad", 0) != 0;
+  Window w = read_window(c, x0, c.attr_ints("kernel_shape"), true);
+  for (int64_t d : w.dilation) if (d != 1) c.unsupported("dilations other than 1");
+  Tensor x = to_2d(x0);
+  std::vector<int64_t> extra = ceil_extra(w, x);
+  // smelt's pool takes symmetric padding of at most half the window.
+  const bool small_pads = 2 * w.pad_begin[0] <= w.kernel[0] && 2 * w.pad_begin[1] <= w.kernel[1];
+  if (symmetric(w) && small_pads && extra == std::vector<int64_t>{0, 0} &&
+      (include_pad || (w.pad_begin == std::vector<int64_t>{0, 0}))) {
+    return from_2d(avg_pool2d(x, w.kernel, w.stride, w.pad_begin, true), x0.dim());
+  }
+  // The mean over the counted positions: pooled sums of x (zero padded) over pooled counts.
+  Tensor mask = ones({1, 1, x.size(2), x.size(3)}, x.dtype());
+  mask = pad_hw(mask, w.pad_begin, w.pad_end, include_pad ? 1.0 : 0.0);
+  mask = pad_hw(mask, {0, 0}, extra, 0.0);
+  std::vector<int64_t> end = {w.pad_end[0] + extra[0], w.pad_end[1] + extra[1]};
+  Tensor xp = pad_hw(x, w.pad_begin, end, 0.0);
+  Tensor num = avg_pool2d(xp, w.kernel, w.stride, {0, 0}, true);
+  Tensor den = avg_pool2d(mask, w.kernel, w.stride, {0, 0}, true);
+  return from_2d(num / den, x0.dim());
+}
+
+std::vector<int64_t> spatial_dims(const Tensor& x) {
+  std::vector<int64_t> d;
+  for (int64_t i = 2; i < x.dim(); ++i) d.push_back(i);
+  return d;
+}
+
+// (C) -> (1, C, 1, ...) to broadcast over x (N, C, ...).
+Tensor per_channel(const Tensor& v, const Tensor& x) {
+  Shape s(size_t(x.dim()), 1);
+  s[1] = v.numel();
+  return v.reshape(s);
+}
+
+Tensor batch_norm_node(NodeContext& c) {
+  const Tensor& x = c.input(0);
+  if (c.opset() >= 14 && c.attr_int("training_mode", 0) != 0) c.unsupported("training_mode=1");
+  if (c.opset() < 7 && c.has_attr("is_test")) c.attr_int("is_test");
+  if (c.opset() < 9 && c.has_attr("spatial") && c.attr_int("spatial") != 1) c.unsupported("spatial=0");
+  c.attr_float("momentum", 0.9);
+  const double eps = c.attr_float("epsilon", 1e-5);
+  if (c.num_outputs() > 1) c.unsupported("the training outputs (running mean and variance)");
+  if (x.dim() == 4 || x.dim() == 2) {
+    return batch_norm_functional(x, c.input(3), c.input(4), c.input(1), c.input(2), false, 0.1, eps).y;
+  }
+  Tensor inv = rsqrt(per_channel(c.input(4), x) + eps);
+  return (x - per_channel(c.input(3), x)) * inv * per_channel(c.input(1), x) + per_channel(c.input(2), x);
+}
+
+Tensor gemm(NodeContext& c) {
+  Tensor a = c.input(0), b = c.input(1);
+  if (c.attr_int("transA", 0)) a = a.t();
+  if (c.attr_int("transB", 0)) b = b.t();
+  const double alpha = c.attr_float("alpha", 1.0), beta = c.attr_float("beta", 1.0);
+  if (c.opset() < 7 && c.has_attr("broadcast")) c.attr_int("broadcast");
+  Tensor y = matmul(a, b);
+  if (alpha != 1.0) y = y * alpha;
+  if (c.has_input(2)) {
+    Tensor bias = c.input(2);
+    y = y + (beta != 1.0 ? bias * beta : bias);
+  }
+  return y;
+}
+
+}  // namespace
+
+void register_nn_converters() {
+  register_converter("Conv", [](NodeContext& c) -> Ts { return {conv(c)}; });
+  register_converter("ConvTranspose", [](NodeContext& c) -> Ts { return {conv_transpose(c)}; });
+  register_converter("MaxPool", [](NodeContext& c) -> Ts {
+    if (c.num_outputs() > 1) c.unsupported("the Indices output");
+    return {max_pool(c)};
+  });
+  register_converter("AveragePool", [](NodeContext& c) -> Ts { return {avg_pool(c)}; });
+  register_converter("GlobalAveragePool", [](NodeContext& c) -> Ts { return {mean(c.input(0), spatial_dims(c.input(0)), true)}; });
+  register_converter("GlobalMaxPool", [](NodeContext& c) -> Ts { return {amax(c.input(0), spatial_dims(c.input(0)), true)}; });
+  register_converter("BatchNormalization", [](NodeContext& c) -> Ts { return {batch_norm_node(c)}; });
+  register_converter("InstanceNormalization", [](NodeContext& c) -> Ts {
+    const Tensor& x = c.input(0);
+    const double eps = c.attr_float("epsilon", 1e-5);
+    const std::vector<int64_t> dims = spatial_dims(x);
+    Tensor centered = x - mean(x, dims, true);
+    Tensor var_ = mean(centered * centered, dims, true);
+    return {centered * rsqrt(var_ + eps) * per_channel(c.input(1), x) + per_channel(c.input(2), x)};
+  });
+  register_converter("LayerNormalization", [](NodeContext& c) -> Ts {
+    const Tensor& x = c.input(0);
+    const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), x.dim());
+    const double eps = c.attr_float("epsilon", 1e-5);
+    if (c.attr_int("stash_type", 1) != 1) c.unsupported("stash_type other than 1 (float32)");
+    std::vector<int64_t> dims;
+    for (int64_t d = axis; d < x.dim(); ++d) dims.push_back(d);
+    Tensor mu = mean(x, dims, true);
+    Tensor centered = x - mu;
+    Tensor rstd = rsqrt(mean(centered * centered, dims, true) + eps);
+    Tensor y = centered * rstd * c.input(1);
+    if (c.has_input(2)) y = y + c.input(2);
+    return {y, mu, rstd};
+  });
+  register_converter("MeanVarianceNormalization", [](NodeContext& c) -> Ts {
+    const Tensor& x = c.input(0);
+    std::vector<int64_t> axes = c.attr_ints("axes", std::vector<int64_t>{0, 2, 3});
+    for (auto& a : axes) a = normalize_axis(c, a, x.dim());
+    Tensor centered = x - mean(x, axes, true);
+    return {centered / (sqrt(mean(centered * centered, axes, true)) + 1e-9)};
+  });
+  register_converter("LpNormalization", [](NodeContext& c) -> Ts {
+    const Tensor& x = c.input(0);
+    const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), x.dim());
+    const int64_t p = c.attr_int("p", 2);
+    if (p != 1 && p != 2) c.invalid("p must be 1 or 2");
+    Tensor norm = p == 1 ? sum(abs(x), {axis}, true) : sqrt(sum(x * x, {axis}, true));
+    return {x / norm};
+  });
+  register_converter("MatMul", [](NodeContext& c) -> Ts { return {matmul(c.input(0), c.input(1))}; });
+  register_converter("Gemm", [](NodeContext& c) -> Ts { return {gemm(c)}; });
+}
+
+}  // namespace smelt::onnx_import
