@@ -125,7 +125,7 @@ Tensor number_operand(py::handle obj, double value, const Tensor& like) {
     *static_cast<int64_t*>(t.raw_data()) = v;
     return t;
   }
-  return scalar_like(value, like);
+  return scalar_like(like, value);
 }
 
 Tensor tensor_operand(py::handle obj, const Tensor& like, const char* where) {

@@ -235,7 +235,7 @@ void bind_functional(py::module_& m) {
      py::arg("bias") = py::none(), py::arg("training") = false, py::arg("momentum") = 0.1, py::arg("eps") = 1e-5);
   m.def("dropout", [](const Tensor& x, double p, bool training) { return dropout(x, p, training); },
         py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true);
-  m.def("embedding", [](const Tensor& indices, const Tensor& weight) { return embedding(weight, indices); },
+  m.def("embedding", [](const Tensor& indices, const Tensor& weight) { return embedding(indices, weight); },
         py::arg("input"), py::arg("weight"));
   m.def("one_hot", [](const Tensor& x, int64_t n) { return one_hot(x, n); }, py::arg("tensor"),
         py::arg("num_classes"));

@@ -73,6 +73,7 @@ std::vector<MethodCase> method_cases() {
   Tensor idx = from_vector({2, 0, 2}, {3});
   Tensor gidx = from_vector({0, 3, 1, 1, 2, 0}, {3, 2});
   Tensor src = random_tensor({3, 3}, -1, 1, 5);
+  Tensor unit = random_tensor({3, 4}, -0.9, 0.9, 6), one_plus = random_tensor({3, 4}, 1, 4, 7);
   return {
       {"neg", [=] { return a.neg(); }, [=] { return neg(a); }},
       {"exp", [=] { return a.exp(); }, [=] { return exp(a); }},
@@ -88,6 +89,20 @@ std::vector<MethodCase> method_cases() {
       {"tanh", [=] { return a.tanh(); }, [=] { return tanh(a); }},
       {"gelu", [=] { return a.gelu(GeluApprox::Tanh); }, [=] { return gelu(a, GeluApprox::Tanh); }},
       {"silu", [=] { return a.silu(); }, [=] { return silu(a); }},
+      {"floor", [=] { return a.floor(); }, [=] { return floor(a); }},
+      {"ceil", [=] { return a.ceil(); }, [=] { return ceil(a); }},
+      {"round", [=] { return a.round(); }, [=] { return round(a); }},
+      {"sin", [=] { return a.sin(); }, [=] { return sin(a); }},
+      {"cos", [=] { return a.cos(); }, [=] { return cos(a); }},
+      {"tan", [=] { return a.tan(); }, [=] { return tan(a); }},
+      {"asin", [=] { return unit.asin(); }, [=] { return asin(unit); }},
+      {"acos", [=] { return unit.acos(); }, [=] { return acos(unit); }},
+      {"atan", [=] { return a.atan(); }, [=] { return atan(a); }},
+      {"sinh", [=] { return a.sinh(); }, [=] { return sinh(a); }},
+      {"cosh", [=] { return a.cosh(); }, [=] { return cosh(a); }},
+      {"asinh", [=] { return a.asinh(); }, [=] { return asinh(a); }},
+      {"acosh", [=] { return one_plus.acosh(); }, [=] { return acosh(one_plus); }},
+      {"atanh", [=] { return unit.atanh(); }, [=] { return atanh(unit); }},
       {"softplus", [=] { return a.softplus(2.0, 1.0); }, [=] { return softplus(a, 2.0, 1.0); }},
       {"clamp", [=] { return a.clamp(-0.5, std::nullopt); }, [=] { return clamp(a, -0.5, std::nullopt); }},
       {"add", [=] { return a.add(b); }, [=] { return add(a, b); }},
