@@ -114,6 +114,20 @@ void bind_functional(py::module_& m) {
   def_unary<sigmoid>(m, "sigmoid");
   def_unary<tanh>(m, "tanh");
   def_unary<silu>(m, "silu");
+  def_unary<floor>(m, "floor");
+  def_unary<ceil>(m, "ceil");
+  def_unary<round>(m, "round");
+  def_unary<sin>(m, "sin");
+  def_unary<cos>(m, "cos");
+  def_unary<tan>(m, "tan");
+  def_unary<asin>(m, "asin");
+  def_unary<acos>(m, "acos");
+  def_unary<atan>(m, "atan");
+  def_unary<sinh>(m, "sinh");
+  def_unary<cosh>(m, "cosh");
+  def_unary<asinh>(m, "asinh");
+  def_unary<acosh>(m, "acosh");
+  def_unary<atanh>(m, "atanh");
   m.def("gelu", [](const Tensor& x, const std::string& approximate) {
     if (approximate != "none" && approximate != "tanh") {
       throw py::value_error("gelu: approximate must be 'none' or 'tanh', got '" + approximate + "'");

@@ -215,6 +215,20 @@ def test_methods_match_numpy(rng):
     np.testing.assert_allclose(smelt.where(t > 0, t, 0.0).numpy(), np.where(a > 0, a, 0.0))
 
 
+@pytest.mark.parametrize("name,low,high,ref", [
+    ("floor", -3, 3, np.floor), ("ceil", -3, 3, np.ceil), ("round", -3, 3, np.round),
+    ("sin", -3, 3, np.sin), ("cos", -3, 3, np.cos), ("tan", -1.2, 1.2, np.tan),
+    ("asin", -0.99, 0.99, np.arcsin), ("acos", -0.99, 0.99, np.arccos), ("atan", -3, 3, np.arctan),
+    ("sinh", -3, 3, np.sinh), ("cosh", -3, 3, np.cosh), ("asinh", -3, 3, np.arcsinh),
+    ("acosh", 1, 4, np.arccosh), ("atanh", -0.99, 0.99, np.arctanh)])
+def test_rounding_and_trigonometric_methods_match_numpy(rng, name, low, high, ref):
+    a = rng.uniform(low, high, (3, 5))
+    a[0, 0] = 2.5 if name == "round" else a[0, 0]  # half to even, as NumPy
+    t = smelt.tensor(a)
+    np.testing.assert_allclose(getattr(t, name)().numpy(), ref(a), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(getattr(smelt, name)(t).numpy(), ref(a), rtol=1e-12, atol=1e-15)
+
+
 def test_operator_slots_and_methods_agree():
     # `a + b` of two plain tensors takes the direct slot; subclasses (Parameter), numbers and
     # reflected forms go through the methods' path: same results, same errors.
