@@ -5,12 +5,14 @@
 // of the kernels/scalar.h that generated kernels include. Compiled
 // kernels live
 //   - in memory: an LRU of loaded kernels (KernelCacheOptions::memory_entries, default 1000);
-//   - on disk, in `$SMELT_CACHE_DIR` (default ~/.cache/smelt): <key>.so with a trailer (magic,
-//     size, checksum, key) appended after the ELF image, which the loader ignores, plus the
-//     source <key>.cpp. An entry is written to a temporary file and renamed into place, so
-//     processes compiling the same kernel at once each publish a complete file and the last
-//     rename wins. An entry whose trailer does not match (truncated, overwritten) or that dlopen
-//     refuses is reported once and rebuilt.
+//   - on disk, in `$SMELT_CACHE_DIR` (default ~/.cache/smelt): <key>.so, the shared object with
+//     the keys it holds and a trailer (magic, sizes, checksum) appended after the ELF image, which
+//     the loader ignores (codegen/disk_cache.h), plus the kernel's source <key>.cpp. Kernels
+//     requested together (a plan's, get_many) compile in batches, several per compiler run, into
+//     one shared object hard-linked under each key. An entry is written to a temporary file and
+//     renamed into place, so processes compiling the same kernel at once each publish a complete
+//     file and the last rename wins. An entry whose trailer does not match (truncated,
+//     overwritten) or that dlopen refuses is reported once and rebuilt.
 //
 // Tiered execution: get() returns a KernelHandle at once. Its run() calls the compiled kernel
 // when one is ready (memory or disk hit) and otherwise the tile interpreter while a small
