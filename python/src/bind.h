@@ -69,4 +69,7 @@ std::shared_ptr<py::object> gil_safe(py::object obj);
 // numbers, or a number. dtype None: the array's dtype, or float32 / int64 / bool for lists.
 Tensor tensor_from_data(py::handle data, py::handle dtype);
 
+// GELU's `approximate` argument ("none" or "tanh"; ValueError otherwise).
+GeluApprox gelu_approx(const std::string& approximate);
+
 }  // namespace smelt::python

@@ -10,12 +10,6 @@ namespace {
 
 DType dtype_or_float(py::handle dtype) { return dtype.is_none() ? DType::Float32 : dtype_arg(dtype); }
 
-GeluApprox gelu_approx(const std::string& approximate) {
-  if (approximate == "none") return GeluApprox::None;
-  if (approximate == "tanh") return GeluApprox::Tanh;
-  throw py::value_error("GELU: approximate must be 'none' or 'tanh', got '" + approximate + "'");
-}
-
 template <class M>
 LayerClass<M> layer(py::module_& m, const char* name) {
   return LayerClass<M>(m, name, py::dynamic_attr());
@@ -173,6 +167,12 @@ void bind_layers(py::module_& m) {
         if (i < -n || i >= n) throw py::index_error("Sequential index " + std::to_string(i) + " out of range");
         return seq[size_t(i < 0 ? i + n : i)];
       });
+}
+
+GeluApprox gelu_approx(const std::string& approximate) {
+  if (approximate == "none") return GeluApprox::None;
+  if (approximate == "tanh") return GeluApprox::Tanh;
+  throw py::value_error("GELU: approximate must be 'none' or 'tanh', got '" + approximate + "'");
 }
 
 }  // namespace smelt::python

@@ -120,6 +120,8 @@ smelt.Tensor(data, dtype=None, requires_grad=False) is smelt.tensor; smelt.Tenso
       .def("requires_grad_", [](Tensor& t, bool on) -> Tensor& { return t.set_requires_grad(on); },
            py::arg("requires_grad") = true, py::return_value_policy::reference_internal)
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def("retain_grad", &Tensor::retain_grad)
+      .def_property_readonly("retains_grad", &Tensor::retains_grad)
       .def_property("grad",
                     [](const Tensor& t) -> py::object {
                       Tensor g = t.grad();
@@ -217,6 +219,16 @@ smelt.Tensor(data, dtype=None, requires_grad=False) is smelt.tensor; smelt.Tenso
       .def("relu", [](const Tensor& t) { return relu(t); })
       .def("sigmoid", [](const Tensor& t) { return sigmoid(t); })
       .def("tanh", [](const Tensor& t) { return tanh(t); })
+      .def("silu", [](const Tensor& t) { return silu(t); })
+      .def("gelu", [](const Tensor& t, const std::string& approximate) { return gelu(t, gelu_approx(approximate)); },
+           py::arg("approximate") = "none")
+      .def("leaky_relu", [](const Tensor& t, double slope) { return leaky_relu(t, slope); },
+           py::arg("negative_slope") = 0.01)
+      .def("softplus", [](const Tensor& t, double beta, double threshold) { return softplus(t, beta, threshold); },
+           py::arg("beta") = 1.0, py::arg("threshold") = 20.0)
+      .def("where", [](const Tensor& t, const Tensor& condition, py::handle other) {
+        return where(condition, t, tensor_operand(other, t, "where: other"));
+      }, py::arg("condition"), py::arg("other"))
       .def("floor", [](const Tensor& t) { return floor(t); })
       .def("ceil", [](const Tensor& t) { return ceil(t); })
       .def("round", [](const Tensor& t) { return round(t); })

@@ -229,6 +229,29 @@ def test_rounding_and_trigonometric_methods_match_numpy(rng, name, low, high, re
     np.testing.assert_allclose(getattr(smelt, name)(t).numpy(), ref(a), rtol=1e-12, atol=1e-15)
 
 
+def test_activation_methods_match_the_functions(rng):
+    a = rng.standard_normal((4, 3))
+    t = smelt.tensor(a)
+    F = smelt.nn.functional
+    for got, want in [(t.silu(), F.silu(t)), (t.gelu(approximate="tanh"), F.gelu(t, approximate="tanh")),
+                      (t.leaky_relu(0.2), F.leaky_relu(t, 0.2)), (t.softplus(2.0, 1.0), F.softplus(t, 2.0, 1.0))]:
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    np.testing.assert_array_equal(t.where(t > 0, 0.5).numpy(), np.where(a > 0, a, 0.5))
+    with pytest.raises(ValueError, match="approximate"):
+        t.gelu(approximate="fast")
+
+
+def test_retain_grad_keeps_a_non_leaf_gradient():
+    x = smelt.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    y = x * 2.0
+    assert not y.retains_grad
+    y.retain_grad()
+    assert y.retains_grad
+    (y * y).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), [4.0, -8.0, 12.0])
+    np.testing.assert_allclose(x.grad.numpy(), [8.0, -16.0, 24.0])
+
+
 def test_operator_slots_and_methods_agree():
     # `a + b` of two plain tensors takes the direct slot; subclasses (Parameter), numbers and
     # reflected forms go through the methods' path: same results, same errors.
