@@ -41,15 +41,7 @@ int64_t block_length(int64_t n) {
 // a block's maximum is never depends on how its elements were visited.
 template <class T>
 inline T max_ignoring_nan(T m, T v) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  Bits mb, vb;
-  std::memcpy(&mb, &m, sizeof mb);
-  std::memcpy(&vb, &v, sizeof vb);
-  const Bits greater = Bits(0) - Bits(v > m);
-  const Bits out = (mb & ~greater) | (vb & greater);
-  T r;
-  std::memcpy(&r, &out, sizeof r);
-  return r;
+  return scalar::sumexp_block_max(m, v);  // the same select the generated kernels use
 }
 
 template <class T>
