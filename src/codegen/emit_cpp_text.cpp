@@ -1,0 +1,99 @@
+#include "codegen/emit_cpp_text.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "kernels/scalar_table.h"
+#include "smelt/error.h"
+
+namespace smelt::codegen::emit {
+
+using kernels::dtype_cpp_type;
+
+// Drops size-1 dims and merges neighbours that every access walks as one (stride[d] ==
+// stride[d + 1] * extent[d + 1]), so that the innermost loop is as long as the layout allows.
+Dims merge_dims(const Dims& in) {
+  Dims out;
+  out.stride.resize(in.stride.size());
+  for (size_t d = 0; d < in.extent.size(); ++d) {
+    if (in.extent[d] == 1) continue;
+    bool merge = !out.extent.empty();
+    for (size_t a = 0; merge && a < in.stride.size(); ++a) {
+      merge = out.stride[a].back() == in.stride[a][d] * in.extent[d];
+    }
+    if (merge) {
+      out.extent.back() *= in.extent[d];
+      for (size_t a = 0; a < in.stride.size(); ++a) out.stride[a].back() = in.stride[a][d];
+    } else {
+      out.extent.push_back(in.extent[d]);
+      for (size_t a = 0; a < in.stride.size(); ++a) out.stride[a].push_back(in.stride[a][d]);
+    }
+  }
+  return out;
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t e : v) n *= e;
+  return n;
+}
+
+std::string cat(const std::string& a, int64_t b) { return a + std::to_string(b); }
+
+// `base + index * stride` as short as the constants allow.
+std::string add_scaled(const std::string& base, const std::string& index, int64_t stride) {
+  if (stride == 0) return base;
+  if (stride == 1) return base + " + " + index;
+  return base + " + " + index + " * " + std::to_string(stride);
+}
+
+std::string constant_text(const Expr& e) {
+  const std::string type = dtype_cpp_type(e.dtype);
+  char buf[96];
+  if (!dtype_is_floating(e.dtype)) {
+    std::snprintf(buf, sizeof buf, "smelt::scalar::cast<%s>(int64_t(uint64_t(0x%" PRIx64 "ull)))", type.c_str(),
+                  uint64_t(e.ivalue));
+    return buf;
+  }
+  double v = e.fvalue;
+  if (v != v) {  // the exact NaN, payload and sign included, as the interpreter converts it
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    std::snprintf(buf, sizeof buf, "%s(smelt_f64_from_bits(0x%" PRIx64 "ull))", type.c_str(), bits);
+  } else if (v == INFINITY || v == -INFINITY) {
+    std::snprintf(buf, sizeof buf, "%s(%sINFINITY)", type.c_str(), v < 0 ? "-" : "");
+  } else {
+    std::snprintf(buf, sizeof buf, "%s(%a)", type.c_str(), v);
+  }
+  return buf;
+}
+
+const char* reduce_name(ReduceOp op) {
+  return op == ReduceOp::Sum ? "sum" : op == ReduceOp::Max ? "max" : op == ReduceOp::Min ? "min" : "sumexp";
+}
+
+std::string reduce_start(ReduceOp op, DType dtype) {
+  const std::string t = dtype_cpp_type(dtype);
+  const bool floating = dtype_is_floating(dtype);
+  switch (op) {
+    case ReduceOp::Sum: return t + "(0)";
+    case ReduceOp::Max: return floating ? t + "(-INFINITY)" : "std::numeric_limits<" + t + ">::lowest()";
+    case ReduceOp::Min: return floating ? t + "(INFINITY)" : "std::numeric_limits<" + t + ">::max()";
+    case ReduceOp::SumExp: return "0.0";
+  }
+  return "";
+}
+
+std::string reduce_fn(ReduceOp op) {
+  return op == ReduceOp::Sum ? "add" : op == ReduceOp::Max ? "maximum" : "minimum";
+}
+
+std::string udr_name(const Reduction& r) {
+  return std::string("smelt_") + reduce_name(r.op) + "_" + dtype_name(r.dtype);
+}
+
+// The block maximum of a SumExp over values of `dtype` (scalar::sumexp_block_max).
+std::string block_max_udr(DType dtype) { return std::string("smelt_blockmax_") + dtype_name(dtype); }
+
+}  // namespace smelt::codegen::emit
