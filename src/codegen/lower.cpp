@@ -292,10 +292,21 @@ class Lowerer {
     }
     const int arg = leaf_arg(v);
     if (arg >= 0 && stage == kRowStage) {
-      // A row epilogue reading an argument of the reduced shape (sum(x) + b[row]): row
-      // expressions run once per row, outside the loops, over reduction results and constants
-      // only (loop_kernel.h), so no load can sit there.
-      throw CannotLower{"a row epilogue reads an argument of the reduced shape " + shape_str(v->meta.shape)};
+      // A row epilogue reading an argument of the reduced shape (sum(x) + b[row], mean's count):
+      // one element per row, a load whose inner strides are 0 (loop_kernel.h).
+      const int access = access_of(arg, v->meta.shape, m);
+      for (int64_t s : k_.accesses[size_t(access)].inner_strides) {
+        if (s != 0) {
+          throw CannotLower{"a row epilogue reads an argument of shape " + shape_str(v->meta.shape) +
+                            " that varies within the row"};
+        }
+      }
+      Expr e;
+      e.kind = ExprKind::Load;
+      e.dtype = v->meta.dtype;
+      e.stage = stage;
+      e.access = access;
+      return add_expr(e);
     }
     if (arg >= 0) {
       Expr e;
