@@ -117,6 +117,8 @@ inline Tensor max(const Tensor& x, const std::vector<int64_t>& dims = {}, bool k
 inline Tensor min(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false) {
   return amin(x, dims, keepdim);
 }
+// Product over dims (1 over an empty dim); int64 overflow wraps. The gradient is exact at zeros.
+Tensor prod(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 // Variance with Bessel's correction by default (correction = 1).
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, int64_t correction = 1,
            bool keepdim = false);

@@ -214,6 +214,7 @@ class Tensor {
   Tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
   Tensor amax(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
   Tensor amin(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor prod(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
   Tensor max(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;  // amax
   Tensor min(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;  // amin
   Tensor var(const std::vector<int64_t>& dims = {}, int64_t correction = 1,

@@ -1,4 +1,4 @@
-// Reductions (ReduceSum ... ReduceLogSumExp), ArgMax/ArgMin, and the softmax family. The axes
+// Reductions (ReduceSum ... ReduceLogSumExp, ReduceProd), ArgMax/ArgMin, and the softmax family. The axes
 // come from an attribute (older opsets) or an input (ReduceSum from opset 13, the others from 18);
 // reductions smelt has no op for are composed (L1, L2, LogSum, LogSumExp, SumSquare).
 #include <cmath>
@@ -59,9 +59,12 @@ Tensor sum_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return sum
 Tensor mean_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return mean(x, d, k); }
 Tensor max_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return amax(x, d, k); }
 Tensor min_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return amin(x, d, k); }
+Tensor prod_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return prod(x, d, k); }
 
-void reduction(const char* name, ReduceFn fn, int64_t axes_input_opset, bool floating) {
-  register_converter(name, [fn, axes_input_opset, floating](NodeContext& c) -> Ts {
+// `empty_ok`: smelt's op gives the reduction's identity over an empty dim (prod: 1), as ONNX wants.
+void reduction(const char* name, ReduceFn fn, int64_t axes_input_opset, bool floating,
+               bool empty_ok = false) {
+  register_converter(name, [fn, axes_input_opset, floating, empty_ok](NodeContext& c) -> Ts {
     const Tensor& x = c.input(0);
     if (x.dtype() == DType::Bool || x.dtype() == DType::UInt8 || (floating && !dtype_is_floating(x.dtype()))) {
       c.unsupported(std::string("dtype ") + dtype_name(x.dtype()));
@@ -69,7 +72,7 @@ void reduction(const char* name, ReduceFn fn, int64_t axes_input_opset, bool flo
     ReduceSpec s = reduce_spec(c, axes_input_opset);
     if (s.noop) return {x + scalar_of(0, x)};
     for (int64_t d : s.dims) {
-      if (x.size(d) == 0) c.unsupported("reducing an empty dim (the identity element of this reduction)");
+      if (x.size(d) == 0 && !empty_ok) c.unsupported("reducing an empty dim (the identity element of this reduction)");
     }
     return {fn(x, s.dims, s.keepdims)};
   });
@@ -122,6 +125,7 @@ void register_reduce_converters() {
   reduction("ReduceMean", mean_, 18, false);
   reduction("ReduceMax", max_, 18, false);
   reduction("ReduceMin", min_, 18, false);
+  reduction("ReduceProd", prod_, 18, false, /*empty_ok=*/true);
   reduction("ReduceL1", l1, 18, false);
   reduction("ReduceL2", l2, 18, true);
   reduction("ReduceSumSquare", sumsq, 18, false);

@@ -127,6 +127,7 @@ std::vector<MethodCase> method_cases() {
       {"amax", [=] { return a.max(); }, [=] { return max(a); }},
       {"amin", [=] { return a.amin({0}, true); }, [=] { return amin(a, {0}, true); }},
       {"amin", [=] { return a.min({1}); }, [=] { return min(a, {1}); }},
+      {"prod", [=] { return a.prod({1}, true); }, [=] { return prod(a, {1}, true); }},
       {"var", [=] { return a.var({1}, 0); }, [=] { return var(a, {1}, 0); }},
       {"argmax", [=] { return a.argmax(1, true); }, [=] { return argmax(a, 1, true); }},
       {"softmax", [=] { return a.softmax(-1); }, [=] { return softmax(a, -1); }},

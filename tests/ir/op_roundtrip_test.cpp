@@ -110,6 +110,8 @@ std::vector<OpExample> examples() {
       {OpId::mean, {f32({2, 3, 4})}, {{"dims", Ints{0, 2}}, {"keepdim", int64_t(1)}}},
       {OpId::amax, {f32({2, 3, 4})}, {{"dims", Ints{2}}, {"keepdim", int64_t(0)}}},
       {OpId::amin, {f64({3, 4})}, {{"dims", Ints{0}}, {"keepdim", int64_t(1)}}},
+      {OpId::prod, {f64({2, 3, 4})}, {{"dims", Ints{0, 2}}, {"keepdim", int64_t(1)}}},
+      {OpId::prod, {i64({3, 4}, 3)}, {{"dims", Ints{}}, {"keepdim", int64_t(0)}}},
       {OpId::var, {f32({3, 4})}, {{"dims", Ints{1}}, {"keepdim", int64_t(0)}, {"correction", int64_t(1)}}},
       {OpId::argmax, {f32({3, 4})}, {{"dim", int64_t(1)}, {"keepdim", int64_t(0)}}},
       {OpId::softmax, {f32({2, 3, 4})}, {{"dim", int64_t(1)}}},

@@ -50,7 +50,8 @@ void add_elementwise(std::map<std::string, GoldenFn>& t) {
 void add_reductions(std::map<std::string, GoldenFn>& t) {
   using ReduceFn = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool);
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, ReduceFn>>{
-           {"sum", sum}, {"mean", mean}, {"amax", amax}, {"amin", amin}}) {
+           {"sum", sum}, {"mean", mean}, {"amax", amax}, {"amin", amin},
+           {"prod", prod}}) {
     t[name] = [fn](Call c) -> Outs { return {fn(c.in("x"), c.ints("dims"), c.flag("keepdim"))}; };
   }
   t["var"] = [](Call c) -> Outs {

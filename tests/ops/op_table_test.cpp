@@ -132,7 +132,7 @@ void workload() {
   pow(x, y);
   where(gt(x, y), x, y);
 
-  for (auto fn : {sum, mean, amax, amin}) fn(x, {1}, false);
+  for (auto fn : {sum, mean, amax, amin, prod}) fn(x, {1}, false);
   var(x, {0}, 1, true);
   argmax(x, 1, false);
   softmax(x, 1);
