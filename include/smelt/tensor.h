@@ -62,6 +62,7 @@ class ViewFn : public RefCounted {};
 class TensorImpl;
 class Tensor;
 class RetainedGrad;
+struct TopKResult;
 
 using GradHook = std::function<Tensor(const Tensor&)>;  // returns the replacement (or undefined)
 
@@ -220,6 +221,8 @@ class Tensor {
   Tensor var(const std::vector<int64_t>& dims = {}, int64_t correction = 1,
              bool keepdim = false) const;
   Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim, bool exclusive = false, bool reverse = false) const;
+  TopKResult topk(int64_t k, int64_t dim = -1, bool largest = true) const;
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
   Tensor matmul(const Tensor& other) const;

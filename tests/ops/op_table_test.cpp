@@ -166,6 +166,8 @@ void workload() {
   gather(x, 1, gather_index);
   scatter_add(x, 1, gather_index, uniform({3, 2}, -1, 1, f64, &gen));
   one_hot(index, 4);
+  cumsum(x, 1, true, true);
+  topk(x, 2, 1, false);
   cat({x, x}, 0);
 }
 
