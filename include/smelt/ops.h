@@ -117,10 +117,21 @@ inline Tensor max(const Tensor& x, const std::vector<int64_t>& dims = {}, bool k
 inline Tensor min(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false) {
   return amin(x, dims, keepdim);
 }
+// Product over dims (1 over an empty dim); int64 overflow wraps. The gradient is exact at zeros.
+Tensor prod(const Tensor& x, const std::vector<int64_t>& dims = {}, bool keepdim = false);
 // Variance with Bessel's correction by default (correction = 1).
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims = {}, int64_t correction = 1,
            bool keepdim = false);
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // Int64
+// Running sum along dim. Beyond PyTorch (as ONNX CumSum): `exclusive` leaves each element out of
+// its own sum (the first is 0), `reverse` sums from the end. Int64 overflow wraps.
+Tensor cumsum(const Tensor& x, int64_t dim, bool exclusive = false, bool reverse = false);
+// The k largest (or smallest) elements along dim and their Int64 indices, always sorted best
+// first; equal values keep index order (lower index first, as ONNX TopK); NaN ranks highest.
+struct TopKResult {
+  Tensor values, indices;
+};
+TopKResult topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 

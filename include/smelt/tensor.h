@@ -62,6 +62,7 @@ class ViewFn : public RefCounted {};
 class TensorImpl;
 class Tensor;
 class RetainedGrad;
+struct TopKResult;
 
 using GradHook = std::function<Tensor(const Tensor&)>;  // returns the replacement (or undefined)
 
@@ -214,11 +215,14 @@ class Tensor {
   Tensor mean(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
   Tensor amax(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
   Tensor amin(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
+  Tensor prod(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;
   Tensor max(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;  // amax
   Tensor min(const std::vector<int64_t>& dims = {}, bool keepdim = false) const;  // amin
   Tensor var(const std::vector<int64_t>& dims = {}, int64_t correction = 1,
              bool keepdim = false) const;
   Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim, bool exclusive = false, bool reverse = false) const;
+  TopKResult topk(int64_t k, int64_t dim = -1, bool largest = true) const;
   Tensor softmax(int64_t dim) const;
   Tensor log_softmax(int64_t dim) const;
   Tensor matmul(const Tensor& other) const;

@@ -78,6 +78,7 @@ void reduce_forward(const Tensor& out, const Tensor& x, const std::vector<int64_
       }
       case ReduceKind::Max: reduce_parallel(src, g, dst, ExtremeOp<T, true>{}); break;
       case ReduceKind::Min: reduce_parallel(src, g, dst, ExtremeOp<T, false>{}); break;
+      case ReduceKind::Prod: reduce_parallel(src, g, dst, ProdOp<T>{}); break;
     }
   });
 }

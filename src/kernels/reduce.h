@@ -15,7 +15,7 @@ Tensor as_rows(const Tensor& x, const std::vector<int64_t>& dims, int64_t* outer
 // Copies src into dst (same shape, same dtype, any strides).
 void copy_strided(const Tensor& dst, const Tensor& src);
 
-enum class ReduceKind { Sum, Mean, Max, Min };
+enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
 // out (outer,) = reduce over dims of x; `out` is allocated by the caller (keepdim or not).
 void reduce_forward(const Tensor& out, const Tensor& x, const std::vector<int64_t>& dims,

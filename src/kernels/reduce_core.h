@@ -173,6 +173,22 @@ struct MeanAsDoubleOp : SumOp<T> {
   double finish(RowAcc<T> a, int64_t) const { return double(a) / count; }
 };
 
+// Product: floats multiply in double (one rounding at the end, as the golden data is made);
+// integers in wrapping unsigned arithmetic (int64 overflow wraps, as in PyTorch, without UB).
+template <class T>
+struct ProdOp {
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+  Acc start() const { return Acc(1); }
+  Acc step(Acc a, T v, int64_t) const { return a * Acc(v); }
+  Acc row(const T* p, int64_t n, int64_t) const {
+    Acc a(1);
+    for (int64_t i = 0; i < n; ++i) a *= Acc(p[i]);
+    return a;
+  }
+  Acc merge(Acc a, Acc b) const { return a * b; }
+  T finish(Acc a, int64_t) const { return T(a); }
+};
+
 // Maximum or minimum; NaN wins (once NaN, stays NaN).
 template <class T, bool kMax>
 struct ExtremeOp {

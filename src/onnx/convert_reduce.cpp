@@ -1,4 +1,4 @@
-// Reductions (ReduceSum ... ReduceLogSumExp), ArgMax/ArgMin, and the softmax family. The axes
+// Reductions (ReduceSum ... ReduceLogSumExp, ReduceProd), CumSum and TopK, ArgMax/ArgMin, and the softmax family. The axes
 // come from an attribute (older opsets) or an input (ReduceSum from opset 13, the others from 18);
 // reductions smelt has no op for are composed (L1, L2, LogSum, LogSumExp, SumSquare).
 #include <cmath>
@@ -59,9 +59,12 @@ Tensor sum_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return sum
 Tensor mean_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return mean(x, d, k); }
 Tensor max_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return amax(x, d, k); }
 Tensor min_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return amin(x, d, k); }
+Tensor prod_(const Tensor& x, const std::vector<int64_t>& d, bool k) { return prod(x, d, k); }
 
-void reduction(const char* name, ReduceFn fn, int64_t axes_input_opset, bool floating) {
-  register_converter(name, [fn, axes_input_opset, floating](NodeContext& c) -> Ts {
+// `empty_ok`: smelt's op gives the reduction's identity over an empty dim (prod: 1), as ONNX wants.
+void reduction(const char* name, ReduceFn fn, int64_t axes_input_opset, bool floating,
+               bool empty_ok = false) {
+  register_converter(name, [fn, axes_input_opset, floating, empty_ok](NodeContext& c) -> Ts {
     const Tensor& x = c.input(0);
     if (x.dtype() == DType::Bool || x.dtype() == DType::UInt8 || (floating && !dtype_is_floating(x.dtype()))) {
       c.unsupported(std::string("dtype ") + dtype_name(x.dtype()));
@@ -69,7 +72,7 @@ void reduction(const char* name, ReduceFn fn, int64_t axes_input_opset, bool flo
     ReduceSpec s = reduce_spec(c, axes_input_opset);
     if (s.noop) return {x + scalar_of(0, x)};
     for (int64_t d : s.dims) {
-      if (x.size(d) == 0) c.unsupported("reducing an empty dim (the identity element of this reduction)");
+      if (x.size(d) == 0 && !empty_ok) c.unsupported("reducing an empty dim (the identity element of this reduction)");
     }
     return {fn(x, s.dims, s.keepdims)};
   });
@@ -115,13 +118,52 @@ Tensor hardmax(const Tensor& x, int64_t axis) {
   return cast(permute(hot, perm), x.dtype()).contiguous();
 }
 
+// CumSum: the axis is a 0-D input; exclusive and reverse map onto smelt's op.
+Tensor cumsum_node(NodeContext& c) {
+  const Tensor& x = c.input(0);
+  std::vector<int64_t> axis = c.input_ints(1);
+  if (axis.size() != 1) c.invalid("axis must hold one value, got " + std::to_string(axis.size()));
+  const int64_t dim = normalize_axis(c, axis[0], x.dim());
+  return cumsum(x, dim, c.attr_int("exclusive", 0) != 0, c.attr_int("reverse", 0) != 0);
+}
+
+// TopK: k is an attribute before opset 10, a 1-element input after; smelt's result is always
+// sorted, which satisfies sorted = 0 too (any order is allowed then).
+Ts topk_node(NodeContext& c) {
+  const Tensor& x = c.input(0);
+  if (x.dim() == 0) c.invalid("the input must have at least one dim");
+  int64_t k = 0;
+  if (c.opset() >= 10) {
+    std::vector<int64_t> ks = c.input_ints(1);
+    if (ks.size() != 1) c.invalid("K must hold one value, got " + std::to_string(ks.size()));
+    k = ks[0];
+  } else {
+    k = c.attr_int("k");
+  }
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), x.dim());
+  bool largest = true;
+  if (c.opset() >= 11) {
+    largest = c.attr_int("largest", 1) != 0;
+    c.attr_int("sorted", 1);
+  }
+  if (k < 0 || k > x.size(axis)) {
+    c.invalid("K = " + std::to_string(k) + " is out of range for axis " + std::to_string(axis) +
+              " of size " + std::to_string(x.size(axis)));
+  }
+  TopKResult r = topk(x, k, axis, largest);
+  return {r.values, r.indices};
+}
+
 }  // namespace
 
 void register_reduce_converters() {
+  register_converter("CumSum", [](NodeContext& c) -> Ts { return {cumsum_node(c)}; });
+  register_converter("TopK", topk_node);
   reduction("ReduceSum", sum_, 13, false);
   reduction("ReduceMean", mean_, 18, false);
   reduction("ReduceMax", max_, 18, false);
   reduction("ReduceMin", min_, 18, false);
+  reduction("ReduceProd", prod_, 18, false, /*empty_ok=*/true);
   reduction("ReduceL1", l1, 18, false);
   reduction("ReduceL2", l2, 18, true);
   reduction("ReduceSumSquare", sumsq, 18, false);

@@ -1,4 +1,4 @@
-// Reductions over dims (sum, mean, amax, amin, var) and argmax.
+// Reductions over dims (sum, mean, amax, amin, prod, var) and argmax.
 #include "kernels/reduce.h"
 #include "ops/op_util.h"
 
@@ -6,6 +6,11 @@ namespace smelt::ops {
 namespace {
 
 using kernels::ReduceKind;
+
+void check_numeric(const TensorMeta& m, const char* op) {
+  SMELT_CHECK(m.dtype == DType::Float32 || m.dtype == DType::Float64 || m.dtype == DType::Int64)
+      << op << ": dtype " << dtype_name(m.dtype) << " is not supported; valid: float32, float64, int64";
+}
 
 bool keepdim_of(const Attrs& a) { return a.get_int("keepdim", 0) != 0; }
 
@@ -38,6 +43,8 @@ REDUCE_OP(sum, ReduceKind::Sum, (void)0)
 REDUCE_OP(mean, ReduceKind::Mean, check_floating(in[0], "mean"))
 REDUCE_OP(amax, ReduceKind::Max, check_no_empty_reduced_dim(in[0].shape, attrs, "amax"))
 REDUCE_OP(amin, ReduceKind::Min, check_no_empty_reduced_dim(in[0].shape, attrs, "amin"))
+// The product of no elements is 1 (an empty reduced dim is fine, as in PyTorch).
+REDUCE_OP(prod, ReduceKind::Prod, check_numeric(in[0], "prod"))
 
 std::vector<TensorMeta> var_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   check_floating(in[0], "var");
@@ -96,6 +103,27 @@ std::vector<Tensor> extreme_grad(const GradContext& c) {
   return {mask * g / count};
 }
 
+// d prod / d x_i = the product of the other elements. Dividing the product by x_i is wrong where
+// x_i = 0, so the rule counts zeros per output: with none, out / x_i; with exactly one, the zero
+// element gets the product of the non-zeros and the rest 0; with two or more, every gradient is 0.
+// Zeros are replaced by 1 before dividing, so no branch (nor its own gradient) sees 0 / 0.
+std::vector<Tensor> prod_grad(const GradContext& c) {
+  const Tensor& x = c.inputs[0];
+  auto dims = dims_of(c);
+  Tensor is_zero = eq(x, zero_like_scalar(x));
+  Tensor one = ones_like(x);
+  Tensor safe_x = where(is_zero, one, x);
+  Tensor nonzero_prod = prod(safe_x, dims, /*keepdim=*/true);
+  Tensor zero_count = sum(cast(is_zero, DType::Int64), dims, /*keepdim=*/true);
+  Tensor zero = zeros_like(x);
+  Tensor at_zero = where(eq(zero_count, scalar_tensor(int64_t(1), DType::Int64)),
+                         nonzero_prod.expand(x.shape()), zero);
+  Tensor at_nonzero = where(eq(zero_count, scalar_tensor(int64_t(0), DType::Int64)),
+                            nonzero_prod / safe_x, zero);
+  Tensor g = expand_reduced(c.grads[0], x.shape(), dims, keepdim_of(c.attrs));
+  return {g * where(is_zero, at_zero, at_nonzero)};
+}
+
 // d var = 2 (x - mean) / (N - correction)
 std::vector<Tensor> var_grad(const GradContext& c) {
   const Tensor& x = c.inputs[0];
@@ -114,6 +142,7 @@ SMELT_OP_IMPL(sum) = {sum_shape, sum_kernel, sum_grad, kSaveNothing};
 SMELT_OP_IMPL(mean) = {mean_shape, mean_kernel, mean_grad, kSaveNothing};
 SMELT_OP_IMPL(amax) = {amax_shape, amax_kernel, extreme_grad, kSaveBoth};
 SMELT_OP_IMPL(amin) = {amin_shape, amin_kernel, extreme_grad, kSaveBoth};
+SMELT_OP_IMPL(prod) = {prod_shape, prod_kernel, prod_grad, kSaveInputs};
 SMELT_OP_IMPL(var) = {var_shape, var_kernel, var_grad, kSaveInputs};
 SMELT_OP_IMPL(argmax) = {argmax_shape, argmax_kernel, nullptr, kSaveNothing};
 
@@ -142,6 +171,9 @@ Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 }
 Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return call1(OpId::amin, {x}, reduce_attrs(dims, keepdim));
+}
+Tensor prod(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return call1(OpId::prod, {x}, reduce_attrs(dims, keepdim));
 }
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims, int64_t correction, bool keepdim) {
   Attrs attrs = reduce_attrs(dims, keepdim);

@@ -74,6 +74,7 @@ SMELT_REDUCE_METHOD(sum)
 SMELT_REDUCE_METHOD(mean)
 SMELT_REDUCE_METHOD(amax)
 SMELT_REDUCE_METHOD(amin)
+SMELT_REDUCE_METHOD(prod)
 SMELT_REDUCE_METHOD(max)
 SMELT_REDUCE_METHOD(min)
 #undef SMELT_REDUCE_METHOD
@@ -81,6 +82,12 @@ Tensor Tensor::var(const std::vector<int64_t>& dims, int64_t correction, bool ke
   return smelt::var(*this, dims, correction, keepdim);
 }
 Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return smelt::argmax(*this, dim, keepdim); }
+Tensor Tensor::cumsum(int64_t dim, bool exclusive, bool reverse) const {
+  return smelt::cumsum(*this, dim, exclusive, reverse);
+}
+TopKResult Tensor::topk(int64_t k, int64_t dim, bool largest) const {
+  return smelt::topk(*this, k, dim, largest);
+}
 Tensor Tensor::softmax(int64_t dim) const { return smelt::softmax(*this, dim); }
 Tensor Tensor::log_softmax(int64_t dim) const { return smelt::log_softmax(*this, dim); }
 

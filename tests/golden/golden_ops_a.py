@@ -173,6 +173,27 @@ def reduce():
               lambda x, op=op: getattr(torch, op)(x, dim=1))
         f.add(op + "_ties_all", op, {"dims": [], "keepdim": False}, [Input("x", x.clone())],
               lambda x, op=op: getattr(torch, op)(x))
+    # prod: random values, zeros (one and several per output: the gradient is not out / x),
+    # an empty reduced dim (the product of nothing is 1), int64 with wrap-around (NaN: JSON has
+    # none, so tests/ops/reduce_edges_test.cpp checks it).
+    for dims, keep in (([], False), ([1], False), ([0, 2], True), ([-1], True)):
+        name = f"prod_dims{'_'.join(map(str, dims)) or 'all'}{'_keepdim' if keep else ''}"
+        x = Draw(f.generator(name)).uniform(0.5, 1.5, 3, 4, 5)
+        fn = (lambda x: torch.prod(x)) if not dims else (
+            lambda x, dims=dims, keep=keep: torch.prod(x, dim=dims[0], keepdim=keep) if len(dims) == 1
+            else torch.prod(torch.prod(x, dim=dims[1], keepdim=keep), dim=dims[0], keepdim=keep))
+        case(name, "prod", fn, {"dims": dims, "keepdim": keep}, x=x)
+    zeros = Draw(f.generator("prod_zeros")).small_ints_as_float(-1, 3, 4, 6)
+    zeros[0] = torch.tensor([1.0, 2.0, -1.0, 2.0, 1.0, 2.0])  # no zero
+    zeros[1] = torch.tensor([0.0, 2.0, -1.0, 2.0, 1.0, 2.0])  # one zero
+    zeros[2] = torch.tensor([0.0, 2.0, 0.0, 2.0, 1.0, 2.0])   # two zeros
+    f.add("prod_zeros_dim1", "prod", {"dims": [1], "keepdim": False}, [Input("x", zeros)],
+          lambda x: torch.prod(x, dim=1))
+    f.add("prod_empty_dim", "prod", {"dims": [1], "keepdim": False},
+          [Input("x", torch.zeros(3, 0))], lambda x: torch.prod(x, dim=1))
+    big = torch.tensor([[2**40, 2**30, 3], [-7, 5, -2], [2**62, 2, 1]], dtype=torch.int64)
+    case("prod_int64_wraps", "prod", lambda x: torch.prod(x, dim=1), {"dims": [1], "keepdim": False},
+         x=big)
     case("sum_int64", "sum", lambda x: torch.sum(x, dim=1), {"dims": [1], "keepdim": False},
          x=Draw(f.generator("sum_int64")).ints(-9, 10, 3, 4))
     for dims, corr, keep in (([], 1, False), ([], 0, False), ([1], 1, False), ([0, 2], 0, True),

@@ -116,4 +116,45 @@ def views():
     return f
 
 
-FAMILIES = [index, join, views]
+def scan():
+    """cumsum (with ONNX's exclusive and reverse, built here from flips and narrows) and topk."""
+    f = Family("scan")
+
+    def ref_cumsum(x, dim, exclusive, reverse):
+        if reverse:
+            x = x.flip(dim)
+        y = x.cumsum(dim)
+        if exclusive:  # shift by one along dim, a zero first: no subtraction, so no rounding
+            n = x.shape[dim]
+            y = torch.cat([torch.zeros_like(x.narrow(dim, 0, min(n, 1))), y.narrow(dim, 0, max(n - 1, 0))], dim)
+        return y.flip(dim) if reverse else y
+
+    for name, shape, dim, exclusive, reverse in (
+            ("dim0", (4, 3), 0, False, False), ("dim1", (3, 5), 1, False, False),
+            ("dim_neg1_3d", (2, 3, 4), -1, False, False), ("exclusive", (3, 5), 1, True, False),
+            ("reverse", (3, 5), 1, False, True), ("reverse_exclusive", (2, 4, 3), 1, True, True),
+            ("size1_dim", (3, 1), 1, True, False), ("empty_dim", (3, 0), 1, False, False)):
+        x = Draw(f.generator("cumsum_" + name)).normal(*shape)
+        f.add("cumsum_" + name, "cumsum", {"dim": dim, "exclusive": exclusive, "reverse": reverse},
+              [Input("x", x)], lambda x, d=dim, e=exclusive, r=reverse: ref_cumsum(x, d, e, r))
+    x = Draw(f.generator("cumsum_int64")).ints(-9, 10, 3, 4)
+    f.add("cumsum_int64", "cumsum", {"dim": 1, "exclusive": False, "reverse": False}, [Input("x", x)],
+          lambda x: x.cumsum(1))
+    # topk on distinct values (PyTorch does not promise an order among ties; smelt's tie order
+    # is checked in tests/ops/scan_test.cpp and by the ONNX conformance cases)
+    for name, shape, k, dim, largest in (
+            ("largest_dim1", (3, 6), 2, 1, True), ("smallest_dim0", (5, 3), 3, 0, False),
+            ("3d_neg1", (2, 3, 5), 4, -1, True), ("k_all", (2, 4), 4, 1, False),
+            ("k_zero", (3, 4), 0, 1, True), ("size1_dim", (4, 1), 1, 1, True)):
+        x = Draw(f.generator("topk_" + name)).normal(*shape)
+        f.add("topk_" + name, "topk", {"k": k, "dim": dim, "largest": largest}, [Input("x", x)],
+              lambda x, k=k, d=dim, l=largest: tuple(torch.topk(x, k, dim=d, largest=l, sorted=True)))
+    # distinct int64 values per row
+    gen = f.generator("topk_int64")
+    x = torch.stack([torch.randperm(7, generator=gen) * 3 - 9 for _ in range(3)])
+    f.add("topk_int64", "topk", {"k": 3, "dim": 1, "largest": True}, [Input("x", x)],
+          lambda x: tuple(torch.topk(x, 3, dim=1)))
+    return f
+
+
+FAMILIES = [index, join, views, scan]

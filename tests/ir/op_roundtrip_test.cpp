@@ -110,6 +110,8 @@ std::vector<OpExample> examples() {
       {OpId::mean, {f32({2, 3, 4})}, {{"dims", Ints{0, 2}}, {"keepdim", int64_t(1)}}},
       {OpId::amax, {f32({2, 3, 4})}, {{"dims", Ints{2}}, {"keepdim", int64_t(0)}}},
       {OpId::amin, {f64({3, 4})}, {{"dims", Ints{0}}, {"keepdim", int64_t(1)}}},
+      {OpId::prod, {f64({2, 3, 4})}, {{"dims", Ints{0, 2}}, {"keepdim", int64_t(1)}}},
+      {OpId::prod, {i64({3, 4}, 3)}, {{"dims", Ints{}}, {"keepdim", int64_t(0)}}},
       {OpId::var, {f32({3, 4})}, {{"dims", Ints{1}}, {"keepdim", int64_t(0)}, {"correction", int64_t(1)}}},
       {OpId::argmax, {f32({3, 4})}, {{"dim", int64_t(1)}, {"keepdim", int64_t(0)}}},
       {OpId::softmax, {f32({2, 3, 4})}, {{"dim", int64_t(1)}}},
@@ -147,6 +149,9 @@ std::vector<OpExample> examples() {
       {OpId::gather, {f32({3, 4}), i64({3, 2}, 4)}, {{"dim", int64_t(1)}}},
       {OpId::scatter_add, {f64({3, 4}), i64({3, 2}, 4), f64({3, 2})}, {{"dim", int64_t(1)}}},
       {OpId::one_hot, {i64({4}, 3)}, {{"num_classes", int64_t(3)}}},
+      {OpId::cumsum, {f32({2, 3})}, {{"dim", int64_t(1)}, {"exclusive", int64_t(0)}, {"reverse", int64_t(1)}}},
+      {OpId::cumsum, {i64({4}, 5)}, {{"dim", int64_t(0)}, {"exclusive", int64_t(1)}, {"reverse", int64_t(0)}}},
+      {OpId::topk, {f64({3, 5})}, {{"k", int64_t(2)}, {"dim", int64_t(1)}, {"largest", int64_t(0)}}},
       {OpId::cat, {f32({2, 3}), f32({2, 1}), f32({2, 2})}, {{"dim", int64_t(1)}}},
       {OpId::cat, {i64({1, 2}, 9)}, {{"dim", int64_t(0)}}},
       // views and movement

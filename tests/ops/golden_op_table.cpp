@@ -50,7 +50,8 @@ void add_elementwise(std::map<std::string, GoldenFn>& t) {
 void add_reductions(std::map<std::string, GoldenFn>& t) {
   using ReduceFn = Tensor (*)(const Tensor&, const std::vector<int64_t>&, bool);
   for (auto [name, fn] : std::initializer_list<std::pair<const char*, ReduceFn>>{
-           {"sum", sum}, {"mean", mean}, {"amax", amax}, {"amin", amin}}) {
+           {"sum", sum}, {"mean", mean}, {"amax", amax}, {"amin", amin},
+           {"prod", prod}}) {
     t[name] = [fn](Call c) -> Outs { return {fn(c.in("x"), c.ints("dims"), c.flag("keepdim"))}; };
   }
   t["var"] = [](Call c) -> Outs {
@@ -131,6 +132,13 @@ void add_indexing_and_joining(std::map<std::string, GoldenFn>& t) {
   };
   t["scatter_add"] = [](Call c) -> Outs {
     return Outs{scatter_add(c.in("x"), c.i64("dim"), c.in("index"), c.in("src"))};
+  };
+  t["cumsum"] = [](Call c) -> Outs {
+    return Outs{cumsum(c.in("x"), c.i64("dim"), c.flag("exclusive"), c.flag("reverse"))};
+  };
+  t["topk"] = [](Call c) -> Outs {
+    TopKResult r = topk(c.in("x"), c.i64("k"), c.i64("dim"), c.flag("largest"));
+    return Outs{r.values, r.indices};
   };
   t["one_hot"] = [](Call c) -> Outs {
     return Outs{one_hot(c.in("indices"), c.i64("num_classes"))};

@@ -132,7 +132,7 @@ void workload() {
   pow(x, y);
   where(gt(x, y), x, y);
 
-  for (auto fn : {sum, mean, amax, amin}) fn(x, {1}, false);
+  for (auto fn : {sum, mean, amax, amin, prod}) fn(x, {1}, false);
   var(x, {0}, 1, true);
   argmax(x, 1, false);
   softmax(x, 1);
@@ -166,6 +166,8 @@ void workload() {
   gather(x, 1, gather_index);
   scatter_add(x, 1, gather_index, uniform({3, 2}, -1, 1, f64, &gen));
   one_hot(index, 4);
+  cumsum(x, 1, true, true);
+  topk(x, 2, 1, false);
   cat({x, x}, 0);
 }
 

@@ -47,6 +47,11 @@ double fold_sum(const std::vector<double>& v) {
 double fold_mean(const std::vector<double>& v) { return fold_sum(v) / double(v.size()); }
 double fold_max(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
 double fold_min(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+double fold_prod(const std::vector<double>& v) {
+  double p = 1;
+  for (double e : v) p *= e;
+  return p;
+}
 Fold fold_var(int64_t correction) {
   return [correction](const std::vector<double>& v) {
     double m = fold_mean(v), ss = 0;
@@ -69,6 +74,7 @@ std::vector<ReduceCase> reduce_cases() {
       {"mean", [](const Tensor& x, const std::vector<int64_t>& d, bool k) { return mean(x, d, k); }, fold_mean},
       {"amax", [](const Tensor& x, const std::vector<int64_t>& d, bool k) { return amax(x, d, k); }, fold_max},
       {"amin", [](const Tensor& x, const std::vector<int64_t>& d, bool k) { return amin(x, d, k); }, fold_min},
+      {"prod", [](const Tensor& x, const std::vector<int64_t>& d, bool k) { return prod(x, d, k); }, fold_prod},
       {"var", [](const Tensor& x, const std::vector<int64_t>& d, bool k) { return var(x, d, 1, k); }, fold_var(1)},
       {"var0", [](const Tensor& x, const std::vector<int64_t>& d, bool k) { return var(x, d, 0, k); }, fold_var(0)},
   };
