@@ -161,6 +161,13 @@ void bind_functional(py::module_& m) {
         py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
   m.def("mean", [](const Tensor& x, py::handle dim, bool keepdim) { return mean(x, dims_arg(dim, "mean: dim"), keepdim); },
         py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("prod", [](const Tensor& x, py::handle dim, bool keepdim) { return prod(x, dims_arg(dim, "prod: dim"), keepdim); },
+        py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  m.def("cumsum", [](const Tensor& x, int64_t dim) { return cumsum(x, dim); }, py::arg("input"), py::arg("dim"));
+  m.def("topk", [](const Tensor& x, int64_t k, int64_t dim, bool largest) {
+        TopKResult r = topk(x, k, dim, largest);
+        return py::make_tuple(r.values, r.indices);  // (values, indices), sorted
+      }, py::arg("input"), py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true);
   m.def("amax", [](const Tensor& x, py::handle dim, bool keepdim) { return amax(x, dims_arg(dim, "amax: dim"), keepdim); },
         py::arg("input"), py::arg("dim") = py::none(), py::arg("keepdim") = false);
   m.def("amin", [](const Tensor& x, py::handle dim, bool keepdim) { return amin(x, dims_arg(dim, "amin: dim"), keepdim); },

@@ -255,6 +255,14 @@ smelt.Tensor(data, dtype=None, requires_grad=False) is smelt.tensor; smelt.Tenso
       .def("amax", [](const Tensor& t, py::handle dim, bool keepdim) {
         return amax(t, dims_arg(dim, "amax: dim"), keepdim);
       }, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("prod", [](const Tensor& t, py::handle dim, bool keepdim) {
+        return prod(t, dims_arg(dim, "prod: dim"), keepdim);
+      }, py::arg("dim") = py::none(), py::arg("keepdim") = false)
+      .def("cumsum", [](const Tensor& t, int64_t dim) { return cumsum(t, dim); }, py::arg("dim"))
+      .def("topk", [](const Tensor& t, int64_t k, int64_t dim, bool largest) {
+        TopKResult r = topk(t, k, dim, largest);
+        return py::make_tuple(r.values, r.indices);
+      }, py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true)
       .def("amin", [](const Tensor& t, py::handle dim, bool keepdim) {
         return amin(t, dims_arg(dim, "amin: dim"), keepdim);
       }, py::arg("dim") = py::none(), py::arg("keepdim") = false)

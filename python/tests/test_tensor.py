@@ -229,6 +229,27 @@ def test_rounding_and_trigonometric_methods_match_numpy(rng, name, low, high, re
     np.testing.assert_allclose(getattr(smelt, name)(t).numpy(), ref(a), rtol=1e-12, atol=1e-15)
 
 
+def test_prod_cumsum_topk_match_numpy(rng):
+    a = rng.standard_normal((3, 5))
+    a[1, 2] = 0.0
+    t = smelt.tensor(a)
+    np.testing.assert_allclose(t.prod(1).numpy(), a.prod(1), rtol=1e-12)
+    np.testing.assert_allclose(smelt.prod(t, 0, keepdim=True).numpy(), a.prod(0, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(t.cumsum(1).numpy(), a.cumsum(1), rtol=1e-12)
+    np.testing.assert_allclose(smelt.cumsum(t, 0).numpy(), a.cumsum(0), rtol=1e-12)
+    values, indices = t.topk(2)
+    order = np.argsort(-a, axis=1, kind="stable")[:, :2]
+    assert indices.tolist() == order.tolist()
+    np.testing.assert_array_equal(values.numpy(), np.take_along_axis(a, order, 1))
+    small, _ = smelt.topk(t, 1, dim=0, largest=False)
+    np.testing.assert_array_equal(small.numpy(), a.min(0, keepdims=True))
+    x = smelt.tensor([2.0, 0.0, 3.0], requires_grad=True)
+    x.prod().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 6.0, 0.0])
+    with pytest.raises(smelt.Error):
+        t.topk(6)
+
+
 def test_activation_methods_match_the_functions(rng):
     a = rng.standard_normal((4, 3))
     t = smelt.tensor(a)
