@@ -273,6 +273,59 @@ TEST(KernelCache, KernelsRequestedTogetherCompileInOneRun) {
   EXPECT_EQ(other.stats().misses, 0);
 }
 
+// Two processes compile the same batch into one directory at once: each publishes a whole file
+// per key (the last rename wins), both get working kernels, no temporaries remain, and a third
+// cache loads every key from disk intact.
+TEST(KernelCache, TwoProcessesPublishTheSameBatchAtOnce) {
+  const std::string dir = temp_dir("forkbatch");
+  KernelCacheOptions o = options_in(dir);
+  o.compile_threads = 1;
+  KernelBuilder a = scaled_tanh(4, 50, 0.125), b = scaled_tanh(4, 50, 0.375), c = scaled_tanh(4, 50, 0.625);
+  Tensor x = randn({4, 50});
+  pid_t children[2];
+  for (pid_t& child : children) {
+    child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      int code = 1;
+      try {
+        KernelCache cache(o);
+        auto handles = cache.get_many({&a.k, &b.k, &c.k});
+        const double cs[] = {0.125, 0.375, 0.625};
+        code = 0;
+        for (size_t i = 0; i < 3; ++i) {
+          handles[i]->wait();
+          if (!handles[i]->compiled_entry() ||
+              !runs_correctly([&](void* const* args) { handles[i]->run(args); }, x, cs[i])) {
+            code = 2;
+          }
+        }
+      } catch (...) {
+        code = 3;
+      }
+      ::_exit(code);
+    }
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child exit status " << status;
+  }
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  }
+  KernelCache cache(o);
+  const double cs[] = {0.125, 0.375, 0.625};
+  const KernelBuilder* kbs[] = {&a, &b, &c};
+  for (size_t i = 0; i < 3; ++i) {
+    auto compiled = cache.compile(kbs[i]->k);
+    ASSERT_TRUE(compiled);
+    EXPECT_TRUE(runs_correctly(compiled->entry, x, cs[i])) << i;
+  }
+  EXPECT_EQ(cache.stats().disk_hits, 3);
+  EXPECT_EQ(cache.stats().corrupt_entries, 0);
+}
+
 // One kernel of a batch the compiler refuses: the batch is compiled again kernel by kernel, so
 // the others compile and the error names the refused one only.
 TEST(KernelCache, ARefusedKernelInABatchDoesNotHoldBackTheOthers) {
