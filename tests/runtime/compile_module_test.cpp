@@ -166,6 +166,26 @@ TEST(CompileModule, FrozenAndUnusedParametersGetNoGradientAsInEagerBackward) {
   EXPECT_EQ(step_fn.recompile_reasons().back(), "parameter '0.bias' requires_grad: false -> true");
 }
 
+// Every parameter frozen: eager backward() has nothing to differentiate and fails; so does the
+// compiled step, with a message saying why, and the module is left as it was.
+TEST(CompileModule, ATrainingStepWithEveryParameterFrozenIsAnError) {
+  auto model = make_model(9);
+  for (const auto& [name, slot] : model->named_slots(true)) slot->set_requires_grad(false);
+  auto loss_fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{mean((*model)(in[0]))}; };
+  CompiledFunction step_fn = compile_training_step(*model, loss_fn, interpreter());
+  const StateDict before = model->state_dict();
+  Tensor x = randn({2, 2, 5, 5});
+  EXPECT_THROW(loss_fn({x})[0].backward(), Error);
+  model->load_state_dict(before);
+  try {
+    step_fn({x});
+    ADD_FAILURE() << "a training step without trainable parameters ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not depend on any parameter"), std::string::npos) << e.what();
+  }
+  for (const auto& [name, slot] : model->named_slots(true)) EXPECT_FALSE(slot->grad().defined()) << name;
+}
+
 // The bar for the memory planner on real models: the planned arena within 10% of the
 // lower bound (the most bytes live at one step), far below one allocation per buffer.
 TEST(CompileModule, ArenaOfTrainingStepsIsNearTheLowerBound) {
