@@ -41,6 +41,16 @@ struct CompileOptions {
   std::string backend = "auto";
   bool memory_plan = true;  // SMELT_NO_MEMPLAN=1 also turns it off
   int recompile_limit = 8;
+  // Automatic dynamic batch (as torch.compile's automatic dynamic shapes): when a call differs from
+  // a compiled signature only in dim 0 of some inputs (the batch, one size for all of them), that
+  // second batch size compiles kernels that take the batch size at run time; every later batch
+  // size re-instantiates the plan (memory plan, bindings) from them with no compiler run. A
+  // function whose graph depends on the batch otherwise (a reshape to a fixed batch, a constant
+  // of the batch's size, random draws) is checked and falls back to specialized kernels, saying
+  // why in recompile_reasons(). The first signature always gets specialized kernels. false:
+  // every batch size compiles its own.
+  bool dynamic_batch = true;
+  int batch_plans = 8;      // dynamic batch: plans kept per batch size (least recently used dropped)
   bool profile = false;     // time every step of every call (profile_table, write_chrome_trace)
 };
 
@@ -56,6 +66,7 @@ struct CompileReport {
   int64_t naive_bytes = 0;     // every intermediate in its own allocation
   int64_t lower_bound_bytes = 0;  // most bytes live at one step: no arena can be smaller
   double compile_ms = 0;
+  bool dynamic_batch = false;  // the plan was instantiated from dynamic-batch kernels
   std::string fusion;          // the fusion report (groups, rate, why nodes stayed unfused)
   std::string plan;            // the plan's steps and arena
 };

@@ -26,7 +26,27 @@ constexpr int64_t kSumExpBlock = 1024;
 
 class Emitter {
  public:
-  Emitter(const LoopKernel& k, std::string symbol) : k_(k), symbol_(std::move(symbol)) {}
+  Emitter(const LoopKernel& k, std::string symbol) : k_(k), symbol_(std::move(symbol)) {
+    // Each integer as a Num: a constant, or for a dynamic-batch kernel affine in B.
+    const BatchTerms* b = k.batch ? &*k.batch : nullptr;
+    auto num = [&](int64_t v, const std::vector<int64_t>* slopes, size_t i) {
+      const int64_t slope = b ? (*slopes)[i] : 0;
+      return Num::affine(v - slope * (b ? b->at : 0), slope);
+    };
+    auto nums = [&](const std::vector<int64_t>& v, const std::vector<int64_t>* slopes) {
+      std::vector<Num> r;
+      for (size_t i = 0; i < v.size(); ++i) r.push_back(num(v[i], slopes, i));
+      return r;
+    };
+    outer_ = nums(k.outer, b ? &b->outer : nullptr);
+    inner_ = nums(k.inner, b ? &b->inner : nullptr);
+    for (size_t a = 0; a < k.accesses.size(); ++a) {
+      const Access& acc = k.accesses[a];
+      offset_.push_back(b ? num(acc.offset, &b->offset, a) : Num(acc.offset));
+      outer_stride_.push_back(nums(acc.outer_strides, b ? &b->outer_strides[a] : nullptr));
+      inner_stride_.push_back(nums(acc.inner_strides, b ? &b->inner_strides[a] : nullptr));
+    }
+  }
 
   std::string run() {
     header();
@@ -51,6 +71,9 @@ class Emitter {
       out_ << "  [[maybe_unused]] " << q << t << "* a" << i << " = static_cast<" << q << t << "*>(args[" << i
            << "]);\n";
     }
+    if (k_.batch) {  // a dynamic-batch kernel: the batch size follows the buffers
+      out_ << "  [[maybe_unused]] const int64_t B = *static_cast<const int64_t*>(args[" << k_.args.size() << "]);\n";
+    }
     for (size_t e = 0; e < k_.exprs.size(); ++e) {
       if (k_.exprs[e].kind != ExprKind::Constant) continue;
       out_ << "  [[maybe_unused]] const " << dtype_cpp_type(k_.exprs[e].dtype) << " e" << e << " = "
@@ -64,12 +87,9 @@ class Emitter {
     out_ << "\nextern \"C\" void " << symbol_
          << "_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {\n";
     arguments();
-    Dims outer{k_.outer, {}};
-    std::vector<int64_t> last;
-    for (const Access& a : k_.accesses) {
-      outer.stride.push_back(a.outer_strides);
-      last.push_back(a.inner_strides[0]);
-    }
+    Dims outer{outer_, outer_stride_};
+    std::vector<Num> last;
+    for (const auto& s : inner_stride_) last.push_back(s[0]);
     outer = merge_dims(outer);
     out_ << "  for (int64_t r = r0; r < r1; ++r) {\n";
     std::vector<std::string> names;
@@ -119,16 +139,16 @@ class Emitter {
   // Declares, for every access, its offset at the current point of the nest: x<a><suffix> =
   // (the access's offset, or x<a><from> when `from` is given) + sum index[d] * strides[a][d].
   void offsets(const std::string& indent, const std::string& suffix, const std::string* from,
-               const std::vector<std::string>& index, const std::vector<std::vector<int64_t>>& strides) {
+               const std::vector<std::string>& index, const std::vector<std::vector<Num>>& strides) {
     for (size_t a = 0; a < k_.accesses.size(); ++a) {
-      std::string v = from ? cat("x", a) + *from : std::to_string(k_.accesses[a].offset);
+      std::string v = from ? cat("x", a) + *from : offset_[a].text();
       for (size_t d = 0; d < index.size(); ++d) v = add_scaled(v, index[d], strides[a][d]);
       out_ << indent << "[[maybe_unused]] const int64_t " << cat("x", a) << suffix << " = " << v << ";\n";
     }
   }
 
   // Splits the flat index `flat` into one index per extent (row-major): p<prefix><d>.
-  void unflatten(const std::string& indent, const std::string& flat, const std::vector<int64_t>& extent,
+  void unflatten(const std::string& indent, const std::string& flat, const std::vector<Num>& extent,
                  const std::string& prefix, std::vector<std::string>* names) {
     if (extent.empty()) return;
     out_ << indent << "int64_t rest = " << flat << ";\n";
@@ -138,15 +158,15 @@ class Emitter {
       if (d == 0) {
         out_ << indent << "const int64_t " << (*names)[d] << " = rest;\n";
       } else {
-        out_ << indent << "const int64_t " << (*names)[d] << " = rest % " << extent[d] << ";\n";
-        out_ << indent << "rest /= " << extent[d] << ";\n";
+        out_ << indent << "const int64_t " << (*names)[d] << " = rest % " << extent[d].text() << ";\n";
+        out_ << indent << "rest /= " << extent[d].text() << ";\n";
       }
     }
   }
 
   // One iteration of `stage` at the offsets x<a><suffix> + index * innermost stride.
   void body(int stage, const std::string& indent, const std::string& suffix, const std::string& index,
-            const std::vector<int64_t>& inner_stride) {
+            const std::vector<Num>& inner_stride) {
     auto at = [&](int access) {
       std::string base = cat("x", access) + suffix;
       return index.empty() ? base : add_scaled(base, index, inner_stride[access]);
@@ -252,11 +272,11 @@ class Emitter {
   // and the blocks times the other dims are the parallel loop.
   void elementwise() {
     Dims all;
-    all.extent = k_.outer;
-    all.extent.insert(all.extent.end(), k_.inner.begin(), k_.inner.end());
-    for (const Access& a : k_.accesses) {
-      std::vector<int64_t> s = a.outer_strides;
-      s.insert(s.end(), a.inner_strides.begin(), a.inner_strides.end());
+    all.extent = outer_;
+    all.extent.insert(all.extent.end(), inner_.begin(), inner_.end());
+    for (size_t a = 0; a < k_.accesses.size(); ++a) {
+      std::vector<Num> s = outer_stride_[a];
+      s.insert(s.end(), inner_stride_[a].begin(), inner_stride_[a].end());
       all.stride.push_back(s);
     }
     Dims m = merge_dims(all);
@@ -264,30 +284,31 @@ class Emitter {
       m.extent.push_back(1);
       for (auto& s : m.stride) s.push_back(0);
     }
-    const int64_t n = m.extent.back();
-    std::vector<int64_t> par(m.extent.begin(), m.extent.end() - 1);
-    std::vector<std::vector<int64_t>> par_stride, inner_stride;
+    const Num n = m.extent.back();
+    std::vector<Num> par(m.extent.begin(), m.extent.end() - 1);
+    std::vector<Num> last;
+    std::vector<std::vector<Num>> strides;
     for (auto& s : m.stride) {
-      par_stride.emplace_back(s.begin(), s.end() - 1);
-      inner_stride.push_back({s.back()});
+      strides.emplace_back(s.begin(), s.end() - 1);
+      last.push_back(s.back());
     }
-    const int64_t block = n > 2 * kBlock ? kBlock : n;
-    const int64_t blocks = block == 0 ? 0 : (n + block - 1) / block;
-    const int64_t iterations = product(par) * blocks;
-    std::vector<int64_t> last;
-    for (auto& s : inner_stride) last.push_back(s[0]);
-    if (product(par) * n >= kParallelGrain && iterations > 1) out_ << "  #pragma omp parallel for schedule(static)\n";
+    if (!n.constant() || !product(par).constant()) return elementwise_dynamic(n, par, strides, last);
+    const int64_t block = n.value() > 2 * kBlock ? kBlock : n.value();
+    const int64_t blocks = block == 0 ? 0 : (n.value() + block - 1) / block;
+    const int64_t iterations = product(par).value() * blocks;
+    if (product(par).value() * n.value() >= kParallelGrain && iterations > 1) {
+      out_ << "  #pragma omp parallel for schedule(static)\n";
+    }
     out_ << "  for (int64_t t = 0; t < " << iterations << "; ++t) {\n";
     std::vector<std::string> names;
     unflatten("    ", blocks > 1 ? "t / " + std::to_string(blocks) : "t", par, "p", &names);
-    std::vector<std::vector<int64_t>> strides = par_stride;
     std::string trip = std::to_string(block);
     if (blocks > 1) {
       out_ << "    const int64_t blk = t % " << blocks << ";\n";
       names.push_back("blk");
-      for (size_t a = 0; a < strides.size(); ++a) strides[a].push_back(block * last[a]);
-      if (n % block != 0) {
-        trip = "(blk == " + std::to_string(blocks - 1) + " ? " + std::to_string(n - (blocks - 1) * block) +
+      for (size_t a = 0; a < strides.size(); ++a) strides[a].push_back(Num(block) * last[a]);
+      if (n.value() % block != 0) {
+        trip = "(blk == " + std::to_string(blocks - 1) + " ? " + std::to_string(n.value() - (blocks - 1) * block) +
                " : " + std::to_string(block) + ")";
       }
     }
@@ -299,19 +320,46 @@ class Emitter {
     out_ << "    }\n  }\n";
   }
 
+  // elementwise() for extents that depend on the batch size: the same loops, the blocks and the
+  // decision to run in parallel computed at run time.
+  void elementwise_dynamic(const Num& n, const std::vector<Num>& par, std::vector<std::vector<Num>> strides,
+                           const std::vector<Num>& last) {
+    out_ << "  const int64_t n = " << n.text() << ";\n";
+    out_ << "  const int64_t block = n > " << 2 * kBlock << " ? " << kBlock << " : n;\n";
+    out_ << "  const int64_t blocks = block == 0 ? 0 : (n + block - 1) / block;\n";
+    out_ << "  const int64_t rows = " << product(par).text() << ";\n";
+    out_ << "  #pragma omp parallel for schedule(static) if (rows * n >= " << kParallelGrain
+         << " && rows * blocks > 1)\n";
+    out_ << "  for (int64_t t = 0; t < rows * blocks; ++t) {\n";
+    std::vector<std::string> names;
+    unflatten("    ", "t / blocks", par, "p", &names);
+    out_ << "    const int64_t blk = t % blocks;\n    const int64_t start = blk * block;\n";
+    names.push_back("start");
+    for (size_t a = 0; a < strides.size(); ++a) strides[a].push_back(last[a]);
+    offsets("    ", "", nullptr, names, strides);
+    std::string pragma = simd_pragma(0);
+    if (!pragma.empty()) out_ << "    " << pragma << "\n";
+    out_ << "    for (int64_t i = 0; i < (blk == blocks - 1 ? n - start : block); ++i) {\n";
+    body(0, "      ", "", "i", last);
+    out_ << "    }\n  }\n";
+  }
+
   // Reductions: the outer dims are the parallel loop; per row, each stage loops over the inner
   // dims, then the row expressions run.
   void rows() {
-    Dims outer{k_.outer, {}}, inner{k_.inner, {}};
-    for (const Access& a : k_.accesses) {
-      outer.stride.push_back(a.outer_strides);
-      inner.stride.push_back(a.inner_strides);
-    }
+    Dims outer{outer_, outer_stride_}, inner{inner_, inner_stride_};
     outer = merge_dims(outer);
     inner = merge_dims(inner);
-    const int64_t rows = product(outer.extent), per_row = product(inner.extent);
-    if (rows > 1 && rows * per_row * k_.stages >= kParallelGrain) out_ << "  #pragma omp parallel for schedule(static)\n";
-    out_ << "  for (int64_t o = 0; o < " << rows << "; ++o) {\n";
+    const Num rows = product(outer.extent), per_row = product(inner.extent);
+    if (rows.constant() && per_row.constant()) {
+      if (rows.value() > 1 && rows.value() * per_row.value() * k_.stages >= kParallelGrain) {
+        out_ << "  #pragma omp parallel for schedule(static)\n";
+      }
+    } else {  // a dynamic batch: the same decision at run time
+      out_ << "  #pragma omp parallel for schedule(static) if (" << rows.text() << " > 1 && " << rows.text()
+           << " * " << per_row.text() << " * " << k_.stages << " >= " << kParallelGrain << ")\n";
+    }
+    out_ << "  for (int64_t o = 0; o < " << rows.text() << "; ++o) {\n";
     std::vector<std::string> names;
     unflatten("    ", "o", outer.extent, "p", &names);
     offsets("    ", "", nullptr, names, outer.stride);
@@ -322,7 +370,9 @@ class Emitter {
         const std::string t = dtype_cpp_type(k_.exprs[red.value].dtype);
         out_ << "    " << t << " m" << r << " = " << t << "(-INFINITY);\n";
         if (!inner.extent.empty()) {
-          out_ << "    " << t << " vb" << r << "[" << std::min(kSumExpBlock, inner.extent.back()) << "];\n";
+          const Num& n = inner.extent.back();
+          out_ << "    " << t << " vb" << r << "[" << (n.constant() ? std::min(kSumExpBlock, n.value()) : kSumExpBlock)
+               << "];\n";
         }
       }
     }
@@ -342,10 +392,10 @@ class Emitter {
         hoisted_ = keep;
       }
       for (int l = 0; l + 1 < levels; ++l) {
-        out_ << indent << "for (int64_t i" << l << " = 0; i" << l << " < " << inner.extent[l] << "; ++i" << l
+        out_ << indent << "for (int64_t i" << l << " = 0; i" << l << " < " << inner.extent[l].text() << "; ++i" << l
              << ") {\n";
         indent += "  ";
-        std::vector<std::vector<int64_t>> st;
+        std::vector<std::vector<Num>> st;
         for (auto& v : inner.stride) st.push_back({v[l]});
         offsets(indent, cat("_", l), &suffix, {cat("i", l)}, st);
         suffix = cat("_", l);
@@ -353,16 +403,16 @@ class Emitter {
       if (levels == 0) {
         body(s, indent, suffix, "", {});
       } else if (has_sumexp(s)) {
-        std::vector<int64_t> last;
+        std::vector<Num> last;
         for (auto& v : inner.stride) last.push_back(v.back());
         sumexp_blocks(s, indent, suffix, cat("i", levels - 1), inner.extent.back(), last);
       } else {
         std::string pragma = simd_pragma(s);
         if (!pragma.empty()) out_ << indent << pragma << "\n";
         const std::string i = cat("i", levels - 1);
-        out_ << indent << "for (int64_t " << i << " = 0; " << i << " < " << inner.extent.back() << "; ++" << i
+        out_ << indent << "for (int64_t " << i << " = 0; " << i << " < " << inner.extent.back().text() << "; ++" << i
              << ") {\n";
-        std::vector<int64_t> last;
+        std::vector<Num> last;
         for (auto& v : inner.stride) last.push_back(v.back());
         body(s, indent + "  ", suffix, i, last);
         out_ << indent << "}\n";
@@ -400,11 +450,11 @@ class Emitter {
   // the stage and gathers the values and their maximum, then every SumExp rescales its sum and
   // adds the block's exponentials (a second, vectorized loop over the buffer, in L1).
   void sumexp_blocks(int stage, const std::string& indent, const std::string& suffix, const std::string& i,
-                     int64_t n, const std::vector<int64_t>& last) {
-    const int64_t block = std::min(kSumExpBlock, n);
-    const std::string in = indent + "  ";
+                     const Num& num, const std::vector<Num>& last) {
+    const int64_t block = num.constant() ? std::min(kSumExpBlock, num.value()) : kSumExpBlock;
+    const std::string in = indent + "  ", n = num.text();
     out_ << indent << "for (int64_t c0 = 0; c0 < " << n << "; c0 += " << block << ") {\n";
-    if (n % block == 0) out_ << in << "const int64_t cn = " << block << ";\n";
+    if (num.constant() && num.value() % block == 0) out_ << in << "const int64_t cn = " << block << ";\n";
     else out_ << in << "const int64_t cn = " << n << " - c0 < " << block << " ? " << n << " - c0 : " << block << ";\n";
     for (size_t r = 0; r < k_.reductions.size(); ++r) {
       const Reduction& red = k_.reductions[r];
@@ -434,6 +484,9 @@ class Emitter {
 
   const LoopKernel& k_;
   std::string symbol_;
+  // The kernel's integers (loop_kernel.h) as Nums: constants, or affine in B (LoopKernel::batch).
+  std::vector<Num> outer_, inner_, offset_;
+  std::vector<std::vector<Num>> outer_stride_, inner_stride_;  // [access][dim]
   std::vector<bool> hoisted_ = std::vector<bool>(k_.exprs.size(), false);  // emitted before the loops
   std::ostringstream out_;
 };

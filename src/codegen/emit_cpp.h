@@ -2,7 +2,11 @@
 // #includes kernels/scalar.h (the eager kernels' math, so compiled kernels compute the same bits
 // wherever no reduction is reassociated) and defines `extern "C" void <symbol>(void* const* args)`.
 //
-// The code is specialized to the kernel's shapes: extents and strides are constants, dims that
+// A dynamic-batch kernel (LoopKernel::batch) reads the batch size B after its buffers
+// (args[args.size()], a const int64_t*); its extents and strides are expressions in B, and the
+// choices that depend on them (blocks, running in parallel) are made at run time.
+//
+// Otherwise the code is specialized to the kernel's shapes: extents and strides are constants, dims that
 // every access walks contiguously together are merged, size-1 dims dropped. The innermost loop
 // carries `#pragma omp simd` (with the reductions as OpenMP reductions) unless a stage stores into
 // a buffer it also reads through a different access; with a constant trip count that is a
@@ -23,7 +27,8 @@ namespace smelt::codegen {
 // kernel's text, not the generated source, so a change to what this file emits for the same
 // kernel must bump it, or the disk cache keeps serving kernels generated the old way.
 // 2: online SumExp blocks; row-invariant values hoisted out of a stage's loops.
-inline constexpr int kEmitCppRevision = 2;
+// 3: dynamic-batch kernels (LoopKernel::batch: extents and strides affine in a run-time batch).
+inline constexpr int kEmitCppRevision = 3;
 
 // The source of `kernel` (validate()d by the caller), its entry point named `symbol`.
 std::string emit_cpp(const LoopKernel& kernel, const std::string& symbol);

@@ -11,19 +11,52 @@ namespace smelt::codegen::emit {
 
 using kernels::dtype_cpp_type;
 
+Num Num::affine(int64_t base, int64_t slope) {
+  Num n(base);
+  if (slope != 0) n.c_.push_back(slope);
+  return n;
+}
+
+int64_t Num::value() const {
+  SMELT_INTERNAL_CHECK(constant()) << "emit_cpp: a batch-dependent integer " << text() << " used as a constant";
+  return c_[0];
+}
+
+std::string Num::text() const {
+  if (constant()) return std::to_string(c_[0]);
+  std::string t = "(" + std::to_string(c_[0]);
+  for (size_t i = 1; i < c_.size(); ++i) {
+    if (c_[i] == 0) continue;
+    t += " + " + std::to_string(c_[i]);
+    for (size_t p = 0; p < i; ++p) t += " * B";
+  }
+  return t + ")";
+}
+
+Num operator*(const Num& a, const Num& b) {
+  Num r;
+  r.c_.assign(a.c_.size() + b.c_.size() - 1, 0);
+  for (size_t i = 0; i < a.c_.size(); ++i) {
+    for (size_t j = 0; j < b.c_.size(); ++j) r.c_[i + j] += a.c_[i] * b.c_[j];
+  }
+  while (r.c_.size() > 1 && r.c_.back() == 0) r.c_.pop_back();
+  return r;
+}
+
 // Drops size-1 dims and merges neighbours that every access walks as one (stride[d] ==
-// stride[d + 1] * extent[d + 1]), so that the innermost loop is as long as the layout allows.
+// stride[d + 1] * extent[d + 1], as polynomials in B), so that the innermost loop is as long as
+// the layout allows.
 Dims merge_dims(const Dims& in) {
   Dims out;
   out.stride.resize(in.stride.size());
   for (size_t d = 0; d < in.extent.size(); ++d) {
-    if (in.extent[d] == 1) continue;
+    if (in.extent[d] == Num(1)) continue;
     bool merge = !out.extent.empty();
     for (size_t a = 0; merge && a < in.stride.size(); ++a) {
       merge = out.stride[a].back() == in.stride[a][d] * in.extent[d];
     }
     if (merge) {
-      out.extent.back() *= in.extent[d];
+      out.extent.back() = out.extent.back() * in.extent[d];
       for (size_t a = 0; a < in.stride.size(); ++a) out.stride[a].back() = in.stride[a][d];
     } else {
       out.extent.push_back(in.extent[d]);
@@ -33,19 +66,20 @@ Dims merge_dims(const Dims& in) {
   return out;
 }
 
-int64_t product(const std::vector<int64_t>& v) {
-  int64_t n = 1;
-  for (int64_t e : v) n *= e;
+Num product(const std::vector<Num>& v) {
+  Num n = 1;
+  for (const Num& e : v) n = n * e;
   return n;
 }
 
 std::string cat(const std::string& a, int64_t b) { return a + std::to_string(b); }
 
 // `base + index * stride` as short as the constants allow.
-std::string add_scaled(const std::string& base, const std::string& index, int64_t stride) {
-  if (stride == 0) return base;
-  if (stride == 1) return base + " + " + index;
-  return base + " + " + index + " * " + std::to_string(stride);
+std::string add_scaled(const std::string& base, const std::string& index, const Num& stride) {
+  if (!stride.constant()) return base + " + " + index + " * " + stride.text();
+  if (stride.value() == 0) return base;
+  if (stride.value() == 1) return base + " + " + index;
+  return base + " + " + index + " * " + std::to_string(stride.value());
 }
 
 std::string constant_text(const Expr& e) {

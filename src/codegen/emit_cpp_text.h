@@ -10,19 +10,38 @@
 
 namespace smelt::codegen::emit {
 
+// An integer of the generated code: a polynomial in the batch size B with integer coefficients. A
+// kernel specialized on every extent has only constants (printed as before: decimal literals); a
+// dynamic-batch kernel's fields are affine in B (LoopKernel::batch) and their products of higher
+// degree. Equal polynomials are equal at every B, so a merge of dims decided on them holds at
+// every batch size.
+class Num {
+ public:
+  Num(int64_t v = 0) : c_{v} {}  // NOLINT: constants mix freely with Nums
+  static Num affine(int64_t base, int64_t slope);
+  bool constant() const { return c_.size() == 1; }
+  int64_t value() const;     // a constant's value (an internal error otherwise)
+  std::string text() const;  // a decimal literal, or "(3 + 2 * B)"
+  bool operator==(const Num& o) const { return c_ == o.c_; }
+  friend Num operator*(const Num& a, const Num& b);
+
+ private:
+  std::vector<int64_t> c_;  // c_[i] * B^i; never empty, no trailing zeros past the first
+};
+
 // A loop nest: extents and, per access, one stride per dim.
 struct Dims {
-  std::vector<int64_t> extent;
-  std::vector<std::vector<int64_t>> stride;  // [access][dim]
+  std::vector<Num> extent;
+  std::vector<std::vector<Num>> stride;  // [access][dim]
 };
 
 // Drops size-1 dims and merges neighbours that every access walks as one (stride[d] ==
 // stride[d + 1] * extent[d + 1]), so that the innermost loop is as long as the layout allows.
 Dims merge_dims(const Dims& in);
-int64_t product(const std::vector<int64_t>& v);
+Num product(const std::vector<Num>& v);
 std::string cat(const std::string& a, int64_t b);  // a + decimal b
 // `base + index * stride` as short as the constants allow.
-std::string add_scaled(const std::string& base, const std::string& index, int64_t stride);
+std::string add_scaled(const std::string& base, const std::string& index, const Num& stride);
 // A Constant expression as a C++ literal of its dtype (floating values exact, from their bits).
 std::string constant_text(const Expr& e);
 const char* reduce_name(ReduceOp op);

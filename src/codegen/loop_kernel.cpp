@@ -134,10 +134,38 @@ void hex_double(std::ostream& out, double v) {
   out << buf;
 }
 
-void print_strides(std::ostream& out, const std::vector<int64_t>& v) {
+// One integer of a kernel: its value, or for a dynamic-batch kernel base+slope*B (the same text at
+// every batch size).
+void print_num(std::ostream& out, int64_t value, const int64_t* slope, int64_t at) {
+  if (!slope || *slope == 0) {
+    out << value;
+    return;
+  }
+  out << value - *slope * at << (*slope < 0 ? "" : "+") << *slope << "*B";
+}
+
+void print_strides(std::ostream& out, const std::vector<int64_t>& v, const std::vector<int64_t>* slopes = nullptr,
+                   int64_t at = 0) {
   out << "[";
-  for (size_t i = 0; i < v.size(); ++i) out << (i ? "," : "") << v[i];
+  for (size_t i = 0; i < v.size(); ++i) {
+    out << (i ? "," : "");
+    print_num(out, v[i], slopes ? &(*slopes)[i] : nullptr, at);
+  }
   out << "]";
+}
+
+// The kernel with every batch-dependent integer zeroed: two kernels with equal skeletons differ
+// only where kernel_fit_batch fits slopes.
+std::string skeleton(LoopKernel k) {
+  for (auto& v : k.outer) v = 0;
+  for (auto& v : k.inner) v = 0;
+  for (Access& a : k.accesses) {
+    a.offset = 0;
+    for (auto& v : a.outer_strides) v = 0;
+    for (auto& v : a.inner_strides) v = 0;
+  }
+  k.batch.reset();
+  return k.name + "\n" + print_kernel(k);
 }
 
 }  // namespace
@@ -257,20 +285,24 @@ std::vector<bool> row_invariant_exprs(const LoopKernel& k) {
 
 std::string print_kernel(const LoopKernel& k) {
   std::ostringstream out;
-  out << "loop_kernel stages=" << k.stages << (k.tiled ? " tiled" : "") << " outer=";
-  print_strides(out, k.outer);
+  const BatchTerms* b = k.batch ? &*k.batch : nullptr;
+  const int64_t at = b ? b->at : 0;
+  out << "loop_kernel stages=" << k.stages << (k.tiled ? " tiled" : "") << (b ? " dynamic_batch" : "") << " outer=";
+  print_strides(out, k.outer, b ? &b->outer : nullptr, at);
   out << " inner=";
-  print_strides(out, k.inner);
+  print_strides(out, k.inner, b ? &b->inner : nullptr, at);
   out << "\n";
   for (size_t i = 0; i < k.args.size(); ++i) {
     out << "arg " << i << " " << dtype_name(k.args[i].dtype) << (k.args[i].output ? " out" : " in") << "\n";
   }
   for (size_t i = 0; i < k.accesses.size(); ++i) {
     const Access& a = k.accesses[i];
-    out << "access " << i << " arg=" << a.arg << " offset=" << a.offset << " outer=";
-    print_strides(out, a.outer_strides);
+    out << "access " << i << " arg=" << a.arg << " offset=";
+    print_num(out, a.offset, b ? &b->offset[i] : nullptr, at);
+    out << " outer=";
+    print_strides(out, a.outer_strides, b ? &b->outer_strides[i] : nullptr, at);
     out << " inner=";
-    print_strides(out, a.inner_strides);
+    print_strides(out, a.inner_strides, b ? &b->inner_strides[i] : nullptr, at);
     out << "\n";
   }
   for (size_t i = 0; i < k.exprs.size(); ++i) {
@@ -307,6 +339,64 @@ std::string print_kernel(const LoopKernel& k) {
   }
   for (const Store& s : k.stores) out << "store s" << s.stage << " e" << s.value << " -> access " << s.access << "\n";
   return out.str();
+}
+
+LoopKernel kernel_at_batch(const LoopKernel& kernel, int64_t b) {
+  SMELT_INTERNAL_CHECK(kernel.batch) << "kernel_at_batch: kernel '" << kernel.name << "' is not a dynamic-batch kernel";
+  LoopKernel k = kernel;
+  BatchTerms& t = *k.batch;
+  const int64_t step = b - t.at;
+  auto shift = [&](std::vector<int64_t>& v, const std::vector<int64_t>& slope) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] += slope[i] * step;
+  };
+  shift(k.outer, t.outer);
+  shift(k.inner, t.inner);
+  for (size_t i = 0; i < k.args.size(); ++i) k.args[i].numel += t.numel[i] * step;
+  for (size_t i = 0; i < k.accesses.size(); ++i) {
+    k.accesses[i].offset += t.offset[i] * step;
+    shift(k.accesses[i].outer_strides, t.outer_strides[i]);
+    shift(k.accesses[i].inner_strides, t.inner_strides[i]);
+  }
+  t.at = b;
+  return k;
+}
+
+std::optional<LoopKernel> kernel_fit_batch(const LoopKernel& k1, int64_t b1, const LoopKernel& k2, int64_t b2,
+                                           std::string* why) {
+  SMELT_INTERNAL_CHECK(b1 != b2) << "kernel_fit_batch: two kernels at the same batch size " << b1;
+  if (skeleton(k1) != skeleton(k2)) {
+    *why = "kernel '" + k1.name + "' differs between batch " + std::to_string(b1) + " and " + std::to_string(b2) +
+           " beyond its extents and strides";
+    return std::nullopt;
+  }
+  bool affine = true;
+  auto slope = [&](int64_t v1, int64_t v2) {
+    if ((v2 - v1) % (b2 - b1) != 0) affine = false;
+    return (v2 - v1) / (b2 - b1);
+  };
+  auto slopes = [&](const std::vector<int64_t>& v1, const std::vector<int64_t>& v2) {
+    std::vector<int64_t> s(v1.size());
+    for (size_t i = 0; i < v1.size(); ++i) s[i] = slope(v1[i], v2[i]);
+    return s;
+  };
+  LoopKernel k = k1;
+  BatchTerms t;
+  t.at = b1;
+  t.outer = slopes(k1.outer, k2.outer);
+  t.inner = slopes(k1.inner, k2.inner);
+  for (size_t i = 0; i < k1.args.size(); ++i) t.numel.push_back(slope(k1.args[i].numel, k2.args[i].numel));
+  for (size_t i = 0; i < k1.accesses.size(); ++i) {
+    const Access &a1 = k1.accesses[i], &a2 = k2.accesses[i];
+    t.offset.push_back(slope(a1.offset, a2.offset));
+    t.outer_strides.push_back(slopes(a1.outer_strides, a2.outer_strides));
+    t.inner_strides.push_back(slopes(a1.inner_strides, a2.inner_strides));
+  }
+  if (!affine) {
+    *why = "kernel '" + k1.name + "': an extent or stride is not an integer multiple of the batch size";
+    return std::nullopt;
+  }
+  k.batch = std::move(t);
+  return k;
 }
 
 }  // namespace smelt::codegen

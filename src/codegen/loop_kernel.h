@@ -34,6 +34,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,19 @@ struct Arg {
   bool output = false;
 };
 
+// A dynamic batch (runtime/batch_graph.h): the kernel's integers are affine in the batch size B.
+// The LoopKernel's fields hold their values at B = `at`; each vector here holds the matching
+// field's coefficient of B (0 for what the batch does not change). One such kernel serves every
+// batch size: its generated C++ reads B from one more argument after the buffers (args[args.size()]
+// points to a const int64_t), and the interpreter runs kernel_at_batch(kernel, B).
+struct BatchTerms {
+  int64_t at = 0;
+  std::vector<int64_t> outer, inner;  // per outer / inner dim
+  std::vector<int64_t> numel;         // per argument
+  std::vector<int64_t> offset;        // per access
+  std::vector<std::vector<int64_t>> outer_strides, inner_strides;  // per access, per dim
+};
+
 struct LoopKernel {
   std::string name;        // for profiles and dumps: the fused ops, e.g. "mul_add_gelu"
   std::vector<Arg> args;   // the buffers, in the order the caller passes them: inputs, then outputs
@@ -111,6 +125,7 @@ struct LoopKernel {
   std::vector<Store> stores;
   bool tiled = false;      // offers the tile entry (see the top)
   std::string comment;     // what the kernel fuses (op list, source nodes), kept in dumps
+  std::optional<BatchTerms> batch;  // set: a dynamic-batch kernel (see BatchTerms)
 };
 
 // Checks the invariants above (indices in range, operands earlier and of the same stage or
@@ -127,7 +142,17 @@ void validate(const LoopKernel& kernel);
 std::vector<bool> row_invariant_exprs(const LoopKernel& kernel);
 
 // The canonical text of a kernel: everything that changes the code it computes (not `comment`).
+// A dynamic-batch kernel prints each integer as `base+slope*B`: the same text at every batch size,
+// so the kernel caches hold one compiled kernel for all of them.
 std::string print_kernel(const LoopKernel& kernel);
+
+// A dynamic-batch kernel at batch size `b` (its fields re-evaluated, `batch->at` = b).
+LoopKernel kernel_at_batch(const LoopKernel& kernel, int64_t b);
+// The dynamic-batch kernel through `k1` (lowered at batch b1) and `k2` (at b2): the same kernel
+// but for its integers, each of which must be affine in the batch with an integer slope.
+// nullopt, with `why` set, when they differ otherwise.
+std::optional<LoopKernel> kernel_fit_batch(const LoopKernel& k1, int64_t b1, const LoopKernel& k2, int64_t b2,
+                                           std::string* why);
 
 // A backend's kernel entry: the argument buffers' base pointers, in `args` order. Calls are
 // reentrant; a kernel parallelizes its outer loop itself.

@@ -42,7 +42,8 @@ Map reshape_input_map(const Shape& in, const Shape& out, const Map& m) {
   return res;
 }
 
-void simplify_space(LoopKernel& k, const std::vector<int64_t>& space, size_t n_outer_in, bool reductions) {
+void simplify_space(LoopKernel& k, const std::vector<int64_t>& space, size_t n_outer_in, bool reductions,
+                    bool split) {
   std::vector<int64_t> dims = space;
   size_t n_outer = n_outer_in;
   auto strides = [&](size_t a, size_t j) -> int64_t& {
@@ -84,7 +85,7 @@ void simplify_space(LoopKernel& k, const std::vector<int64_t>& space, size_t n_o
     }
     n_outer = dims.size() - 1;
     const int64_t block = split_block(dims.back(), 4096);
-    if (n_outer == 0 && block >= 256 && block < dims.back()) {
+    if (split && n_outer == 0 && block >= 256 && block < dims.back()) {
       for (Access& acc : k.accesses) acc.outer_strides = {acc.inner_strides[0] * block};
       dims = {dims[0] / block, block};
       n_outer = 1;

@@ -34,8 +34,10 @@ Map reshape_input_map(const Shape& in, const Shape& out, const Map& m);
 // outer; k.accesses hold one stride per space dim, outer ones in outer_strides): drops size-1
 // dims and merges adjacent dims (within outer, within inner) that every access walks as one;
 // then, without reductions, makes the last dim the inner loop and splits a long single dim so
-// that the outer loop can run in parallel.
-void simplify_space(LoopKernel& k, const std::vector<int64_t>& space, size_t n_outer, bool reductions);
+// that the outer loop can run in parallel (unless `split` is false: the block would depend on the
+// extent's factors, which a dynamic batch changes).
+void simplify_space(LoopKernel& k, const std::vector<int64_t>& space, size_t n_outer, bool reductions,
+                    bool split = true);
 
 // The tile form (LowerOptions::tile_col_dims): the space uncollapsed (all of it outer in
 // k.accesses on entry), except that the last `cols` dims become the one inner (column) dim.

@@ -43,7 +43,8 @@ std::unique_ptr<ir::Graph> contraction_epilogue_body(const ir::Graph& body) {
   return g;
 }
 
-std::optional<TiledContraction> lower_tiled_contraction(const ir::Graph& body, const std::string& name) {
+std::optional<TiledContraction> lower_tiled_contraction(const ir::Graph& body, const std::string& name,
+                                                        const LowerFn& lower) {
   const ir::Node& first = *body.nodes().front();
   std::vector<ops::TensorMeta> metas;
   for (const ir::Value* v : first.inputs) {
@@ -56,7 +57,7 @@ std::optional<TiledContraction> lower_tiled_contraction(const ir::Graph& body, c
   options.tile_col_dims = ops::contraction_tile_col_dims(first.op, metas);
   if (options.tile_col_dims == 0) return std::nullopt;
   TiledContraction t;
-  t.lowered = codegen::lower(*contraction_epilogue_body(body), name, options);
+  t.lowered = lower(*contraction_epilogue_body(body), name, options);
   if (!t.lowered.kernel) return std::nullopt;
   for (const ir::Value* v : first.inputs) {
     size_t i = 0;

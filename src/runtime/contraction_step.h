@@ -34,7 +34,8 @@ struct TiledContraction {
 
 // nullopt when the tile form does not apply to this group (the op cannot take a tile epilogue,
 // or the epilogue does not lower to the tile form).
-std::optional<TiledContraction> lower_tiled_contraction(const ir::Graph& body, const std::string& name);
+std::optional<TiledContraction> lower_tiled_contraction(const ir::Graph& body, const std::string& name,
+                                                        const LowerFn& lower);
 
 // A contraction group's body with the contraction (its first node) removed and its output turned
 // into the last body input: the epilogue alone.

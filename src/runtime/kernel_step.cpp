@@ -13,10 +13,18 @@ KernelStep::KernelStep(codegen::LoopKernel kernel) {
   }
   args_.resize(kernel.args.size());
   if (kernel.tiled) tiles_ = std::make_shared<codegen::InterpretedKernel>(kernel);
+  if (kernel.batch) {
+    batch_ = kernel.batch->at;
+    args_.push_back(&batch_);
+    interpreted_ = tiles_ ? tiles_ : std::make_shared<codegen::InterpretedKernel>(kernel);
+  }
   kernel_ = std::move(kernel);
 }
 
-void KernelStep::run_interpreted() const { codegen::run_interpreted(kernel_, args_.data()); }
+void KernelStep::run_interpreted() const {
+  if (interpreted_) interpreted_->run(args_.data());
+  else codegen::run_interpreted(kernel_, args_.data());
+}
 
 std::string KernelStep::wait_compiled(const std::shared_ptr<codegen::KernelHandle>& handle) {
   if (!handle) return "";

@@ -13,11 +13,15 @@
 
 namespace smelt::runtime {
 
+using codegen::KernelEntry;
+
 class KernelStep {
  public:
   // Validates the kernel (an invalid one is an internal error of the lowering). The step runs on
   // the interpreter until attach() gives it the kernel cache's handle: the plan asks the cache
   // for all its kernels at once (KernelCache::get_many), so that they compile in batches.
+  // A dynamic-batch kernel (LoopKernel::batch) runs at its `batch->at`: the compiled code reads
+  // that from one more argument, the interpreter runs the kernel as it is.
   explicit KernelStep(codegen::LoopKernel kernel);
 
   // From now on the step runs through `handle` (compiled once its compile is done). Not while a
@@ -27,9 +31,14 @@ class KernelStep {
   // `pointers[arg_slots[i]]` is argument i.
   void run(const std::vector<void*>& pointers, const std::vector<int>& arg_slots) {
     for (size_t i = 0; i < arg_slots.size(); ++i) args_[i] = pointers[size_t(arg_slots[i])];
-    if (handle_) {
+    if (!handle_) {
+      run_interpreted();
+    } else if (!kernel_.batch) {
       handle_->run(args_.data());
+    } else if (KernelEntry entry = handle_->compiled_entry()) {
+      entry(args_.data());  // args_ ends with &batch_
     } else {
+      // The cache's handle is shared by every batch size: its interpreter may hold another one.
       run_interpreted();
     }
   }
@@ -40,7 +49,7 @@ class KernelStep {
     for (size_t i = 0; i < arg_slots.size(); ++i) args_[i] = pointers[size_t(arg_slots[i])];
   }
   void run_tile(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
-    if (handle_) {
+    if (handle_ && (!kernel_.batch || handle_->compiled_entry())) {
       handle_->run_tile(args_.data(), r0, r1, c0, c1);
     } else {
       tiles_->run_tile(args_.data(), r0, r1, c0, c1);
@@ -63,8 +72,10 @@ class KernelStep {
   void run_interpreted() const;
   codegen::LoopKernel kernel_;
   std::shared_ptr<codegen::KernelHandle> handle_;
-  std::shared_ptr<codegen::InterpretedKernel> tiles_;  // tiled kernels, until attach()
+  std::shared_ptr<codegen::InterpretedKernel> tiles_;  // tiled kernels, until compiled
+  std::shared_ptr<codegen::InterpretedKernel> interpreted_;  // dynamic-batch kernels
   std::vector<void*> args_;
+  int64_t batch_ = 0;  // dynamic-batch kernels: the batch size, args_.back() points here
 };
 
 }  // namespace smelt::runtime

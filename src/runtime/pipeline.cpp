@@ -22,6 +22,10 @@ KernelBackend backend_from_name(const std::string& name) {
   return KernelBackend::Tiered;
 }
 
+namespace {
+void plan_stage(CompiledGraph& c, const PipelineOptions& options, std::chrono::steady_clock::time_point start);
+}  // namespace
+
 CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   CompiledGraph c;
@@ -44,7 +48,24 @@ CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOpti
   }
   c.nodes_after = c.graph->num_nodes();
   // Stage 4: schedule (the node order fusion left), memory plan and kernels: the plan.
+  plan_stage(c, options, start);
+  return c;
+}
+
+CompiledGraph plan_graph(std::unique_ptr<ir::Graph> fused, const PipelineOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CompiledGraph c;
+  c.graph = std::move(fused);
+  c.nodes_before = c.nodes_after = c.graph->num_nodes();
+  plan_stage(c, options, start);
+  return c;
+}
+
+namespace {
+
+void plan_stage(CompiledGraph& c, const PipelineOptions& options, std::chrono::steady_clock::time_point start) {
   PlanOptions plan_options;
+  plan_options.lower = options.lower;
   plan_options.backend = options.backend;
   plan_options.memory_plan = options.memory_plan && memory_plan_options_from_env().enabled;
   plan_options.compile_after_runs = options.compile_after_runs > 0
@@ -65,7 +86,8 @@ CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOpti
        << cache_after.disk_hits - cache_before.disk_hits << " disk hits, "
        << cache_after.misses - cache_before.misses << " compiles started";
   debug_log(1, line.str());
-  return c;
 }
+
+}  // namespace
 
 }  // namespace smelt::runtime

@@ -21,6 +21,7 @@ struct PipelineOptions {
   KernelBackend backend = KernelBackend::Tiered;
   bool memory_plan = true;  // and SMELT_NO_MEMPLAN unset
   int compile_after_runs = 0;  // Tiered: see PlanOptions; 0: SMELT_COMPILE_AFTER (default 2)
+  LowerFn lower;  // PlanOptions::lower (a dynamic batch's, runtime/batch_graph.h)
 };
 
 struct CompiledGraph {
@@ -36,6 +37,9 @@ struct CompiledGraph {
 // Runs the pipeline on `graph` (consumed). SMELT_DEBUG=1 logs a line, 2 the fusion groups, 4 the
 // IR after each stage.
 CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOptions& options);
+// The last stage alone: the plan of a graph already optimized and fused (a dynamic batch's graph
+// at a new batch size, runtime/batch_graph.h). Logs as compile_graph at SMELT_DEBUG=1.
+CompiledGraph plan_graph(std::unique_ptr<ir::Graph> fused, const PipelineOptions& options);
 
 // "auto" (Tiered), "interpreter", "cpp" (Compiled); anything else is a smelt::Error.
 KernelBackend backend_from_name(const std::string& name);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "codegen/loop_kernel.h"
+#include "codegen/lower.h"
 #include "ir/graph.h"
 #include "runtime/profile.h"
 #include "runtime/memory_plan.h"
@@ -36,6 +37,11 @@ enum class KernelBackend : uint8_t {
   Tiered,       // interpreter first, generated C++ as soon as the background compile finishes
 };
 
+// How the plan lowers a fusion group (the body, its name, the options): codegen::lower unless
+// PlanOptions::lower says otherwise.
+using LowerFn = std::function<codegen::LowerResult(const ir::Graph& body, const std::string& name,
+                                                   const codegen::LowerOptions& options)>;
+
 struct PlanOptions {
   KernelBackend backend = KernelBackend::Tiered;
   bool memory_plan = true;  // false (SMELT_NO_MEMPLAN=1): every intermediate its own region
@@ -46,6 +52,10 @@ struct PlanOptions {
   // requests (lifetimes, sizes) before they are planned, as a bug in their computation would.
   std::function<void(std::vector<BufferRequest>&)> edit_requests;
   bool epilogue_in_tile = true;  // false (SMELT_NO_EPILOGUE_IN_TILE=1): contraction groups in two steps
+  // Replaces codegen::lower for every group, in build order: a dynamic batch records the kernels
+  // of its probe builds and hands their fitted dynamic-batch kernels to later builds
+  // (runtime/batch_graph.h).
+  LowerFn lower;
 };
 
 struct PlanStats {

@@ -104,6 +104,10 @@ int Plan::Impl::new_value_slot(const ir::Value* v, int step, const std::map<cons
 }
 
 void Plan::Impl::build(const ir::Graph& graph) {
+  lower = options.lower ? options.lower
+                        : LowerFn([](const ir::Graph& body, const std::string& name, const codegen::LowerOptions& o) {
+                            return codegen::lower(body, name, o);
+                          });
   std::map<const ir::Value*, int> output_index;
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     const ir::Value* v = graph.outputs()[i];
@@ -272,7 +276,7 @@ void Plan::Impl::add_op_step(const ir::Node& node, const std::vector<int>& in, c
 
 void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
                                  const std::vector<int>& in, const std::vector<int>& out) {
-  codegen::LowerResult lowered = codegen::lower(body, name);
+  codegen::LowerResult lowered = lower(body, name, codegen::LowerOptions{});
   Step s;
   s.in_slots = in;
   s.out_slots = out;
@@ -297,7 +301,7 @@ void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
 // false when the tile form does not apply (the caller then makes the two steps).
 bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
                                        const std::vector<int>& out) {
-  std::optional<TiledContraction> tiled = lower_tiled_contraction(body, name);
+  std::optional<TiledContraction> tiled = lower_tiled_contraction(body, name, lower);
   if (!tiled) return false;
   const ir::Node& first = *body.nodes().front();
   Step s;

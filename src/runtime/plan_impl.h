@@ -50,6 +50,7 @@ struct Step {
 
 struct Plan::Impl {
   PlanOptions options;
+  LowerFn lower;  // options.lower, else codegen::lower
   std::vector<Slot> slots;
   std::vector<Step> steps;
   std::vector<int> input_slots, output_slots;
