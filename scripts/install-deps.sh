@@ -5,6 +5,8 @@
 #   scripts/install-deps.sh bench    also PyTorch, to benchmark against
 #   scripts/install-deps.sh golden   also PyTorch, to regenerate tests/golden
 #   scripts/install-deps.sh fuzz     also clang, libFuzzer and clang's OpenMP (make fuzz-smoke)
+#   scripts/install-deps.sh onnx     also python3-onnx (onnx.checker over exported models) and node
+#                                    (ONNX Runtime's npm package runs exported models; tests/onnx/export)
 set -euo pipefail
 
 packages=(
@@ -23,8 +25,9 @@ case "${1:-}" in
   bench|golden) packages+=(python3-torch python3-numpy) ;;
   # clang-rt: the libFuzzer and sanitizer runtimes; libomp: OpenMP for clang (gcc has libgomp).
   fuzz) packages+=(clang libclang-rt-dev libomp-dev) ;;
+  onnx) packages+=(python3-onnx nodejs npm) ;;
   "") ;;
-  *) echo "usage: $0 [bench|golden|fuzz]" >&2; exit 2 ;;
+  *) echo "usage: $0 [bench|golden|fuzz|onnx]" >&2; exit 2 ;;
 esac
 
 missing=()

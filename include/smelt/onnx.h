@@ -16,9 +16,20 @@
 // Anything outside the supported set (an op, an attribute value, a dtype) is an
 // onnx::Unsupported error naming the node, op, opset and attribute; a malformed file is a
 // smelt::Error. Neither crashes, whatever the bytes.
+//
+// ONNX export: a graph (traced, parsed from text, imported) becomes a model file that
+// onnx.checker accepts and that ONNX Runtime and smelt's own importer run with the same results.
+//
+//   smelt::Graph g = smelt::Graph::trace(mlp, {x}, {w1, b1, w2, b2});
+//   smelt::onnx::save(g, "mlp.onnx", {.params = {w1, b1, w2, b2}});   // weights as initializers
+//   smelt::onnx::save_module(model, fn, {x}, "model.onnx");          // a module, names kept
+//
+// Each IR node becomes one ONNX node or a small fixed pattern (gelu, var, a gradient op); an op
+// with no ONNX form (a random dropout, a pooling gradient) is a smelt::Error naming the node.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,7 +37,12 @@
 #include "smelt/error.h"
 #include "smelt/graph.h"
 
-namespace smelt::onnx {
+namespace smelt {
+namespace nn {
+class Module;
+}
+
+namespace onnx {
 
 // Something valid ONNX that smelt does not support (yet): an op, an attribute, a dtype.
 class Unsupported : public Error {
@@ -100,4 +116,36 @@ Tensor read_tensor_file(const std::string& path, std::string* name = nullptr);
 // A tensor as an ONNX TensorProto file, so that a run's outputs read back as test data.
 void write_tensor_file(const std::string& path, const Tensor& t, const std::string& name);
 
-}  // namespace smelt::onnx
+struct ExportOptions {
+  // The default opset (ai.onnx) the model imports: 13 to 18. Ops whose form changed (Reduce* axes
+  // as inputs at 18, LayerNormalization at 17, ScatterElements' reduction at 16) follow it.
+  int64_t opset = 17;
+  // Values of the graph's last inputs (a traced graph's params): they become initializers named
+  // after the inputs, and leave the model's inputs. Shapes and dtypes must match.
+  std::vector<Tensor> params = {};
+  // Names of the model's inputs (the graph inputs that stay inputs) and outputs; empty: the IR
+  // names of inputs ("input_K" when none), "output_K" for outputs.
+  std::vector<std::string> input_names = {};
+  std::vector<std::string> output_names = {};
+  // Initializers of at least external_data_min_bytes go to one file beside the model, named
+  // "<model file name>.data" (models past protobuf's 2 GiB need it).
+  bool external_data = false;
+  int64_t external_data_min_bytes = 1024;
+  std::string graph_name = "smelt";
+};
+
+// Writes the model atomically (a temporary file renamed over `path`; the data file first).
+void save(const Graph& graph, const std::string& path, const ExportOptions& options = {});
+// The serialized ModelProto (external_data is refused: there is no file to put it beside).
+std::string save_bytes(const Graph& graph, const ExportOptions& options = {});
+
+// Traces `fn` (which calls `module` on its inputs) as trace_module does and saves the graph with
+// the module's parameters and buffers as initializers named as in its state dict ("0.weight").
+// The module's mode decides what is traced: call eval() first for inference (dropout in training
+// mode has no ONNX form). Extra outputs of training mode (updated running statistics) are left out.
+void save_module(nn::Module& module, const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                 const std::vector<Tensor>& example_inputs, const std::string& path,
+                 const ExportOptions& options = {});
+
+}  // namespace onnx
+}  // namespace smelt

@@ -19,7 +19,7 @@ from . import _smelt
 globals().update({k: v for k, v in vars(_smelt).items()
                   if not k.startswith("_") and not isinstance(v, _types.ModuleType)})
 
-from . import autograd, data, io, nn, optim  # noqa: E402
+from . import autograd, data, io, nn, onnx, optim  # noqa: E402
 
 __version__ = "0.1.0"
 

@@ -33,6 +33,7 @@ void bind_nn(py::module_& m);
 void bind_optim(py::module_& m);
 void bind_io_data(py::module_& m);
 void bind_compile(py::module_& m);
+void bind_onnx(py::module_& m);  // onnx.cpp: smelt.onnx.save
 
 // ---- conversions (conversions.cpp)
 

@@ -56,4 +56,5 @@ PYBIND11_MODULE(_smelt, m) {
   bind_optim(optim);
   bind_io_data(m);
   bind_compile(m);
+  bind_onnx(m);
 }

@@ -2,6 +2,7 @@
 //
 //   smelt check tests/onnx/node tests/onnx/simple     every case under these directories
 //   smelt check tests/onnx/node/test_relu             one case
+//   smelt check --export-roundtrip tests/onnx/node    import, export, import again, then run
 //
 // A case is a directory holding model.onnx and test_data_set_*/{input,output}_K.pb. Each data set
 // imports the model for its input shapes, runs it, and compares every output: float outputs
@@ -30,6 +31,8 @@ struct CheckArgs {
   double rtol = 1e-3, atol = 1e-4;
   bool optimize = false;
   bool quiet = false;
+  bool export_roundtrip = false;
+  std::string export_dir;
 };
 
 enum class Outcome { Pass, Fail, Skip };
@@ -108,6 +111,24 @@ onnx::Model import_specialized(const std::string& model, onnx::ImportOptions opt
   }
 }
 
+// The imported graph exported again and imported back: what a user of `smelt export` gets.
+// Inputs keep their names and shapes; inputs bound at import are constants in the export.
+onnx::Model export_roundtrip(const onnx::Model& m, const fs::path& dir, const CheckArgs& args) {
+  onnx::ExportOptions o;
+  o.input_names = m.input_names;
+  o.output_names = m.output_names;
+  onnx::Model back = [&] {
+    if (args.export_dir.empty()) return onnx::import_model_bytes(onnx::save_bytes(m.graph, o));
+    const fs::path out = fs::path(args.export_dir) / dir.filename();
+    fs::create_directories(out);
+    onnx::save(m.graph, (out / "model.onnx").string(), o);
+    return onnx::import_model((out / "model.onnx").string());
+  }();
+  SMELT_CHECK(back.input_names == m.input_names && back.output_names == m.output_names)
+      << "export round trip: the re-imported model's inputs or outputs have other names";
+  return back;
+}
+
 Outcome check_case(const fs::path& dir, const CheckArgs& args, std::string* detail) {
   std::vector<std::string> specialized;
   const std::string model = (dir / "model.onnx").string();
@@ -138,6 +159,7 @@ Outcome check_case(const fs::path& dir, const CheckArgs& args, std::string* deta
         options.input_shapes[info.inputs[i].name] = std::vector<int64_t>(inputs[i].shape().begin(), inputs[i].shape().end());
       }
       onnx::Model m = import_specialized(model, options, info, inputs, &specialized);
+      if (args.export_roundtrip) m = export_roundtrip(m, dir, args);
       if (args.optimize) m.graph.optimize();
       std::vector<Tensor> run_inputs;
       for (const std::string& name : m.input_names) {
@@ -223,6 +245,10 @@ void register_check(CLI::App& app) {
   cmd->add_option("--atol", args->atol, "absolute tolerance for float outputs (default 1e-4)");
   cmd->add_flag("--optimize", args->optimize, "run the default pass pipeline on each graph before running it");
   cmd->add_flag("--quiet", args->quiet, "print only failures and the closing line");
+  cmd->add_flag("--export-roundtrip", args->export_roundtrip,
+                "export each imported graph to ONNX and import that back before running it");
+  cmd->add_option("--export-dir", args->export_dir,
+                  "with --export-roundtrip: keep each exported model as DIR/<case>/model.onnx");
   cmd->callback([args] {
     const int status = run_check(*args);
     if (status != 0) {
