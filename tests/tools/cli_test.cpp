@@ -208,6 +208,9 @@ TEST_F(Cli, OptOnnxModel) {
   EXPECT_NE(r.out.find("values not shown>"), std::string::npos);
   EXPECT_NE(r.out.find("conv2d("), std::string::npos);
   EXPECT_EQ(r.out.find("batch_norm"), std::string::npos);
+  // The stem's MaxPool pads (1, 1) symmetrically: max_pool2d's own padding, no -inf borders.
+  EXPECT_NE(r.out.find("padding=[1,1], dilation=[1,1]}"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("cat("), std::string::npos) << r.out;
   EXPECT_LT(r.out.size(), 100000u) << "the weights (180k floats) are not printed";
   CliRun after = smelt("opt " + quote(kSmallResnet + "/model.onnx") + " --print-ir-after-all");
   ASSERT_EQ(after.exit_code, 0) << after.err;
