@@ -240,6 +240,8 @@ def markdown(run, results):
     for reason, mark in missing_notes.items():
         out += ["", f"{mark} {reason}."]
 
+    out += model_section(run, workloads)
+
     out += ["", "### Targets of smelt::compile (issue 8), this run", ""]
     busy = max(run["load_before"][0], run["load_after"][0]) > run["logical_cpus"]
     if busy:
@@ -304,6 +306,47 @@ def markdown(run, results):
             reason = r["missing"].get("smelt-eager", "")
             out.append(f"| {r['name']} | {NOT_YET}: {reason} |")
     return "\n".join(out) + "\n"
+
+
+MODEL_SUFFIX = "inference b1 224x224"
+
+
+def model_section(run, workloads):
+    """The real models against ONNX Runtime and PyTorch, with the issue-9 targets: smelt compiled
+    at most ONNX Runtime's latency and at least 2x faster than PyTorch eager."""
+    models = [r for r in workloads if r["name"].endswith(MODEL_SUFFIX)]
+    if not models:
+        return []
+    ort = run.get("ort_peer") or {}
+    peer = (f"ONNX Runtime {ort['version']} ({ort.get('package', '')} under node {ort.get('node', '?')}; "
+            f"{ort.get('options', '')})" if ort else "ONNX Runtime: not run (" + run.get("ort_missing", "no node") + ")")
+    out = ["", "### Real models (issue 9): smelt against ONNX Runtime and PyTorch", "",
+           f"Peers: {peer}; PyTorch {(run.get('peer') or {}).get('version', '?')} eager, and TorchScript "
+           "(torch.jit.trace + torch.jit.freeze, which folds batch norms). smelt interpreted: the "
+           "imported graph on the IR interpreter (`smelt run`); smelt compiled: passes (batch norms "
+           "folded), fusion, memory plan, generated kernels, plan replay (`smelt run --compile "
+           "--backend cpp`). Models: tests/models/make_models.py large (random weights, batch-norm "
+           "statistics from the network's activations), the same ONNX file for smelt and ONNX Runtime. "
+           "Targets: compiled / ONNX Runtime at most 1.00 (time ratio), torch eager / compiled at "
+           "least 2.00.", "",
+           "| model | smelt interpreted | smelt compiled | ONNX Runtime | torch eager | torch frozen | "
+           "compiled / ORT (≤ 1) | torch eager / compiled (≥ 2) | verdict |",
+           "|---|---|---|---|---|---|---:|---:|---|"]
+    for r in models:
+        ms = r["ms"]
+        cells = [_cell(r, impl) for impl in ("smelt-eager", "smelt-compiled", "ort", "torch-eager", "torch-script")]
+        vs_ort = ms["smelt-compiled"] / ms["ort"] if "smelt-compiled" in ms and "ort" in ms else None
+        vs_torch = ms["torch-eager"] / ms["smelt-compiled"] if "smelt-compiled" in ms and "torch-eager" in ms else None
+        if vs_ort is None or vs_torch is None:
+            verdict = "—"
+        else:
+            misses = ([f"{vs_ort:.2f}x ONNX Runtime's time"] if vs_ort > 1.0 else []) + (
+                [f"only {vs_torch:.2f}x faster than torch eager"] if vs_torch < 2.0 else [])
+            verdict = "**met**" if not misses else "not met: " + ", ".join(misses)
+        out.append(f"| {r['name'].replace(' ' + MODEL_SUFFIX, '')} | {' | '.join(cells)} | "
+                   f"{'—' if vs_ort is None else f'{vs_ort:.2f}'} | {'—' if vs_torch is None else f'{vs_torch:.2f}x'} "
+                   f"| {verdict} |")
+    return out
 
 
 def _limit_rate(row):

@@ -20,6 +20,12 @@ Writes bench/out/results.jsonl, results.md and results.svg; a full run (not --qu
 refreshes the table in bench/README.md and the chart bench/results.svg.
 
     /usr/bin/python3 bench/run.py [--quick] [--build-dir build] [--threads N] [--python PYTHON]
+                                  [--models DIR] [--only TEXT]
+
+The real models (ResNet-18, MobileNetV2, SqueezeNet 1.1, batch 1, 224x224) are ONNX files made by
+tests/models/make_models.py in --models (default BUILD/models; made here when missing). ONNX
+Runtime runs them as a third peer (bench/ort_bench.js on node, onnxruntime-node installed into
+bench/ort/node_modules with `npm install --ignore-scripts` when missing), with the same thread count.
 
 --python picks the interpreter that runs torch_bench.py (the peer): Debian's python3 with its
 PyTorch 1.13 by default, or any other with a current PyTorch (see ../shared/device/).
@@ -140,6 +146,35 @@ def l3_bytes():
         return 0
 
 
+MODEL_WORKLOADS = ("ResNet-18 inference b1 224x224", "MobileNetV2 inference b1 224x224",
+                   "SqueezeNet 1.1 inference b1 224x224")
+
+
+def make_models(models):
+    """The full-size ONNX models (tests/models/make_models.py large), unless already there."""
+    if (models / "complete").exists():
+        return
+    print(f"making the full-size models in {models} (tests/models/make_models.py large) ...", flush=True)
+    done = subprocess.run([PYTHON, str(BENCH_DIR.parent / "tests" / "models" / "make_models.py"), "large", str(models)])
+    if done.returncode == 0:
+        (models / "complete").touch()
+    else:
+        print("warning: making the models failed; their rows show what is missing", file=sys.stderr)
+
+
+def ort_ready():
+    """'' when ONNX Runtime can run (node, and onnxruntime-node installed, here if missing), else why not."""
+    if not shutil.which("node") or not shutil.which("npm"):
+        return "node/npm not installed"
+    ort_dir = BENCH_DIR / "ort"
+    if not (ort_dir / "node_modules" / "onnxruntime-node").exists():
+        print("installing onnxruntime-node into bench/ort/node_modules (npm install --ignore-scripts) ...", flush=True)
+        done = subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=ort_dir)
+        if done.returncode != 0:
+            return "npm install onnxruntime-node failed"
+    return ""
+
+
 def calibrate(tasks, target_ms, max_n):
     """One call of one iteration each (after the server's own warm-up) sets iterations per call."""
     for task in tasks:
@@ -216,6 +251,7 @@ def main():
     parser.add_argument("--out", default=str(BENCH_DIR / "out"))
     parser.add_argument("--only", default="", help="run only workloads whose name contains this")
     parser.add_argument("--python", default=PYTHON, help="the interpreter running torch_bench.py (the peer)")
+    parser.add_argument("--models", default="", help="the full-size ONNX models (default: BUILD/models)")
     args = parser.parse_args()
     rounds, target_ms, max_n, mem_steps, compile_pairs = MODES["quick" if args.quick else "full"]
     started, wall0, load0 = datetime.now(timezone.utc), time.time(), os.getloadavg()
@@ -224,11 +260,18 @@ def main():
     if not smelt_exe.exists():
         sys.exit(f"run.py: {smelt_exe} not found; build first (make build)")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
+    models = Path(args.models or Path(args.build_dir) / "models").resolve()
+    if any(args.only in w for w in MODEL_WORKLOADS):
+        make_models(models)
+    env["SMELT_BENCH_MODELS"] = str(models)
     smelt_argv = [str(smelt_exe)]
     torch_argv = [args.python, str(BENCH_DIR / "torch_bench.py")]
     servers = {"smelt": Server("smelt", smelt_argv + ["--serve"], env),
                "limits": Server("limits", smelt_argv + ["--serve-limits"], env),
                "torch": Server("torch", torch_argv, env)}
+    ort_missing = ort_ready()
+    if not ort_missing:
+        servers["ort"] = Server("ort", ["node", str(BENCH_DIR / "ort_bench.js"), str(models)], env)
     # smelt called from Python (bench/python_bench.py), when the build has the Python module: it
     # is built for Debian's interpreter, whatever --python names for the peer.
     python_pkg = Path(args.build_dir).resolve() / "python"
@@ -239,7 +282,7 @@ def main():
     if blas_env:
         servers["limits-avx512"] = Server("limits-avx512", smelt_argv + ["--serve-limits"], blas_env)
     try:
-        listings = {side: servers[side].ask("list") for side in ("smelt", "limits", "torch", "python")
+        listings = {side: servers[side].ask("list") for side in ("smelt", "limits", "torch", "python", "ort")
                     if side in servers}
         smelt_list, torch_list = listings["smelt"], listings["torch"]
         workloads = [w for w in merge_lists(listings.items()) if args.only in w["name"]]
@@ -281,6 +324,7 @@ def main():
            "command": "make bench QUICK=1" if args.quick else "make bench", "rounds": rounds,
            "seconds": time.time() - wall0, "load_before": load0, "load_after": os.getloadavg(),
            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""), "peer": torch_list.get("peer", {}),
+           "ort_peer": listings.get("ort", {}).get("peer", {}), "ort_missing": ort_missing,
            **info}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -53,7 +53,7 @@ constexpr int kWarmupRuns = 3;
 // ("chain: 1000 tiny adds, unfused plan") goes right after the workload whose name it extends.
 std::vector<Workload> smelt_workloads() {
   std::vector<Workload> all;
-  for (auto part : {op_workloads(), training_workloads(), future_workloads()}) {
+  for (auto part : {op_workloads(), training_workloads(), model_workloads()}) {
     all.insert(all.end(), part.begin(), part.end());
   }
   for (Workload& w : compiled_workloads()) {

@@ -7,7 +7,8 @@ Protocol (tab-separated, one line each way, shared with smelt_bench --serve):
   > run <workload> <impl> <n> < {"ms": [t1, ..., tn]}     (after a warm-up of the same workload)
                               < {"error": "..."}
   > quit
-impl is "torch-eager" or "torch-script" (torch.jit.trace of the same function, where it applies).
+impl is "torch-eager" or "torch-script" (torch.jit.trace of the same function, where it applies; for
+the real models torch.jit.freeze of the trace, which also folds batch norms into convs).
 
   torch_bench.py --peak-memory <workload> <steps>   (in a fresh process, as smelt_bench does)
     prints {"MiB": growth of the peak RSS over <steps> steps, "baseline_MiB": ...}
@@ -39,8 +40,9 @@ def timed(fn, n):
 class Workload:
     """A workload: build() makes state once, step() is what is timed."""
 
-    def __init__(self, name, build, bytes_moved=0.0, flops=0.0, scriptable=True, training=False):
+    def __init__(self, name, build, bytes_moved=0.0, flops=0.0, scriptable=True, training=False, freeze=False):
         self.name, self.build, self.bytes, self.flops, self.scriptable = name, build, bytes_moved, flops, scriptable
+        self.freeze = freeze  # torch-script: torch.jit.freeze the trace (inference models)
         self.training = training  # a training step: its peak memory is measured too
 
 
@@ -107,6 +109,17 @@ def transformer_forward():
     # running inference would get
     layer, x = encoder_block().eval(), torch.randn(8, 128, 256)
     return (lambda: layer(x)), layer, (x,)
+
+
+def vision_model(constructor):
+    """A torchvision architecture (random weights, eval mode) on one 224x224 image: the models
+    tests/models/make_models.py exports for smelt and ONNX Runtime."""
+    def build():
+        import torchvision
+        model = getattr(torchvision.models, constructor)(weights=None).eval()
+        x = torch.randn(1, 3, 224, 224)
+        return (lambda: model(x)), model, (x,)
+    return build
 
 
 def train_step(model, x, y, opt):
@@ -196,6 +209,10 @@ WORKLOADS = [
              scriptable=False, training=True),
     Workload("transformer block d256 h4 s128 b8 fwd+bwd+AdamW", transformer_train,
              flops=3 * (2 * 8 * 128 * 12 * 256**2 + 4 * 8 * 128 * 128 * 256), scriptable=False, training=True),
+    # real models, batch 1, 224x224 (flops: 2 x multiply-adds of the convs and the classifier)
+    Workload("ResNet-18 inference b1 224x224", vision_model("resnet18"), flops=2 * 1.814e9, freeze=True),
+    Workload("MobileNetV2 inference b1 224x224", vision_model("mobilenet_v2"), flops=2 * 0.300e9, freeze=True),
+    Workload("SqueezeNet 1.1 inference b1 224x224", vision_model("squeezenet1_1"), flops=2 * 0.349e9, freeze=True),
     Workload("dispatch: 1000 tiny adds", tiny_op, scriptable=False),
     Workload("chain: 1000 tiny adds", tiny_chain),
     Workload("python: 1000 tiny a + b", python_tiny_adds, scriptable=False),
@@ -229,6 +246,8 @@ def build_step(w, impl):
     if impl == "torch-script":
         with torch.no_grad():
             traced = torch.jit.trace(fn, args)
+            if w.freeze:
+                traced = torch.jit.freeze(traced)
         step = lambda: traced(*args)
     return step
 

@@ -2,8 +2,8 @@
 # Installs the Debian packages smelt needs, and only those that are missing.
 # Idempotent and quiet when nothing is missing.
 #   scripts/install-deps.sh          build + test dependencies
-#   scripts/install-deps.sh bench    also PyTorch, to benchmark against
-#   scripts/install-deps.sh golden   also PyTorch, to regenerate tests/golden
+#   scripts/install-deps.sh bench    also PyTorch and node (ONNX Runtime), to benchmark against
+#   scripts/install-deps.sh golden   also PyTorch, to regenerate tests/golden and tests/models
 #   scripts/install-deps.sh fuzz     also clang, libFuzzer and clang's OpenMP (make fuzz-smoke)
 #   scripts/install-deps.sh onnx     also python3-onnx (onnx.checker over exported models) and node
 #                                    (ONNX Runtime's npm package runs exported models; tests/onnx/export)
@@ -22,7 +22,12 @@ packages=(
   libonnx-dev libprotobuf-dev  # ONNX import: the ONNX protobuf schema and its runtime
 )
 case "${1:-}" in
-  bench|golden) packages+=(python3-torch python3-numpy) ;;
+  # torchvision + onnx: tests/models/make_models.py (the real models); nodejs + npm: ONNX Runtime
+  # as a bench peer (bench/ort_bench.js, onnxruntime-node from npm).
+  # (npm only when no npm is on PATH: a nodejs from elsewhere brings its own)
+  bench) packages+=(python3-torch python3-numpy python3-torchvision python3-onnx nodejs)
+         command -v npm >/dev/null || packages+=(npm) ;;
+  golden) packages+=(python3-torch python3-numpy python3-torchvision python3-onnx) ;;
   # clang-rt: the libFuzzer and sanitizer runtimes; libomp: OpenMP for clang (gcc has libgomp).
   fuzz) packages+=(clang libclang-rt-dev libomp-dev) ;;
   onnx) packages+=(python3-onnx nodejs npm) ;;

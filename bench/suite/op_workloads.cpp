@@ -94,13 +94,4 @@ std::vector<Workload> op_workloads() {
   return w;
 }
 
-std::vector<Workload> future_workloads() {
-  const std::string onnx = "needs ONNX import (not in smelt yet)";
-  return {
-      {.name = "ResNet-18 inference b1 224x224", .missing = onnx},
-      {.name = "MobileNetV2 inference b1 224x224", .missing = onnx},
-      {.name = "SqueezeNet inference b1 224x224", .missing = onnx},
-  };
-}
-
 }  // namespace smelt::bench

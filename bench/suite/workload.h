@@ -52,8 +52,8 @@ std::vector<Workload> op_workloads();        // elementwise, softmax, norm, GEMM
 std::vector<Workload> training_workloads();  // MLP, CNN, transformer: training steps and forwards
 std::vector<Workload> compiled_workloads();  // smelt::compile versions, impl "smelt-compiled"
 std::vector<Workload> limit_workloads();     // STREAM copy/triad, OpenBLAS sgemm
-// Workloads of the issue that need a capability smelt does not have yet (listed, never run).
-std::vector<Workload> future_workloads();
+// ResNet-18, MobileNetV2, SqueezeNet 1.1 from ONNX files: interpreted (smelt-eager) and compiled.
+std::vector<Workload> model_workloads();
 // Compile time of smelt::compile, one fresh process per measurement (run.py: cold, then warm).
 std::vector<CompileTimeCase> compile_time_cases();
 std::vector<CompileTimeCase> training_compile_time_cases();  // compile_training_step's, part of the above

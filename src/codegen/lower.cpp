@@ -373,7 +373,7 @@ class Lowerer {
         return r;
       }
       case OpId::reshape:
-        return detail::reshape_input_map(in, out, m);
+        return detail::reshape_input_map(in, out, m, space_.size());
       default:
         throw CannotLower{std::string("no lowering for op ") + n.name()};
     }

@@ -4,8 +4,8 @@
 
 namespace smelt::codegen::detail {
 
-Map reshape_input_map(const Shape& in, const Shape& out, const Map& m) {
-  const size_t r = m.rows.empty() ? 0 : m.rows[0].size();
+Map reshape_input_map(const Shape& in, const Shape& out, const Map& m, size_t space) {
+  const size_t r = space;
   Map res{std::vector<std::vector<int64_t>>(in.size(), std::vector<int64_t>(r, 0)),
           std::vector<int64_t>(in.size(), 0)};
   size_t i = 0, o = 0;

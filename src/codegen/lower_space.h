@@ -27,8 +27,9 @@ struct Map {
 // The map of a reshape's input (shape `in`) given the map `m` of its output (shape `out`).
 // A reshape of a computed value is affine when every chunk of input dims it regroups holds one
 // dim of size > 1 (so output dims only split it): that dim's index is then a linear combination
-// of the chunk's output indices. Throws CannotLower when it merges dims.
-Map reshape_input_map(const Shape& in, const Shape& out, const Map& m);
+// of the chunk's output indices. Throws CannotLower when it merges dims. `space` is the number of
+// loop dims (each row's length): a rank-0 output's map has no row to tell it.
+Map reshape_input_map(const Shape& in, const Shape& out, const Map& m, size_t space);
 
 // Sets k.outer and k.inner from the lowerer's iteration space (`space`, its first `n_outer` dims
 // outer; k.accesses hold one stride per space dim, outer ones in outer_strides): drops size-1

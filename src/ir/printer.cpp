@@ -68,7 +68,7 @@ void print_constant(std::ostringstream& os, const Value* v) {
   os << "]";
 }
 
-void print_graph(std::ostringstream& os, const Graph& g, const std::string& indent) {
+void print_graph(std::ostringstream& os, const Graph& g, const std::string& indent, const PrintOptions& options) {
   os << "graph(";
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const Value* v = g.inputs()[i];
@@ -78,6 +78,11 @@ void print_graph(std::ostringstream& os, const Graph& g, const std::string& inde
   os << ") {\n";
   for (const Value* c : g.constants()) {
     os << indent << "  " << value_ref(c) << ": " << meta_str(c->meta) << " = constant ";
+    const size_t elements = size_t(c->constant.numel());
+    if (elements > options.max_constant_elements) {
+      os << "<" << elements << " values not shown>\n";
+      continue;
+    }
     print_constant(os, c);
     os << "\n";
   }
@@ -100,7 +105,7 @@ void print_graph(std::ostringstream& os, const Graph& g, const std::string& inde
     }
     if (n->body) {
       os << " ";
-      print_graph(os, *n->body, indent + "  ");
+      print_graph(os, *n->body, indent + "  ", options);
     }
     os << "\n";
   }
@@ -135,9 +140,11 @@ std::string meta_str(const ops::TensorMeta& m) {
   return s + "]";
 }
 
-std::string print(const Graph& g) {
+std::string print(const Graph& g) { return print(g, PrintOptions{}); }
+
+std::string print(const Graph& g, const PrintOptions& options) {
   std::ostringstream os;
-  print_graph(os, g, "");
+  print_graph(os, g, "", options);
   os << "\n";
   return os.str();
 }

@@ -21,6 +21,7 @@
 // keeps a name. A group's body has value names of its own.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,14 @@
 namespace smelt::ir {
 
 std::string print(const Graph& g);
+
+struct PrintOptions {
+  // Constants with more elements print as `constant <N values not shown>`: an imported model's
+  // weights would otherwise be most of the text (ResNet-18: 11M numbers). Such text does not
+  // parse back; the default shows everything.
+  size_t max_constant_elements = SIZE_MAX;
+};
+std::string print(const Graph& g, const PrintOptions& options);
 std::string value_ref(const Value* v);     // "%x" or "%3"
 std::string meta_str(const ops::TensorMeta& m);  // "f32[2,3]"
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "base/parallel.h"
 #include "kernels/loops.h"
@@ -26,32 +27,58 @@ Span avg_span(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad
   return {std::max<int64_t>(start, 0), std::min(stop, in), stop - start};
 }
 
+// The taps [begin, end) of a window along one dim whose input index o0 + t * dil lies in [0, n):
+// the others fall in the padding, which max pooling skips.
+std::pair<int64_t, int64_t> inside_taps(int64_t o0, int64_t taps, int64_t dil, int64_t n) {
+  int64_t begin = 0, end = taps;
+  while (begin < end && o0 + begin * dil < 0) ++begin;
+  while (end > begin && o0 + (end - 1) * dil >= n) --end;
+  return {begin, end};
+}
+
+// y (P, Ho, Wo) = max over each window of x (P, H, W); idx = the flat input index ih * W + iw of
+// the first maximum (the first NaN when the window holds one). Two passes over the window: the
+// maximum as a running max (a select the compiler emits without branches) and a NaN flag, then
+// the first tap holding it. A branch per tap on which one wins is data-dependent, and its
+// mispredictions made a single-pass loop ~10x slower.
 template <class T>
-void max_forward(const Pool2dWindow& k, int64_t planes, int64_t H, int64_t W, int64_t Ho,
+void max_forward(const Pool2dWindow& win, int64_t planes, int64_t H, int64_t W, int64_t Ho,
                  int64_t Wo, T* y, int64_t* idx, const T* x) {
-  parallel_for(planes, plane_grain(Ho * Wo * k.kH * k.kW), [&](int64_t begin, int64_t end) {
+  const Pool2dWindow k = win;  // a copy: the stores to y and idx cannot alias it
+  parallel_for(planes, plane_grain(Ho * Wo * k.kH * k.kW), [=](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const T* xp = x + p * H * W;
+      T* yp = y + p * Ho * Wo;
+      int64_t* ip = idx + p * Ho * Wo;
       for (int64_t oh = 0; oh < Ho; ++oh) {
+        const int64_t h0 = oh * k.stride_h - k.pad_h;
+        const auto [ki0, ki1] = inside_taps(h0, k.kH, k.dil_h, H);
         for (int64_t ow = 0; ow < Wo; ++ow) {
+          const int64_t w0 = ow * k.stride_w - k.pad_w;
+          const auto [kj0, kj1] = inside_taps(w0, k.kW, k.dil_w, W);
           T best = -std::numeric_limits<T>::infinity();
+          bool nan = false;
+          for (int64_t ki = ki0; ki < ki1; ++ki) {
+            const T* row = xp + (h0 + ki * k.dil_h) * W + w0;
+            for (int64_t kj = kj0; kj < kj1; ++kj) {
+              const T v = row[kj * k.dil_w];
+              best = best < v ? v : best;  // NaN never wins here: the flag records it
+              nan |= std::isnan(v);
+            }
+          }
           int64_t best_at = -1;
-          for (int64_t ki = 0; ki < k.kH; ++ki) {
-            const int64_t ih = oh * k.stride_h - k.pad_h + ki * k.dil_h;
-            if (ih < 0 || ih >= H) continue;
-            for (int64_t kj = 0; kj < k.kW; ++kj) {
-              const int64_t iw = ow * k.stride_w - k.pad_w + kj * k.dil_w;
-              if (iw < 0 || iw >= W) continue;
-              const T v = xp[ih * W + iw];
-              // NaN wins (and stays): the max of a window holding NaN is NaN.
-              if (best_at < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
-                best = v;
-                best_at = ih * W + iw;
+          for (int64_t ki = ki0; ki < ki1 && best_at < 0; ++ki) {
+            const int64_t row = (h0 + ki * k.dil_h) * W + w0;
+            for (int64_t kj = kj0; kj < kj1; ++kj) {
+              const T v = xp[row + kj * k.dil_w];
+              if (nan ? std::isnan(v) : v == best) {
+                best_at = row + kj * k.dil_w;
+                break;
               }
             }
           }
-          y[(p * Ho + oh) * Wo + ow] = best;
-          idx[(p * Ho + oh) * Wo + ow] = best_at;
+          yp[oh * Wo + ow] = best_at >= 0 ? xp[best_at] : best;
+          ip[oh * Wo + ow] = best_at;
         }
       }
     }

@@ -191,6 +191,12 @@ Tensor max_pool(NodeContext& c) {
   Window w = read_window(c, x0, c.attr_ints("kernel_shape"), true);
   Tensor x = to_2d(x0);
   std::vector<int64_t> extra = ceil_extra(w, x);
+  // smelt's pool skips padded positions, as -inf padding would: symmetric pads of at most half
+  // the (dilated) window go to the op itself, sparing the two concatenations of -inf borders
+  // (ResNet's stem pool).
+  bool op_pads = symmetric(w) && extra == std::vector<int64_t>{0, 0};
+  for (size_t d = 0; d < 2; ++d) op_pads = op_pads && 2 * w.pad_begin[d] <= w.dilation[d] * (w.kernel[d] - 1) + 1;
+  if (op_pads) return from_2d(max_pool2d(x, w.kernel, w.stride, w.pad_begin, w.dilation), x0.dim());
   std::vector<int64_t> end = {w.pad_end[0] + extra[0], w.pad_end[1] + extra[1]};
   const double lowest = -std::numeric_limits<double>::infinity();
   x = pad_hw(x, w.pad_begin, end, lowest);

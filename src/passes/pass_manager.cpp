@@ -96,7 +96,8 @@ PipelineResult run_pipeline(ir::Graph& graph, const std::string& pipeline,
         }
       }
       if (options.print_ir_after == "all" || options.print_ir_after == pass.name) {
-        log << "// IR after " << pass.name << " (iteration " << iter + 1 << ")\n" << ir::print(graph);
+        log << "// IR after " << pass.name << " (iteration " << iter + 1 << ")\n"
+            << ir::print(graph, ir::PrintOptions{options.print_max_constant_elements});
       }
     }
     result.iterations = iter + 1;

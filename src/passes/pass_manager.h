@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <iosfwd>
 #include <set>
 #include <string>
@@ -45,6 +46,7 @@ struct PipelineOptions {
   std::string print_ir_after;    // "", "all" or a pass name: print the IR after it when it changed
   std::set<std::string> disabled;
   std::ostream* log = nullptr;   // where printed IR goes (stderr when null)
+  size_t print_max_constant_elements = SIZE_MAX;  // printed IR: larger constants elided (ir/printer.h)
 };
 
 // Options with SMELT_PRINT_IR_AFTER and SMELT_DISABLE_PASSES applied (see docs/env.md).

@@ -16,5 +16,6 @@ void register_compile(CLI::App& app);  // smelt compile: fusion, kernels, memory
 void register_run(CLI::App& app);      // smelt run: import an ONNX model and run it
 void register_check(CLI::App& app);    // smelt check: ONNX conformance cases against their outputs
 void register_export(CLI::App& app);   // smelt export: a text IR graph as an ONNX model
+void register_bench(CLI::App& app);    // smelt bench: an ONNX model, interpreted vs compiled
 
 }  // namespace smelt::tools

@@ -3,6 +3,8 @@
 //   smelt check tests/onnx/node tests/onnx/simple     every case under these directories
 //   smelt check tests/onnx/node/test_relu             one case
 //   smelt check --export-roundtrip tests/onnx/node    import, export, import again, then run
+//   smelt check tests/models/small --compile          through the compiled plan
+//                                                     (--optimize: passes, then the interpreter)
 //
 // A case is a directory holding model.onnx and test_data_set_*/{input,output}_K.pb. Each data set
 // imports the model for its input shapes, runs it, and compares every output: float outputs
@@ -20,6 +22,7 @@
 
 #include "smelt/onnx.h"
 #include "tools/commands.h"
+#include "tools/model_engine.h"
 
 namespace smelt::tools {
 namespace {
@@ -29,7 +32,7 @@ namespace fs = std::filesystem;
 struct CheckArgs {
   std::vector<std::string> dirs;
   double rtol = 1e-3, atol = 1e-4;
-  bool optimize = false;
+  EngineOptions engine;
   bool quiet = false;
   bool export_roundtrip = false;
   std::string export_dir;
@@ -160,14 +163,14 @@ Outcome check_case(const fs::path& dir, const CheckArgs& args, std::string* deta
       }
       onnx::Model m = import_specialized(model, options, info, inputs, &specialized);
       if (args.export_roundtrip) m = export_roundtrip(m, dir, args);
-      if (args.optimize) m.graph.optimize();
+      ModelEngine engine(std::move(m.graph), args.engine);
       std::vector<Tensor> run_inputs;
       for (const std::string& name : m.input_names) {
         for (size_t i = 0; i < info.inputs.size(); ++i) {
           if (info.inputs[i].name == name) run_inputs.push_back(inputs[i]);
         }
       }
-      std::vector<Tensor> got = m.graph.run(run_inputs);
+      std::vector<Tensor> got = engine.run(run_inputs);
       SMELT_CHECK(got.size() == expected.size())
           << "the model gives " << got.size() << " outputs, " << set.filename().string() << " expects " << expected.size();
       for (size_t k = 0; k < got.size(); ++k) {
@@ -243,7 +246,7 @@ void register_check(CLI::App& app) {
   cmd->add_option("dirs", args->dirs, "case directories, or directories of cases")->required();
   cmd->add_option("--rtol", args->rtol, "relative tolerance for float outputs (default 1e-3)");
   cmd->add_option("--atol", args->atol, "absolute tolerance for float outputs (default 1e-4)");
-  cmd->add_flag("--optimize", args->optimize, "run the default pass pipeline on each graph before running it");
+  add_engine_options(cmd, &args->engine);
   cmd->add_flag("--quiet", args->quiet, "print only failures and the closing line");
   cmd->add_flag("--export-roundtrip", args->export_roundtrip,
                 "export each imported graph to ONNX and import that back before running it");

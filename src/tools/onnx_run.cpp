@@ -3,6 +3,7 @@
 //   smelt run model.onnx --random                      random inputs (symbolic dims: --dim)
 //   smelt run model.onnx --input x=x.npy               inputs from .npy files, by input name
 //   smelt run model.onnx --random --dim batch=8 --save-outputs out/
+//   smelt run model.onnx --random --compile --repeat 20  compiled (tools/model_engine.h)
 //
 // Prints the model's inputs, each output's name, dtype, shape and first values, and the time of
 // the import and of the run (the median of --repeat runs). --save-outputs writes <name>.npy per
@@ -20,6 +21,7 @@
 #include "smelt/ops.h"
 #include "smelt/onnx.h"
 #include "tools/commands.h"
+#include "tools/model_engine.h"
 
 namespace smelt::tools {
 namespace {
@@ -29,7 +31,7 @@ struct RunArgs {
   std::vector<std::string> inputs;  // NAME=FILE.npy
   std::vector<std::string> dims;    // NAME=VALUE
   bool random = false;
-  bool optimize = false;
+  EngineOptions engine;
   int repeat = 1;
   uint64_t seed = 1;
   std::string save_dir;
@@ -60,31 +62,12 @@ std::string file_safe(const std::string& name) {
   return s.empty() ? "output" : s.substr(0, 100);
 }
 
-Tensor random_input(const Shape& shape, const std::string& dtype, Generator& gen) {
-  if (dtype == "float32" || dtype == "float64") {
-    return randn(shape, dtype == "float32" ? DType::Float32 : DType::Float64, &gen);
-  }
-  if (dtype == "int64") return randint(0, 2, shape, &gen);
-  if (dtype == "bool") return cast(randint(0, 2, shape, &gen), DType::Bool);
-  if (dtype == "uint8") return cast(randint(0, 256, shape, &gen), DType::UInt8);
-  throw onnx::Unsupported("run: cannot make random inputs of dtype " + dtype);
-}
-
 int run_model(const RunArgs& args) {
   SMELT_CHECK(args.random != !args.inputs.empty() || (!args.random && args.inputs.empty()))
       << "run: give either --input NAME=FILE.npy for every input or --random, not both";
   const onnx::ModelInfo info = onnx::inspect(args.model);
   onnx::ImportOptions options;
-  for (const std::string& d : args.dims) {
-    auto [name, value] = split_assignment(d, "--dim");
-    int64_t v = -1;
-    try {
-      v = std::stoll(value);
-    } catch (const std::exception&) {
-    }
-    SMELT_CHECK(v >= 0) << "run: --dim " << name << " must be a non-negative integer, got '" << value.substr(0, 40) << "'";
-    options.dims[name] = v;
-  }
+  options.dims = parse_dims(args.dims, "run");
   std::map<std::string, Tensor> given;
   for (const std::string& a : args.inputs) {
     auto [name, file] = split_assignment(a, "--input");
@@ -99,7 +82,8 @@ int run_model(const RunArgs& args) {
               info.num_nodes, info.num_initializers, info.producer.empty() ? "" : ", from ", info.producer.c_str());
   const auto t0 = std::chrono::steady_clock::now();
   onnx::Model m = onnx::import_model(args.model, options);
-  if (args.optimize) m.graph.optimize();
+  const size_t imported_nodes = m.graph.num_nodes();
+  ModelEngine engine(std::move(m.graph), args.engine);
   const double import_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
   Generator gen(args.seed);
@@ -110,11 +94,7 @@ int run_model(const RunArgs& args) {
       t = given[v.name];
     } else {
       SMELT_CHECK(args.random) << "run: input '" << v.name << "' is not given (--input " << v.name << "=FILE.npy, or --random)";
-      Shape shape;
-      for (size_t i = 0; i < v.dims.size(); ++i) {
-        shape.push_back(v.dims[i] >= 0 ? v.dims[i] : options.dims.at(v.dim_names[i]));
-      }
-      t = random_input(shape, v.dtype, gen);
+      t = random_model_input(declared_shape(v, options.dims, "run"), v.dtype, gen);
     }
     std::printf("input  %s: %s %s\n", v.name.c_str(), dtype_name(t.dtype()), shape_str(t.shape()).c_str());
     inputs.push_back(t);
@@ -123,7 +103,7 @@ int run_model(const RunArgs& args) {
   std::vector<double> times;
   for (int r = 0; r < std::max(1, args.repeat); ++r) {
     const auto s = std::chrono::steady_clock::now();
-    outputs = m.graph.run(inputs);
+    outputs = engine.run(inputs);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
   }
   std::sort(times.begin(), times.end());
@@ -132,7 +112,8 @@ int run_model(const RunArgs& args) {
     std::printf("output %s: %s %s %s\n", m.output_names[k].c_str(), dtype_name(t.dtype()), shape_str(t.shape()).c_str(),
                 first_values(t, 6).c_str());
   }
-  std::printf("import %.2f ms (%zu graph nodes), run %.3f ms (median of %zu)\n", import_ms, m.graph.num_nodes(),
+  std::printf("import%s %.2f ms (%zu graph nodes), run on the %s %.3f ms (median of %zu)\n",
+              args.engine.compile ? " and compile" : "", import_ms, imported_nodes, engine.name().c_str(),
               times[times.size() / 2], times.size());
   if (!args.save_dir.empty()) {
     std::filesystem::create_directories(args.save_dir);
@@ -157,7 +138,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("--save-outputs", args->save_dir, "write each output as DIR/<name>.npy");
   cmd->add_option("--repeat", args->repeat, "runs to time (the median is shown)")->check(CLI::Range(1, 100000));
   cmd->add_option("--seed", args->seed, "seed of --random");
-  cmd->add_flag("--optimize", args->optimize, "run the default pass pipeline before running");
+  add_engine_options(cmd, &args->engine);
   cmd->callback([args] { run_model(*args); });
 }
 

@@ -7,6 +7,9 @@
 //   smelt opt model.ir --bisect                 which pass application changes the results
 //   smelt opt model.ir --fuse --explain-fusion  then fusion (fusion/fuse.h); for every node left
 //                                               unfused, why (on stderr), with the metrics
+//   smelt opt model.onnx --print-ir-after-all   an ONNX model, imported for its declared shapes
+//                                               (symbolic dims: --dim NAME=VALUE); constants of
+//                                               more than --show-constants values print elided
 //   smelt opt --list-passes
 //
 // Exit codes: 0 done, 1 bad input (unreadable file, parse error, unknown pass, ...), 2 --bisect
@@ -25,7 +28,9 @@
 #include "ir/printer.h"
 #include "passes/bisect.h"
 #include "passes/pass_manager.h"
+#include "smelt/onnx.h"
 #include "tools/commands.h"
+#include "tools/model_engine.h"
 #include "tools/options.h"
 
 namespace smelt::tools {
@@ -46,7 +51,13 @@ struct OptArgs {
   int fuse_max_ops = -1;  // -1: SMELT_FUSE_MAX_OPS or the default
   int fuse_max_depth = -1;
   int fuse_max_recompute = -1;
+  std::vector<std::string> dims;          // .onnx: NAME=VALUE for symbolic dims
+  int64_t show_constants = -1;            // -1: all for .ir files, 16 for .onnx
 };
+
+bool is_onnx(const std::string& file) {
+  return file.size() >= 5 && file.compare(file.size() - 5, 5, ".onnx") == 0;
+}
 
 std::string read_text(const std::string& file) {
   std::stringstream ss;
@@ -60,7 +71,13 @@ std::string read_text(const std::string& file) {
   return ss.str();
 }
 
-std::unique_ptr<ir::Graph> read_graph(const std::string& file) {
+std::unique_ptr<ir::Graph> read_graph(const std::string& file, const std::vector<std::string>& dims) {
+  if (is_onnx(file)) {
+    onnx::ImportOptions options;
+    options.dims = parse_dims(dims, "opt");
+    return onnx::import_model(file, options).graph.ir_graph().clone();
+  }
+  SMELT_CHECK(dims.empty()) << "opt: --dim applies to .onnx models only";
   std::string text = read_text(file);
   try {
     return ir::parse(text);
@@ -111,13 +128,16 @@ void run_opt(const OptArgs& args) {
         << "(apt-get install graphviz); write the DOT text instead with --dot " 
         << std::filesystem::path(args.dot).replace_extension(".dot").string();
   }
-  auto graph = read_graph(args.file);
+  auto graph = read_graph(args.file, args.dims);
+  const ir::PrintOptions print_options{
+      args.show_constants >= 0 ? size_t(args.show_constants) : is_onnx(args.file) ? size_t(16) : SIZE_MAX};
   if (args.bisect) {
     std::fflush(stdout);
     std::exit(run_bisect(*graph, args));
   }
   passes::PipelineOptions options = passes::options_from_env();
   options.log = &std::cerr;
+  options.print_max_constant_elements = print_options.max_constant_elements;
   if (args.print_ir_after_all) options.print_ir_after = "all";
   else if (!args.print_ir_after.empty()) options.print_ir_after = args.print_ir_after;
   passes::PipelineResult result = passes::run_pipeline(*graph, args.passes, options);
@@ -130,7 +150,7 @@ void run_opt(const OptArgs& args) {
     if (args.fuse_max_recompute >= 0) fopt.max_recompute_ops = args.fuse_max_recompute;
     fusion_report = fusion::fuse(*graph, fopt);
   }
-  std::cout << ir::print(*graph) << std::flush;
+  std::cout << ir::print(*graph, print_options) << std::flush;
   if (args.stats) std::cerr << result.report();
   if (args.explain_fusion) std::cerr << fusion_report.explain();
   else if (args.fuse && args.stats) std::cerr << fusion_report.summary() << "\n";
@@ -142,7 +162,11 @@ void run_opt(const OptArgs& args) {
 void register_opt(CLI::App& app) {
   auto args = std::make_shared<OptArgs>();
   CLI::App* cmd = app.add_subcommand("opt", "Run a pass pipeline over a text IR file and print the result");
-  cmd->add_option("file", args->file, "text IR file (- reads stdin)");
+  cmd->add_option("file", args->file, "text IR file (- reads stdin), or an ONNX model (.onnx)");
+  cmd->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dim of an .onnx model's inputs");
+  cmd->add_option("--show-constants", args->show_constants,
+                  "print constants of at most N values, elide larger ones (default: all for .ir, 16 for .onnx)")
+      ->check(integer_in<int64_t>(0, INT64_MAX));
   cmd->add_option("--passes", args->passes, "comma-separated pass pipeline, run to a fixed point")
       ->capture_default_str();
   cmd->add_flag("--print-ir-after-all", args->print_ir_after_all, "print the IR on stderr after every pass that changed it");

@@ -131,6 +131,45 @@ TEST(MaxPool2d, NaNPropagates) {
   EXPECT_TRUE(std::isnan(max_pool2d(x, {2, 2}).item()));
 }
 
+// Which tap wins where values compare equal or not at all: the first of equal maxima (-0 and
+// +0 included), the first NaN (value and index), -inf windows, padding never.
+TEST(MaxPool2d, TiesNaNAndInfinitiesPickTheFirstTap) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // One 2x4 plane, windows 2x2 with stride 2: taps (row-major) of window 0 are x[0], x[1], x[4],
+  // x[5]; of window 1: x[2], x[3], x[6], x[7].
+  struct Case {
+    std::vector<float> x;
+    float y0, y1;
+    int64_t i0, i1;
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 2, 2, 3, 0, 2, 1}, 3, 2, 1, 2},                   // ties: the first maximum
+      {{-0.f, 0.f, 0.f, -0.f, -1, -1, -1, -1}, -0.f, 0.f, 0, 2},  // -0 and +0 compare equal
+      {{1, nan, 5, 5, nan, 9, 5, 4}, nan, 5, 1, 2},             // the first NaN; no NaN: the max
+      {{-inf, -inf, nan, -inf, -inf, -inf, -inf, nan}, -inf, nan, 0, 2},
+  };
+  for (const Case& c : cases) {
+    Tensor x = from_vector(std::vector<double>(c.x.begin(), c.x.end()), {1, 1, 2, 4}, DType::Float32);
+    auto out = max_pool_op(x, {{2, 2}, {2, 2}, {0, 0}, {1, 1}});
+    const std::vector<double> y = out[0].to_vector(), i = out[1].to_vector();
+    for (int w = 0; w < 2; ++w) {
+      const float want = w ? c.y1 : c.y0;
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(y[size_t(w)])) << w;
+      } else {
+        EXPECT_EQ(y[size_t(w)], want) << w;
+        EXPECT_EQ(std::signbit(y[size_t(w)]), std::signbit(want)) << w;
+      }
+      EXPECT_EQ(i[size_t(w)], w ? c.i1 : c.i0) << w;
+    }
+  }
+  // Padding is skipped, never the maximum, also when every real tap is -inf.
+  Tensor x = full({1, 1, 3, 3}, -inf);
+  auto out = max_pool_op(x, {{3, 3}, {1, 1}, {1, 1}, {1, 1}});
+  EXPECT_EQ(out[0].to_vector(), std::vector<double>(9, -inf));
+  EXPECT_EQ(out[1].to_vector(), (std::vector<double>{0, 0, 1, 0, 0, 1, 3, 3, 4}));
+}
+
 TEST(MaxPool2d, Gradcheck) {
   for (const Window& w : kMaxWindows) {
     Tensor x = random_leaf({2, 2, 7, 6}, -1, 1, 1);

@@ -168,3 +168,54 @@ TEST_F(Cli, CacheStatsAndClear) {
 }
 
 }  // namespace
+
+namespace {
+
+const std::string kSmallResnet = std::string(SMELT_TEST_DIR) + "/models/small/resnet18_w8_64";
+
+// `smelt bench` on a real model: both engines timed, what the compile made, and the outputs
+// compared (the tile interpreter runs the kernels here: no C++ compiler needed).
+TEST_F(Cli, BenchOnnxModel) {
+  CliRun r = smelt("bench " + quote(kSmallResnet + "/model.onnx") + " --warmup 1 --reps 3 --backend interpreter --profile");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* needle : {"unoptimized (IR interpreter): median ", "compiled plan: median ", " p90 ",
+                             " kernels (", " op steps", "arena ", "(naive ", "outputs agree with the interpreter's",
+                             "speedup ", "per-kernel profile"}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  }
+  EXPECT_NE(r.err.find("compiling"), std::string::npos) << "progress on stderr: " << r.err;
+  expect_refused(smelt("bench " + quote(kSmallResnet + "/model.onnx") + " --reps 0"), {"--reps", "'0'"});
+}
+
+// `smelt run` and `smelt check` through the compiled plan; --optimize and --compile exclude each other.
+TEST_F(Cli, RunAndCheckCompiled) {
+  CliRun run = smelt("run " + quote(kSmallResnet + "/model.onnx") + " --random --compile --backend interpreter");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("run on the compiled plan (backend interpreter)"), std::string::npos) << run.out;
+  CliRun check = smelt("check " + quote(kSmallResnet) + " --compile");
+  ASSERT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("PASS resnet18_w8_64"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("1 passed, 0 failed, 0 skipped"), std::string::npos) << check.out;
+  expect_refused(smelt("run " + quote(kSmallResnet + "/model.onnx") + " --random --compile --optimize"),
+                 {"--optimize", "--compile"});
+}
+
+// `smelt opt model.onnx`: the imported graph through the passes; weights are elided in the text
+// (the batch norms are folded into the convs, so none is left).
+TEST_F(Cli, OptOnnxModel) {
+  CliRun r = smelt("opt " + quote(kSmallResnet + "/model.onnx"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("values not shown>"), std::string::npos);
+  EXPECT_NE(r.out.find("conv2d("), std::string::npos);
+  EXPECT_EQ(r.out.find("batch_norm"), std::string::npos);
+  // The stem's MaxPool pads (1, 1) symmetrically: max_pool2d's own padding, no -inf borders.
+  EXPECT_NE(r.out.find("padding=[1,1], dilation=[1,1]}"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("cat("), std::string::npos) << r.out;
+  EXPECT_LT(r.out.size(), 100000u) << "the weights (180k floats) are not printed";
+  CliRun after = smelt("opt " + quote(kSmallResnet + "/model.onnx") + " --print-ir-after-all");
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_NE(after.err.find("// IR after "), std::string::npos);
+  expect_refused(smelt("opt " + quote(kSmallResnet + "/model.onnx") + " --dim N=x"), {"--dim N", "'x'"});
+}
+
+}  // namespace

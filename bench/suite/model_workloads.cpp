@@ -1,0 +1,102 @@
+// Real models from ONNX files (tests/models/make_models.py large, in $SMELT_BENCH_MODELS; run.py
+// makes them in build/models): ResNet-18, MobileNetV2 and SqueezeNet 1.1, batch 1, 224x224.
+//   smelt-eager     the imported graph on the IR interpreter (one eager kernel per node: what
+//                   `smelt run` does without --compile)
+//   smelt-compiled  the compile pipeline (passes with batch-norm folding, fusion, memory plan,
+//                   generated C++ kernels compiled before the first call, the plan replayed), as
+//                   `smelt run --compile --backend cpp`
+// The same files run in ONNX Runtime (bench/ort_bench.js); torch_bench.py builds the same
+// torchvision architectures.
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "runtime/pipeline.h"
+#include "smelt/creation.h"
+#include "smelt/onnx.h"
+#include "suite/workload.h"
+
+namespace smelt::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ModelCase {
+  const char* name;  // as torch_bench.py and ort_bench.js name it
+  const char* dir;   // under the models directory
+  double flops;      // 2 x multiply-adds
+};
+
+constexpr ModelCase kModels[] = {
+    {"ResNet-18 inference b1 224x224", "resnet18", 2 * 1.814e9},
+    {"MobileNetV2 inference b1 224x224", "mobilenetv2", 2 * 0.300e9},
+    {"SqueezeNet 1.1 inference b1 224x224", "squeezenet1_1", 2 * 0.349e9},
+};
+
+fs::path models_dir() {
+  const char* env = std::getenv("SMELT_BENCH_MODELS");
+  return env && *env ? fs::path(env) : fs::path("build") / "models";
+}
+
+// The model imported for its declared input shape, with a random input of that shape.
+struct Loaded {
+  onnx::Model model;
+  std::vector<Tensor> inputs;
+};
+
+Loaded load(const fs::path& file) {
+  Loaded l{onnx::import_model(file.string()), {}};
+  const onnx::ModelInfo info = onnx::inspect(file.string());
+  Generator gen(1);
+  for (const onnx::ValueInfo& v : info.inputs) l.inputs.push_back(randn(Shape(v.dims.begin(), v.dims.end()), DType::Float32, &gen));
+  return l;
+}
+
+std::string plan_note(const runtime::CompiledGraph& c) {
+  const runtime::PlanStats& s = c.plan->stats();
+  std::ostringstream os;
+  os << s.kernels << " kernels (" << s.tiled_contractions << " conv/matmul epilogues in tiles), " << s.op_steps
+     << " op steps";
+  if (s.interpreted) os << ", " << s.interpreted << " interpreted groups";
+  os << "; " << c.nodes_before << " -> " << c.nodes_after << " nodes; arena " << s.arena_bytes / 1024 << " KiB (naive "
+     << s.naive_bytes / 1024 << " KiB); compiled in " << int(c.compile_ms) << " ms";
+  return os.str();
+}
+
+}  // namespace
+
+std::vector<Workload> model_workloads() {
+  std::vector<Workload> all;
+  for (const ModelCase& m : kModels) {
+    const fs::path file = models_dir() / m.dir / "model.onnx";
+    const std::string missing =
+        fs::exists(file) ? "" : "no " + file.string() + " (tests/models/make_models.py large " + models_dir().string() + ")";
+    all.push_back({.name = m.name, .flops = m.flops, .impl = "smelt-eager", .missing = missing, .build = [file] {
+                     auto l = std::make_shared<Loaded>(load(file));
+                     return Step([l] { l->model.graph.run(l->inputs); });
+                   }});
+    auto compiled = std::make_shared<std::shared_ptr<runtime::CompiledGraph>>();
+    all.push_back({.name = m.name, .flops = m.flops, .impl = "smelt-compiled", .missing = missing,
+                   .build =
+                       [file, compiled] {
+                         auto l = std::make_shared<Loaded>(load(file));
+                         runtime::PipelineOptions options;
+                         options.backend = runtime::KernelBackend::Compiled;
+                         *compiled = std::make_shared<runtime::CompiledGraph>(
+                             runtime::compile_graph(l->model.graph.ir_graph().clone(), options));
+                         std::shared_ptr<runtime::CompiledGraph> c = *compiled;
+                         return Step([l, c] { c->plan->run(l->inputs); });
+                       },
+                   .note = [compiled] { return *compiled ? plan_note(**compiled) : std::string("not built"); },
+                   .plan =
+                       [compiled] {
+                         if (!*compiled) return std::string("not built");
+                         const runtime::CompiledGraph& c = **compiled;
+                         return c.fusion_explain + "\n" + c.plan->describe();
+                       }});
+  }
+  return all;
+}
+
+}  // namespace smelt::bench

@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""Real architectures as ONNX models with reference outputs from PyTorch, for `smelt check`.
+
+    /usr/bin/python3 tests/models/make_models.py small OUT   the committed ones (tests/models/small)
+    /usr/bin/python3 tests/models/make_models.py large OUT   full size (ResNet-18, MobileNetV2,
+                                                            SqueezeNet 1.1 at 224x224, a transformer
+                                                            encoder); ctest writes them to
+                                                            build/models, bench/run.py reads them
+    ... [--only NAME]                                        one model
+
+Each model is a directory in the ONNX backend-test layout: model.onnx and
+test_data_set_0/{input_0.pb, output_0.pb} (TensorProto files), the output computed by PyTorch in
+eval mode. Weights are random (fixed seeds), and every batch norm gets non-trivial statistics: its
+scale and shift are random, and its running mean and variance are those of the network's own
+activations on random batches (a network whose statistics are all 0 and 1 would let a wrong
+batch-norm import pass unnoticed; statistics of its own activations keep the outputs O(1), so
+rtol 1e-3 / atol 1e-4 is a real test).
+
+The small variants keep each architecture's structure (blocks, strides, residuals, depthwise
+convs, Fire modules, attention) with fewer channels and a smaller input, so the files stay under
+about 2 MB. Needs Debian's python3-torch, python3-torchvision and python3-onnx (only to make
+these files; smelt never depends on them).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+import torch.nn as nn
+import torchvision
+from torchvision.models.resnet import BasicBlock, ResNet
+from torchvision.models.squeezenet import Fire
+
+
+class NarrowResNet18(ResNet):
+    """ResNet-18's structure (BasicBlock, [2, 2, 2, 2]) with stage widths w, 2w, 4w, 8w."""
+
+    def __init__(self, width, num_classes):
+        nn.Module.__init__(self)
+        self._norm_layer, self.groups, self.base_width, self.dilation = nn.BatchNorm2d, 1, 64, 1
+        self.inplanes = width
+        self.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+        self.layer1 = self._make_layer(BasicBlock, width, 2)
+        self.layer2 = self._make_layer(BasicBlock, 2 * width, 2, stride=2)
+        self.layer3 = self._make_layer(BasicBlock, 4 * width, 2, stride=2)
+        self.layer4 = self._make_layer(BasicBlock, 8 * width, 2, stride=2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(8 * width, num_classes)
+
+
+def narrow_squeezenet1_1(scale, num_classes):
+    """SqueezeNet 1.1's layers (torchvision's Fire modules, ceil-mode pools) with every width
+    multiplied by `scale`."""
+    s = lambda c: max(1, int(c * scale))
+    features = nn.Sequential(
+        nn.Conv2d(3, s(64), kernel_size=3, stride=2), nn.ReLU(inplace=True),
+        nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True),
+        Fire(s(64), s(16), s(64), s(64)), Fire(s(128), s(16), s(64), s(64)),
+        nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True),
+        Fire(s(128), s(32), s(128), s(128)), Fire(s(256), s(32), s(128), s(128)),
+        nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True),
+        Fire(s(256), s(48), s(192), s(192)), Fire(s(384), s(48), s(192), s(192)),
+        Fire(s(384), s(64), s(256), s(256)), Fire(s(512), s(64), s(256), s(256)))
+    model = torchvision.models.squeezenet1_1(weights=None, num_classes=num_classes)
+    model.features = features
+    model.classifier[1] = nn.Conv2d(s(512), num_classes, kernel_size=1)
+    return model
+
+
+class Encoder(nn.Module):
+    """nn.TransformerEncoder (post-norm layers, ReLU FFN, no dropout) over (batch, seq, d)."""
+
+    def __init__(self, d, heads, ff, layers):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=ff, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+# name: (constructor, input shape, opset). Opsets vary on purpose (13-17): each exporter version
+# spells some ops differently (Squeeze/ReduceMean axes as inputs from 13 and 18, LayerNormalization
+# from 17).
+SMALL = {
+    "resnet18_w8_64": (lambda: NarrowResNet18(8, 10), (1, 3, 64, 64), 13),
+    "mobilenetv2_x0.25_96": (lambda: torchvision.models.mobilenet_v2(weights=None, width_mult=0.25, num_classes=10),
+                             (1, 3, 96, 96), 15),
+    "squeezenet1_1_x0.5_64": (lambda: narrow_squeezenet1_1(0.5, 10), (1, 3, 64, 64), 14),
+    "transformer_encoder_d64_l2_s16": (lambda: Encoder(64, 4, 128, 2), (1, 16, 64), 17),
+}
+LARGE = {
+    "resnet18": (lambda: torchvision.models.resnet18(weights=None), (1, 3, 224, 224), 13),
+    "mobilenetv2": (lambda: torchvision.models.mobilenet_v2(weights=None), (1, 3, 224, 224), 15),
+    "squeezenet1_1": (lambda: torchvision.models.squeezenet1_1(weights=None), (1, 3, 224, 224), 14),
+    "transformer_encoder_d256_l4_s128": (lambda: Encoder(256, 4, 1024, 4), (1, 128, 256), 17),
+}
+
+
+def calibrate_batch_norms(model, shape, generator):
+    """Random batch-norm scales and shifts; running statistics from the model's own activations."""
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    with torch.no_grad():
+        for m in norms:
+            m.weight.copy_(torch.rand(m.weight.shape, generator=generator) + 0.5)
+            m.bias.copy_(torch.randn(m.bias.shape, generator=generator) * 0.2)
+            m.reset_running_stats()
+            m.momentum = None  # a cumulative average over the calibration batches
+        model.train()
+        batch = (4,) + tuple(shape[1:])
+        for _ in range(3):
+            model(torch.randn(batch, generator=generator))
+    for m in norms:
+        assert not torch.allclose(m.running_var, torch.ones_like(m.running_var)), "statistics stayed trivial"
+
+
+def save_tensor(path, array, name):
+    proto = onnx.numpy_helper.from_array(np.ascontiguousarray(array), name)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+
+
+def make(name, spec, out_dir, seed):
+    build, shape, opset = spec
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    model = build()
+    calibrate_batch_norms(model, shape, generator)
+    model.eval()
+    x = torch.randn(shape, generator=generator)
+    with torch.no_grad():
+        y = model(x)
+    case = os.path.join(out_dir, name)
+    data = os.path.join(case, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+    path = os.path.join(case, "model.onnx")
+    # PRESERVE (the model is in eval mode): the exporter's eval-mode peephole would fold every
+    # batch norm into its conv; exported as BatchNormalization nodes, they test smelt's import and
+    # its own folding (passes/fold_batchnorm), as models from other exporters do.
+    torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"], output_names=["output"],
+                      do_constant_folding=True, training=torch.onnx.TrainingMode.PRESERVE)
+    onnx.checker.check_model(onnx.load(path))
+    save_tensor(os.path.join(data, "input_0.pb"), x.numpy(), "input")
+    save_tensor(os.path.join(data, "output_0.pb"), y.numpy(), "output")
+    size = os.path.getsize(path)
+    print(f"{name}: opset {opset}, input {list(shape)}, output {list(y.shape)}, "
+          f"|output| max {y.abs().max().item():.3g}, model.onnx {size / 2**20:.2f} MiB", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("which", choices=["small", "large"])
+    parser.add_argument("out")
+    parser.add_argument("--only", default="", help="only the model of this name")
+    args = parser.parse_args()
+    table = SMALL if args.which == "small" else LARGE
+    names = [n for n in table if not args.only or n == args.only]
+    if not names:
+        sys.exit(f"make_models.py: no {args.which} model '{args.only}' (have: {', '.join(table)})")
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    for i, name in enumerate(names):
+        make(name, table[name], args.out, seed=1000 + i)
+
+
+if __name__ == "__main__":
+    main()
