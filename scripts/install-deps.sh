@@ -30,7 +30,8 @@ case "${1:-}" in
   golden) packages+=(python3-torch python3-numpy python3-torchvision python3-onnx) ;;
   # clang-rt: the libFuzzer and sanitizer runtimes; libomp: OpenMP for clang (gcc has libgomp).
   fuzz) packages+=(clang libclang-rt-dev libomp-dev) ;;
-  onnx) packages+=(python3-onnx nodejs npm) ;;
+  onnx) packages+=(python3-onnx nodejs)
+        command -v npm >/dev/null || packages+=(npm) ;;
   "") ;;
   *) echo "usage: $0 [bench|golden|fuzz|onnx]" >&2; exit 2 ;;
 esac
