@@ -15,8 +15,8 @@ void check_floating(const TensorMeta& m, const char* op, const char* what) {
 
 void check_numeric(const TensorMeta& m, const char* op, const char* what) {
   SMELT_CHECK(dtype_is_floating(m.dtype) || dtype_is_signed_integer(m.dtype))
-      << op << ": " << what << " must be float32, float64, int64 or int32, got " << dtype_name(m.dtype)
-      << " " << shape_str(m.shape);
+      << op << ": dtype " << dtype_name(m.dtype) << " is not supported (" << what << " "
+      << shape_str(m.shape) << "); valid: float32, float64, int64, int32";
 }
 
 void check_dtype(const TensorMeta& m, DType want, const char* op, const char* what) {
