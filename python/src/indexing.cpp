@@ -16,7 +16,7 @@ bool is_integer_index(py::handle item) {
   return !PyBool_Check(item.ptr()) && !py::isinstance<Tensor>(item) && PyIndex_Check(item.ptr());
 }
 
-// An int64 index tensor from a tensor or a list item; undefined when `item` is neither.
+// An int64 index tensor from a tensor (int32 converted) or a list item; undefined when `item` is neither.
 Tensor index_tensor(py::handle item) {
   if (py::isinstance<Tensor>(item)) {
     const Tensor& t = item.cast<const Tensor&>();
@@ -24,8 +24,10 @@ Tensor index_tensor(py::handle item) {
       throw py::index_error("indexing with a boolean mask is not supported (the result's size "
                             "would depend on the values); use smelt.where(mask, x, other)");
     }
+    if (t.dtype() == DType::Int32) return t.to(DType::Int64);  // as PyTorch, int32 indexes too
     if (t.dtype() != DType::Int64) {
-      throw py::index_error(std::string("tensors used as indices must be int64, got ") + dtype_name(t.dtype()));
+      throw py::index_error(std::string("tensors used as indices must be int64 or int32, got ") +
+                            dtype_name(t.dtype()));
     }
     return t;
   }

@@ -5,13 +5,14 @@
 namespace smelt::python {
 
 void bind_dtype(py::module_& m) {
-  py::enum_<DType> cls(m, "dtype", "Element types: float32, float64, int64, bool, uint8");
+  py::enum_<DType> cls(m, "dtype", "Element types: float32, float64, int64, int32, bool, uint8");
   cls
       .value("float32", DType::Float32)
       .value("float64", DType::Float64)
       .value("int64", DType::Int64)
       .value("bool", DType::Bool)
       .value("uint8", DType::UInt8)
+      .value("int32", DType::Int32)
       .def_property_readonly("itemsize", [](DType d) { return dtype_size(d); })
       .def_property_readonly("is_floating_point", [](DType d) { return dtype_is_floating(d); });
   // Replaced rather than overloaded (def would add an overload after enum_'s own, which wins).
@@ -23,10 +24,12 @@ void bind_dtype(py::module_& m) {
   m.attr("int64") = DType::Int64;
   m.attr("bool") = DType::Bool;
   m.attr("uint8") = DType::UInt8;
+  m.attr("int32") = DType::Int32;
   // PyTorch's aliases.
   m.attr("float") = DType::Float32;
   m.attr("double") = DType::Float64;
   m.attr("long") = DType::Int64;
+  m.attr("int") = DType::Int32;
 }
 
 }  // namespace smelt::python

@@ -14,7 +14,7 @@ namespace smelt::python {
 
 namespace {
 
-const char* kValidDTypes = "float32, float64, int64, bool, uint8";
+const char* kValidDTypes = "float32, float64, int64, int32, bool, uint8";
 
 py::dtype numpy_dtype(DType d) {
   switch (d) {
@@ -23,6 +23,7 @@ py::dtype numpy_dtype(DType d) {
     case DType::Int64: return py::dtype::of<int64_t>();
     case DType::Bool: return py::dtype::of<bool>();
     case DType::UInt8: return py::dtype::of<uint8_t>();
+    case DType::Int32: return py::dtype::of<int32_t>();
   }
   throw py::type_error("unknown dtype");
 }
@@ -34,6 +35,7 @@ std::optional<DType> smelt_dtype(const py::dtype& dt) {
   if (kind == 'f' && size == 4) return DType::Float32;
   if (kind == 'f' && size == 8) return DType::Float64;
   if (kind == 'i' && size == 8) return DType::Int64;
+  if (kind == 'i' && size == 4) return DType::Int32;
   if (kind == 'b' && size == 1) return DType::Bool;
   if (kind == 'u' && size == 1) return DType::UInt8;
   return std::nullopt;

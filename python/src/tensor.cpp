@@ -17,6 +17,7 @@ py::object element(const void* ptr, DType dtype) {
     case DType::Int64: return py::int_(*static_cast<const int64_t*>(ptr));
     case DType::Bool: return py::bool_(*static_cast<const bool*>(ptr));
     case DType::UInt8: return py::int_(*static_cast<const uint8_t*>(ptr));
+    case DType::Int32: return py::int_(*static_cast<const int32_t*>(ptr));
   }
   return py::none();
 }
@@ -100,7 +101,8 @@ smelt.Tensor(data, dtype=None, requires_grad=False) is smelt.tensor; smelt.Tenso
       .def("__int__", [](const Tensor& t) { return py::int_(item(t)); })
       .def("__index__", [](const Tensor& t) {
         // TypeError (not smelt.Error): Python's protocols ("a" * t) try __index__ and move on.
-        if ((t.dtype() != DType::Int64 && t.dtype() != DType::UInt8) || t.numel() != 1) {
+        if ((t.dtype() != DType::Int64 && t.dtype() != DType::Int32 && t.dtype() != DType::UInt8) ||
+            t.numel() != 1) {
           throw py::type_error("only a one-element integer tensor converts to an index");
         }
         return py::int_(item(t));
@@ -184,6 +186,7 @@ smelt.Tensor(data, dtype=None, requires_grad=False) is smelt.tensor; smelt.Tenso
       .def("float", [](const Tensor& t) { return t.to(DType::Float32); })
       .def("double", [](const Tensor& t) { return t.to(DType::Float64); })
       .def("long", [](const Tensor& t) { return t.to(DType::Int64); })
+      .def("int", [](const Tensor& t) { return t.to(DType::Int32); })
       .def("bool", [](const Tensor& t) { return t.to(DType::Bool); })
       .def("split", [](const Tensor& t, py::handle size, int64_t dim) {
         if (py::isinstance<py::int_>(size)) return split(t, size.cast<int64_t>(), dim);

@@ -37,8 +37,13 @@ def test_from_numpy_refuses_what_it_cannot_share():
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         smelt.from_numpy(ro)
-    with pytest.raises(TypeError, match="int32.*astype"):
-        smelt.from_numpy(np.arange(3, dtype=np.int32))
+    with pytest.raises(TypeError, match="int16.*astype"):
+        smelt.from_numpy(np.arange(3, dtype=np.int16))
+    # int32 is a smelt dtype: shared, exact at the extremes
+    i32 = np.array([-2**31, 0, 2**31 - 1], dtype=np.int32)
+    t = smelt.from_numpy(i32)
+    assert t.dtype == smelt.int32 and t.tolist() == i32.tolist()
+    assert t.numpy().dtype == np.int32
     with pytest.raises(TypeError, match="native byte order"):
         smelt.from_numpy(np.arange(3, dtype=">f4"))
     with pytest.raises(TypeError, match="numpy.ndarray"):

@@ -21,9 +21,10 @@ def test_tensor_infers_pytorch_dtypes():
 def test_tensor_rejects_what_it_cannot_hold():
     with pytest.raises(TypeError, match="regular shape"):
         smelt.tensor([[1, 2], [3]])
-    with pytest.raises(TypeError, match="int32.*dtype="):
-        smelt.tensor(np.arange(3, dtype=np.int32))
-    assert smelt.tensor(np.arange(3, dtype=np.int32), dtype=smelt.int64).tolist() == [0, 1, 2]
+    with pytest.raises(TypeError, match="int16.*dtype="):
+        smelt.tensor(np.arange(3, dtype=np.int16))
+    assert smelt.tensor(np.arange(3, dtype=np.int16), dtype=smelt.int64).tolist() == [0, 1, 2]
+    assert smelt.tensor(np.arange(3, dtype=np.int32)).dtype == smelt.int32
     with pytest.raises(TypeError, match="no dtype for NumPy's float16"):
         smelt.tensor([1.0], dtype=np.float16)
     with pytest.raises(RuntimeError, match="unknown dtype 'f16'"):

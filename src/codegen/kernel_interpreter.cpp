@@ -19,23 +19,11 @@ using kernels::ScalarResult;
 constexpr int64_t kTile = 256;
 constexpr int kMaxTileDims = 16;
 
-// Calls f(T{}) for the C++ type of `dtype`, instantiating only the types `kAccepts` allows.
+// kernels::scalar_dtypes_visit; lowering only hands over dtypes the rows accept.
 template <ScalarDTypes kAccepts, class F>
 void visit_dtype(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Int64:
-      if constexpr (kAccepts != ScalarDTypes::Floating) return f(int64_t{});
-      break;
-    case DType::Bool:
-      if constexpr (kAccepts == ScalarDTypes::All) return f(bool{});
-      break;
-    case DType::UInt8:
-      if constexpr (kAccepts == ScalarDTypes::All) return f(uint8_t{});
-      break;
-  }
-  SMELT_INTERNAL_CHECK(false) << "kernel interpreter: dtype " << dtype_name(dtype) << " is not accepted here";
+  SMELT_INTERNAL_CHECK(kernels::scalar_dtypes_visit<kAccepts>(dtype, f))
+      << "kernel interpreter: dtype " << dtype_name(dtype) << " is not accepted here";
 }
 
 // What a kernel looks like to the interpreter: expression lists per stage, the dims a tile walks.

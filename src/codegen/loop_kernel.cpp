@@ -212,8 +212,8 @@ void validate(const LoopKernel& k) {
     } else {
       SMELT_CHECK(v.dtype == r.dtype) << rw << " is " << dtype_name(r.dtype) << " but folds a "
                                       << dtype_name(v.dtype) << " value; valid: the value's dtype";
-      SMELT_CHECK(r.dtype == DType::Float32 || r.dtype == DType::Float64 || r.dtype == DType::Int64)
-          << rw << ": dtype " << dtype_name(r.dtype) << "; valid: float32, float64, int64";
+      SMELT_CHECK(dtype_is_floating(r.dtype) || dtype_is_signed_integer(r.dtype))
+          << rw << ": dtype " << dtype_name(r.dtype) << "; valid: float32, float64, int64, int32";
     }
   }
   std::vector<bool> stored(k.args.size(), false);

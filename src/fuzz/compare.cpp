@@ -109,6 +109,10 @@ std::string element_str(const char* p, DType dtype) {
     int64_t i;
     std::memcpy(&i, p, sizeof i);
     os << i;
+  } else if (dtype == DType::Int32) {
+    int32_t i;
+    std::memcpy(&i, p, sizeof i);
+    os << i;
   } else {
     os << int(static_cast<unsigned char>(*p));
   }

@@ -6,6 +6,7 @@
 
 #include "smelt/error.h"
 #include "smelt/creation.h"
+#include "smelt/ops.h"
 
 namespace smelt::fuzz {
 namespace {
@@ -53,6 +54,9 @@ Tensor random_tensor(const Shape& shape, DType dtype, const ElementDraw& draw, s
     std::vector<int64_t> values(static_cast<size_t>(n));
     for (int64_t& v : values) v = is_special(rng) ? special_int64(rng) : uniform(rng);
     return from_vector(values, shape);
+  }
+  if (dtype == DType::Int32) {  // int64 draws wrapped to 32 bits: the extremes map to int32's
+    return cast(random_tensor(shape, DType::Int64, draw, rng), DType::Int32);
   }
   if (dtype == DType::Bool) {
     std::vector<double> values(static_cast<size_t>(n));

@@ -21,12 +21,13 @@ constexpr DTypeName kDTypeNames[] = {{DType::Float32, "F32"},
                                      {DType::Float64, "F64"},
                                      {DType::Int64, "I64"},
                                      {DType::Bool, "BOOL"},
-                                     {DType::UInt8, "U8"}};
+                                     {DType::UInt8, "U8"},
+                                     {DType::Int32, "I32"}};
 // Valid in the format, but with no smelt dtype to load them into.
 constexpr const char* kUnsupportedDTypes[] = {"F16", "BF16", "F8_E4M3", "F8_E5M2", "I8",
-                                              "I16", "I32",  "U16",     "U32",     "U64"};
+                                              "I16", "U16",  "U32",     "U64"};
 
-std::string supported_dtypes() { return "F32, F64, I64, BOOL, U8"; }
+std::string supported_dtypes() { return "F32, F64, I64, I32, BOOL, U8"; }
 
 // 'text' cut to a readable length.
 std::string in_quotes(const std::string& text) {

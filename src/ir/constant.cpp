@@ -46,6 +46,9 @@ bool all_elements_are(const Value* v, double value) {
     case DType::UInt8:
       if (value != std::trunc(value) || value < 0 || value > 255) return false;
       return all_bits_equal(bytes, uint8_t(value));
+    case DType::Int32:
+      if (value != std::trunc(value) || value < -2147483648.0 || value > 2147483647.0) return false;
+      return all_bits_equal(bytes, int32_t(value));
   }
   return false;
 }

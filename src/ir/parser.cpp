@@ -190,17 +190,23 @@ class Parser {
     switch (t) {
       case DType::Float32: put(float_from<float, uint32_t>(tok, "f32")); return;
       case DType::Float64: put(float_from<double, uint64_t>(tok, "f64")); return;
-      case DType::Int64: case DType::UInt8: case DType::Bool: {
+      case DType::Int64: case DType::Int32: case DType::UInt8: case DType::Bool: {
         if (!is_integer_text(tok)) fail_token(tok, std::string("an ") + ops::dtype_short_name(t) + " constant needs integers, got '" + tok + "'");
         int64_t v = 0;
         auto res = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-        int64_t lo = t == DType::Int64 ? std::numeric_limits<int64_t>::min() : 0;
-        int64_t hi = t == DType::Int64 ? std::numeric_limits<int64_t>::max() : t == DType::UInt8 ? 255 : 1;
+        int64_t lo = t == DType::Int64   ? std::numeric_limits<int64_t>::min()
+                     : t == DType::Int32 ? std::numeric_limits<int32_t>::min()
+                                         : 0;
+        int64_t hi = t == DType::Int64   ? std::numeric_limits<int64_t>::max()
+                     : t == DType::Int32 ? std::numeric_limits<int32_t>::max()
+                     : t == DType::UInt8 ? 255
+                                         : 1;
         if (res.ec != std::errc() || v < lo || v > hi) {
           fail_token(tok, tok + " is out of the " + ops::dtype_short_name(t) + " range [" + std::to_string(lo) +
                               ", " + std::to_string(hi) + "]");
         }
         if (t == DType::Int64) put(v);
+        else if (t == DType::Int32) put(int32_t(v));
         else if (t == DType::UInt8) put(uint8_t(v));
         else put(bool(v));
         return;
@@ -237,7 +243,7 @@ class Parser {
     ops::TensorMeta m;
     if (!ops::dtype_from_short_name(dt, &m.dtype)) {
       pos_ = start;
-      fail("unknown dtype '" + dt + "'; valid: f32, f64, i64, bool, u8");
+      fail("unknown dtype '" + dt + "'; valid: f32, f64, i64, i32, bool, u8");
     }
     expect('[');
     int64_t numel = 1;
@@ -357,7 +363,8 @@ class Parser {
       return s;
     }
     DType dtype;
-    if (peek_word("f32") || peek_word("f64") || peek_word("i64") || peek_word("bool") || peek_word("u8")) {
+    for (int i = 0; i < kDTypeCount; ++i) {
+      if (!peek_word(dtype_short_name(DType(i)))) continue;
       ops::dtype_from_short_name(word(), &dtype);
       return dtype;
     }

@@ -8,31 +8,18 @@
 namespace smelt::kernels {
 namespace {
 
-// Calls f(T{}) for the C++ type T of `dtype`, instantiating only the types the row accepts (so
-// that, e.g., exp is never compiled for int64).
+// scalar_dtypes_visit, where a dtype the row does not accept is smelt's bug: the shape rules
+// refuse it first.
 template <ScalarDTypes kAccepts, class F>
 void dispatch_dtype(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Int64:
-      if constexpr (kAccepts != ScalarDTypes::Floating) return f(int64_t{});
-      break;
-    case DType::Bool:
-      if constexpr (kAccepts == ScalarDTypes::All) return f(bool{});
-      break;
-    case DType::UInt8:
-      if constexpr (kAccepts == ScalarDTypes::All) return f(uint8_t{});
-      break;
-  }
-  SMELT_INTERNAL_CHECK(false) << "elementwise: dtype " << dtype_name(dtype) << " reached a row that "
-                              << "does not accept it";
+  SMELT_INTERNAL_CHECK(scalar_dtypes_visit<kAccepts>(dtype, f))
+      << "elementwise: dtype " << dtype_name(dtype) << " reached a row that does not accept it";
 }
 
 const char* accepted_names(ScalarDTypes d) {
   switch (d) {
     case ScalarDTypes::Floating: return "float32, float64";
-    case ScalarDTypes::Numeric: return "float32, float64, int64";
+    case ScalarDTypes::Numeric: return "float32, float64, int64, int32";
     case ScalarDTypes::All: return "any dtype";
   }
   return "";
@@ -90,7 +77,7 @@ std::string double_text(double v) {
 bool scalar_fn_accepts(ScalarFn fn, DType dtype) {
   switch (scalar_fn_info(fn).dtypes) {
     case ScalarDTypes::Floating: return dtype_is_floating(dtype);
-    case ScalarDTypes::Numeric: return dtype_is_floating(dtype) || dtype == DType::Int64;
+    case ScalarDTypes::Numeric: return dtype_is_floating(dtype) || dtype_is_signed_integer(dtype);
     case ScalarDTypes::All: return true;
   }
   return false;
@@ -110,6 +97,7 @@ const char* dtype_cpp_type(DType dtype) {
     case DType::Float32: return "float";
     case DType::Float64: return "double";
     case DType::Int64: return "int64_t";
+    case DType::Int32: return "int32_t";
     case DType::Bool: return "bool";
     case DType::UInt8: return "uint8_t";
   }

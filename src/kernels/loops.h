@@ -101,6 +101,7 @@ void map3(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, 
       case ::smelt::DType::Int64: { using scalar_t = int64_t; return __VA_ARGS__(); }     \
       case ::smelt::DType::Bool: { using scalar_t = bool; return __VA_ARGS__(); }          \
       case ::smelt::DType::UInt8: { using scalar_t = uint8_t; return __VA_ARGS__(); }      \
+      case ::smelt::DType::Int32: { using scalar_t = int32_t; return __VA_ARGS__(); }      \
     }                                                                                      \
   }()
 
@@ -110,9 +111,10 @@ void map3(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, 
       case ::smelt::DType::Float32: { using scalar_t = float; return __VA_ARGS__(); }      \
       case ::smelt::DType::Float64: { using scalar_t = double; return __VA_ARGS__(); }     \
       case ::smelt::DType::Int64: { using scalar_t = int64_t; return __VA_ARGS__(); }     \
+      case ::smelt::DType::Int32: { using scalar_t = int32_t; return __VA_ARGS__(); }      \
       default:                                                                             \
         SMELT_CHECK(false) << where << ": dtype " << ::smelt::dtype_name(dtype)            \
-                           << " is not supported; valid: float32, float64, int64";         \
+                           << " is not supported; valid: float32, float64, int64, int32";  \
     }                                                                                      \
   }()
 

@@ -6,11 +6,11 @@
 //
 // Every function is defined for every input of the dtypes it accepts; nothing here is undefined
 // behaviour, so every backend computes the same bits:
-// - int64 add, sub, mul, neg, abs wrap around in two's complement (done in uint64, where C++
-//   defines wrapping): INT64_MAX + 1 = INT64_MIN, abs(INT64_MIN) = neg(INT64_MIN) = INT64_MIN,
-//   as PyTorch and NumPy give in practice.
-// - int64 div truncates toward zero (C semantics, PyTorch's rounding_mode="trunc");
-//   INT64_MIN / -1 wraps to INT64_MIN instead of trapping (SIGFPE). x / 0 is 0 here, but the eager
+// - int64 and int32 add, sub, mul, neg, abs wrap around in two's complement (done in the
+//   unsigned type, where C++ defines wrapping): INT64_MAX + 1 = INT64_MIN, abs(INT64_MIN) =
+//   neg(INT64_MIN) = INT64_MIN (likewise INT32_*), as PyTorch and NumPy give in practice.
+// - integer div truncates toward zero (C semantics, PyTorch's rounding_mode="trunc", ONNX Div);
+//   INT64_MIN / -1 wraps to INT64_MIN instead of trapping (SIGFPE), INT32_MIN / -1 likewise. x / 0 is 0 here, but the eager
 //   div op refuses a zero integer divisor with an error before it gets here.
 // - cast: see `cast` below (saturating float -> integer, NaN -> 0).
 // - clamp: bounds are real values, infinities included; an absent bound is the infinity that
@@ -284,7 +284,7 @@ inline float softplus(float x, float beta, float threshold) {
 }  // namespace f32
 
 namespace detail {
-// int64 arithmetic through uint64: wraps (C++ defines unsigned overflow and, since C++20, the
+// Signed integer arithmetic through the unsigned type: wraps (C++ defines unsigned overflow and, since C++20, the
 // conversion back), where signed overflow would be undefined.
 template <class T>
 inline constexpr bool kWrapsInUnsigned = std::is_integral_v<T> && std::is_signed_v<T>;
@@ -410,26 +410,32 @@ template <class T> inline bool gt(T a, T b) { return a > b; }
 template <class T> inline bool ge(T a, T b) { return a >= b; }
 template <class T> inline T where(bool cond, T a, T b) { return cond ? a : b; }
 
-// Conversion between any two of float, double, int64_t, uint8_t, bool, defined for every input:
+// Conversion between any two of float, double, int64_t, int32_t, uint8_t, bool, defined for every
+// input (ONNX's Cast leaves NaN, infinities and out-of-range values implementation-defined):
 // - to bool: x != 0 (NaN -> true), as PyTorch.
-// - float -> int64: truncation toward zero, saturating: NaN -> 0, values >= 2^63 (+inf included)
-//   -> INT64_MAX, values < -2^63 (-inf included) -> INT64_MIN. C++ leaves those undefined and
-//   PyTorch's results depend on the CPU (x86 gives INT64_MIN for all of them), so smelt saturates
-//   like ARM, Rust's `as` and Java.
+// - float -> int64 / int32: truncation toward zero (-0.0 and -0.9 -> 0), saturating: NaN -> 0,
+//   values >= 2^63 (2^31; +inf included) -> the type's max, values < -2^63 (-2^31; -inf
+//   included) -> its min. C++ leaves those undefined and PyTorch's results depend on the CPU
+//   (x86 gives INT64_MIN / INT32_MIN for all of them), so smelt saturates like ARM, Rust's `as`
+//   and Java.
 // - float -> uint8: the float -> int64 conversion above, then modulo 256 as int64 -> uint8; this
 //   matches PyTorch wherever PyTorch's result does not depend on the CPU (-1.5 -> 255, 300 -> 44).
-// - int64 -> uint8: modulo 256. int64 -> float: round to nearest.
+// - integer -> narrower integer: modulo 2^bits, two's complement (int64 -> int32: 2^31 ->
+//   INT32_MIN; -> uint8: -1 -> 255), as PyTorch and NumPy. int32 -> int64: exact.
+// - integer -> float: round to nearest (int32 -> double is exact).
 // - double -> float: round to nearest; beyond float's range -> ±inf (IEEE 754, which GCC and
 //   Clang follow; the C++ standard alone leaves it undefined).
 template <class To, class From> inline To cast(From x) {
   if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    constexpr From kTwo63 = From(9223372036854775808.0);  // exact in float and double
-    int64_t wide = x != x         ? int64_t(0)
-                   : x >= kTwo63  ? std::numeric_limits<int64_t>::max()
-                   : x < -kTwo63  ? std::numeric_limits<int64_t>::min()
-                                  : int64_t(x);
+    // Signed targets saturate at their own range; uint8 goes through int64 and wraps.
+    using Wide = std::conditional_t<std::is_signed_v<To>, To, int64_t>;
+    constexpr From kLimit = -From(std::numeric_limits<Wide>::min());  // 2^63 or 2^31: exact
+    Wide wide = x != x          ? Wide(0)
+                : x >= kLimit   ? std::numeric_limits<Wide>::max()
+                : x < -kLimit   ? std::numeric_limits<Wide>::min()
+                                : Wide(x);
     return To(wide);
   } else {
     return To(x);

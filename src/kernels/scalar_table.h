@@ -25,7 +25,7 @@ namespace smelt::kernels {
 // Which operand dtypes a row accepts.
 enum class ScalarDTypes : uint8_t {
   Floating,  // float32, float64
-  Numeric,   // float32, float64, int64
+  Numeric,   // float32, float64, int64, int32
   All,       // every dtype
 };
 
@@ -148,6 +148,30 @@ decltype(auto) scalar_fn_visit(ScalarFn f, Visit&& visit) {
   return visit(fn::neg{}, std::integral_constant<ScalarFn, ScalarFn::neg>{});  // unreachable
 }
 
+// Calls f(T{}) for the C++ type T of `dtype`, instantiating only the types `kAccepts` allows (so
+// that, e.g., exp is never compiled for int64); returns false, calling nothing, for a dtype
+// outside `kAccepts`. The eager loops and the kernel interpreter both dispatch through it.
+template <ScalarDTypes kAccepts, class F>
+bool scalar_dtypes_visit(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float32: f(float{}); return true;
+    case DType::Float64: f(double{}); return true;
+    case DType::Int64:
+      if constexpr (kAccepts != ScalarDTypes::Floating) { f(int64_t{}); return true; }
+      break;
+    case DType::Int32:
+      if constexpr (kAccepts != ScalarDTypes::Floating) { f(int32_t{}); return true; }
+      break;
+    case DType::Bool:
+      if constexpr (kAccepts == ScalarDTypes::All) { f(bool{}); return true; }
+      break;
+    case DType::UInt8:
+      if constexpr (kAccepts == ScalarDTypes::All) { f(uint8_t{}); return true; }
+      break;
+  }
+  return false;
+}
+
 // Whether `fn` accepts operands of `dtype` (where: its value operands).
 bool scalar_fn_accepts(ScalarFn fn, DType dtype);
 // The result dtype of `call` on operands of `dtype`.
@@ -158,7 +182,8 @@ DType scalar_call_result(const ScalarCall& call, DType dtype);
 // (hex floats, through scalar::cast as the eager loops bind them).
 std::string scalar_call_text(const ScalarCall& call, DType dtype, const std::vector<std::string>& args);
 
-// The C++ type of `dtype` in generated source: "float", "double", "int64_t", "uint8_t", "bool".
+// The C++ type of `dtype` in generated source: "float", "double", "int64_t", "int32_t", "uint8_t",
+// "bool".
 const char* dtype_cpp_type(DType dtype);
 
 }  // namespace smelt::kernels

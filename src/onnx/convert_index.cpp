@@ -16,8 +16,12 @@ using Ts = std::vector<Tensor>;
 
 Tensor i64(int64_t v) { return scalar_tensor(double(v), DType::Int64); }
 
+// smelt's index ops take int64; ONNX allows int32 indices too, widened here (exact).
 Tensor check_index(NodeContext& c, const Tensor& idx) {
-  if (idx.dtype() != DType::Int64) c.unsupported(std::string("index dtype ") + dtype_name(idx.dtype()) + " (supported: int64)");
+  if (idx.dtype() == DType::Int32) return cast(idx, DType::Int64);
+  if (idx.dtype() != DType::Int64) {
+    c.unsupported(std::string("index dtype ") + dtype_name(idx.dtype()) + " (supported: int64, int32)");
+  }
   return idx;
 }
 

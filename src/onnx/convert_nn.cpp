@@ -25,7 +25,9 @@ Window read_window(NodeContext& c, const Tensor& x, const std::vector<int64_t>& 
                    bool apply_auto_pad = true) {
   const int64_t sd = x.dim() - 2;
   if (sd < 1) c.invalid("the input " + shape_str(x.shape()) + " must be (N, C, spatial...)");
-  if (sd != 1 && sd != 2) c.unsupported(std::to_string(sd) + "-D spatial input (supported: 1-D and 2-D)");
+  if (sd != 1 && sd != 2 && !(is_pool && sd == 3)) {
+    c.unsupported(std::to_string(sd) + "-D spatial input (supported: 1-D and 2-D; pools also 3-D)");
+  }
   Window w;
   w.kernel = kernel;
   if (int64_t(kernel.size()) != sd) c.invalid("kernel_shape must have " + std::to_string(sd) + " entries");
@@ -184,38 +186,29 @@ Tensor conv_transpose(NodeContext& c) {
   return from_2d(contiguous(y), x0.dim());
 }
 
-Tensor max_pool(NodeContext& c) {
-  const Tensor& x0 = c.input(0);
-  if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
-  if (c.attr_int("storage_order", 0) != 0) c.unsupported("storage_order=1");
-  Window w = read_window(c, x0, c.attr_ints("kernel_shape"), true);
-  Tensor x = to_2d(x0);
-  std::vector<int64_t> extra = ceil_extra(w, x);
+// Max pool of x (N, C, H, W) over a 2-D window: padded with -inf, so a pad never wins.
+Tensor max_pool_window(const Tensor& x0, const Window& w) {
+  std::vector<int64_t> extra = ceil_extra(w, x0);
   // smelt's pool skips padded positions, as -inf padding would: symmetric pads of at most half
   // the (dilated) window go to the op itself, sparing the two concatenations of -inf borders
   // (ResNet's stem pool).
   bool op_pads = symmetric(w) && extra == std::vector<int64_t>{0, 0};
   for (size_t d = 0; d < 2; ++d) op_pads = op_pads && 2 * w.pad_begin[d] <= w.dilation[d] * (w.kernel[d] - 1) + 1;
-  if (op_pads) return from_2d(max_pool2d(x, w.kernel, w.stride, w.pad_begin, w.dilation), x0.dim());
+  if (op_pads) return max_pool2d(x0, w.kernel, w.stride, w.pad_begin, w.dilation);
   std::vector<int64_t> end = {w.pad_end[0] + extra[0], w.pad_end[1] + extra[1]};
   const double lowest = -std::numeric_limits<double>::infinity();
-  x = pad_hw(x, w.pad_begin, end, lowest);
-  return from_2d(max_pool2d(x, w.kernel, w.stride, {0, 0}, w.dilation), x0.dim());
+  Tensor x = pad_hw(x0, w.pad_begin, end, lowest);
+  return max_pool2d(x, w.kernel, w.stride, {0, 0}, w.dilation);
 }
 
-Tensor avg_pool(NodeContext& c) {
-  const Tensor& x0 = c.input(0);
-  if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
-  const bool include_pad = c.attr_int("count_include_pad", 0) != 0;
-  Window w = read_window(c, x0, c.attr_ints("kernel_shape"), true);
-  for (int64_t d : w.dilation) if (d != 1) c.unsupported("dilations other than 1");
-  Tensor x = to_2d(x0);
+// Average pool of x (N, C, H, W) over a 2-D window.
+Tensor avg_pool_window(const Tensor& x, const Window& w, bool include_pad) {
   std::vector<int64_t> extra = ceil_extra(w, x);
   // smelt's pool takes symmetric padding of at most half the window.
   const bool small_pads = 2 * w.pad_begin[0] <= w.kernel[0] && 2 * w.pad_begin[1] <= w.kernel[1];
   if (symmetric(w) && small_pads && extra == std::vector<int64_t>{0, 0} &&
       (include_pad || (w.pad_begin == std::vector<int64_t>{0, 0}))) {
-    return from_2d(avg_pool2d(x, w.kernel, w.stride, w.pad_begin, true), x0.dim());
+    return avg_pool2d(x, w.kernel, w.stride, w.pad_begin, true);
   }
   // The mean over the counted positions: pooled sums of x (zero padded) over pooled counts.
   Tensor mask = ones({1, 1, x.size(2), x.size(3)}, x.dtype());
@@ -225,7 +218,55 @@ Tensor avg_pool(NodeContext& c) {
   Tensor xp = pad_hw(x, w.pad_begin, end, 0.0);
   Tensor num = avg_pool2d(xp, w.kernel, w.stride, {0, 0}, true);
   Tensor den = avg_pool2d(mask, w.kernel, w.stride, {0, 0}, true);
-  return from_2d(num / den, x0.dim());
+  return num / den;
+}
+
+// The 2-D window over dims (a, b) of a 3-D one; b = -1 is a dim the window leaves alone.
+Window sub_window(const Window& w, size_t a, int b) {
+  Window s;
+  s.ceil_mode = w.ceil_mode;
+  for (int d : {int(a), b}) {
+    const bool keep = d >= 0;
+    s.kernel.push_back(keep ? w.kernel[size_t(d)] : 1);
+    s.stride.push_back(keep ? w.stride[size_t(d)] : 1);
+    s.dilation.push_back(keep ? w.dilation[size_t(d)] : 1);
+    s.pad_begin.push_back(keep ? w.pad_begin[size_t(d)] : 0);
+    s.pad_end.push_back(keep ? w.pad_end[size_t(d)] : 0);
+  }
+  return s;
+}
+
+// A pool of x (N, C, D, H, W) over a 3-D box, as two 2-D pools: (H, W) on x seen as
+// (N, C * D, H, W), then (D, 1) on the result seen as (N, C, D, Ho * Wo). Exact for max and for
+// mean: a box's maximum, sum and count of counted positions all factor over its dims.
+template <class Pool>
+Tensor pool_3d(const Tensor& x, const Window& w, Pool pool) {
+  const int64_t N = x.size(0), C = x.size(1), D = x.size(2);
+  Tensor y = pool(x.reshape({N, C * D, x.size(3), x.size(4)}), sub_window(w, 1, 2));
+  const int64_t Ho = y.size(2), Wo = y.size(3);
+  Tensor z = pool(y.reshape({N, C, D, Ho * Wo}), sub_window(w, 0, -1));
+  return z.reshape({N, C, z.size(2), Ho, Wo});
+}
+
+Tensor max_pool(NodeContext& c, const Tensor& x0) {
+  // uint8 pools exactly in float32 (every byte is a float32 integer; a maximum creates no value)
+  if (x0.dtype() == DType::UInt8) return cast(max_pool(c, cast(x0, DType::Float32)), DType::UInt8);
+  if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
+  if (c.attr_int("storage_order", 0) != 0) c.unsupported("storage_order=1");
+  Window w = read_window(c, x0, c.attr_ints("kernel_shape"), true);
+  if (x0.dim() == 5) return pool_3d(x0, w, max_pool_window);
+  return from_2d(max_pool_window(to_2d(x0), w), x0.dim());
+}
+
+Tensor avg_pool(NodeContext& c) {
+  const Tensor& x0 = c.input(0);
+  if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
+  const bool include_pad = c.attr_int("count_include_pad", 0) != 0;
+  Window w = read_window(c, x0, c.attr_ints("kernel_shape"), true);
+  for (int64_t d : w.dilation) if (d != 1) c.unsupported("dilations other than 1");
+  auto pool = [include_pad](const Tensor& x, const Window& win) { return avg_pool_window(x, win, include_pad); };
+  if (x0.dim() == 5) return pool_3d(x0, w, pool);
+  return from_2d(pool(to_2d(x0), w), x0.dim());
 }
 
 std::vector<int64_t> spatial_dims(const Tensor& x) {
@@ -241,19 +282,36 @@ Tensor per_channel(const Tensor& v, const Tensor& x) {
   return v.reshape(s);
 }
 
-Tensor batch_norm_node(NodeContext& c) {
+// Training mode (opset >= 14): y from the batch statistics (population variance), and the running
+// statistics blended with them, running * momentum + batch * (1 - momentum), as ONNX defines it.
+Ts batch_norm_training(NodeContext& c, double eps, double momentum) {
   const Tensor& x = c.input(0);
-  if (c.opset() >= 14 && c.attr_int("training_mode", 0) != 0) c.unsupported("training_mode=1");
+  if (!dtype_is_floating(x.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x.dtype()));
+  std::vector<int64_t> dims = {0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  Tensor batch_mean = mean(x, dims, true);
+  Tensor centered = x - batch_mean;
+  Tensor batch_var = mean(centered * centered, dims, true);
+  Tensor y = centered * rsqrt(batch_var + eps) * per_channel(c.input(1), x) + per_channel(c.input(2), x);
+  const Shape channels = c.input(3).shape();
+  Tensor running_mean = c.input(3) * momentum + batch_mean.reshape(channels) * (1 - momentum);
+  Tensor running_var = c.input(4) * momentum + batch_var.reshape(channels) * (1 - momentum);
+  return {y, running_mean, running_var};
+}
+
+Ts batch_norm_node(NodeContext& c) {
+  const Tensor& x = c.input(0);
   if (c.opset() < 7 && c.has_attr("is_test")) c.attr_int("is_test");
   if (c.opset() < 9 && c.has_attr("spatial") && c.attr_int("spatial") != 1) c.unsupported("spatial=0");
-  c.attr_float("momentum", 0.9);
+  const double momentum = c.attr_float("momentum", 0.9);
   const double eps = c.attr_float("epsilon", 1e-5);
+  if (c.opset() >= 14 && c.attr_int("training_mode", 0) != 0) return batch_norm_training(c, eps, momentum);
   if (c.num_outputs() > 1) c.unsupported("the training outputs (running mean and variance)");
   if (x.dim() == 4 || x.dim() == 2) {
-    return batch_norm_functional(x, c.input(3), c.input(4), c.input(1), c.input(2), false, 0.1, eps).y;
+    return {batch_norm_functional(x, c.input(3), c.input(4), c.input(1), c.input(2), false, 0.1, eps).y};
   }
   Tensor inv = rsqrt(per_channel(c.input(4), x) + eps);
-  return (x - per_channel(c.input(3), x)) * inv * per_channel(c.input(1), x) + per_channel(c.input(2), x);
+  return {(x - per_channel(c.input(3), x)) * inv * per_channel(c.input(1), x) + per_channel(c.input(2), x)};
 }
 
 Tensor gemm(NodeContext& c) {
@@ -278,12 +336,12 @@ void register_nn_converters() {
   register_converter("ConvTranspose", [](NodeContext& c) -> Ts { return {conv_transpose(c)}; });
   register_converter("MaxPool", [](NodeContext& c) -> Ts {
     if (c.num_outputs() > 1) c.unsupported("the Indices output");
-    return {max_pool(c)};
+    return {max_pool(c, c.input(0))};
   });
   register_converter("AveragePool", [](NodeContext& c) -> Ts { return {avg_pool(c)}; });
   register_converter("GlobalAveragePool", [](NodeContext& c) -> Ts { return {mean(c.input(0), spatial_dims(c.input(0)), true)}; });
   register_converter("GlobalMaxPool", [](NodeContext& c) -> Ts { return {amax(c.input(0), spatial_dims(c.input(0)), true)}; });
-  register_converter("BatchNormalization", [](NodeContext& c) -> Ts { return {batch_norm_node(c)}; });
+  register_converter("BatchNormalization", [](NodeContext& c) -> Ts { return batch_norm_node(c); });
   register_converter("InstanceNormalization", [](NodeContext& c) -> Ts {
     const Tensor& x = c.input(0);
     const double eps = c.attr_float("epsilon", 1e-5);

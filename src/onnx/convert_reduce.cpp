@@ -87,7 +87,7 @@ Tensor arg_extreme(NodeContext& c, bool is_max) {
   if (x.dim() == 0) c.invalid("the input must have at least one dim");
   if (x.size(axis) == 0) c.invalid("the reduced dim is empty");
   if (!is_max) {
-    if (!dtype_is_floating(x.dtype()) && x.dtype() != DType::Int64) c.unsupported(std::string("dtype ") + dtype_name(x.dtype()));
+    if (!dtype_is_floating(x.dtype()) && !dtype_is_signed_integer(x.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x.dtype()));
     // min of x is max of -x for floats; ints order-reverse through bitwise-free ~x = -x - 1.
     x = dtype_is_floating(x.dtype()) ? -x : scalar_of(-1, x) - x;
   }

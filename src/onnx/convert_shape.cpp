@@ -124,7 +124,13 @@ void reg_constant() {
       c.attr_int("seed", 0);
       if (c.has_input(2)) {
         std::vector<double> training = c.input_floats(2);
-        if (!training.empty() && training[0] != 0) c.unsupported("training_mode=true (random dropout)");
+        // Training with ratio 0 drops nothing: the identity and a mask of ones, whatever the seed.
+        std::vector<double> ratio = c.has_input(1) ? c.input_floats(1) : std::vector<double>{0.5};
+        if (ratio.size() != 1) c.invalid("ratio must hold one number");
+        if (!training.empty() && training[0] != 0 && ratio[0] != 0) {
+          c.unsupported("training_mode=true with ratio " + std::to_string(ratio[0]) +
+                        " (random dropout; only ratio 0 is deterministic)");
+        }
       }
     }
     const Tensor& x = c.input(0);

@@ -62,10 +62,18 @@ const Tensor& NodeContext::input(size_t i) const {
 std::vector<int64_t> NodeContext::input_ints(size_t i) const {
   const Tensor& t = input(i);
   if (!is_concrete(t)) need_value(i);
-  if (t.dtype() != DType::Int64) invalid("input " + std::to_string(i) + " must be int64, got " + dtype_name(t.dtype()));
+  // ONNX types most of these inputs (axes, K, shapes) int64; some (CumSum's axis) int32 or int64.
+  if (!dtype_is_signed_integer(t.dtype())) {
+    invalid("input " + std::to_string(i) + " must be int64 or int32, got " + dtype_name(t.dtype()));
+  }
   std::vector<int64_t> out(size_t(t.numel()));
   const Tensor c = t.contiguous();
-  if (!out.empty()) std::memcpy(out.data(), c.raw_data(), out.size() * sizeof(int64_t));
+  if (t.dtype() == DType::Int32) {  // widened here: a cast op would be traced, not computed
+    const int32_t* p = c.data<int32_t>();
+    for (size_t k = 0; k < out.size(); ++k) out[k] = p[k];
+  } else if (!out.empty()) {
+    std::memcpy(out.data(), c.raw_data(), out.size() * sizeof(int64_t));
+  }
   return out;
 }
 

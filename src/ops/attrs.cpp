@@ -77,23 +77,13 @@ const std::string& Attrs::get_string(const std::string& name) const {
 
 DType Attrs::get_dtype(const std::string& name) const {
   const AttrValue& v = require(name);
-  if (!std::holds_alternative<DType>(v)) wrong_type(name, v, "a dtype (f32, f64, i64, bool, u8)");
+  if (!std::holds_alternative<DType>(v)) wrong_type(name, v, "a dtype (f32, f64, i64, i32, bool, u8)");
   return std::get<DType>(v);
 }
 
-const char* dtype_short_name(DType t) {
-  switch (t) {
-    case DType::Float32: return "f32";
-    case DType::Float64: return "f64";
-    case DType::Int64: return "i64";
-    case DType::Bool: return "bool";
-    case DType::UInt8: return "u8";
-  }
-  return "?";
-}
-
 bool dtype_from_short_name(const std::string& name, DType* out) {
-  for (DType t : {DType::Float32, DType::Float64, DType::Int64, DType::Bool, DType::UInt8}) {
+  for (int i = 0; i < kDTypeCount; ++i) {
+    const DType t = DType(i);
     if (name == dtype_short_name(t)) {
       *out = t;
       return true;

@@ -50,8 +50,8 @@ class Attrs {
 std::string attr_value_str(const AttrValue& v);
 const char* attr_type_name(const AttrValue& v);  // "int", "float", "int list", "string", "dtype"
 
-// Short dtype names used by the IR text: f32, f64, i64, bool, u8.
-const char* dtype_short_name(DType t);
+// Short dtype names used by the IR text (f32, f64, i64, i32, bool, u8): smelt/dtype.h's table.
+using smelt::dtype_short_name;
 bool dtype_from_short_name(const std::string& name, DType* out);
 // Shortest decimal text that reads back to the same double (std::to_chars), with inf, -inf, nan.
 std::string float_str(double v);

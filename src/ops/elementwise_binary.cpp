@@ -28,8 +28,7 @@ namespace {
 
 std::vector<TensorMeta> arith_shape(const std::vector<TensorMeta>& in, const char* op) {
   check_same_dtype(in[0], in[1], op);
-  SMELT_CHECK(in[0].dtype != DType::Bool && in[0].dtype != DType::UInt8)
-      << op << ": operands must be float32, float64 or int64, got " << dtype_name(in[0].dtype);
+  check_numeric(in[0], op, "operands");
   return {{broadcast_shapes(in[0].shape, in[1].shape, op), in[0].dtype}};
 }
 
@@ -57,18 +56,21 @@ std::vector<TensorMeta> pow_shape(const std::vector<TensorMeta>& in, const Attrs
   return out;
 }
 
-// Integer division truncates toward zero (C semantics) and INT64_MIN / -1 wraps (scalar::div);
+// Integer division truncates toward zero (C semantics, ONNX Div) and INT64_MIN / -1 (INT32_MIN /
+// -1) wraps (scalar::div);
 // an integer divisor of zero is refused here with a clear error (PyTorch raises too).
 std::vector<TensorMeta> div_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   return arith_shape(in, "div");
 }
 void div_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
-  if (in[1].dtype() == DType::Int64) {
+  if (dtype_is_signed_integer(in[1].dtype())) {
     std::atomic<bool> zero{false};
-    kernels::ElementwiseLoop<1>({&in[1]}).run([&](char** p, const int64_t* s, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) {
-        if (*reinterpret_cast<const int64_t*>(p[0] + i * s[0]) == 0) zero = true;
-      }
+    SMELT_DISPATCH_NUMERIC(in[1].dtype(), "div", [&] {
+      kernels::ElementwiseLoop<1>({&in[1]}).run([&](char** p, const int64_t* s, int64_t n) {
+        for (int64_t i = 0; i < n; ++i) {
+          if (*reinterpret_cast<const scalar_t*>(p[0] + i * s[0]) == 0) zero = true;
+        }
+      });
     });
     SMELT_CHECK(!zero) << "div: integer division by zero (the divisor " << shape_str(in[1].shape())
                        << " holds a 0); cast to float32 for IEEE division (inf/nan)";

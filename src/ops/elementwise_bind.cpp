@@ -15,20 +15,21 @@ void check_clamp_bounds(const Attrs& attrs, DType dtype) {
     if (!attrs.has(side)) continue;
     const double v = attrs.get_float(side);
     if (dtype_is_floating(dtype)) continue;  // any double binds: ±inf and NaN included
-    // int64 has no type promotion here (PyTorch would return float): refuse what int64 cannot
-    // hold rather than round it. A bound beyond int64 on the side where it changes nothing
-    // (min = -inf, max = 1e30) saturates to the int64 extreme, which clamps nothing either.
+    // Integers have no type promotion here (PyTorch would return float): refuse what the dtype
+    // cannot hold rather than round it. A bound beyond the range on the side where it changes
+    // nothing (min = -inf, max = 1e30) saturates to the extreme, which clamps nothing either.
     const bool is_min = side[1] == 'i';
-    const double two63 = 9223372036854775808.0;
+    const bool narrow = dtype == DType::Int32;
+    const double limit = narrow ? 2147483648.0 : 9223372036854775808.0;
     SMELT_CHECK(!std::isnan(v)) << "clamp: " << side << " is NaN; an " << dtype_name(dtype)
                                 << " tensor needs an integral bound (or cast to float first)";
     SMELT_CHECK(std::isinf(v) || v == std::trunc(v))
         << "clamp: " << side << " = " << v << " is not an integer; an " << dtype_name(dtype)
         << " tensor needs integral bounds (cast it to float to clamp at " << v << ")";
-    const bool beyond_above = v >= two63, beyond_below = v < -two63;
+    const bool beyond_above = v >= limit, beyond_below = v < -limit;
     SMELT_CHECK(is_min ? !beyond_above : !beyond_below)
         << "clamp: " << side << " = " << v << " is beyond the range of " << dtype_name(dtype)
-        << " in the direction it clamps; valid: [-2^63, 2^63)";
+        << " in the direction it clamps; valid: " << (narrow ? "[-2^31, 2^31)" : "[-2^63, 2^63)");
   }
 }
 

@@ -10,8 +10,7 @@ namespace smelt::ops {
 namespace {
 
 std::vector<TensorMeta> numeric_shape(const std::vector<TensorMeta>& in, const char* op) {
-  SMELT_CHECK(in[0].dtype != DType::Bool && in[0].dtype != DType::UInt8)
-      << op << ": input must be float32, float64 or int64, got " << dtype_name(in[0].dtype);
+  check_numeric(in[0], op);
   return {in[0]};
 }
 

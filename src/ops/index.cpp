@@ -28,11 +28,6 @@ void check_index_1d(const TensorMeta& index, const char* op) {
       << op << ": index must be 1-D, got " << shape_str(index.shape);
 }
 
-void check_numeric(const TensorMeta& m, const char* op, const char* what) {
-  SMELT_CHECK(m.dtype == DType::Float32 || m.dtype == DType::Float64 || m.dtype == DType::Int64)
-      << op << ": " << what << " must be float32, float64 or int64, got " << dtype_name(m.dtype);
-}
-
 // ---- embedding: weight (V, D), indices Int64 (...) -> (..., D)
 std::vector<TensorMeta> embedding_shape(const std::vector<TensorMeta>& in, const Attrs&) {
   const TensorMeta &weight = in[0], &indices = in[1];

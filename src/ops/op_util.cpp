@@ -13,6 +13,12 @@ void check_floating(const TensorMeta& m, const char* op, const char* what) {
                                           << dtype_name(m.dtype) << " " << shape_str(m.shape);
 }
 
+void check_numeric(const TensorMeta& m, const char* op, const char* what) {
+  SMELT_CHECK(dtype_is_floating(m.dtype) || dtype_is_signed_integer(m.dtype))
+      << op << ": dtype " << dtype_name(m.dtype) << " is not supported (" << what << " "
+      << shape_str(m.shape) << "); valid: float32, float64, int64, int32";
+}
+
 void check_dtype(const TensorMeta& m, DType want, const char* op, const char* what) {
   SMELT_CHECK(m.dtype == want) << op << ": " << what << " must be " << dtype_name(want) << ", got "
                                << dtype_name(m.dtype) << " " << shape_str(m.shape);

@@ -13,6 +13,8 @@ namespace smelt::ops {
 std::vector<TensorMeta> same_as_first(const std::vector<TensorMeta>& in, const Attrs& attrs);
 
 void check_floating(const TensorMeta& m, const char* op, const char* what = "input");
+// float32, float64, int64 or int32: what arithmetic, sums and scans accept.
+void check_numeric(const TensorMeta& m, const char* op, const char* what = "input");
 void check_dtype(const TensorMeta& m, DType want, const char* op, const char* what);
 void check_same_dtype(const TensorMeta& a, const TensorMeta& b, const char* op);
 

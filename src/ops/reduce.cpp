@@ -7,11 +7,6 @@ namespace {
 
 using kernels::ReduceKind;
 
-void check_numeric(const TensorMeta& m, const char* op) {
-  SMELT_CHECK(m.dtype == DType::Float32 || m.dtype == DType::Float64 || m.dtype == DType::Int64)
-      << op << ": dtype " << dtype_name(m.dtype) << " is not supported; valid: float32, float64, int64";
-}
-
 bool keepdim_of(const Attrs& a) { return a.get_int("keepdim", 0) != 0; }
 
 std::vector<TensorMeta> reduce_shape_rule(const std::vector<TensorMeta>& in, const Attrs& attrs,

@@ -11,11 +11,6 @@ int64_t line_dim(const Attrs& attrs, int64_t rank, const char* op) {
 
 namespace {
 
-void check_numeric(const TensorMeta& m, const char* op) {
-  SMELT_CHECK(m.dtype == DType::Float32 || m.dtype == DType::Float64 || m.dtype == DType::Int64)
-      << op << ": dtype " << dtype_name(m.dtype) << " is not supported; valid: float32, float64, int64";
-}
-
 // ---- cumsum: x (...) -> (...); dim, exclusive, reverse
 std::vector<TensorMeta> cumsum_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   check_numeric(in[0], "cumsum");

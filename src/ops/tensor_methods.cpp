@@ -213,9 +213,11 @@ Tensor& Tensor::fill_(const Scalar& value) {
   }
   SMELT_DISPATCH_ALL(dtype(), "fill_", [&] {
     using T = scalar_t;
-    // integers straight into int64 (exact at the extremes), everything else through double
-    T v = std::is_same_v<T, int64_t> && !value.is_floating() ? static_cast<T>(value.to_int())
-                                                              : static_cast<T>(value.to_double());
+    // integers straight into the integer type (exact at the int64 extremes, wrapping like a cast
+    // into narrower ones), everything else through double
+    constexpr bool kInteger = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+    T v = kInteger && !value.is_floating() ? static_cast<T>(value.to_int())
+                                           : static_cast<T>(value.to_double());
     // The old contents are not read, but the loop loads them: as bytes for bool, whose fresh
     // memory may hold a byte that is no bool (UB to load as one; UBSan saw 0xbe).
     using Old = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;

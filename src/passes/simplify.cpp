@@ -27,7 +27,7 @@ const ops::TensorMeta& root_meta(const Match& m) { return m.root->outputs[0]->me
 // `v` itself stands for the matched value only if it has the same shape and dtype.
 Value* same_meta_or_null(const Match& m, Value* v) { return v->meta == root_meta(m) ? v : nullptr; }
 
-bool is_int64(const Value* v) { return v->meta.dtype == DType::Int64; }
+bool is_integer(const Value* v) { return dtype_is_signed_integer(v->meta.dtype); }
 bool is_floating(const Value* v) { return dtype_is_floating(v->meta.dtype); }
 
 // Zeros of the matched value's meta: a scalar constant, broadcast by an expand (a view) so the
@@ -110,11 +110,11 @@ std::vector<ir::RewriteRule> make_rules() {
       // div(x, 1) -> x
       {"div(x, 1) -> x", Pattern::op(OpId::div, {Pattern::any("x"), Pattern::scalar(1)}),
        [](ir::Graph&, const Match& m) { return same_meta_or_null(m, m["x"]); }},
-      // mul(x, 0) -> 0  for int64 x only (inf * 0 is NaN)
-      {"mul(x, 0) -> 0 [int64]", Pattern::op(OpId::mul, {Pattern::any("x").where(is_int64), Pattern::scalar(0)}),
+      // mul(x, 0) -> 0  for integer x only (inf * 0 is NaN)
+      {"mul(x, 0) -> 0 [integer]", Pattern::op(OpId::mul, {Pattern::any("x").where(is_integer), Pattern::scalar(0)}),
        [](ir::Graph& g, const Match& m) { return zeros_like_root(g, m); }},
-      // sub(x, x) -> 0  for int64 x only (inf - inf is NaN)
-      {"sub(x, x) -> 0 [int64]", Pattern::op(OpId::sub, {Pattern::any("x").where(is_int64), Pattern::any("x")}),
+      // sub(x, x) -> 0  for integer x only (inf - inf is NaN)
+      {"sub(x, x) -> 0 [integer]", Pattern::op(OpId::sub, {Pattern::any("x").where(is_integer), Pattern::any("x")}),
        [](ir::Graph& g, const Match& m) { return zeros_like_root(g, m); }},
       // neg(neg(x)) -> x
       {"neg(neg(x)) -> x", Pattern::op(OpId::neg, {Pattern::op(OpId::neg, {Pattern::any("x")})}),

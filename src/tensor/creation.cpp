@@ -113,12 +113,15 @@ void fill_pairs(int64_t n, Generator* gen, Fill fill) {
 }
 
 // A value that an integer dtype cannot hold is an error here (as PyTorch's full), not an
-// undefined conversion: int64 takes [-2^63, 2^63) after truncation toward zero, uint8 [0, 255];
-// bool takes anything (v != 0; NaN is true).
+// undefined conversion: int64 takes [-2^63, 2^63) after truncation toward zero, int32
+// [-2^31, 2^31), uint8 [0, 255]; bool takes anything (v != 0; NaN is true).
 void check_storable(double v, DType dtype, const char* where) {
   if (dtype == DType::Int64) {
     SMELT_CHECK(v >= -9223372036854775808.0 && v < 9223372036854775808.0)
         << where << ": value " << v << " cannot be stored in int64 (valid: finite, in [-2^63, 2^63))";
+  } else if (dtype == DType::Int32) {
+    SMELT_CHECK(v > -2147483649.0 && v < 2147483648.0)
+        << where << ": value " << v << " cannot be stored in int32 (valid: finite, in [-2^31, 2^31))";
   } else if (dtype == DType::UInt8) {
     SMELT_CHECK(v > -1.0 && v < 256.0)
         << where << ": value " << v << " cannot be stored in uint8 (valid: [0, 255])";
@@ -129,6 +132,7 @@ void store(Tensor& t, int64_t i, double v) {
   if (t.dtype() == DType::Float32) t.data<float>()[i] = float(v);
   else if (t.dtype() == DType::Float64) t.data<double>()[i] = v;
   else if (t.dtype() == DType::Int64) t.data<int64_t>()[i] = int64_t(v);
+  else if (t.dtype() == DType::Int32) t.data<int32_t>()[i] = int32_t(v);
   else if (t.dtype() == DType::Bool) t.data<bool>()[i] = v != 0;
   else t.data<uint8_t>()[i] = uint8_t(v);
 }

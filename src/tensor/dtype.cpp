@@ -6,36 +6,47 @@ namespace smelt {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
-    case DType::Int64: return 8;
-    case DType::Bool: return 1;
-    case DType::UInt8: return 1;
+#define SMELT_DTYPE_SIZE_ROW(E, T, N, S) \
+  case DType::E: return sizeof(T);
+    SMELT_FOR_EACH_DTYPE(SMELT_DTYPE_SIZE_ROW)
+#undef SMELT_DTYPE_SIZE_ROW
   }
   return 0;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int64: return "int64";
-    case DType::Bool: return "bool";
-    case DType::UInt8: return "uint8";
+#define SMELT_DTYPE_NAME_ROW(E, T, N, S) \
+  case DType::E: return N;
+    SMELT_FOR_EACH_DTYPE(SMELT_DTYPE_NAME_ROW)
+#undef SMELT_DTYPE_NAME_ROW
+  }
+  return "?";
+}
+
+const char* dtype_short_name(DType t) {
+  switch (t) {
+#define SMELT_DTYPE_SHORT_ROW(E, T, N, S) \
+  case DType::E: return S;
+    SMELT_FOR_EACH_DTYPE(SMELT_DTYPE_SHORT_ROW)
+#undef SMELT_DTYPE_SHORT_ROW
   }
   return "?";
 }
 
 bool dtype_is_floating(DType t) { return t == DType::Float32 || t == DType::Float64; }
 
+bool dtype_is_signed_integer(DType t) { return t == DType::Int64 || t == DType::Int32; }
+
 DType dtype_from_name(const std::string& name) {
-  if (name == "float32" || name == "f32") return DType::Float32;
-  if (name == "float64" || name == "f64") return DType::Float64;
-  if (name == "int64" || name == "i64") return DType::Int64;
-  if (name == "bool") return DType::Bool;
-  if (name == "uint8" || name == "u8") return DType::UInt8;
-  SMELT_CHECK(false) << "unknown dtype '" << name
-                     << "'; valid: float32 (f32), float64 (f64), int64 (i64), bool, uint8 (u8)";
+  std::string valid;
+  for (int i = 0; i < kDTypeCount; ++i) {
+    const DType t = DType(i);
+    if (name == dtype_name(t) || name == dtype_short_name(t)) return t;
+    valid += std::string(i ? ", " : "") + dtype_name(t);
+    if (std::string(dtype_short_name(t)) != dtype_name(t)) valid += std::string(" (") + dtype_short_name(t) + ")";
+  }
+  SMELT_CHECK(false) << "unknown dtype '" << name << "'; valid: " << valid;
   return DType::Float32;
 }
 

@@ -51,6 +51,7 @@ Tensor random_model_input(const Shape& shape, const std::string& dtype, Generato
     return randn(shape, dtype == "float32" ? DType::Float32 : DType::Float64, &gen);
   }
   if (dtype == "int64") return randint(0, 2, shape, &gen);
+  if (dtype == "int32") return cast(randint(0, 2, shape, &gen), DType::Int32);
   if (dtype == "bool") return cast(randint(0, 2, shape, &gen), DType::Bool);
   if (dtype == "uint8") return cast(randint(0, 256, shape, &gen), DType::UInt8);
   throw onnx::Unsupported("cannot make random inputs of dtype " + dtype);

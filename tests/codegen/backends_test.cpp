@@ -164,6 +164,57 @@ TEST(CodegenBackends, Int64BoolCastWhereBitExact) {
   expect_bit_exact(run_both(kb.k, args), expected, names);
 }
 
+// int32 through both backends: 32-bit wrap-around (INT32_MAX + 1, INT32_MIN / -1), saturating
+// float -> int32 (NaN -> 0, ±inf and beyond ±2^31 to the extremes), wrapping int64 -> int32 and
+// the integer reduction start values (max of no element: INT32_MIN).
+TEST(CodegenBackends, Int32WrapCastBitExact) {
+  const int64_t K = 1000;
+  std::mt19937_64 rng(11);
+  Tensor xi = cast(fuzz::random_tensor({K}, DType::Int64, fuzz::ElementDraw{-1000, 1000, 0.3}, rng), DType::Int32);
+  Tensor yi = cast(fuzz::random_tensor({K}, DType::Int64, fuzz::ElementDraw{-1000, 1000, 0.3}, rng), DType::Int32);
+  for (int64_t i = 0; i < K; ++i) {
+    if (yi.data<int32_t>()[i] == 0) yi.data<int32_t>()[i] = -1;  // the eager div refuses 0
+  }
+  Tensor f = fuzz::random_tensor({K}, DType::Float32, fuzz::ElementDraw{-3e9, 3e9, 0.3}, rng);
+  Tensor wide = fuzz::random_tensor({K}, DType::Int64, fuzz::ElementDraw{-1e12, 1e12, 0.3}, rng);
+  Tensor big = from_vector(std::vector<double>{2147483647.0}, {1}, DType::Int32);
+
+  KernelBuilder kb({}, {K});
+  int lx = kb.load(kb.access(kb.arg(DType::Int32, K, false), 0, {}, {1}));
+  int ly = kb.load(kb.access(kb.arg(DType::Int32, K, false), 0, {}, {1}));
+  int lf = kb.load(kb.access(kb.arg(DType::Float32, K, false), 0, {}, {1}));
+  int lw = kb.load(kb.access(kb.arg(DType::Int64, K, false), 0, {}, {1}));
+  int cmax = kb.constant(DType::Int32, 0);
+  kb.k.exprs[cmax].ivalue = std::numeric_limits<int32_t>::max();
+  int lt = kb.call(ScalarFn::lt, {lx, ly});
+  std::vector<std::pair<std::string, std::pair<int, Tensor>>> outs = {
+      {"add_max", {kb.call(ScalarFn::add, {lx, cmax}), add(xi, big)}},
+      {"sub", {kb.call(ScalarFn::sub, {lx, ly}), sub(xi, yi)}},
+      {"mul", {kb.call(ScalarFn::mul, {lx, ly}), mul(xi, yi)}},
+      {"div", {kb.call(ScalarFn::div, {lx, ly}), div(xi, yi)}},
+      {"neg", {kb.call(ScalarFn::neg, {lx}), neg(xi)}},
+      {"abs", {kb.call(ScalarFn::abs, {lx}), smelt::abs(xi)}},
+      {"minimum", {kb.call(ScalarFn::minimum, {lx, ly}), minimum(xi, yi)}},
+      {"clamp", {kb.call(ScalarFn::clamp, {lx}, -5, INFINITY), clamp(xi, -5, INFINITY)}},
+      {"where", {kb.call(ScalarFn::where, {lt, lx, ly}), where(smelt::lt(xi, yi), xi, yi)}},
+      {"f_to_i32", {kb.call(ScalarFn::cast, {lf}, 0, 0, DType::Int32), cast(f, DType::Int32)}},
+      {"i64_to_i32", {kb.call(ScalarFn::cast, {lw}, 0, 0, DType::Int32), cast(wide, DType::Int32)}},
+      {"i32_to_i64", {kb.call(ScalarFn::cast, {lx}, 0, 0, DType::Int64), cast(xi, DType::Int64)}},
+      {"i32_to_f", {kb.call(ScalarFn::cast, {lx}, 0, 0, DType::Float32), cast(xi, DType::Float32)}},
+      {"i32_to_u8", {kb.call(ScalarFn::cast, {lx}, 0, 0, DType::UInt8), cast(xi, DType::UInt8)}},
+  };
+  std::vector<Tensor> args = {xi, yi, f, wide}, expected;
+  std::vector<std::string> names;
+  for (auto& [name, out] : outs) {
+    DType dtype = kb.k.exprs[out.first].dtype;
+    kb.store(out.first, kb.access(kb.arg(dtype, K, true), 0, {}, {1}));
+    args.push_back(zeros({K}, dtype));
+    expected.push_back(out.second);
+    names.push_back(name);
+  }
+  expect_bit_exact(run_both(kb.k, args), expected, names);
+}
+
 // Equal as values: NaN matches NaN, -0 matches +0 (max/min of ±0 in one row may keep either
 // zero in the eager kernel, which folds in lane order).
 ::testing::AssertionResult same_values(const Tensor& got, const Tensor& want) {

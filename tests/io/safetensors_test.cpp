@@ -45,6 +45,7 @@ StateDict every_dtype() {
   sd["f32"] = from_vector(std::vector<float>{1.5f, -2.25f, 3e-8f, 1e30f, -0.0f, 7.0f}, {2, 3});
   sd["f64"] = from_vector(std::vector<double>{M_PI, -1e-300, 42.0}, {3});
   sd["i64"] = from_vector(std::vector<int64_t>{INT64_MIN, -1, 0, INT64_MAX}, {2, 2});
+  sd["i32"] = from_vector(std::vector<double>{-2147483648.0, -1, 0, 2147483647.0}, {4}, DType::Int32);
   Tensor b = empty({5}, DType::Bool);
   const bool bools[] = {true, false, false, true, true};
   std::memcpy(b.raw_data(), bools, sizeof(bools));

@@ -65,6 +65,7 @@ TEST(NumberText, SpecialValuesRoundTrip) {
   expect_round_trip(DType::Float64, bytes_of<double>({-0.0, 0.0, 4.9e-324, 2.2250738585072009e-308, INFINITY,
                                                        -INFINITY, NAN, -NAN, 1.7976931348623157e308, 0.1}));
   expect_round_trip(DType::Int64, bytes_of<int64_t>({INT64_MIN, INT64_MAX, INT64_MAX - 1, (int64_t(1) << 53) + 1, 0, -1}));
+  expect_round_trip(DType::Int32, bytes_of<int32_t>({INT32_MIN, INT32_MAX, INT32_MIN + 1, 0, -1, 16777217}));
 }
 
 TEST(NumberText, SpellingsAreDocumented) {
@@ -106,6 +107,9 @@ TEST(NumberText, NumbersThatDoNotFitTheirDtypeAreErrors) {
   expect_parse_error("%c: bool[] = constant 2", "out of the bool range");
   expect_parse_error("%c: u8[] = constant 256", "out of the u8 range");
   expect_parse_error("%c: u8[] = constant -1", "out of the u8 range");
+  expect_parse_error("%c: i32[] = constant 2147483648", "out of the i32 range");
+  expect_parse_error("%c: i32[] = constant -2147483649", "out of the i32 range");
+  expect_parse_error("%c: i32[] = constant 0.5", "needs integers");
   expect_parse_error("%c: f32[2] = constant [1, 2, 3]", "more elements");
   expect_parse_error("%c: f32[4294967296,4294967296] = constant []", "overflows");
   expect_parse_error("%c: f32[4294967296,4294967296,0] = constant []", "overflows");
@@ -148,6 +152,8 @@ TEST(NumberText, DtypeAttributesPrintAsNames) {
   auto g = ir::parse(text);
   EXPECT_EQ(ir::print(*g), text);
   EXPECT_EQ(g->nodes().front()->attrs.get_dtype("dtype"), DType::Float64);
+  auto i32 = ir::parse("graph(%x: f32[2]) {\n  %1: i32[2] = cast(%x) {dtype=i32}\n  return %1\n}\n");
+  EXPECT_EQ(i32->nodes().front()->attrs.get_dtype("dtype"), DType::Int32);
   expect_parse_error("%1: f32[2] = cast(%x) {dtype=99}", "must be a dtype");
   expect_parse_error("%1: f32[2] = cast(%x) {dtype=2}", "must be a dtype");
   expect_parse_error("%1: f32[2] = cast(%x) {dtype=q8}", "expected a float number");

@@ -88,6 +88,7 @@ std::vector<double> random_values(int64_t n, DType dtype, std::mt19937_64& rng) 
       case DType::Bool: e = double(rng() % 2); break;
       case DType::UInt8: e = double(rng() % 256); break;
       case DType::Int64: e = double(int64_t(rng() % 21) - 10); break;
+      case DType::Int32: e = double(int64_t(rng() % 21) - 10); break;
       default: e = rng() % 6 == 0 ? kSpecial[rng() % kSpecial.size()] : u(rng);
     }
   }
@@ -105,6 +106,7 @@ Tensor random_operand(const Shape& shape, DType dtype, std::mt19937_64& rng) {
         case DType::Float32: t.data<float>()[i] = float(v[i]); break;
         case DType::Float64: t.data<double>()[i] = v[i]; break;
         case DType::Int64: t.data<int64_t>()[i] = int64_t(v[i]); break;
+        case DType::Int32: t.data<int32_t>()[i] = int32_t(v[i]); break;
         case DType::Bool: t.data<bool>()[i] = v[i] != 0; break;
         case DType::UInt8: t.data<uint8_t>()[i] = uint8_t(v[i]); break;
       }
@@ -133,6 +135,7 @@ DType dtype_of() {
   if constexpr (std::is_same_v<T, float>) return DType::Float32;
   else if constexpr (std::is_same_v<T, double>) return DType::Float64;
   else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
   else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
   else return DType::UInt8;
 }
@@ -142,7 +145,9 @@ DType dtype_of() {
 template <class T>
 constexpr bool row_accepts(kernels::ScalarDTypes d) {
   if constexpr (std::is_floating_point_v<T>) return true;
-  else if constexpr (std::is_same_v<T, int64_t>) return d != kernels::ScalarDTypes::Floating;
+  else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>) {
+    return d != kernels::ScalarDTypes::Floating;
+  }
   else return d == kernels::ScalarDTypes::All;
 }
 
@@ -237,6 +242,7 @@ TEST(ScalarTable, GenericKernelComputesEachRowsFunctionOnStridedAndBroadcastInpu
     if (kernels::scalar_fn_accepts(fn, DType::Float64)) check_row<double>(fn, call, rng, &checked);
     if (fn == ScalarFn::clamp) call.params[0] = -2, call.params[1] = 3;
     if (kernels::scalar_fn_accepts(fn, DType::Int64)) check_row<int64_t>(fn, call, rng, &checked);
+    if (kernels::scalar_fn_accepts(fn, DType::Int32)) check_row<int32_t>(fn, call, rng, &checked);
     if (kernels::scalar_fn_accepts(fn, DType::Bool)) check_row<bool>(fn, call, rng, &checked);
     if (kernels::scalar_fn_accepts(fn, DType::UInt8)) check_row<uint8_t>(fn, call, rng, &checked);
   }

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "support/errors.h"
@@ -208,6 +209,32 @@ TEST(OnnxImport, HostileTensorsAreRefusedBeforeAllocating) {
   expect_error([&] { onnx::import_model_bytes(with_weight([](auto& w) { w.set_dims(0, -3); })); }, "negative");
   expect_error([&] { onnx::import_model_bytes(with_weight([](auto& w) { w.set_data_type(::onnx::TensorProto::FLOAT16); })); },
                "dtype float16");
+}
+
+// int32 initializers from either encoding (int32_data, raw_data), Cast to INT32 (truncation),
+// and int32 arithmetic that wraps in 32 bits: y = Cast(x, INT32) + w.
+TEST(OnnxImport, Int32InitializersCastAndWrap) {
+  const int32_t kMin = std::numeric_limits<int32_t>::min(), kMax = std::numeric_limits<int32_t>::max();
+  const std::vector<int32_t> w_values = {kMin, -1, 7, kMax};
+  for (bool raw : {false, true}) {
+    const std::string b = bytes(model({4}, [&](::onnx::GraphProto& g) {
+      ::onnx::TensorProto* w = weight(g, {4});
+      w->set_data_type(::onnx::TensorProto::INT32);
+      if (raw) w->set_raw_data(std::string(reinterpret_cast<const char*>(w_values.data()), 16));
+      else for (int32_t v : w_values) w->add_int32_data(v);
+      auto* cast = node(g, "Cast", {"x"}, "xi", "c0");
+      auto* to = cast->add_attribute();
+      to->set_name("to");
+      to->set_type(::onnx::AttributeProto::INT);
+      to->set_i(::onnx::TensorProto::INT32);
+      node(g, "Add", {"xi", "w"}, "y", "a0");
+    }));
+    onnx::Model m = onnx::import_model_bytes(b);
+    Tensor y = m.graph.run({from_vector(std::vector<float>{0.0f, 2.9f, -2.9f, 1.0f}, {4})})[0];
+    ASSERT_EQ(y.dtype(), DType::Int32) << raw;
+    const int32_t* p = y.contiguous().data<int32_t>();
+    EXPECT_EQ(std::vector<int32_t>(p, p + 4), (std::vector<int32_t>{kMin, 1, 5, kMin})) << raw;
+  }
 }
 
 class OnnxExternalData : public testing::TempDirTest {

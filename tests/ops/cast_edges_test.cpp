@@ -1,7 +1,8 @@
-// cast between every pair of dtypes at the edges (NaN, ±inf, ±0, huge, subnormal, int64 extremes),
-// against a reference written here from the documented rules (kernels/scalar.h, `cast`):
-// to bool x != 0; float -> int64 truncates and saturates with NaN -> 0; float -> uint8 goes through
-// int64 then wraps modulo 256; int64 -> uint8 wraps; int -> float rounds to nearest.
+// cast between every pair of dtypes at the edges (NaN, ±inf, ±0, huge, subnormal, int64 and int32
+// extremes), against a reference written here from the documented rules (kernels/scalar.h, `cast`):
+// to bool x != 0; float -> int64 / int32 truncates and saturates at the target's range with
+// NaN -> 0; float -> uint8 goes through int64 then wraps modulo 256; integer -> narrower integer
+// wraps (two's complement); int -> float rounds to nearest.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,8 +17,12 @@ namespace {
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr double kTwo63 = 9223372036854775808.0;
+constexpr double kTwo31 = 2147483648.0;
+constexpr int32_t kMin32 = std::numeric_limits<int32_t>::min();
+constexpr int32_t kMax32 = std::numeric_limits<int32_t>::max();
 
-const std::vector<DType> kAll = {DType::Float32, DType::Float64, DType::Int64, DType::Bool, DType::UInt8};
+const std::vector<DType> kAll = {DType::Float32, DType::Float64, DType::Int64,
+                                 DType::Int32,   DType::Bool,    DType::UInt8};
 
 // An element as raw bits widened to 8 bytes, so that NaN == NaN, -0 != +0 and int64 is exact.
 std::vector<uint64_t> bits_of(const Tensor& t) {
@@ -39,7 +44,8 @@ std::vector<uint64_t> bits_of(const Tensor& t) {
 }
 
 // The reference: the value `v` of source dtype `from` converted to `to`, as 8 raw bytes.
-uint64_t ref_bits(long double v, DType to) {
+uint64_t ref_bits(long double v, DType from, DType to) {
+  const bool from_float = from == DType::Float32 || from == DType::Float64;
   uint64_t u = 0;
   auto put = [&](const auto& x) { std::memcpy(&u, &x, sizeof x); };
   auto to_int64 = [](long double x) -> int64_t {
@@ -48,9 +54,18 @@ uint64_t ref_bits(long double v, DType to) {
     if (x < -kTwo63) return kMin;
     return int64_t(std::trunc(x));
   };
+  // floats saturate at int32's own range; integers keep their low 32 bits
+  auto to_int32 = [&](long double x) -> int32_t {
+    if (!from_float) return int32_t(uint32_t(uint64_t(int64_t(x)) & 0xffffffffu));
+    if (std::isnan(x)) return 0;
+    if (x >= kTwo31) return kMax32;
+    if (x < -kTwo31) return kMin32;
+    return int32_t(std::trunc(x));
+  };
   switch (to) {
     case DType::Bool: put(bool(v != 0)); break;
     case DType::Int64: put(to_int64(v)); break;
+    case DType::Int32: put(to_int32(v)); break;
     case DType::UInt8: put(uint8_t(uint64_t(to_int64(v)) & 0xff)); break;
     case DType::Float32: put(float(v)); break;
     case DType::Float64: put(double(v)); break;
@@ -65,14 +80,18 @@ std::vector<long double> edge_values(DType from) {
     case DType::Float32:
       return {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.0f, -0.0f, 2.5f, -2.5f, -1.0f, 255.5f,
               256.0f, 300.0f, -129.0f, 1e-40f, -1e-40f, float(kTwo63), -float(kTwo63),
-              std::nextafter(float(kTwo63), 0.0f), 3.4e38f};
+              std::nextafter(float(kTwo63), 0.0f), 3.4e38f, float(kTwo31), -float(kTwo31),
+              std::nextafter(float(kTwo31), 0.0f), -0.9f};
     case DType::Float64:
       return {NAN, INFINITY, -INFINITY, 1e30, -1e30, 0.0, -0.0, 2.5, -2.5, -1.0, 255.5, 256.0,
               300.0, -129.0, 4.9e-324, 1e300, -1e300, kTwo63, -kTwo63, std::nextafter(kTwo63, 0.0),
-              -kTwo63 - 4096.0, 16777217.0};
+              -kTwo63 - 4096.0, 16777217.0, kTwo31, -kTwo31, kTwo31 - 0.5, -kTwo31 - 0.5,
+              -kTwo31 - 1.0, 4294967296.0 + 5.0};
     case DType::Int64:
       return {(long double)kMin, (long double)kMax, -1, 0, 1, 255, 256, -256, 16777217,
-              (long double)((int64_t(1) << 53) + 1)};
+              (long double)((int64_t(1) << 53) + 1), kTwo31, -kTwo31 - 1, 4294967296.0L + 7};
+    case DType::Int32:
+      return {(long double)kMin32, (long double)kMax32, -1, 0, 1, 255, 256, -256, 16777217, -129};
     case DType::Bool: return {0, 1};
     case DType::UInt8: return {0, 1, 127, 128, 255};
   }
@@ -87,6 +106,7 @@ Tensor make(const std::vector<long double>& values, DType dtype) {
       case DType::Float32: t.data<float>()[i] = float(v); break;
       case DType::Float64: t.data<double>()[i] = double(v); break;
       case DType::Int64: t.data<int64_t>()[i] = int64_t(v); break;
+      case DType::Int32: t.data<int32_t>()[i] = int32_t(v); break;
       case DType::Bool: t.data<bool>()[i] = v != 0; break;
       case DType::UInt8: t.data<uint8_t>()[i] = uint8_t(v); break;
     }
@@ -102,7 +122,7 @@ TEST(CastEdges, EveryPairOfDTypesAtTheEdges) {
       std::vector<uint64_t> got = bits_of(cast(src, to));
       ASSERT_EQ(got.size(), values.size());
       for (size_t i = 0; i < values.size(); ++i) {
-        EXPECT_EQ(got[i], ref_bits(values[i], to))
+        EXPECT_EQ(got[i], ref_bits(values[i], from, to))
             << dtype_name(from) << " " << double(values[i]) << " -> " << dtype_name(to);
       }
     }
@@ -127,6 +147,14 @@ TEST(CastEdges, InRangeValuesMatchPyTorch) {
   EXPECT_EQ(cast(x, DType::Int64).to_vector(), (std::vector<double>{2, -2, 300, -1}));
   EXPECT_EQ(cast(from_vector(std::vector<int64_t>{-1, 256}, {2}), DType::UInt8).to_vector(),
             (std::vector<double>{255, 0}));
+  // PyTorch 1.13: torch.tensor([2.9, -2.9, -0.0]).to(torch.int32) -> [2, -2, 0];
+  // torch.tensor([2**31, -2**31 - 1]).to(torch.int32) -> [-2147483648, 2147483647] (wraps);
+  // torch.tensor([-2**31], dtype=torch.int32).long() -> [-2147483648]
+  EXPECT_EQ(cast(make({2.9L, -2.9L, -0.0L}, DType::Float32), DType::Int32).to_vector(),
+            (std::vector<double>{2, -2, 0}));
+  EXPECT_EQ(cast(make({kTwo31, -kTwo31 - 1}, DType::Int64), DType::Int32).to_vector(),
+            (std::vector<double>{-kTwo31, kTwo31 - 1}));
+  EXPECT_EQ(cast(make({-kTwo31}, DType::Int32), DType::Int64).to_vector(), std::vector<double>{-kTwo31});
   // NaN to bool is true (PyTorch: the same)
   EXPECT_EQ(cast(make({NAN, -0.0L}, DType::Float32), DType::Bool).to_vector(), (std::vector<double>{1, 0}));
 }
