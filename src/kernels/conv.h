@@ -1,4 +1,4 @@
-// 2-D convolution kernels (cross-correlation, as PyTorch), by im2col + GEMM.
+// 2-D convolution kernels (cross-correlation, as PyTorch).
 //
 // Letters: N batch, C input channels, H W input size, O output channels, G groups (C and O split
 // into G equal parts Cg = C / G, Og = O / G), kH kW kernel size, Ho Wo output size,
@@ -8,9 +8,14 @@
 //   grad input   dx[n, g] = col2im( w[g]^T (R, Og) @ dy[n, g] (Og, Ho Wo) )
 //   grad weight  dw[g] (Og, R) = sum_n dy[n, g] (Og, Ho Wo) @ col(x[n, g])^T (Ho Wo, R)
 //
-// 1x1 kernels with stride 1 and no padding skip im2col (the image already is its column
-// matrix). Threads go over images when there are enough of them (each with its own column
-// buffer), otherwise into im2col / col2im (over channels) and the GEMM.
+// The forward has several implementations, chosen per shape by kernels/conv_select.h: im2col +
+// GEMM here (with smelt's or OpenBLAS's GEMM), the depthwise kernels (conv_depthwise.h) and
+// oneDNN (conv_onednn.h). Here: 1x1 kernels with stride 1 and no padding skip im2col (the image
+// already is its column matrix); other forward convolutions build the column matrix one band of
+// output rows at a time, small enough to stay in L2 for the GEMM that reads it, and threads take
+// (image, group, band) tasks. The gradients thread over images when there are enough of them
+// (each with its own column buffer), otherwise into im2col / col2im (over channels) and the GEMM;
+// depthwise shapes take the depthwise kernels.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 #include "kernels/conv.h"
 #include "kernels/reduce.h"
 #include "ops/contraction_tiles.h"
+#include "ops/conv_geometry.h"
 #include "ops/op_util.h"
 
 namespace smelt::ops {
@@ -150,6 +151,10 @@ std::vector<Tensor> grad_weight_grad(const GradContext& c) {
 }
 
 }  // namespace
+
+kernels::Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& w, const Attrs& attrs) {
+  return geometry(x, w, attrs, "conv2d");
+}
 
 void conv2d_with_epilogue(const Tensor& y, const Tensor& x, const Tensor& w, const Attrs& attrs,
                           const kernels::GemmEpilogue& epilogue) {

@@ -15,5 +15,6 @@ void register_cache(CLI::App& app); // smelt cache stats|clear: the disk cache o
 void register_compile(CLI::App& app);  // smelt compile: fusion, kernels, memory plan of an IR file
 void register_run(CLI::App& app);      // smelt run: import an ONNX model and run it
 void register_check(CLI::App& app);    // smelt check: ONNX conformance cases against their outputs
+void register_tune(CLI::App& app);     // smelt tune: measure a model's convolutions, store the fastest
 
 }  // namespace smelt::tools

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   smelt::tools::register_compile(app);
   smelt::tools::register_run(app);
   smelt::tools::register_check(app);
+  smelt::tools::register_tune(app);
 
   try {
     check_environment();
