@@ -301,12 +301,12 @@ void backward_weight_impl(const Conv2dGeometry& g, T* dw, const T* x, const T* d
 }  // namespace
 
 void conv2d_forward_with(ConvImpl impl, const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
-                         const GemmEpilogue* epilogue) {
-  if (impl == ConvImpl::Auto) impl = conv_choice(g, x.dtype());
+                         const GemmEpilogue* epilogue, bool weight_constant) {
+  if (impl == ConvImpl::Auto) impl = conv_choice(g, x.dtype(), weight_constant);
   SMELT_INTERNAL_CHECK(conv_impl_supports(impl, g, x.dtype()))
       << "conv2d: implementation " << conv_impl_name(impl) << " does not apply to " << conv_tuning_key(g, x.dtype());
   if (impl == ConvImpl::Depthwise) return conv2d_depthwise_forward(g, y, x, w, epilogue);
-  if (impl == ConvImpl::OneDnn) return conv2d_onednn_forward(g, y, x, w, epilogue);
+  if (impl == ConvImpl::OneDnn) return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant);
   const GemmImpl gemm_impl = impl == ConvImpl::GemmOwn        ? GemmImpl::Own
                              : impl == ConvImpl::GemmOpenBlas ? GemmImpl::OpenBlas
                                                               : GemmImpl::Auto;
@@ -316,8 +316,8 @@ void conv2d_forward_with(ConvImpl impl, const Conv2dGeometry& g, const Tensor& y
 }
 
 void conv2d_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
-                    const GemmEpilogue* epilogue) {
-  conv2d_forward_with(ConvImpl::Auto, g, y, x, w, epilogue);
+                    const GemmEpilogue* epilogue, bool weight_constant) {
+  conv2d_forward_with(ConvImpl::Auto, g, y, x, w, epilogue, weight_constant);
 }
 
 // The gradients are not tuned: depthwise shapes take the depthwise kernels, the rest im2col + GEMM.

@@ -43,9 +43,11 @@ inline int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int6
 
 // All tensors contiguous, same floating dtype; outputs allocated by the caller.
 // `epilogue` (kernels/gemm.h) gets tiles of y seen as the matrix (N O, Ho Wo).
+// `weight_constant`: the caller promises that w's memory never changes while the tensor lives (a
+// compiled plan's constant), so an implementation may keep w converted to its own layout.
 void conv2d_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/,
                     const Tensor& x /*(N, C, H, W)*/, const Tensor& w /*(O, Cg, kH, kW)*/,
-                    const GemmEpilogue* epilogue = nullptr);
+                    const GemmEpilogue* epilogue = nullptr, bool weight_constant = false);
 void conv2d_backward_input(const Conv2dGeometry& g, const Tensor& dx /*(N, C, H, W)*/,
                            const Tensor& dy /*(N, O, Ho, Wo)*/, const Tensor& w /*(O, Cg, kH, kW)*/);
 void conv2d_backward_weight(const Conv2dGeometry& g, const Tensor& dw /*(O, Cg, kH, kW)*/,

@@ -74,6 +74,47 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g) {
   return p;
 }
 
+// Converted constant weights: (w's data pointer, geometry) -> w in the primitive's layout, oldest
+// first out beyond the byte budget. Each entry holds w itself, so its memory stays w's.
+constexpr size_t kWeightCacheBytes = size_t(512) << 20;
+
+struct CachedWeight {
+  Tensor source;
+  memory converted;
+  size_t bytes;
+  uint64_t stamp;
+};
+
+memory cached_weight(const Conv2dGeometry& g, const Prepared& p, const Tensor& w, dnnl::stream& stream) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, std::string>, CachedWeight> cache;
+  static size_t total = 0;
+  static uint64_t clock = 0;
+  const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), key_of(g));
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) {
+    it->second.stamp = ++clock;
+    return it->second.converted;
+  }
+  memory user(p.w_user, cpu_engine(), w.raw_data());
+  memory converted(p.pd.weights_desc(), cpu_engine());
+  dnnl::reorder(user, converted).execute(stream, user, converted);
+  stream.wait();
+  const size_t bytes = p.pd.weights_desc().get_size();
+  while (!cache.empty() && total + bytes > kWeightCacheBytes) {
+    auto oldest = cache.begin();
+    for (auto e = cache.begin(); e != cache.end(); ++e) {
+      if (e->second.stamp < oldest->second.stamp) oldest = e;
+    }
+    total -= oldest->second.bytes;
+    cache.erase(oldest);
+  }
+  cache.emplace(key, CachedWeight{w, converted, bytes, ++clock});
+  total += bytes;
+  return converted;
+}
+
 // `user` as the primitive wants it: the same memory when the formats agree, else a reordered copy.
 memory as_format(const memory& user, const memory::desc& wanted, dnnl::stream& stream) {
   if (user.get_desc() == wanted) return user;
@@ -89,7 +130,7 @@ bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype) {
 }
 
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
-                           const GemmEpilogue* epilogue) {
+                           const GemmEpilogue* epilogue, bool weight_constant) {
   SMELT_INTERNAL_CHECK(x.dtype() == DType::Float32) << "conv2d (onednn): float32 only";
   std::shared_ptr<const Prepared> p = prepare(g);
   SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
@@ -97,7 +138,8 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
   memory y_user(p->y_user, cpu_engine(), y.raw_data());
   memory x_mem = as_format(x_user, p->pd.src_desc(), stream);
-  memory w_mem = as_format(w_user, p->pd.weights_desc(), stream);
+  memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, *p, w, stream)
+                                                                       : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine());
   p->conv.execute(stream, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}});
@@ -125,7 +167,7 @@ const char* onednn_version() {
 namespace smelt::kernels {
 
 bool conv2d_onednn_supports(const Conv2dGeometry&, DType) { return false; }
-void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, const Tensor&, const GemmEpilogue*) {
+void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, const Tensor&, const GemmEpilogue*, bool) {
   SMELT_INTERNAL_CHECK(false) << "conv2d (onednn): smelt was built without oneDNN";
 }
 const char* onednn_version() { return ""; }

@@ -99,11 +99,12 @@ bool conv_impl_supports(ConvImpl impl, const Conv2dGeometry& g, DType dtype) {
   return false;
 }
 
-std::string conv_tuning_key(const Conv2dGeometry& g, DType dtype) {
+std::string conv_tuning_key(const Conv2dGeometry& g, DType dtype, bool weight_constant) {
   std::ostringstream os;
   os << "conv2d " << dtype_name(dtype) << " threads=" << num_threads() << " N=" << g.N << " C=" << g.C
      << " H=" << g.H << " W=" << g.W << " O=" << g.O << " k=" << g.kH << "x" << g.kW << " s=" << g.stride_h << "x"
      << g.stride_w << " p=" << g.pad_h << "x" << g.pad_w << " d=" << g.dil_h << "x" << g.dil_w << " g=" << g.groups;
+  if (weight_constant) os << " w=constant";
   return os.str();
 }
 
@@ -113,9 +114,9 @@ void conv_set_tuning_store(ConvTuningStore* store) {
   choices().clear();
 }
 
-ConvImpl conv_choice(const Conv2dGeometry& g, DType dtype) {
+ConvImpl conv_choice(const Conv2dGeometry& g, DType dtype, bool weight_constant) {
   if (auto forced = forced_impl(); forced && conv_impl_supports(*forced, g, dtype)) return *forced;
-  const std::string key = conv_tuning_key(g, dtype);
+  const std::string key = conv_tuning_key(g, dtype, weight_constant);
   std::lock_guard<std::mutex> lock(g_mutex);
   auto it = choices().find(key);
   if (it != choices().end()) return it->second.impl;
@@ -132,9 +133,9 @@ ConvImpl conv_choice(const Conv2dGeometry& g, DType dtype) {
   return c.impl;
 }
 
-ConvTuneResult conv_tune(const Conv2dGeometry& g, DType dtype, int runs) {
+ConvTuneResult conv_tune(const Conv2dGeometry& g, DType dtype, int runs, bool weight_constant) {
   ConvTuneResult r;
-  r.key = conv_tuning_key(g, dtype);
+  r.key = conv_tuning_key(g, dtype, weight_constant);
   Tensor x = empty({g.N, g.C, g.H, g.W}, dtype), w = empty({g.O, g.C / g.groups, g.kH, g.kW}, dtype);
   Tensor y = empty({g.N, g.O, g.Ho, g.Wo}, dtype);
   fill_scratch(x);
@@ -145,7 +146,7 @@ ConvTuneResult conv_tune(const Conv2dGeometry& g, DType dtype, int runs) {
     double ms = 1e300;
     for (int run = 0; run <= runs; ++run) {
       auto start = std::chrono::steady_clock::now();
-      conv2d_forward_with(impl, g, y, x, w);
+      conv2d_forward_with(impl, g, y, x, w, nullptr, weight_constant);
       const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (run > 0) ms = std::min(ms, t);
     }

@@ -36,8 +36,10 @@ std::optional<ConvImpl> conv_impl_from_name(const std::string& name);
 
 bool conv_impl_supports(ConvImpl impl, const Conv2dGeometry& g, DType dtype);
 
-// The tuning-table key of a forward conv: dtype, thread count and the whole geometry.
-std::string conv_tuning_key(const Conv2dGeometry& g, DType dtype);
+// The tuning-table key of a forward conv: dtype, thread count, the whole geometry, and whether the
+// weight is constant (a compiled plan's: oneDNN then keeps it in its own layout, which changes
+// what is fastest).
+std::string conv_tuning_key(const Conv2dGeometry& g, DType dtype, bool weight_constant = false);
 
 // Where tuning decisions persist across processes (installed by runtime/tuning_file.cpp).
 class ConvTuningStore {
@@ -52,7 +54,7 @@ class ConvTuningStore {
 void conv_set_tuning_store(ConvTuningStore* store);
 
 // The implementation conv2d_forward uses for (g, dtype) (never Auto).
-ConvImpl conv_choice(const Conv2dGeometry& g, DType dtype);
+ConvImpl conv_choice(const Conv2dGeometry& g, DType dtype, bool weight_constant = false);
 
 struct ConvCandidateTime {
   ConvImpl impl;
@@ -65,12 +67,12 @@ struct ConvTuneResult {
 };
 // Measures every supported implementation on scratch tensors of the shape (one warm-up and
 // `runs` timed runs each), records the fastest in the tuning table and store, and returns it.
-ConvTuneResult conv_tune(const Conv2dGeometry& g, DType dtype, int runs = 3);
+ConvTuneResult conv_tune(const Conv2dGeometry& g, DType dtype, int runs = 3, bool weight_constant = false);
 
 // Runs one implementation (conv_impl_supports(impl, g, dtype) must hold; Auto: conv_choice).
 // Arguments as conv2d_forward (kernels/conv.h).
 void conv2d_forward_with(ConvImpl impl, const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
-                         const GemmEpilogue* epilogue = nullptr);
+                         const GemmEpilogue* epilogue = nullptr, bool weight_constant = false);
 
 // Forgets the in-process cache of choices (tests).
 void conv_choice_reset();

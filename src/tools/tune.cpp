@@ -51,10 +51,14 @@ void run_tune(const TuneArgs& args) {
   collect(model.graph.ir_graph(), &shapes, &seen);
   for (const auto& [geo, dtype] : shapes) {
     if (!dtype_is_floating(dtype)) continue;
-    const kernels::ConvTuneResult r = kernels::conv_tune(geo, dtype, args.runs);
-    std::printf("%s:", r.key.c_str());
-    for (const kernels::ConvCandidateTime& t : r.times) std::printf(" %s %.3f ms", kernels::conv_impl_name(t.impl), t.ms);
-    std::printf(" -> %s\n", kernels::conv_impl_name(r.best));
+    // Both ways a model's convolutions run: with the weight as a compiled plan's constant, and
+    // as a plain tensor (eager or interpreted graphs).
+    for (bool weight_constant : {true, false}) {
+      const kernels::ConvTuneResult r = kernels::conv_tune(geo, dtype, args.runs, weight_constant);
+      std::printf("%s:", r.key.c_str());
+      for (const kernels::ConvCandidateTime& t : r.times) std::printf(" %s %.3f ms", kernels::conv_impl_name(t.impl), t.ms);
+      std::printf(" -> %s\n", kernels::conv_impl_name(r.best));
+    }
   }
   std::printf("%zu convolution shapes tuned; tuning file %s\n", shapes.size(), runtime::tuning_file_path().c_str());
 }

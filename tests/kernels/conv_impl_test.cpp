@@ -106,6 +106,27 @@ TEST(ConvImpl, EveryImplementationMatchesTheReference) {
   EXPECT_GE(checked_depthwise, 2 * 8);  // the depthwise shapes above all reached their kernel
 }
 
+// weight_constant lets oneDNN keep the converted weight; the second call reads it from its cache.
+// Another weight tensor of the same shape must not hit that entry.
+TEST(ConvImpl, ConstantWeightsGiveTheSameResults) {
+  for (const Conv2dGeometry& g : kShapes) {
+    Tensor x = randn({g.N, g.C, g.H, g.W});
+    for (ConvImpl impl : supported(g, DType::Float32)) {
+      for (int round = 0; round < 2; ++round) {
+        Tensor w = randn({g.O, g.C / g.groups, g.kH, g.kW});  // round 1: a new weight
+        const Tensor want = naive_forward(g, x, w);
+        for (int call = 0; call < 2; ++call) {
+          Tensor y = full({g.N, g.O, g.Ho, g.Wo}, std::nan(""), DType::Float32);
+          kernels::conv2d_forward_with(impl, g, y, x, w, nullptr, /*weight_constant=*/true);
+          EXPECT_TRUE(testing::all_close(y, want, 1e-4, 1e-5))
+              << kernels::conv_impl_name(impl) << " on " << kernels::conv_tuning_key(g, DType::Float32, true)
+              << ", round " << round << ", call " << call;
+        }
+      }
+    }
+  }
+}
+
 TEST(ConvImpl, EpilogueSeesEveryOutputOnceWithItsFinalValue) {
   for (const Conv2dGeometry& g : kShapes) {
     Tensor x = randn({g.N, g.C, g.H, g.W}), w = randn({g.O, g.C / g.groups, g.kH, g.kW});
