@@ -13,7 +13,9 @@
 //   2. the tuning table: an entry measured by conv_tune (by `smelt tune model.onnx`, or earlier
 //      in this process) and kept by the installed ConvTuningStore (runtime/tuning_file.h: a file
 //      in the cache dir), so every process on this machine makes the same choice;
-//   3. a heuristic: depthwise for depthwise shapes, else gemm.
+//   3. a heuristic (measured on this project's bench machine, see conv_select.cpp): oneDNN for
+//      convolutions with a spatial kernel (groups 1) and for depthwise ones on small images,
+//      depthwise for other depthwise shapes, else gemm.
 // The choice is fixed per shape within a process (lookups are cached), so repeated calls are
 // bitwise identical. With SMELT_DEBUG >= 2 each shape's first choice is printed with its source.
 #pragma once

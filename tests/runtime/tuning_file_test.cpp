@@ -16,9 +16,10 @@ namespace {
 
 using kernels::ConvImpl;
 
-kernels::Conv2dGeometry plain_3x3() {
+// A 1x1 convolution: the heuristic's choice is gemm with or without oneDNN in the build.
+kernels::Conv2dGeometry pointwise() {
   kernels::Conv2dGeometry g;
-  g.N = 1, g.C = 8, g.H = 12, g.W = 12, g.O = 8, g.kH = 3, g.kW = 3, g.pad_h = 1, g.pad_w = 1;
+  g.N = 1, g.C = 8, g.H = 12, g.W = 12, g.O = 8, g.kH = 1, g.kW = 1;
   g.Ho = 12, g.Wo = 12;
   return g;
 }
@@ -62,7 +63,7 @@ TEST_F(TuningFile, PathIsInTheCacheDirAndKeyed) {
 }
 
 TEST_F(TuningFile, TunedChoiceIsStoredAndReadBack) {
-  const kernels::Conv2dGeometry g = plain_3x3();
+  const kernels::Conv2dGeometry g = pointwise();
   const kernels::ConvTuneResult r = kernels::conv_tune(g, DType::Float32, 1);
   EXPECT_GE(r.times.size(), 2u);  // own and OpenBLAS GEMM at least
   const std::string text = read_all(runtime::tuning_file_path());
@@ -73,7 +74,7 @@ TEST_F(TuningFile, TunedChoiceIsStoredAndReadBack) {
 }
 
 TEST_F(TuningFile, HandWrittenEntryIsObeyed) {
-  const kernels::Conv2dGeometry g = plain_3x3();
+  const kernels::Conv2dGeometry g = pointwise();
   EXPECT_EQ(kernels::conv_choice(g, DType::Float32), ConvImpl::Gemm);  // the heuristic, no file yet
   write_all(runtime::tuning_file_path(), valid_file(kernels::conv_tuning_key(g, DType::Float32), "gemm_openblas"));
   runtime::tuning_file_reload();
@@ -83,14 +84,14 @@ TEST_F(TuningFile, HandWrittenEntryIsObeyed) {
 }
 
 TEST_F(TuningFile, UnknownImplementationFallsBackToTheHeuristic) {
-  const kernels::Conv2dGeometry g = plain_3x3();
+  const kernels::Conv2dGeometry g = pointwise();
   write_all(runtime::tuning_file_path(), valid_file(kernels::conv_tuning_key(g, DType::Float32), "winograd"));
   runtime::tuning_file_reload();
   EXPECT_EQ(kernels::conv_choice(g, DType::Float32), ConvImpl::Gemm);
 }
 
 TEST_F(TuningFile, CorruptFilesAreDetectedAndRebuilt) {
-  const kernels::Conv2dGeometry g = plain_3x3();
+  const kernels::Conv2dGeometry g = pointwise();
   const std::string key = kernels::conv_tuning_key(g, DType::Float32);
   std::string flipped = valid_file(key, "gemm_openblas");
   flipped[flipped.find("gemm_openblas")] = 'G';  // the checksum no longer matches
