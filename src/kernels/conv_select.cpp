@@ -42,12 +42,18 @@ std::optional<ConvImpl> forced_impl() {
 // Below this many output pixels a depthwise plane is too short a row for the depthwise kernels'
 // vectors, and oneDNN (which vectorizes across channels) wins.
 constexpr int64_t kDepthwiseMinPixels = 256;
+// Below this many flops oneDNN's per-call costs (a stream, reordered copies of x, w and y) exceed
+// what it saves: small convolutions (a digits CNN's training step) stay on smelt's own kernels.
+constexpr double kOneDnnMinFlops = 1.0e7;
 
 // From conv_bench's conv_impl rows (OMP_NUM_THREADS=1, CPU time, ResNet-18 / MobileNetV2 /
 // SqueezeNet shapes): oneDNN is fastest on convolutions with a spatial kernel even when it
 // converts x, w and y on every call (3x3 64->64 on 56x56: 2.6 ms vs 3.0 ms OpenBLAS, 3.4 ms own);
 // on 1x1 convolutions those conversions cost more than they save, and the GEMM on the image wins.
 ConvImpl heuristic(const Conv2dGeometry& g, DType dtype) {
+  const double flops = 2.0 * double(g.N) * double(g.O) * double(g.Ho) * double(g.Wo) * double(g.C / std::max<int64_t>(1, g.groups)) *
+                       double(g.kH) * double(g.kW);
+  if (flops < kOneDnnMinFlops) return conv2d_is_depthwise(g) ? ConvImpl::Depthwise : ConvImpl::Gemm;
   if (conv2d_is_depthwise(g)) {
     const bool small = g.Ho * g.Wo < kDepthwiseMinPixels;
     return small && conv_impl_supports(ConvImpl::OneDnn, g, dtype) ? ConvImpl::OneDnn : ConvImpl::Depthwise;

@@ -26,33 +26,42 @@ Span avg_span(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad
   return {std::max<int64_t>(start, 0), std::min(stop, in), stop - start};
 }
 
+// One output row: taps in window order (ki, then kj), each swept across the row so the inner
+// loop over ow vectorizes; the first tap that is larger (or the first NaN) wins, exactly as a
+// scalar walk of each window would pick. Out-of-image taps are skipped (no padding value).
+template <class T>
+void max_forward_row(const Pool2dWindow& k, int64_t H, int64_t W, int64_t Wo, int64_t oh, const T* __restrict xp,
+                     T* __restrict best, int64_t* __restrict best_at) {
+  for (int64_t ow = 0; ow < Wo; ++ow) best[ow] = -std::numeric_limits<T>::infinity(), best_at[ow] = -1;
+  for (int64_t ki = 0; ki < k.kH; ++ki) {
+    const int64_t ih = oh * k.stride_h - k.pad_h + ki * k.dil_h;
+    if (ih < 0 || ih >= H) continue;
+    for (int64_t kj = 0; kj < k.kW; ++kj) {
+      // Output columns whose tap kj reads inside the row: iw = ow stride + offset in [0, W).
+      const int64_t offset = kj * k.dil_w - k.pad_w;
+      const int64_t lo = offset >= 0 ? 0 : (-offset + k.stride_w - 1) / k.stride_w;
+      const int64_t hi = W - offset <= 0 ? 0 : std::min(Wo, (W - offset + k.stride_w - 1) / k.stride_w);
+      const T* __restrict row = xp + ih * W + offset;
+      const int64_t base = ih * W + offset;
+      for (int64_t ow = lo; ow < hi; ++ow) {
+        const T v = row[ow * k.stride_w];
+        const T b = best[ow];
+        // NaN wins (and stays): the max of a window holding NaN is NaN.
+        const bool take = best_at[ow] < 0 || v > b || (v != v && b == b);
+        best[ow] = take ? v : b;
+        best_at[ow] = take ? base + ow * k.stride_w : best_at[ow];
+      }
+    }
+  }
+}
+
 template <class T>
 void max_forward(const Pool2dWindow& k, int64_t planes, int64_t H, int64_t W, int64_t Ho,
                  int64_t Wo, T* y, int64_t* idx, const T* x) {
   parallel_for(planes, plane_grain(Ho * Wo * k.kH * k.kW), [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      const T* xp = x + p * H * W;
       for (int64_t oh = 0; oh < Ho; ++oh) {
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          T best = -std::numeric_limits<T>::infinity();
-          int64_t best_at = -1;
-          for (int64_t ki = 0; ki < k.kH; ++ki) {
-            const int64_t ih = oh * k.stride_h - k.pad_h + ki * k.dil_h;
-            if (ih < 0 || ih >= H) continue;
-            for (int64_t kj = 0; kj < k.kW; ++kj) {
-              const int64_t iw = ow * k.stride_w - k.pad_w + kj * k.dil_w;
-              if (iw < 0 || iw >= W) continue;
-              const T v = xp[ih * W + iw];
-              // NaN wins (and stays): the max of a window holding NaN is NaN.
-              if (best_at < 0 || v > best || (std::isnan(v) && !std::isnan(best))) {
-                best = v;
-                best_at = ih * W + iw;
-              }
-            }
-          }
-          y[(p * Ho + oh) * Wo + ow] = best;
-          idx[(p * Ho + oh) * Wo + ow] = best_at;
-        }
+        max_forward_row(k, H, W, Wo, oh, x + p * H * W, y + (p * Ho + oh) * Wo, idx + (p * Ho + oh) * Wo);
       }
     }
   });
