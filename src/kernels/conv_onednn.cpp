@@ -7,7 +7,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <new>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -80,6 +82,7 @@ constexpr size_t kWeightCacheBytes = size_t(512) << 20;
 
 struct CachedWeight {
   Tensor source;
+  uint64_t version;  // source's storage version when converted: an in-place smelt op bumps it
   memory converted;
   size_t bytes;
   uint64_t stamp;
@@ -92,10 +95,15 @@ memory cached_weight(const Conv2dGeometry& g, const Prepared& p, const Tensor& w
   static uint64_t clock = 0;
   const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), key_of(g));
   std::lock_guard<std::mutex> lock(mutex);
+  const uint64_t version = w.storage()->version();
   auto it = cache.find(key);
-  if (it != cache.end()) {
+  if (it != cache.end() && it->second.version == version) {
     it->second.stamp = ++clock;
     return it->second.converted;
+  }
+  if (it != cache.end()) {  // written in place since: convert again
+    total -= it->second.bytes;
+    cache.erase(it);
   }
   memory user(p.w_user, cpu_engine(), w.raw_data());
   memory converted(p.pd.weights_desc(), cpu_engine());
@@ -110,15 +118,37 @@ memory cached_weight(const Conv2dGeometry& g, const Prepared& p, const Tensor& w
     total -= oldest->second.bytes;
     cache.erase(oldest);
   }
-  cache.emplace(key, CachedWeight{w, converted, bytes, ++clock});
+  cache.emplace(key, CachedWeight{w, version, converted, bytes, ++clock});
   total += bytes;
   return converted;
 }
 
-// `user` as the primitive wants it: the same memory when the formats agree, else a reordered copy.
-memory as_format(const memory& user, const memory::desc& wanted, dnnl::stream& stream) {
+// A thread's buffer for converted activations, grown on demand and kept: a fresh allocation per
+// call would page-fault its way through megabytes every time.
+class Scratch {
+ public:
+  ~Scratch() { std::free(data_); }
+  void* get(size_t bytes) {
+    if (bytes > size_) {
+      std::free(data_);
+      data_ = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+      if (!data_) throw std::bad_alloc();
+      size_ = bytes;
+    }
+    return data_;
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// `user` as the primitive wants it: the same memory when the formats agree, else a reordered copy
+// in `scratch`.
+memory as_format(const memory& user, const memory::desc& wanted, dnnl::stream& stream, Scratch* scratch = nullptr) {
   if (user.get_desc() == wanted) return user;
-  memory converted(wanted, cpu_engine());
+  memory converted = scratch ? memory(wanted, cpu_engine(), scratch->get(wanted.get_size()))
+                             : memory(wanted, cpu_engine());
   dnnl::reorder(user, converted).execute(stream, const_cast<memory&>(user), converted);
   return converted;
 }
@@ -137,11 +167,12 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   dnnl::stream stream(cpu_engine());
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
   memory y_user(p->y_user, cpu_engine(), y.raw_data());
-  memory x_mem = as_format(x_user, p->pd.src_desc(), stream);
+  static thread_local Scratch x_scratch, y_scratch;
+  memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
   memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, *p, w, stream)
                                                                        : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
-  memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine());
+  memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
   p->conv.execute(stream, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}});
   if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
   stream.wait();

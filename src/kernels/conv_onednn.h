@@ -19,7 +19,9 @@ bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype);
 // The epilogue is called on the NCHW result, one image's channels at a time in groups of rows.
 // weight_constant (kernels/conv.h): w converted to oneDNN's layout is kept, keyed by its memory,
 // in a cache that holds a reference to w (so the memory cannot be freed and reused by another
-// tensor while cached); at most kWeightCacheBytes, the oldest entries dropped first.
+// tensor while cached) and converts again when w's storage version changed (an in-place smelt op);
+// at most kWeightCacheBytes, the oldest entries dropped first. Writes through raw pointers are
+// not seen.
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/,
                            const Tensor& w /*(O, Cg, kH, kW)*/, const GemmEpilogue* epilogue = nullptr,
                            bool weight_constant = false);

@@ -127,6 +127,21 @@ TEST(ConvImpl, ConstantWeightsGiveTheSameResults) {
   }
 }
 
+// A constant weight written in place by a smelt op (its storage version changes) is converted again.
+TEST(ConvImpl, ConstantWeightWrittenInPlaceIsSeen) {
+  const Conv2dGeometry g = kShapes[0];
+  Tensor x = randn({g.N, g.C, g.H, g.W}), w = randn({g.O, g.C / g.groups, g.kH, g.kW});
+  for (ConvImpl impl : supported(g, DType::Float32)) {
+    for (int step = 0; step < 2; ++step) {
+      Tensor y = empty({g.N, g.O, g.Ho, g.Wo});
+      kernels::conv2d_forward_with(impl, g, y, x, w, nullptr, /*weight_constant=*/true);
+      EXPECT_TRUE(testing::all_close(y, naive_forward(g, x, w), 1e-4, 1e-5))
+          << kernels::conv_impl_name(impl) << ", step " << step;
+      w.add_(1.0);
+    }
+  }
+}
+
 TEST(ConvImpl, EpilogueSeesEveryOutputOnceWithItsFinalValue) {
   for (const Conv2dGeometry& g : kShapes) {
     Tensor x = randn({g.N, g.C, g.H, g.W}), w = randn({g.O, g.C / g.groups, g.kH, g.kW});
