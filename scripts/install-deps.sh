@@ -12,6 +12,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libopenblas-dev          # library GEMM candidate
+  libdnnl-dev              # oneDNN: library convolution candidate (kernels/conv_onednn.h)
   nlohmann-json3-dev       # safetensors headers, reports
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev

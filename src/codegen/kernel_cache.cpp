@@ -33,6 +33,14 @@ using namespace disk;
 // Kernels compiled in one translation unit at most (a batch's source and object grow with it).
 constexpr size_t kMaxBatch = 32;
 
+std::string safe_name(const std::string& name) {
+  std::string s;
+  for (char c : name.substr(0, 80)) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s.empty() ? "kernel" : s;
+}
+
+}  // namespace
+
 // What -march=native compiles for: the CPU's model and feature flags.
 std::string cpu_features() {
   std::ifstream in("/proc/cpuinfo");
@@ -51,14 +59,6 @@ std::string cpu_features() {
 #endif
   return "builtin:" + f;
 }
-
-std::string safe_name(const std::string& name) {
-  std::string s;
-  for (char c : name.substr(0, 80)) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return s.empty() ? "kernel" : s;
-}
-
-}  // namespace
 
 KernelCacheOptions KernelCacheOptions::from_env() {
   KernelCacheOptions o;

@@ -181,6 +181,8 @@ struct DiskCacheSummary {
   int64_t corrupt_entries = 0;
 };
 std::string default_cache_dir();  // $SMELT_CACHE_DIR, else ~/.cache/smelt
+// What -march=native compiles for: the CPU's model and feature flags (part of every cache key).
+std::string cpu_features();
 DiskCacheSummary disk_cache_summary(const std::string& dir);
 // Removes the entries, sources, temporaries and the event log; returns how many files it removed.
 int64_t disk_cache_clear(const std::string& dir);

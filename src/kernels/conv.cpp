@@ -4,6 +4,9 @@
 #include <vector>
 
 #include "base/parallel.h"
+#include "kernels/conv_depthwise.h"
+#include "kernels/conv_onednn.h"
+#include "kernels/conv_select.h"
 #include "kernels/gemm.h"
 #include "kernels/loops.h"
 
@@ -117,24 +120,120 @@ void for_each_image(const Conv2dGeometry& g, double image_flops, const F& fn) {
   });
 }
 
+// Column-matrix elements per band of output rows: 128 Ki floats (512 KiB) sit in L2 next to the
+// weights, so the GEMM reads its B operand from cache instead of memory.
+constexpr int64_t kBandElements = int64_t(1) << 17;
+
+// An epilogue seen from the sub-matrix of C at (row0, col0): tiles reach `outer` in the whole
+// output's coordinates.
+struct ShiftedEpilogue {
+  const GemmEpilogue* outer;
+  int64_t row0, col0;
+  GemmEpilogue get() const {
+    GemmEpilogue e;
+    e.ctx = const_cast<ShiftedEpilogue*>(this);
+    e.fn = [](void* ctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      const auto* s = static_cast<const ShiftedEpilogue*>(ctx);
+      (*s->outer)(s->row0 + r0, s->row0 + r1, s->col0 + c0, s->col0 + c1);
+    };
+    return e;
+  }
+};
+
+// col (R, rows [oh0, oh1) of the output flattened) for one image's group: im2col of a band.
 template <class T>
-void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w, const GemmEpilogue* epilogue) {
+void im2col_band(const Conv2dGeometry& g, const T* x, int64_t oh0, int64_t oh1, T* col) {
+  const int64_t Cg = g.C / g.groups, cols = (oh1 - oh0) * g.Wo;
+  for (int64_t c = 0; c < Cg; ++c) {
+    for (int64_t ki = 0; ki < g.kH; ++ki) {
+      for (int64_t kj = 0; kj < g.kW; ++kj) {
+        T* row = col + ((c * g.kH + ki) * g.kW + kj) * cols;
+        int64_t ow_begin, ow_end;
+        valid_columns(g, kj, &ow_begin, &ow_end);
+        const int64_t iw0 = kj * g.dil_w - g.pad_w;
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+          T* out = row + (oh - oh0) * g.Wo;
+          const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
+          if (ih < 0 || ih >= g.H) {
+            std::fill(out, out + g.Wo, T(0));
+            continue;
+          }
+          const T* in = x + (c * g.H + ih) * g.W + iw0;
+          std::fill(out, out + ow_begin, T(0));
+          if (g.stride_w == 1) {
+            std::copy(in + ow_begin, in + ow_end, out + ow_begin);
+          } else {
+            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow] = in[ow * g.stride_w];
+          }
+          std::fill(out + ow_end, out + g.Wo, T(0));
+        }
+      }
+    }
+  }
+}
+
+// Pointwise convolutions: one GEMM per image and group on the image itself (threads inside the
+// GEMM, or over images when there are enough).
+template <class T>
+void forward_pointwise(const Conv2dGeometry& g, T* y, const T* x, const T* w, const GemmEpilogue* epilogue,
+                       GemmImpl impl) {
   const int64_t Cg = g.C / g.groups, Og = g.O / g.groups, R = col_rows(g), HoWo = g.Ho * g.Wo;
   const double image_flops = 2.0 * double(g.O) * double(R) * double(HoWo);
-  for_each_image<T>(g, image_flops, [&](int64_t n, T* col) {
+  for_each_image<T>(g, image_flops, [&](int64_t n, T*) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const T* xg = x + (n * g.C + grp * Cg) * g.H * g.W;
-      const T* cols = xg;
-      if (!is_pointwise(g)) {
-        im2col(g, xg, col);
-        cols = col;
-      }
-      // y[n, grp] is rows n O + grp Og of y seen as (N O, Ho Wo), the epilogue's coordinates.
       const GemmEpilogueShift shift(epilogue, n * g.O + grp * Og);
-      gemm<T>(Og, HoWo, R, T(1), w + grp * Og * R, R, 1, cols, HoWo, 1, T(0),
-              y + (n * g.O + grp * Og) * HoWo, HoWo, 1, GemmImpl::Auto, shift.get());
+      gemm<T>(Og, HoWo, R, T(1), w + grp * Og * R, R, 1, x + (n * g.C + grp * Cg) * g.H * g.W, HoWo, 1, T(0),
+              y + (n * g.O + grp * Og) * HoWo, HoWo, 1, impl, shift.get());
     }
   });
+}
+
+// Other convolutions: the output is cut into bands of whole rows whose column matrix fits L2;
+// each task (image, group, band) builds its band's columns and runs a single-threaded GEMM on
+// them, and threads take tasks. The band size depends only on the geometry, so the bits do not
+// depend on the thread count.
+template <class T>
+void forward_banded(const Conv2dGeometry& g, T* y, const T* x, const T* w, const GemmEpilogue* epilogue,
+                    GemmImpl impl) {
+  const int64_t Cg = g.C / g.groups, Og = g.O / g.groups, R = col_rows(g), HoWo = g.Ho * g.Wo;
+  const int64_t band_rows = std::clamp<int64_t>(kBandElements / std::max<int64_t>(1, R * g.Wo), 1, g.Ho);
+  const int64_t bands = (g.Ho + band_rows - 1) / band_rows;
+  const int64_t tasks = g.N * g.groups * bands;
+  const double flops = 2.0 * double(g.O) * double(R) * double(HoWo) * double(g.N);
+  const int threads = flops >= kMinParallelFlops ? int(std::min<int64_t>(num_threads(), tasks)) : 1;
+  auto run_task = [&](int64_t task, T* col) {
+    const int64_t band = task % bands, grp = task / bands % g.groups, n = task / bands / g.groups;
+    const int64_t oh0 = band * band_rows, oh1 = std::min(g.Ho, oh0 + band_rows), cols = (oh1 - oh0) * g.Wo;
+    im2col_band(g, x + (n * g.C + grp * Cg) * g.H * g.W, oh0, oh1, col);
+    const int64_t row0 = n * g.O + grp * Og, col0 = oh0 * g.Wo;
+    const ShiftedEpilogue shifted{epilogue, row0, col0};
+    const GemmEpilogue on_tile = shifted.get();
+    gemm<T>(Og, cols, R, T(1), w + grp * Og * R, R, 1, col, cols, 1, T(0), y + row0 * HoWo + col0, HoWo, 1, impl,
+            epilogue ? &on_tile : nullptr);
+  };
+  const size_t col_size = size_t(R * band_rows * g.Wo);
+  if (threads <= 1) {
+    std::vector<T> col(col_size);
+    for (int64_t t = 0; t < tasks; ++t) run_task(t, col.data());
+    return;
+  }
+  ParallelErrors errors;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<T> col;
+    errors.run([&] { col.resize(col_size); });  // bad_alloc: recorded, every later task skipped
+    // Every thread reaches the loop (a worksharing construct must be met by the whole team).
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) errors.run([&] { run_task(t, col.data()); });
+  }
+  errors.rethrow();
+}
+
+template <class T>
+void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w, const GemmEpilogue* epilogue,
+                  GemmImpl impl) {
+  if (is_pointwise(g)) return forward_pointwise(g, y, x, w, epilogue, impl);
+  forward_banded(g, y, x, w, epilogue, impl);
 }
 
 template <class T>
@@ -201,15 +300,30 @@ void backward_weight_impl(const Conv2dGeometry& g, T* dw, const T* x, const T* d
 
 }  // namespace
 
-void conv2d_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
-                    const GemmEpilogue* epilogue) {
+void conv2d_forward_with(ConvImpl impl, const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
+                         const GemmEpilogue* epilogue, bool weight_constant) {
+  if (impl == ConvImpl::Auto) impl = conv_choice(g, x.dtype(), weight_constant);
+  SMELT_INTERNAL_CHECK(conv_impl_supports(impl, g, x.dtype()))
+      << "conv2d: implementation " << conv_impl_name(impl) << " does not apply to " << conv_tuning_key(g, x.dtype());
+  if (impl == ConvImpl::Depthwise) return conv2d_depthwise_forward(g, y, x, w, epilogue);
+  if (impl == ConvImpl::OneDnn) return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant);
+  const GemmImpl gemm_impl = impl == ConvImpl::GemmOwn        ? GemmImpl::Own
+                             : impl == ConvImpl::GemmOpenBlas ? GemmImpl::OpenBlas
+                                                              : GemmImpl::Auto;
   SMELT_DISPATCH_FLOATING(x.dtype(), "conv2d", [&] {
-    forward_impl<scalar_t>(g, y.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(), epilogue);
+    forward_impl<scalar_t>(g, y.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(), epilogue, gemm_impl);
   });
 }
 
+void conv2d_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
+                    const GemmEpilogue* epilogue, bool weight_constant) {
+  conv2d_forward_with(ConvImpl::Auto, g, y, x, w, epilogue, weight_constant);
+}
+
+// The gradients are not tuned: depthwise shapes take the depthwise kernels, the rest im2col + GEMM.
 void conv2d_backward_input(const Conv2dGeometry& g, const Tensor& dx, const Tensor& dy,
                            const Tensor& w) {
+  if (conv2d_is_depthwise(g)) return conv2d_depthwise_backward_input(g, dx, dy, w);
   SMELT_DISPATCH_FLOATING(dy.dtype(), "conv2d_grad_input", [&] {
     backward_input_impl<scalar_t>(g, dx.data<scalar_t>(), dy.data<scalar_t>(), w.data<scalar_t>());
   });
@@ -217,6 +331,7 @@ void conv2d_backward_input(const Conv2dGeometry& g, const Tensor& dx, const Tens
 
 void conv2d_backward_weight(const Conv2dGeometry& g, const Tensor& dw, const Tensor& x,
                             const Tensor& dy) {
+  if (conv2d_is_depthwise(g)) return conv2d_depthwise_backward_weight(g, dw, x, dy);
   SMELT_DISPATCH_FLOATING(x.dtype(), "conv2d_grad_weight", [&] {
     backward_weight_impl<scalar_t>(g, dw.data<scalar_t>(), x.data<scalar_t>(), dy.data<scalar_t>());
   });

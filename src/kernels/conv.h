@@ -1,4 +1,4 @@
-// 2-D convolution kernels (cross-correlation, as PyTorch), by im2col + GEMM.
+// 2-D convolution kernels (cross-correlation, as PyTorch).
 //
 // Letters: N batch, C input channels, H W input size, O output channels, G groups (C and O split
 // into G equal parts Cg = C / G, Og = O / G), kH kW kernel size, Ho Wo output size,
@@ -8,9 +8,14 @@
 //   grad input   dx[n, g] = col2im( w[g]^T (R, Og) @ dy[n, g] (Og, Ho Wo) )
 //   grad weight  dw[g] (Og, R) = sum_n dy[n, g] (Og, Ho Wo) @ col(x[n, g])^T (Ho Wo, R)
 //
-// 1x1 kernels with stride 1 and no padding skip im2col (the image already is its column
-// matrix). Threads go over images when there are enough of them (each with its own column
-// buffer), otherwise into im2col / col2im (over channels) and the GEMM.
+// The forward has several implementations, chosen per shape by kernels/conv_select.h: im2col +
+// GEMM here (with smelt's or OpenBLAS's GEMM), the depthwise kernels (conv_depthwise.h) and
+// oneDNN (conv_onednn.h). Here: 1x1 kernels with stride 1 and no padding skip im2col (the image
+// already is its column matrix); other forward convolutions build the column matrix one band of
+// output rows at a time, small enough to stay in L2 for the GEMM that reads it, and threads take
+// (image, group, band) tasks. The gradients thread over images when there are enough of them
+// (each with its own column buffer), otherwise into im2col / col2im (over channels) and the GEMM;
+// depthwise shapes take the depthwise kernels.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +43,11 @@ inline int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int6
 
 // All tensors contiguous, same floating dtype; outputs allocated by the caller.
 // `epilogue` (kernels/gemm.h) gets tiles of y seen as the matrix (N O, Ho Wo).
+// `weight_constant`: the caller promises that w's memory never changes while the tensor lives (a
+// compiled plan's constant), so an implementation may keep w converted to its own layout.
 void conv2d_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/,
                     const Tensor& x /*(N, C, H, W)*/, const Tensor& w /*(O, Cg, kH, kW)*/,
-                    const GemmEpilogue* epilogue = nullptr);
+                    const GemmEpilogue* epilogue = nullptr, bool weight_constant = false);
 void conv2d_backward_input(const Conv2dGeometry& g, const Tensor& dx /*(N, C, H, W)*/,
                            const Tensor& dy /*(N, O, Ho, Wo)*/, const Tensor& w /*(O, Cg, kH, kW)*/);
 void conv2d_backward_weight(const Conv2dGeometry& g, const Tensor& dw /*(O, Cg, kH, kW)*/,

@@ -96,6 +96,9 @@ std::string gemm_selection_report();
 // Forgets every decision (tests, benchmarks).
 void gemm_selection_reset();
 
+// OpenBLAS's build description (openblas_get_config: version, target, threading), for cache keys.
+std::string gemm_openblas_config();
+
 // The micro-kernel the Own implementation was compiled with, e.g. "avx512 12x32".
 template <class T>
 std::string gemm_own_kernel_name();

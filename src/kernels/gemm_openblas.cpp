@@ -148,4 +148,9 @@ template void gemm_openblas<double>(int64_t, int64_t, int64_t, double, const dou
                                     int64_t, const double*, int64_t, int64_t, double, double*,
                                     int64_t, int64_t, const GemmEpilogue*);
 
+std::string gemm_openblas_config() {
+  const char* config = openblas_get_config();
+  return config ? config : "";
+}
+
 }  // namespace smelt::kernels

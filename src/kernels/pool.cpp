@@ -27,59 +27,43 @@ Span avg_span(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad
   return {std::max<int64_t>(start, 0), std::min(stop, in), stop - start};
 }
 
-// The taps [begin, end) of a window along one dim whose input index o0 + t * dil lies in [0, n):
-// the others fall in the padding, which max pooling skips.
-std::pair<int64_t, int64_t> inside_taps(int64_t o0, int64_t taps, int64_t dil, int64_t n) {
-  int64_t begin = 0, end = taps;
-  while (begin < end && o0 + begin * dil < 0) ++begin;
-  while (end > begin && o0 + (end - 1) * dil >= n) --end;
-  return {begin, end};
+// One output row: taps in window order (ki, then kj), each swept across the row so the inner
+// loop over ow vectorizes; the first tap that is larger (or the first NaN) wins, exactly as a
+// scalar walk of each window would pick. Out-of-image taps are skipped (no padding value).
+template <class T>
+void max_forward_row(const Pool2dWindow& k, int64_t H, int64_t W, int64_t Wo, int64_t oh, const T* __restrict xp,
+                     T* __restrict best, int64_t* __restrict best_at) {
+  for (int64_t ow = 0; ow < Wo; ++ow) best[ow] = -std::numeric_limits<T>::infinity(), best_at[ow] = -1;
+  for (int64_t ki = 0; ki < k.kH; ++ki) {
+    const int64_t ih = oh * k.stride_h - k.pad_h + ki * k.dil_h;
+    if (ih < 0 || ih >= H) continue;
+    for (int64_t kj = 0; kj < k.kW; ++kj) {
+      // Output columns whose tap kj reads inside the row: iw = ow stride + offset in [0, W).
+      const int64_t offset = kj * k.dil_w - k.pad_w;
+      const int64_t lo = offset >= 0 ? 0 : (-offset + k.stride_w - 1) / k.stride_w;
+      const int64_t hi = W - offset <= 0 ? 0 : std::min(Wo, (W - offset + k.stride_w - 1) / k.stride_w);
+      const T* __restrict row = xp + ih * W + offset;
+      const int64_t base = ih * W + offset;
+      for (int64_t ow = lo; ow < hi; ++ow) {
+        const T v = row[ow * k.stride_w];
+        const T b = best[ow];
+        // NaN wins (and stays): the max of a window holding NaN is NaN.
+        const bool take = best_at[ow] < 0 || v > b || (v != v && b == b);
+        best[ow] = take ? v : b;
+        best_at[ow] = take ? base + ow * k.stride_w : best_at[ow];
+      }
+    }
+  }
 }
 
-// y (P, Ho, Wo) = max over each window of x (P, H, W); idx = the flat input index ih * W + iw of
-// the first maximum (the first NaN when the window holds one). Two passes over the window: the
-// maximum as a running max (a select the compiler emits without branches) and a NaN flag, then
-// the first tap holding it. A branch per tap on which one wins is data-dependent, and its
-// mispredictions made a single-pass loop ~10x slower.
 template <class T>
 void max_forward(const Pool2dWindow& win, int64_t planes, int64_t H, int64_t W, int64_t Ho,
                  int64_t Wo, T* y, int64_t* idx, const T* x) {
   const Pool2dWindow k = win;  // a copy: the stores to y and idx cannot alias it
   parallel_for(planes, plane_grain(Ho * Wo * k.kH * k.kW), [=](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      const T* xp = x + p * H * W;
-      T* yp = y + p * Ho * Wo;
-      int64_t* ip = idx + p * Ho * Wo;
       for (int64_t oh = 0; oh < Ho; ++oh) {
-        const int64_t h0 = oh * k.stride_h - k.pad_h;
-        const auto [ki0, ki1] = inside_taps(h0, k.kH, k.dil_h, H);
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          const int64_t w0 = ow * k.stride_w - k.pad_w;
-          const auto [kj0, kj1] = inside_taps(w0, k.kW, k.dil_w, W);
-          T best = -std::numeric_limits<T>::infinity();
-          bool nan = false;
-          for (int64_t ki = ki0; ki < ki1; ++ki) {
-            const T* row = xp + (h0 + ki * k.dil_h) * W + w0;
-            for (int64_t kj = kj0; kj < kj1; ++kj) {
-              const T v = row[kj * k.dil_w];
-              best = best < v ? v : best;  // NaN never wins here: the flag records it
-              nan |= std::isnan(v);
-            }
-          }
-          int64_t best_at = -1;
-          for (int64_t ki = ki0; ki < ki1 && best_at < 0; ++ki) {
-            const int64_t row = (h0 + ki * k.dil_h) * W + w0;
-            for (int64_t kj = kj0; kj < kj1; ++kj) {
-              const T v = xp[row + kj * k.dil_w];
-              if (nan ? std::isnan(v) : v == best) {
-                best_at = row + kj * k.dil_w;
-                break;
-              }
-            }
-          }
-          yp[oh * Wo + ow] = best_at >= 0 ? xp[best_at] : best;
-          ip[oh * Wo + ow] = best_at;
-        }
+        max_forward_row(k, H, W, Wo, oh, x + p * H * W, y + (p * Ho + oh) * Wo, idx + (p * Ho + oh) * Wo);
       }
     }
   });

@@ -13,6 +13,7 @@
 #include "kernels/conv.h"
 #include "kernels/reduce.h"
 #include "ops/contraction_tiles.h"
+#include "ops/conv_geometry.h"
 #include "ops/op_util.h"
 
 namespace smelt::ops {
@@ -86,6 +87,12 @@ Tensor dense(const Tensor& x) {
   return c;
 }
 
+// A compiled plan marks a conv step whose weight is one of its constants ("weight_constant",
+// runtime/plan_build.cpp); the promise covers w itself only, not a contiguous copy of it.
+bool weight_constant(const Attrs& attrs, const Tensor& w) {
+  return attrs.get_int("weight_constant", 0) != 0 && w.is_contiguous();
+}
+
 // ---- conv2d (x, w)
 std::vector<TensorMeta> conv2d_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   check_operands(in[0], in[1], "conv2d");
@@ -95,7 +102,7 @@ void conv2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
                    const std::vector<Tensor>& out) {
   const Tensor& y = out[0];
   kernels::conv2d_forward(geometry(in[0].shape(), in[1].shape(), attrs, "conv2d"), y,
-                          dense(in[0]), dense(in[1]));
+                          dense(in[0]), dense(in[1]), nullptr, weight_constant(attrs, in[1]));
 }
 std::vector<Tensor> conv2d_grad(const GradContext& c) {
   const Tensor &x = c.inputs[0], &w = c.inputs[1], &g = c.grads[0];
@@ -151,10 +158,15 @@ std::vector<Tensor> grad_weight_grad(const GradContext& c) {
 
 }  // namespace
 
+kernels::Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& w, const Attrs& attrs) {
+  return geometry(x, w, attrs, "conv2d");
+}
+
 void conv2d_with_epilogue(const Tensor& y, const Tensor& x, const Tensor& w, const Attrs& attrs,
                           const kernels::GemmEpilogue& epilogue) {
   SMELT_INTERNAL_CHECK(y.is_contiguous()) << "conv2d_with_epilogue: a strided output";
-  kernels::conv2d_forward(geometry(x.shape(), w.shape(), attrs, "conv2d"), y, dense(x), dense(w), &epilogue);
+  kernels::conv2d_forward(geometry(x.shape(), w.shape(), attrs, "conv2d"), y, dense(x), dense(w), &epilogue,
+                          weight_constant(attrs, w));
 }
 
 SMELT_OP_IMPL(conv2d) = {conv2d_shape, conv2d_kernel, conv2d_grad, kSaveInputs};

@@ -261,6 +261,15 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, con
   add_kernel_step(*contraction_epilogue_body(body), name, epilogue_in, out);
 }
 
+// A conv2d whose weight is one of the plan's constants may keep it converted to a library's layout
+// (kernels/conv.h, weight_constant): the plan never writes its constants.
+void Plan::Impl::mark_constant_weight(ops::OpId op, const std::vector<int>& operand_slots, ops::Attrs* attrs) const {
+  if (op == ops::OpId::conv2d && operand_slots.size() == 2 &&
+      slots[size_t(operand_slots[1])].kind == SlotKind::Constant) {
+    attrs->set("weight_constant", int64_t(1));
+  }
+}
+
 // `node`'s op by its out-variant eager kernel, reading `in` and writing `out`.
 void Plan::Impl::add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out) {
   Step s;
@@ -268,6 +277,7 @@ void Plan::Impl::add_op_step(const ir::Node& node, const std::vector<int>& in, c
   s.what = node.name();
   s.op = node.op;
   s.attrs = node.attrs;
+  mark_constant_weight(s.op, in, &s.attrs);
   s.in_slots = in;
   s.out_slots = out;
   steps.push_back(std::move(s));
@@ -310,6 +320,7 @@ bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string&
   s.op = first.op;
   s.attrs = first.attrs;
   for (int i : tiled->operand_inputs) s.op_slots.push_back(in[size_t(i)]);
+  mark_constant_weight(s.op, s.op_slots, &s.attrs);
   s.product_slot = tiled->product_output >= 0 ? out[size_t(tiled->product_output)]
                                               : arena_slot(first.outputs[0]->meta, int(steps.size()), int(steps.size()) + 1);
   s.in_slots = in;

@@ -103,6 +103,7 @@ struct Plan::Impl {
   bool hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
                            const std::map<const ir::Value*, int>& output_index);
   void add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);
+  void mark_constant_weight(ops::OpId op, const std::vector<int>& operand_slots, ops::Attrs* attrs) const;
   void add_group(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);
   bool add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
                              const std::vector<int>& out);

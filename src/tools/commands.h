@@ -17,5 +17,6 @@ void register_run(CLI::App& app);      // smelt run: import an ONNX model and ru
 void register_check(CLI::App& app);    // smelt check: ONNX conformance cases against their outputs
 void register_export(CLI::App& app);   // smelt export: a text IR graph as an ONNX model
 void register_bench(CLI::App& app);    // smelt bench: an ONNX model, interpreted vs compiled
+void register_tune(CLI::App& app);     // smelt tune: measure a model's convolutions, store the fastest
 
 }  // namespace smelt::tools

@@ -61,6 +61,12 @@ const std::vector<ConvCase> kCases = {
     {{2, 5, 4, 6}, {3, 5, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1},   // pointwise: no im2col
     {{2, 6, 6, 5}, {4, 3, 1, 1}, {2, 1}, {0, 0}, {1, 1}, 2},   // 1x1 strided, grouped
     {{4, 1, 12, 12}, {5, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1}, // MNIST-style first layer
+    // The depthwise kernels (kernels/conv_depthwise.h): each specialization and the generic loops.
+    {{2, 3, 9, 8}, {3, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3},   // 3x3 stride 1
+    {{2, 3, 9, 8}, {3, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 3},   // 3x3 stride 2
+    {{1, 2, 7, 19}, {2, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 2},  // 5x5 stride 1, rows past 16 lanes
+    {{1, 2, 11, 10}, {2, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 2}, // 5x5 stride 2
+    {{2, 3, 8, 7}, {3, 1, 3, 2}, {1, 2}, {2, 0}, {2, 1}, 3},   // generic: dilation, uneven
 };
 
 TEST(Conv2d, ForwardMatchesNaive) {

@@ -125,6 +125,41 @@ TEST(MaxPool2d, ForwardValuesAndIndicesMatchNaive) {
   EXPECT_TRUE(all_close(max_pool2d(x, {2, 2}), naive_max_pool(x, kMaxWindows[0]).first));
 }
 
+// Ties, -inf and NaN in every window shape, rows wide enough for the vectorized row sweep: the
+// first maximum (or the first NaN) wins, as a scalar walk of the window in (ki, kj) order.
+TEST(MaxPool2d, TiesInfAndNaNPickTheFirstInWindowOrder) {
+  for (const Window& w : kMaxWindows) {
+    Tensor x = randn({2, 2, 11, 37});
+    float* xp = x.data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (i % 13 == 5) xp[i] = std::numeric_limits<float>::quiet_NaN();
+      else if (i % 7 == 3) xp[i] = -std::numeric_limits<float>::infinity();
+      else xp[i] = float(int(std::floor(xp[i] * 2)));  // few distinct values: many ties
+    }
+    auto out = max_pool_op(x, w);
+    // The reference with NaN winning: first NaN in window order, else the first maximum.
+    const int64_t H = 11, W = 37, Ho = out[0].size(2), Wo = out[0].size(3);
+    const std::vector<double> idx = out[1].to_vector(), y = out[0].to_vector();
+    for (int64_t p = 0; p < 4; ++p)
+      for (int64_t i = 0; i < Ho; ++i)
+        for (int64_t j = 0; j < Wo; ++j) {
+          float best = -std::numeric_limits<float>::infinity();
+          int64_t at = -1;
+          for (int64_t ki = 0; ki < w.kernel[0]; ++ki)
+            for (int64_t kj = 0; kj < w.kernel[1]; ++kj) {
+              int64_t ih = i * w.stride[0] - w.padding[0] + ki * w.dilation[0];
+              int64_t iw = j * w.stride[1] - w.padding[1] + kj * w.dilation[1];
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+              float v = xp[(p * H + ih) * W + iw];
+              if (at < 0 || v > best || (std::isnan(v) && !std::isnan(best))) { best = v; at = ih * W + iw; }
+            }
+          const size_t o = size_t((p * Ho + i) * Wo + j);
+          ASSERT_EQ(int64_t(idx[o]), at) << shape_str(w.kernel) << " plane " << p << " at " << i << "," << j;
+          ASSERT_TRUE(y[o] == double(best) || (std::isnan(y[o]) && std::isnan(best))) << y[o] << " vs " << best;
+        }
+  }
+}
+
 TEST(MaxPool2d, NaNPropagates) {
   Tensor x = zeros({1, 1, 2, 2});
   x.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();

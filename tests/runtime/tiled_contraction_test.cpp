@@ -157,6 +157,33 @@ TEST_F(TiledContraction, Conv2dGroupedAndPointwiseWithResidual) {
       {special_values({3, 4, 10, 7}, 28, 59), special_values({1, 6, 1, 1}, 29, 2)});
 }
 
+// MobileNet's block: depthwise 3x3 (its own kernel, the epilogue per plane) + bias + relu6, then
+// a 1x1 conv + bias + residual; special values in every operand.
+TEST_F(TiledContraction, DepthwiseBiasRelu6ThenPointwiseResidual) {
+  Tensor wd = special_values({6, 1, 3, 3}, 33, 29), bd = special_values({6}, 34, 4);
+  Tensor wp = special_values({6, 6, 1, 1}, 35, 31), bp = special_values({6}, 36, 5);
+  expect_same_as_two_step(
+      [&](const std::vector<Tensor>& in) {
+        Tensor y = clamp(conv2d(in[0], wd, bd, {2, 2}, {1, 1}, {1, 1}, 6), 0.0, 6.0);
+        Tensor r = conv2d(y, wp, bp);
+        return std::vector<Tensor>{r + y};
+      },
+      {special_values({2, 6, 13, 21}, 37, 53)});
+}
+
+// oneDNN for every convolution (read at the process's first convolution: each test is its own
+// process): the plan's constant weight is kept in oneDNN's layout, eager converts it each call;
+// the bits agree, special values included.
+TEST_F(TiledContraction, OneDnnConvWithConstantWeightBiasReluResidual) {
+  ScopedEnv onednn("SMELT_CONV", "onednn");
+  Tensor w = special_values({16, 8, 3, 3}, 38, 41), b = special_values({16}, 39, 5);
+  expect_same_as_two_step(
+      [&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{relu(conv2d(in[0], w, b, {1, 1}, {1, 1}) + in[1])};
+      },
+      {special_values({2, 8, 12, 10}, 40, 61), special_values({2, 16, 12, 10}, 41, 3)});
+}
+
 TEST_F(TiledContraction, ColumnDimsNotWalkedAsOneFallBackToTwoSteps) {
   // An operand broadcast along Wo only: the tile's columns (Ho Wo) are not one dim for it.
   Tensor w = special_values({4, 2, 3, 3}, 30, 23);

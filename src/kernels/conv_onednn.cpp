@@ -1,0 +1,208 @@
+#include "kernels/conv_onednn.h"
+
+#include "smelt/error.h"
+
+#if SMELT_HAVE_ONEDNN
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <new>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace smelt::kernels {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+// Rows of y handed to the epilogue at once: 16 channels of a 56x56 image are 200 KiB, in L2.
+constexpr int64_t kEpilogueRowElements = 1 << 16;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// One geometry's primitive and the user (plain) formats around it.
+struct Prepared {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward conv;
+  memory::desc x_user, w_user, y_user;
+};
+
+memory::dims weight_dims(const Conv2dGeometry& g) {
+  if (g.groups == 1) return {g.O, g.C, g.kH, g.kW};
+  return {g.groups, g.O / g.groups, g.C / g.groups, g.kH, g.kW};
+}
+
+std::string key_of(const Conv2dGeometry& g) {
+  return std::to_string(g.N) + "," + std::to_string(g.C) + "," + std::to_string(g.H) + "," + std::to_string(g.W) +
+         "," + std::to_string(g.O) + "," + std::to_string(g.kH) + "," + std::to_string(g.kW) + "," +
+         std::to_string(g.stride_h) + "," + std::to_string(g.stride_w) + "," + std::to_string(g.pad_h) + "," +
+         std::to_string(g.pad_w) + "," + std::to_string(g.dil_h) + "," + std::to_string(g.dil_w) + "," +
+         std::to_string(g.groups);
+}
+
+// nullptr when oneDNN has no implementation for g.
+std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const Prepared>> cache;
+  const std::string key = key_of(g);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::shared_ptr<Prepared> p;
+  try {
+    const auto f32 = memory::data_type::f32;
+    const memory::dims x_dims{g.N, g.C, g.H, g.W}, y_dims{g.N, g.O, g.Ho, g.Wo}, w_dims = weight_dims(g);
+    const memory::desc x_any(x_dims, f32, Tag::any), w_any(w_dims, f32, Tag::any), y_any(y_dims, f32, Tag::any);
+    // oneDNN counts dilation from 0 (no gap) where smelt counts from 1.
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                         x_any, w_any, y_any, {g.stride_h, g.stride_w}, {g.dil_h - 1, g.dil_w - 1},
+                                         {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
+    auto pd = dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
+    p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, Tag::nchw),
+                                            memory::desc(w_dims, f32, g.groups == 1 ? Tag::oihw : Tag::goihw),
+                                            memory::desc(y_dims, f32, Tag::nchw)});
+  } catch (const dnnl::error&) {
+    p = nullptr;  // no implementation for this geometry
+  }
+  cache.emplace(key, p);
+  return p;
+}
+
+// Converted constant weights: (w's data pointer, geometry) -> w in the primitive's layout, oldest
+// first out beyond the byte budget. Each entry holds w itself, so its memory stays w's.
+constexpr size_t kWeightCacheBytes = size_t(512) << 20;
+
+struct CachedWeight {
+  Tensor source;
+  uint64_t version;  // source's storage version when converted: an in-place smelt op bumps it
+  memory converted;
+  size_t bytes;
+  uint64_t stamp;
+};
+
+memory cached_weight(const Conv2dGeometry& g, const Prepared& p, const Tensor& w, dnnl::stream& stream) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, std::string>, CachedWeight> cache;
+  static size_t total = 0;
+  static uint64_t clock = 0;
+  const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), key_of(g));
+  std::lock_guard<std::mutex> lock(mutex);
+  const uint64_t version = w.storage()->version();
+  auto it = cache.find(key);
+  if (it != cache.end() && it->second.version == version) {
+    it->second.stamp = ++clock;
+    return it->second.converted;
+  }
+  if (it != cache.end()) {  // written in place since: convert again
+    total -= it->second.bytes;
+    cache.erase(it);
+  }
+  memory user(p.w_user, cpu_engine(), w.raw_data());
+  memory converted(p.pd.weights_desc(), cpu_engine());
+  dnnl::reorder(user, converted).execute(stream, user, converted);
+  stream.wait();
+  const size_t bytes = p.pd.weights_desc().get_size();
+  while (!cache.empty() && total + bytes > kWeightCacheBytes) {
+    auto oldest = cache.begin();
+    for (auto e = cache.begin(); e != cache.end(); ++e) {
+      if (e->second.stamp < oldest->second.stamp) oldest = e;
+    }
+    total -= oldest->second.bytes;
+    cache.erase(oldest);
+  }
+  cache.emplace(key, CachedWeight{w, version, converted, bytes, ++clock});
+  total += bytes;
+  return converted;
+}
+
+// A thread's buffer for converted activations, grown on demand and kept: a fresh allocation per
+// call would page-fault its way through megabytes every time.
+class Scratch {
+ public:
+  ~Scratch() { std::free(data_); }
+  void* get(size_t bytes) {
+    if (bytes > size_) {
+      std::free(data_);
+      data_ = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+      if (!data_) throw std::bad_alloc();
+      size_ = bytes;
+    }
+    return data_;
+  }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// `user` as the primitive wants it: the same memory when the formats agree, else a reordered copy
+// in `scratch`.
+memory as_format(const memory& user, const memory::desc& wanted, dnnl::stream& stream, Scratch* scratch = nullptr) {
+  if (user.get_desc() == wanted) return user;
+  memory converted = scratch ? memory(wanted, cpu_engine(), scratch->get(wanted.get_size()))
+                             : memory(wanted, cpu_engine());
+  dnnl::reorder(user, converted).execute(stream, const_cast<memory&>(user), converted);
+  return converted;
+}
+
+}  // namespace
+
+bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype) {
+  return dtype == DType::Float32 && prepare(g) != nullptr;
+}
+
+void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
+                           const GemmEpilogue* epilogue, bool weight_constant) {
+  SMELT_INTERNAL_CHECK(x.dtype() == DType::Float32) << "conv2d (onednn): float32 only";
+  std::shared_ptr<const Prepared> p = prepare(g);
+  SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
+  dnnl::stream stream(cpu_engine());
+  memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
+  memory y_user(p->y_user, cpu_engine(), y.raw_data());
+  static thread_local Scratch x_scratch, y_scratch;
+  memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
+  memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, *p, w, stream)
+                                                                       : as_format(w_user, p->pd.weights_desc(), stream);
+  const bool y_direct = p->pd.dst_desc() == p->y_user;
+  memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
+  p->conv.execute(stream, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}});
+  if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
+  stream.wait();
+  if (!epilogue) return;
+  const int64_t HoWo = g.Ho * g.Wo, rows = g.N * g.O;
+  const int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
+  for (int64_t r = 0; r < rows; r += step) (*epilogue)(r, std::min(rows, r + step), 0, HoWo);
+}
+
+const char* onednn_version() {
+  static const std::string v = [] {
+    const dnnl_version_t* info = dnnl_version();
+    return "oneDNN " + std::to_string(info->major) + "." + std::to_string(info->minor) + "." +
+           std::to_string(info->patch);
+  }();
+  return v.c_str();
+}
+
+}  // namespace smelt::kernels
+
+#else  // built without oneDNN
+
+namespace smelt::kernels {
+
+bool conv2d_onednn_supports(const Conv2dGeometry&, DType) { return false; }
+void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, const Tensor&, const GemmEpilogue*, bool) {
+  SMELT_INTERNAL_CHECK(false) << "conv2d (onednn): smelt was built without oneDNN";
+}
+const char* onednn_version() { return ""; }
+
+}  // namespace smelt::kernels
+
+#endif

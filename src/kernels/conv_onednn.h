@@ -1,0 +1,32 @@
+// conv2d forward by oneDNN (Debian libdnnl-dev), one of the implementations the tuner weighs
+// (kernels/conv_select.h). Built only when CMake finds oneDNN (SMELT_HAVE_ONEDNN); otherwise
+// conv2d_onednn_supports is always false.
+//
+// oneDNN picks its own memory formats (format "any": blocked channels such as nChw16c, and its
+// blocked weight layout), so each call reorders x and w from smelt's NCHW / OIHW into them and
+// the result back to NCHW; those reorders are part of what the tuner measures. Primitives are
+// created once per geometry and kept (creating one costs about a millisecond). oneDNN threads
+// with the same OpenMP runtime as smelt.
+#pragma once
+
+#include "kernels/conv.h"
+
+namespace smelt::kernels {
+
+// float32 only; false when built without oneDNN or when oneDNN has no implementation.
+bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype);
+
+// The epilogue is called on the NCHW result, one image's channels at a time in groups of rows.
+// weight_constant (kernels/conv.h): w converted to oneDNN's layout is kept, keyed by its memory,
+// in a cache that holds a reference to w (so the memory cannot be freed and reused by another
+// tensor while cached) and converts again when w's storage version changed (an in-place smelt op);
+// at most kWeightCacheBytes, the oldest entries dropped first. Writes through raw pointers are
+// not seen.
+void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/,
+                           const Tensor& w /*(O, Cg, kH, kW)*/, const GemmEpilogue* epilogue = nullptr,
+                           bool weight_constant = false);
+
+// "oneDNN 2.6.3", or "" when built without it.
+const char* onednn_version();
+
+}  // namespace smelt::kernels

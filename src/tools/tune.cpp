@@ -1,0 +1,77 @@
+// smelt tune: measures the implementations of every convolution in an ONNX model ahead of time
+// and stores the fastest per shape in the tuning file (runtime/tuning_file.h), so later runs of
+// the model (any process on this machine, same thread count) start with the tuned choice.
+//
+//   smelt tune model.onnx                       batch and other symbolic dims: --dim NAME=VALUE
+//   OMP_NUM_THREADS=2 smelt tune model.onnx     tune for 2 threads (the thread count is in the key)
+//
+// One line per distinct shape: the candidates' best times and the choice.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <set>
+
+#include "ir/graph.h"
+#include "kernels/conv_select.h"
+#include "ops/conv_geometry.h"
+#include "runtime/tuning_file.h"
+#include "smelt/onnx.h"
+#include "tools/commands.h"
+
+namespace smelt::tools {
+namespace {
+
+struct TuneArgs {
+  std::string model;
+  std::vector<std::string> dims;  // NAME=VALUE
+  int runs = 3;
+};
+
+void collect(const ir::Graph& g, std::vector<std::pair<kernels::Conv2dGeometry, DType>>* out, std::set<std::string>* seen) {
+  for (const auto& n : g.nodes()) {
+    if (n->body) collect(*n->body, out, seen);
+    if (n->op != ops::OpId::conv2d || n->inputs.size() != 2) continue;
+    const DType dtype = n->inputs[0]->meta.dtype;
+    const kernels::Conv2dGeometry geo = ops::conv2d_geometry(n->inputs[0]->meta.shape, n->inputs[1]->meta.shape, n->attrs);
+    if (seen->insert(kernels::conv_tuning_key(geo, dtype)).second) out->push_back({geo, dtype});
+  }
+}
+
+void run_tune(const TuneArgs& args) {
+  onnx::ImportOptions options;
+  for (const std::string& d : args.dims) {
+    const size_t eq = d.rfind('=');
+    SMELT_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < d.size())
+        << "tune: --dim '" << d.substr(0, 80) << "' must be NAME=VALUE";
+    options.dims[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+  }
+  onnx::Model model = onnx::import_model(args.model, options);
+  std::vector<std::pair<kernels::Conv2dGeometry, DType>> shapes;
+  std::set<std::string> seen;
+  collect(model.graph.ir_graph(), &shapes, &seen);
+  for (const auto& [geo, dtype] : shapes) {
+    if (!dtype_is_floating(dtype)) continue;
+    // Both ways a model's convolutions run: with the weight as a compiled plan's constant, and
+    // as a plain tensor (eager or interpreted graphs).
+    for (bool weight_constant : {true, false}) {
+      const kernels::ConvTuneResult r = kernels::conv_tune(geo, dtype, args.runs, weight_constant);
+      std::printf("%s:", r.key.c_str());
+      for (const kernels::ConvCandidateTime& t : r.times) std::printf(" %s %.3f ms", kernels::conv_impl_name(t.impl), t.ms);
+      std::printf(" -> %s\n", kernels::conv_impl_name(r.best));
+    }
+  }
+  std::printf("%zu convolution shapes tuned; tuning file %s\n", shapes.size(), runtime::tuning_file_path().c_str());
+}
+
+}  // namespace
+
+void register_tune(CLI::App& app) {
+  auto args = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand("tune", "measure each convolution of an ONNX model and store the fastest implementation");
+  cmd->add_option("model", args->model, "the .onnx file")->required();
+  cmd->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dim");
+  cmd->add_option("--runs", args->runs, "timed runs per candidate (the best counts)")->check(CLI::Range(1, 1000));
+  cmd->callback([args] { run_tune(*args); });
+}
+
+}  // namespace smelt::tools
