@@ -119,11 +119,15 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
   return c;
 }
 
-// Traces and optimizes the function at the three probe batch sizes (no kernel compiles: the
-// interpreter backend), fits the graph and kernels through the first two and checks them against
-// the third; "" or why the function is not batch-independent.
+// Traces and optimizes the function at the three probe batch sizes and fits the optimized graph
+// through the first two (checked against the third). Then fuses each probe with the cost model
+// reading the sizes at the batch size of `inputs` (the same groups at every batch size, those a
+// specialized compile at that size would choose), and fits the fused graphs and their kernels
+// (lowered on the interpreter backend: no compiles) the same way. "" or why the function is not
+// batch-independent.
 std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::vector<Tensor>& inputs) {
-  std::vector<runtime::CompiledGraph> probes;
+  int64_t batch = 0;
+  std::vector<std::unique_ptr<ir::Graph>> optimized;
   for (int64_t p : kBatchProbes) {
     std::vector<Tensor> in;
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -131,20 +135,35 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::ve
         in.push_back(inputs[i]);
         continue;
       }
+      batch = inputs[i].size(0);
       Shape shape = inputs[i].shape();
       shape[0] = p;
-      in.push_back(zeros(shape, inputs[i].dtype()));
+      // (the trace reads shapes only: a broadcast zero stands for the probe's input)
+      in.push_back(zeros({}, inputs[i].dtype()).expand(shape));
     }
     Compiled probe;
     std::unique_ptr<ir::Graph> graph = trace_graph(probe, in);
     if (probe.random) return "the function draws random numbers (how many depends on the batch size)";
     if (!d.module_graph) d.module_graph = probe.module_graph;
-    runtime::PipelineOptions pipeline = pipeline_options();
-    pipeline.backend = runtime::KernelBackend::Interpreter;
-    pipeline.lower = d.kernels.record(p);
-    probes.push_back(runtime::compile_graph(std::move(graph), pipeline));
+    runtime::optimize_graph(*graph, pipeline_options());
+    optimized.push_back(std::move(graph));
   }
   std::string why;
+  std::optional<runtime::BatchGraph> fit =
+      runtime::BatchGraph::fit(*optimized[0], kBatchProbes[0], *optimized[1], kBatchProbes[1], &why);
+  if (!fit) return why;
+  why = fit->compare(*optimized[2], kBatchProbes[2]);
+  if (!why.empty()) return why;
+  const std::unique_ptr<ir::Graph> cost_shapes = fit->at(batch);
+  std::vector<runtime::CompiledGraph> probes;
+  for (size_t i = 0; i < optimized.size(); ++i) {
+    runtime::PipelineOptions pipeline = pipeline_options();
+    pipeline.optimize = false;
+    pipeline.fusion_cost_shapes = cost_shapes.get();
+    pipeline.backend = runtime::KernelBackend::Interpreter;
+    pipeline.lower = d.kernels.record(kBatchProbes[i]);
+    probes.push_back(runtime::compile_graph(std::move(optimized[i]), pipeline));
+  }
   d.graph = runtime::BatchGraph::fit(*probes[0].graph, kBatchProbes[0], *probes[1].graph, kBatchProbes[1], &why);
   if (!d.graph) return why;
   why = d.graph->compare(*probes[2].graph, kBatchProbes[2]);
