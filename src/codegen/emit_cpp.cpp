@@ -74,10 +74,16 @@ class Emitter {
     if (k_.batch) {  // a dynamic-batch kernel: the batch size follows the buffers
       out_ << "  [[maybe_unused]] const int64_t B = *static_cast<const int64_t*>(args[" << k_.args.size() << "]);\n";
     }
+    size_t next_term = 0;  // BatchTerms::constants, by expression index
     for (size_t e = 0; e < k_.exprs.size(); ++e) {
       if (k_.exprs[e].kind != ExprKind::Constant) continue;
+      const BatchConstant* term = nullptr;
+      if (k_.batch && next_term < k_.batch->constants.size() && k_.batch->constants[next_term].expr == int(e)) {
+        term = &k_.batch->constants[next_term++];
+      }
       out_ << "  [[maybe_unused]] const " << dtype_cpp_type(k_.exprs[e].dtype) << " e" << e << " = "
-           << constant_text(k_.exprs[e]) << ";\n";
+           << (term ? batch_constant_text(k_.exprs[e], term->value, k_.batch->at) : constant_text(k_.exprs[e]))
+           << ";\n";
     }
   }
 

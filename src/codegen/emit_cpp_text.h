@@ -44,6 +44,9 @@ std::string cat(const std::string& a, int64_t b);  // a + decimal b
 std::string add_scaled(const std::string& base, const std::string& index, const Num& stride);
 // A Constant expression as a C++ literal of its dtype (floating values exact, from their bits).
 std::string constant_text(const Expr& e);
+// A dynamic-batch kernel's Constant that follows the batch size (BatchTerms::constants): the C++
+// expression that computes it from B as the trace does (codegen/batch_float.h), in e's dtype.
+std::string batch_constant_text(const Expr& e, const BatchFloat& value, int64_t at);
 const char* reduce_name(ReduceOp op);
 // A reduction's identity (its accumulator's start) as a C++ expression.
 std::string reduce_start(ReduceOp op, DType dtype);

@@ -164,6 +164,9 @@ std::string skeleton(LoopKernel k) {
     for (auto& v : a.outer_strides) v = 0;
     for (auto& v : a.inner_strides) v = 0;
   }
+  for (Expr& e : k.exprs) {
+    if (e.kind == ExprKind::Constant && dtype_is_floating(e.dtype)) e.fvalue = 0;
+  }
   k.batch.reset();
   return k.name + "\n" + print_kernel(k);
 }
@@ -305,15 +308,25 @@ std::string print_kernel(const LoopKernel& k) {
     print_strides(out, a.inner_strides, b ? &b->inner_strides[i] : nullptr, at);
     out << "\n";
   }
+  size_t next_term = 0;  // BatchTerms::constants, by expression index
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr& e = k.exprs[i];
     out << "e" << i << " s" << e.stage << " " << dtype_name(e.dtype) << " = ";
+    const BatchConstant* term = nullptr;
+    if (b && next_term < b->constants.size() && b->constants[next_term].expr == int(i)) term = &b->constants[next_term++];
     switch (e.kind) {
       case ExprKind::Load: out << "load " << e.access; break;
       case ExprKind::Constant:
         out << "const ";
-        if (dtype_is_floating(e.dtype)) hex_double(out, e.fvalue);
-        else out << e.ivalue;
+        if (term) {  // the same text at every batch size
+          out << batch_float_form_name(term->value.form) << "(";
+          print_num(out, term->value.n, &term->value.slope, at);
+          out << ")";
+        } else if (dtype_is_floating(e.dtype)) {
+          hex_double(out, e.fvalue);
+        } else {
+          out << e.ivalue;
+        }
         break;
       case ExprKind::Call: {
         const kernels::ScalarFnInfo& info = kernels::scalar_fn_info(e.call.fn);
@@ -357,6 +370,11 @@ LoopKernel kernel_at_batch(const LoopKernel& kernel, int64_t b) {
     shift(k.accesses[i].outer_strides, t.outer_strides[i]);
     shift(k.accesses[i].inner_strides, t.inner_strides[i]);
   }
+  for (BatchConstant& c : t.constants) {
+    c.value.n += c.value.slope * step;
+    Expr& e = k.exprs[size_t(c.expr)];
+    e.fvalue = batch_float_value(c.value.form, c.value.n, e.dtype);
+  }
   t.at = b;
   return k;
 }
@@ -394,6 +412,21 @@ std::optional<LoopKernel> kernel_fit_batch(const LoopKernel& k1, int64_t b1, con
   if (!affine) {
     *why = "kernel '" + k1.name + "': an extent or stride is not an integer multiple of the batch size";
     return std::nullopt;
+  }
+  for (size_t i = 0; i < k1.exprs.size(); ++i) {
+    const Expr &e1 = k1.exprs[i], &e2 = k2.exprs[i];
+    if (e1.kind != ExprKind::Constant || !dtype_is_floating(e1.dtype) || batch_float_same_bits(e1.fvalue, e2.fvalue)) {
+      continue;
+    }
+    std::optional<BatchFloat> f = batch_float_fit(e1.fvalue, b1, e2.fvalue, b2, e1.dtype);
+    if (!f) {
+      char values[96];
+      std::snprintf(values, sizeof values, "%.9g at batch %" PRId64 ", %.9g at batch %" PRId64, e1.fvalue, b1,
+                    e2.fvalue, b2);
+      *why = "kernel '" + k1.name + "': a constant (" + values + ") is neither n nor 1 / n for an n affine in the batch size";
+      return std::nullopt;
+    }
+    t.constants.push_back({int(i), *f});
   }
   k.batch = std::move(t);
   return k;

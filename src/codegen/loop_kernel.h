@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/batch_float.h"
 #include "kernels/scalar_table.h"
 #include "smelt/dtype.h"
 
@@ -105,12 +106,20 @@ struct Arg {
 // field's coefficient of B (0 for what the batch does not change). One such kernel serves every
 // batch size: its generated C++ reads B from one more argument after the buffers (args[args.size()]
 // points to a const int64_t), and the interpreter runs kernel_at_batch(kernel, B).
+// A floating Constant may depend on B too, as a number the trace computes from an integer affine
+// in B (codegen/batch_float.h: a mean's count, 1 / count): its `fvalue` holds the value at `at`.
+struct BatchConstant {
+  int expr = -1;  // a floating Constant expression
+  BatchFloat value;
+};
+
 struct BatchTerms {
   int64_t at = 0;
   std::vector<int64_t> outer, inner;  // per outer / inner dim
   std::vector<int64_t> numel;         // per argument
   std::vector<int64_t> offset;        // per access
   std::vector<std::vector<int64_t>> outer_strides, inner_strides;  // per access, per dim
+  std::vector<BatchConstant> constants;  // the Constants that change with B, by expression index
 };
 
 struct LoopKernel {

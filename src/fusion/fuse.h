@@ -87,6 +87,12 @@ struct FusionOptions {
   int max_depth = 5;
   // Recomputed (duplicated) ops per group at most.
   int max_recompute_ops = 4;
+  // Set: a graph of the same structure as the one fused, node for node (the same graph at another
+  // batch size, runtime/batch_graph.h), whose value sizes the cost model reads instead. A dynamic
+  // batch fuses each probe batch size with the sizes at one large batch, so that every batch size
+  // gets the same groups (the cost model compares bytes that are affine in the batch size: with
+  // constant terms, a comparison can flip between two small batch sizes).
+  const ir::Graph* cost_shapes = nullptr;
 };
 
 // The options with SMELT_FUSE_MAX_OPS, SMELT_FUSE_MAX_DEPTH, SMELT_FUSE_MAX_RECOMPUTE applied

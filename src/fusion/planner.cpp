@@ -29,6 +29,7 @@ class Planner {
       pos_[n.get()] = int(p_.nodes.size());
       p_.nodes.push_back(n.get());
     }
+    if (options.cost_shapes) map_cost_shapes(graph, *options.cost_shapes);
     const size_t n = p_.nodes.size();
     p_.roles.resize(n);
     p_.role_reasons.resize(n);
@@ -274,16 +275,16 @@ class Planner {
     std::unordered_set<const ir::Value*> seen;
     for (const ir::Value* w : n->inputs) {
       if (!seen.insert(w).second) continue;
-      int64_t bytes = value_bytes(w);
+      int64_t w_bytes = bytes(w);
       // a view reads its source (an expanded bias is read at its own size)
       for (const ir::Value* s = w; s->producer && is_view(*s->producer);) {
         s = s->producer->inputs[0];
-        bytes = std::min(bytes, value_bytes(s));
+        w_bytes = std::min(w_bytes, bytes(s));
       }
-      if (w->kind == ir::ValueKind::Constant && w->constant.numel() <= 1) bytes = 0;  // an immediate
-      in += bytes;
+      if (w->kind == ir::ValueKind::Constant && w->constant.numel() <= 1) w_bytes = 0;  // an immediate
+      in += w_bytes;
     }
-    const int64_t k = int64_t(readers.size()), bv = value_bytes(v);
+    const int64_t k = int64_t(readers.size()), bv = bytes(v);
     const bool pays = must ? in <= bv : k * in <= (k + 1) * bv;
     if (!pays) {
       *why = "cost model: " + ir::value_ref(v) + " is read outside the group; materialized once (" +
@@ -454,7 +455,37 @@ class Planner {
     return false;
   }
 
+  // FusionOptions::cost_shapes: each value of `graph` to its counterpart's bytes there.
+  void map_cost_shapes(const ir::Graph& graph, const ir::Graph& cost) {
+    SMELT_CHECK(graph.inputs().size() == cost.inputs().size() && graph.constants().size() == cost.constants().size() &&
+                graph.num_nodes() == cost.num_nodes())
+        << "fuse: the cost-model graph (" << cost.num_nodes() << " nodes) is not the fused graph's structure ("
+        << graph.num_nodes() << " nodes); valid: the same graph at another batch size";
+    auto pair = [&](const ir::Value* v, const ir::Value* c) {
+      SMELT_CHECK(v->meta.dtype == c->meta.dtype && v->meta.shape.size() == c->meta.shape.size())
+          << "fuse: value " << ir::value_ref(v) << " differs from its cost-model counterpart " << ir::value_ref(c)
+          << " beyond its dims";
+      cost_bytes_[v] = value_bytes(c);
+    };
+    for (size_t i = 0; i < graph.inputs().size(); ++i) pair(graph.inputs()[i], cost.inputs()[i]);
+    for (size_t i = 0; i < graph.constants().size(); ++i) pair(graph.constants()[i], cost.constants()[i]);
+    for (auto n = graph.nodes().begin(), c = cost.nodes().begin(); n != graph.nodes().end(); ++n, ++c) {
+      SMELT_CHECK((*n)->op == (*c)->op && (*n)->outputs.size() == (*c)->outputs.size())
+          << "fuse: node " << ref(n->get()) << " differs from its cost-model counterpart " << ref(c->get());
+      for (size_t o = 0; o < (*n)->outputs.size(); ++o) pair((*n)->outputs[o], (*c)->outputs[o]);
+    }
+  }
+
+  // The bytes the cost model reads for v: its own, or its counterpart's in cost_shapes.
+  int64_t bytes(const ir::Value* v) const {
+    if (cost_bytes_.empty()) return value_bytes(v);
+    auto it = cost_bytes_.find(v);
+    SMELT_INTERNAL_CHECK(it != cost_bytes_.end()) << "fuse: value " << ir::value_ref(v) << " has no cost-model size";
+    return it->second;
+  }
+
   const FusionOptions& opt_;
+  std::unordered_map<const ir::Value*, int64_t> cost_bytes_;
   Plan p_;
   std::unordered_map<const ir::Node*, int> pos_;
   std::vector<std::vector<int>> recomputed_in_;

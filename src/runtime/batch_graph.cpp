@@ -1,10 +1,12 @@
 #include "runtime/batch_graph.h"
 
+#include <cstdio>
 #include <cstring>
 #include <map>
 
 #include "ir/verifier.h"
 #include "ops/attrs.h"
+#include "smelt/creation.h"
 
 namespace smelt::runtime {
 namespace {
@@ -18,14 +20,24 @@ uint64_t bytes_hash(const Tensor& t) {
   return h;
 }
 
+// One floating number of a graph that may follow the batch size (codegen/batch_float.h): a
+// one-element floating constant's value, or a float attribute (a double: float64).
+struct Float {
+  double value = 0;
+  DType dtype = DType::Float64;
+};
+
 // Walks a graph (group bodies included) in a fixed order: its structure without integers goes to
-// `skeleton`, its integers (value shape dims, int attributes) to `ints`. With `set`, writes the
-// integers instead, from `set` in the same order (how at() makes the graph at another batch).
+// `skeleton`, its integers (value shape dims, int attributes) to `ints`, its one-element floating
+// constants and float attributes to `floats`. With `set` (and `set_floats`), writes them instead,
+// from those in the same order (how at() makes the graph at another batch).
 class Walk {
  public:
-  explicit Walk(const std::vector<int64_t>* set = nullptr) : set_(set) {}
+  explicit Walk(const std::vector<int64_t>* set = nullptr, const std::vector<Float>* set_floats = nullptr)
+      : set_(set), set_floats_(set_floats) {}
   std::string skeleton;
   std::vector<int64_t> ints;
+  std::vector<Float> floats;
 
   void graph(ir::Graph& g) {
     skeleton += "{";
@@ -36,8 +48,13 @@ class Walk {
     }
     for (ir::Value* v : g.constants()) {
       number(v);
-      skeleton += "const " + shape_str(v->meta.shape) + ops::dtype_short_name(v->meta.dtype) + "#" +
-                  std::to_string(bytes_hash(v->constant));
+      skeleton += "const " + shape_str(v->meta.shape) + ops::dtype_short_name(v->meta.dtype);
+      if (v->constant.numel() == 1 && dtype_is_floating(v->meta.dtype)) {
+        const double x = number_value(v->constant.to_vector()[0], v->meta.dtype);
+        if (set_floats_) v->constant = full(v->meta.shape, x, v->meta.dtype);
+      } else {
+        skeleton += "#" + std::to_string(bytes_hash(v->constant));
+      }
     }
     for (const auto& n : g.nodes()) {
       skeleton += std::string("\n") + n->name() + "(";
@@ -64,6 +81,12 @@ class Walk {
     return v;
   }
 
+  double number_value(double v, DType dtype) {
+    if (set_floats_) v = (*set_floats_)[floats.size()].value;
+    floats.push_back({v, dtype});
+    return v;
+  }
+
   void meta(ops::TensorMeta& m) {
     skeleton += std::string(ops::dtype_short_name(m.dtype)) + "[" + std::to_string(m.shape.size()) + "]";
     for (int64_t& d : m.shape) d = integer(d);
@@ -80,6 +103,9 @@ class Walk {
         std::vector<int64_t> list;
         for (int64_t x : *l) list.push_back(integer(x));
         out.set(name, list);
+      } else if (const auto* f = std::get_if<double>(&value)) {
+        skeleton += "float";
+        out.set(name, number_value(*f, DType::Float64));
       } else {
         skeleton += ops::attr_value_str(value);
         out.set(name, value);
@@ -89,8 +115,15 @@ class Walk {
   }
 
   const std::vector<int64_t>* set_;
+  const std::vector<Float>* set_floats_;
   std::map<const ir::Value*, int> numbers_;
 };
+
+std::string number_str(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
 
 Walk walk(const ir::Graph& g) {
   Walk w;
@@ -121,6 +154,18 @@ std::optional<BatchGraph> BatchGraph::fit(const ir::Graph& g1, int64_t b1, const
     }
     bg.slopes_.push_back(d / (b2 - b1));
   }
+  for (size_t i = 0; i < w1.floats.size(); ++i) {
+    const Float &f1 = w1.floats[i], &f2 = w2.floats[i];
+    if (codegen::batch_float_same_bits(f1.value, f2.value)) continue;
+    std::optional<codegen::BatchFloat> term = codegen::batch_float_fit(f1.value, b1, f2.value, b2, f1.dtype);
+    if (!term) {
+      *why = "a constant or float attribute (" + number_str(f1.value) + " at batch " + std::to_string(b1) + ", " +
+             number_str(f2.value) + " at batch " + std::to_string(b2) +
+             ") is neither n nor 1 / n for an n that is a multiple of the batch size plus a constant";
+      return std::nullopt;
+    }
+    bg.floats_.emplace_back(i, *term);
+  }
   return bg;
 }
 
@@ -135,8 +180,12 @@ std::unique_ptr<ir::Graph> BatchGraph::at(int64_t b) const {
                               << " (" << base.ints[i] << " at batch " << b1_ << "); valid: batch sizes where "
                               << "every dim is >= 0";
   }
+  std::vector<Float> floats = base.floats;
+  for (const auto& [i, term] : floats_) {
+    floats[i].value = codegen::batch_float_value(term.form, term.n + term.slope * (b - b1_), floats[i].dtype);
+  }
   std::unique_ptr<ir::Graph> g = base_->clone();
-  Walk set(&ints);
+  Walk set(&ints, &floats);
   set.graph(*g);
   ir::verify(*g);
   return g;
@@ -149,6 +198,12 @@ std::string BatchGraph::compare(const ir::Graph& g, int64_t b) const {
     if (want.ints[i] != got.ints[i]) {
       return "at batch " + std::to_string(b) + " an integer is " + std::to_string(got.ints[i]) +
              " where the fit says " + std::to_string(want.ints[i]) + " (not affine in the batch size)";
+    }
+  }
+  for (size_t i = 0; i < want.floats.size(); ++i) {
+    if (!codegen::batch_float_same_bits(want.floats[i].value, got.floats[i].value)) {
+      return "at batch " + std::to_string(b) + " a constant or float attribute is " + number_str(got.floats[i].value) +
+             " where the fit says " + number_str(want.floats[i].value);
     }
   }
   return "";

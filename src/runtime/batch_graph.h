@@ -6,7 +6,10 @@
 // and string attributes — except for integers (shape dims, int attributes), each of which must be
 // affine in the batch size with an integer slope. at(b) then makes the graph at batch b without
 // tracing again. A third probe checks the fit (compare): an integer that only looked affine at two
-// sizes (a batch squared, a reshape to a fixed batch of 64) shows there.
+// sizes (a batch squared, a reshape to a fixed batch of 64) shows there. One-element floating
+// constants and float attributes may differ too when the trace computes them from an integer
+// affine in the batch (codegen/batch_float.h: a mean's 1 / count in its gradient): at(b)
+// re-evaluates them as the trace would at b, bit for bit, and compare checks those bits.
 //
 // BatchKernels does the same for the kernels a plan lowers: it records the lowerings of a plan
 // built at each probe (in build order, with LowerOptions::batch_generic), fits dynamic-batch
@@ -21,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/batch_float.h"
 #include "codegen/lower.h"
 #include "ir/graph.h"
 #include "runtime/plan.h"
@@ -41,6 +45,7 @@ class BatchGraph {
   std::shared_ptr<const ir::Graph> base_;  // the graph at b1_
   int64_t b1_ = 0;
   std::vector<int64_t> slopes_;  // per integer, in walk order (batch_graph.cpp)
+  std::vector<std::pair<size_t, codegen::BatchFloat>> floats_;  // (float in walk order, its term at b1_)
 };
 
 class BatchKernels {

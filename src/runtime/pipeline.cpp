@@ -26,21 +26,27 @@ namespace {
 void plan_stage(CompiledGraph& c, const PipelineOptions& options, std::chrono::steady_clock::time_point start);
 }  // namespace
 
+void optimize_graph(ir::Graph& graph, const PipelineOptions& options) {
+  // Stage 1: the captured graph must be well formed before anything trusts it.
+  ir::verify(graph);
+  // (Printing a graph costs as much as its constants' text: only at the level that shows it.)
+  if (debug_level() >= 4) debug_log(4, "IR before the pipeline:\n" + ir::print(graph));
+  // Stage 2: the canonical passes to a fixed point.
+  passes::run_pipeline(graph, options.passes.empty() ? passes::kDefaultPipeline : options.passes);
+  if (debug_level() >= 4) debug_log(4, "IR after passes:\n" + ir::print(graph));
+}
+
 CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   CompiledGraph c;
   c.graph = std::move(graph);
   c.nodes_before = c.graph->num_nodes();
-  // Stage 1: the captured graph must be well formed before anything trusts it.
-  ir::verify(*c.graph);
-  // (Printing a graph costs as much as its constants' text: only at the level that shows it.)
-  if (debug_level() >= 4) debug_log(4, "IR before the pipeline:\n" + ir::print(*c.graph));
-  // Stage 2: the canonical passes to a fixed point.
-  passes::run_pipeline(*c.graph, options.passes.empty() ? passes::kDefaultPipeline : options.passes);
-  if (debug_level() >= 4) debug_log(4, "IR after passes:\n" + ir::print(*c.graph));
+  if (options.optimize) optimize_graph(*c.graph, options);
   // Stage 3: fusion into group nodes.
   if (options.fuse) {
-    fusion::FusionReport report = fusion::fuse(*c.graph);
+    fusion::FusionOptions fusion_options = fusion::fusion_options_from_env();
+    fusion_options.cost_shapes = options.fusion_cost_shapes;
+    fusion::FusionReport report = fusion::fuse(*c.graph, fusion_options);
     c.fusion_summary = report.summary();
     c.fusion_explain = report.explain();
     debug_log(2, "fusion:\n" + c.fusion_explain);

@@ -22,6 +22,8 @@ struct PipelineOptions {
   bool memory_plan = true;  // and SMELT_NO_MEMPLAN unset
   int compile_after_runs = 0;  // Tiered: see PlanOptions; 0: SMELT_COMPILE_AFTER (default 2)
   LowerFn lower;  // PlanOptions::lower (a dynamic batch's, runtime/batch_graph.h)
+  bool optimize = true;  // false: the graph comes optimized (optimize_graph), compile_graph fuses and plans
+  const ir::Graph* fusion_cost_shapes = nullptr;  // fusion::FusionOptions::cost_shapes (a dynamic batch's)
 };
 
 struct CompiledGraph {
@@ -34,6 +36,9 @@ struct CompiledGraph {
   double compile_ms = 0;
 };
 
+// Stages 1 and 2 alone: verifies `graph` and runs the passes on it (a dynamic batch fits the
+// optimized graphs of its probe batch sizes before it fuses them).
+void optimize_graph(ir::Graph& graph, const PipelineOptions& options);
 // Runs the pipeline on `graph` (consumed). SMELT_DEBUG=1 logs a line, 2 the fusion groups, 4 the
 // IR after each stage.
 CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOptions& options);

@@ -4,6 +4,9 @@
 //   smelt fuzz --compile [--backend interpreter|cpp|both] --seed S --cases N: each graph through
 //              the compile pipeline, its plan run and compared with the unoptimized graph on the
 //              interpreter, the memory plan and replay checked (fuzz/compile_fuzzer.h).
+//              [--second-batch N]: every N-th case (default 10; 0: none) whose inputs share a
+//              leading dim also runs at two other batch sizes through compile's dynamic batch
+//              (fuzz/second_batch.h).
 //   smelt fuzz --autograd --seed S --cases N: the eager autograd fuzzer (fuzz/autograd_fuzzer.h)
 //              instead; each failure prints its program.
 // Constants and inputs hold special values (NaN, ±inf, ±0, subnormals, extremes; int64 limits);
@@ -66,6 +69,7 @@ void register_fuzz(CLI::App& app) {
     bool compile = false;
     std::string backend = "both";
     int batch = 32;
+    int second_batch = 10;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("fuzz", "Random graphs: optimized vs interpreter vs eager");
@@ -89,6 +93,11 @@ void register_fuzz(CLI::App& app) {
   cmd->add_option("--batch", opt->batch, "with --compile: cases prepared at once (cpp kernels compile together)")
       ->check(integer_in(1, 4096))
       ->capture_default_str();
+  cmd->add_option("--second-batch", opt->second_batch,
+                  "with --compile: every n-th case (1: each) whose inputs share a leading dim runs again at two "
+                  "other batch sizes through compile's dynamic batch, compared with the interpreter; 0: none")
+      ->check(integer_in(0, 1 << 30))
+      ->capture_default_str();
   cmd->callback([opt] {
     if (!opt->out.empty()) prepare_output_dir(opt->out, "fuzz: --out");  // before any case runs
     if (opt->compile) {
@@ -102,6 +111,7 @@ void register_fuzz(CLI::App& app) {
       args.backend = opt->backend;
       args.out = opt->out;
       args.batch = opt->batch;
+      args.second_batch = opt->second_batch;
       run_compile_fuzz(args);
       return;
     }

@@ -10,6 +10,7 @@
 #include "codegen/kernel_cache.h"
 #include "fuzz/compile_fuzzer.h"
 #include "fuzz/fuzzer.h"
+#include "fuzz/second_batch.h"
 
 namespace smelt::tools {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 struct Totals {
   int64_t cases = 0, failed = 0, exact = 0, tolerant = 0, rounded = 0, layout = 0, ill_conditioned = 0,
           runtime_errors = 0, kernels = 0, op_steps = 0, interpreted = 0;
+  int64_t second = 0, second_dynamic = 0, second_failed = 0;  // --second-batch: replayed, dynamic, failed
   double compile_ms = 0, wait_ms = 0, run_ms = 0;
 
   void add(const fuzz::CompileCaseResult& r) {
@@ -81,9 +83,31 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
         fuzz::CompileCaseResult r = fuzz::check_prepared(*prepared[b][size_t(i)], seed);
         prepared[b][size_t(i)].reset();
         totals[b].add(r);
+        const fuzz::CompileCheckOptions options{passes, backends[b], nullptr};
+        if (r.passed && args.second_batch > 0 && (first + i) % args.second_batch == 0) {
+          const fuzz::SecondBatchResult s = fuzz::check_second_batch(*graphs[size_t(i)], options, seed);
+          totals[b].second += s.applicable;
+          totals[b].second_dynamic += s.dynamic;
+          totals[b].second_failed += !s.passed;
+          if (!s.passed) {
+            case_failed = true;
+            auto small = fuzz::minimize(*graphs[size_t(i)], [&](const ir::Graph& g) {
+              return !fuzz::check_second_batch(g, options, seed).passed;
+            });
+            std::printf("FAIL seed %llu [%s, second batch]: %s (minimized to %zu nodes)\n",
+                        static_cast<unsigned long long>(seed), fuzz::compile_backend_name(backends[b]),
+                        s.message.c_str(), small->num_nodes());
+            if (!args.out.empty()) {
+              const std::string path = args.out + "/second_batch_" + fuzz::compile_backend_name(backends[b]) +
+                                       "_seed_" + std::to_string(seed) + ".ir";
+              write_text_file(path, "# SECOND-BATCH\n" + fuzz::compiled_regression_text(*small, options, seed, s.message));
+              std::printf("  written to %s\n", path.c_str());
+            }
+            std::fflush(stdout);
+          }
+        }
         if (r.passed) continue;
         case_failed = true;
-        const fuzz::CompileCheckOptions options{passes, backends[b], nullptr};
         auto small = fuzz::minimize(*graphs[size_t(i)], [&](const ir::Graph& g) {
           return !fuzz::check_compiled(g, options, seed).passed;
         });
@@ -112,6 +136,12 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
                 static_cast<long long>(t.ill_conditioned), static_cast<long long>(t.runtime_errors),
                 static_cast<long long>(t.kernels), static_cast<long long>(t.op_steps),
                 static_cast<long long>(t.interpreted), t.compile_ms / 1e3, t.wait_ms / 1e3, t.run_ms / 1e3);
+    if (args.second_batch > 0) {
+      std::printf("%s second batch: %lld cases replayed at two more batch sizes, %lld of them on the dynamic "
+                  "batch (the rest specialized), %lld failed\n",
+                  fuzz::compile_backend_name(backends[b]), static_cast<long long>(t.second),
+                  static_cast<long long>(t.second_dynamic), static_cast<long long>(t.second_failed));
+    }
     if (backends[b] == fuzz::CompileBackend::Cpp) {
       const codegen::KernelCacheStats s = codegen::KernelCache::global().stats();
       std::printf("kernel cache: %lld compiled (%.1f s in the compiler, %lld failures), %lld disk hits, %lld "

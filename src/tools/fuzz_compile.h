@@ -16,6 +16,7 @@ struct CompileFuzzArgs {
   std::string backend = "both";   // interpreter, cpp or both
   std::string out;                // directory for minimized failing cases
   int batch = 32;                 // cases prepared at once (their cpp kernels compile together)
+  int second_batch = 10;          // every n-th case also at two more batch sizes (fuzz/second_batch.h); 0: none
 };
 
 // Prints one line per failure, counts and timings per backend, then "N passed, M failed".

@@ -3,6 +3,7 @@
 // against eager execution, on the interpreter and on generated C++; no compiler run for a new batch
 // size (KernelCacheStats::compiler_runs); functions whose graph depends on the batch fall back to
 // specialized kernels and say why.
+#include <cmath>
 #include <cstdlib>
 
 #include "codegen/kernel_cache.h"
@@ -128,9 +129,14 @@ TEST_F(DynamicBatch, TurnedOffEveryBatchSizeCompiles) {
 }
 
 TEST_F(DynamicBatch, AGraphThatDependsOnTheBatchIsSpecializedAndSaysWhy) {
-  // The batch size enters as a number (a float attribute), and as a reshape that needs it even.
+  // The batch size enters as numbers that are neither n nor 1 / n for an n affine in it (B squared
+  // fits two probe sizes and fails the third), and as a reshape that needs it even.
   const std::vector<Fn> fns = {
-      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * double(in[0].shape()[0])}; },
+      [](const std::vector<Tensor>& in) {
+        const double b = double(in[0].shape()[0]);
+        return std::vector<Tensor>{in[0] * (b * b)};
+      },
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * std::sqrt(double(in[0].shape()[0]))}; },
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0].reshape({2, -1, 8}), {0})}; },
   };
   for (size_t k = 0; k < fns.size(); ++k) {

@@ -1,0 +1,144 @@
+#include "fuzz/second_batch.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fuzz/compare.h"
+#include "ops/dispatch.h"
+#include "passes/dce.h"
+#include "smelt/compile.h"
+#include "smelt/creation.h"
+#include "trace/interpreter.h"
+#include "trace/trace.h"
+
+namespace smelt::fuzz {
+namespace {
+
+bool is_reordering(ops::OpId op) {
+  using ops::OpId;
+  return op == OpId::sum || op == OpId::mean || op == OpId::softmax || op == OpId::log_softmax ||
+         op == OpId::layer_norm;
+}
+
+// Per output: may a reduction that a lowering folds in its own order reach it? (The compiled
+// graph is not at hand here, so every such op counts, lowered or not.)
+std::vector<bool> outputs_reached_by_reductions(const ir::Graph& g) {
+  std::unordered_set<const ir::Value*> reached;
+  for (const auto& n : g.nodes()) {
+    bool hit = is_reordering(n->op);
+    for (const ir::Value* in : n->inputs) hit |= reached.count(in) > 0;
+    if (hit) reached.insert(n->outputs.begin(), n->outputs.end());
+  }
+  std::vector<bool> out;
+  for (const ir::Value* v : g.outputs()) out.push_back(reached.count(v) > 0);
+  return out;
+}
+
+// The graph as a function of its inputs at any leading dim: every node called through the
+// dispatcher (its shape rule sees the shapes of this call), constants as they are.
+std::vector<Tensor> call_graph(const ir::Graph& g, const std::vector<Tensor>& inputs) {
+  std::unordered_map<const ir::Value*, Tensor> env;
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs()[i]] = inputs[i];
+  for (const ir::Value* c : g.constants()) env[c] = c->constant;
+  for (const auto& n : g.nodes()) {
+    std::vector<Tensor> args;
+    for (const ir::Value* v : n->inputs) args.push_back(env.at(v));
+    std::vector<Tensor> outs = ops::call(n->op, args, n->attrs);
+    for (size_t k = 0; k < outs.size(); ++k) env[n->outputs[k]] = outs[k];
+  }
+  std::vector<Tensor> results;
+  for (const ir::Value* v : g.outputs()) results.push_back(env.at(v));
+  return results;
+}
+
+}  // namespace
+
+SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckOptions& options, uint64_t seed) {
+  SecondBatchResult r;
+  // The batch: the leading dim of the first input of rank >= 1; every input with that leading dim
+  // follows it.
+  int64_t b0 = 0;
+  for (const ir::Value* v : graph.inputs()) {
+    if (!v->meta.shape.empty()) {
+      b0 = v->meta.shape[0];
+      break;
+    }
+  }
+  if (b0 < 1) return r;
+  std::vector<bool> batch_inputs;
+  for (const ir::Value* v : graph.inputs()) batch_inputs.push_back(!v->meta.shape.empty() && v->meta.shape[0] == b0);
+  const CompiledFunction::Fn fn = [&graph](const std::vector<Tensor>& in) { return call_graph(graph, in); };
+  // The unoptimized graph at batch b (null when the graph does not trace there: a reshape to a
+  // fixed size).
+  auto traced_at = [&](int64_t b) -> std::unique_ptr<ir::Graph> {
+    std::vector<Tensor> in;
+    for (size_t i = 0; i < graph.inputs().size(); ++i) {
+      Shape shape = graph.inputs()[i]->meta.shape;
+      if (batch_inputs[i]) shape[0] = b;
+      in.push_back(zeros({}, graph.inputs()[i]->meta.dtype).expand(shape));
+    }
+    try {
+      return trace::trace([&](const std::vector<Tensor>& x, const std::vector<Tensor>&) { return fn(x); }, in);
+    } catch (const Error&) {
+      return nullptr;
+    }
+  };
+  const int64_t sizes[2] = {b0 + 2 + int64_t(seed % 5), b0 > 1 ? 1 : b0 + 9};
+  std::unique_ptr<ir::Graph> at[2] = {traced_at(sizes[0]), traced_at(sizes[1])};
+  if (!at[0] || !at[1] || at[0]->inputs().size() != graph.inputs().size()) return r;  // (random: fn draws)
+  r.applicable = true;
+
+  CompileOptions compile_options;
+  compile_options.passes = options.passes;
+  compile_options.backend = compile_backend_name(options.backend);
+  CompiledFunction f = compile(fn, compile_options);
+  auto run = [&](const std::vector<Tensor>& in, std::vector<Tensor>* out) -> std::string {
+    try {
+      *out = f(in);
+      return "";
+    } catch (const Error& e) {
+      if (e.internal()) throw;
+      return e.what();
+    }
+  };
+  std::vector<Tensor> ignored;
+  run(random_inputs(graph, seed), &ignored);  // the first batch size: specialized
+  for (int k = 0; k < 2; ++k) {
+    // (dead nodes dropped, as the main check's reference when the plan ran: a dead index_select
+    // whose constant index the other batch size puts out of range is gone from the plan too)
+    passes::dce(*at[k]);
+    const ir::Graph& g = *at[k];
+    const std::string what = "batch " + std::to_string(b0) + " -> " + std::to_string(sizes[k]);
+    auto judge = [&](const std::vector<Tensor>& in) -> std::string {
+      std::vector<Tensor> got, want;
+      std::string got_error = run(in, &got), want_error;
+      try { want = trace::interpret(g, in); } catch (const Error& e) { want_error = e.what(); }
+      if (!got_error.empty() || !want_error.empty()) {
+        if (!got_error.empty() && !want_error.empty()) return "";  // failed alike (an index out of range)
+        return what + ": error in some runs only: interpreter: " + (want_error.empty() ? "ok" : want_error) +
+               "; compiled: " + (got_error.empty() ? "ok" : got_error);
+      }
+      std::vector<bool> tolerant = outputs_with_tolerance(g, options.passes);
+      const std::vector<bool> reduced = outputs_reached_by_reductions(g);
+      for (size_t i = 0; i < tolerant.size(); ++i) tolerant[i] = tolerant[i] || reduced[i];
+      std::string d = compare(got, want, what.c_str(), tolerant);
+      if (d.empty()) return d;
+      // layout: the plan's op steps read contiguous operands (compile_fuzzer.cpp)
+      if (compare(got, trace::interpret(*with_contiguous_operands(g), in), "", tolerant).empty()) return "";
+      return d;
+    };
+    std::string d = judge(random_inputs(g, seed + uint64_t(k)));
+    if (k == 0) {
+      r.dynamic = f.report().dynamic_batch;
+      if (!r.dynamic && !f.recompile_reasons().empty()) r.fallback = f.recompile_reasons().back();
+    }
+    if (!d.empty() && !judge(random_inputs(g, seed + uint64_t(k), 0.0)).empty()) {
+      r.passed = false;
+      r.message = d;
+      return r;
+    }
+  }
+  return r;
+}
+
+}  // namespace smelt::fuzz
