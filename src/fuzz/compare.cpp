@@ -260,4 +260,25 @@ bool still_holds(const ir::Graph& g, const ir::Node& node) {
 }
 
 
+std::vector<Tensor> call_graph(const ir::Graph& g, const std::vector<Tensor>& inputs) {
+  std::unordered_map<const ir::Value*, Tensor> env;
+  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs()[i]] = inputs[i];
+  for (const ir::Value* c : g.constants()) env[c] = c->constant;
+  for (const auto& n : g.nodes()) {
+    std::vector<Tensor> args;
+    for (const ir::Value* v : n->inputs) args.push_back(env.at(v));
+    std::vector<Tensor> outs = ops::call(n->op, args, n->attrs);
+    for (size_t k = 0; k < outs.size(); ++k) env[n->outputs[k]] = outs[k];
+  }
+  std::vector<Tensor> results;
+  for (const ir::Value* v : g.outputs()) results.push_back(env.at(v));
+  return results;
+}
+
+bool is_reordering(ops::OpId op) {
+  using ops::OpId;
+  return op == OpId::sum || op == OpId::mean || op == OpId::softmax || op == OpId::log_softmax ||
+         op == OpId::layer_norm;
+}
+
 }  // namespace smelt::fuzz

@@ -41,6 +41,15 @@ std::string compare(const std::vector<Tensor>& got, const std::vector<Tensor>& w
 // range): the first node of `g` whose kernel throws on `inputs` (null when none does), and whether
 // an optimized graph still holds it (a node of its op computing a value of the same id: passes
 // keep the ids of the values they leave in place; fusion never moves an op that checks values).
+// The graph as a function of its inputs: every node called through the public dispatcher (eager
+// kernels; shape rules see the shapes of this call, so it runs at any batch size), constants as
+// they are. The callers choose the grad mode (and a trace around it captures the calls).
+std::vector<Tensor> call_graph(const ir::Graph& g, const std::vector<Tensor>& inputs);
+
+// Ops whose kernels fold a row in an order a lowering may change: sum, mean, softmax,
+// log_softmax, layer_norm (the tolerant outputs of the compile fuzzers).
+bool is_reordering(ops::OpId op);
+
 const ir::Node* failing_node(const ir::Graph& g, const std::vector<Tensor>& inputs);
 bool still_holds(const ir::Graph& g, const ir::Node& node);
 

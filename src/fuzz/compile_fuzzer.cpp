@@ -53,12 +53,6 @@ namespace {
 //     bit on the special values.
 // ---------------------------------------------------------------------------------------------
 
-bool is_reordering(ops::OpId op) {
-  using ops::OpId;
-  return op == OpId::sum || op == OpId::mean || op == OpId::softmax || op == OpId::log_softmax ||
-         op == OpId::layer_norm;
-}
-
 // For each output of the compiled graph `g`: may a lowered reduction (a group holding one) reach it?
 std::vector<bool> outputs_reached_by_lowered_reductions(const ir::Graph& g) {
   std::unordered_set<const ir::Value*> reached;

@@ -27,18 +27,7 @@ namespace {
 // Runs the graph op by op through the public dispatcher (eager mode).
 std::vector<Tensor> run_eager(const ir::Graph& g, const std::vector<Tensor>& inputs) {
   NoGradGuard no_grad;
-  std::unordered_map<const ir::Value*, Tensor> env;
-  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs()[i]] = inputs[i];
-  for (const ir::Value* c : g.constants()) env[c] = c->constant;
-  for (const auto& n : g.nodes()) {
-    std::vector<Tensor> args;
-    for (const ir::Value* v : n->inputs) args.push_back(env.at(v));
-    std::vector<Tensor> outs = ops::call(n->op, args, n->attrs);
-    for (size_t k = 0; k < outs.size(); ++k) env[n->outputs[k]] = outs[k];
-  }
-  std::vector<Tensor> results;
-  for (const ir::Value* v : g.outputs()) results.push_back(env.at(v));
-  return results;
+  return call_graph(g, inputs);
 }
 
 }  // namespace

@@ -14,12 +14,6 @@
 namespace smelt::fuzz {
 namespace {
 
-bool is_reordering(ops::OpId op) {
-  using ops::OpId;
-  return op == OpId::sum || op == OpId::mean || op == OpId::softmax || op == OpId::log_softmax ||
-         op == OpId::layer_norm;
-}
-
 // Per output: may a reduction that a lowering folds in its own order reach it? (The compiled
 // graph is not at hand here, so every such op counts, lowered or not.)
 std::vector<bool> outputs_reached_by_reductions(const ir::Graph& g) {
@@ -32,23 +26,6 @@ std::vector<bool> outputs_reached_by_reductions(const ir::Graph& g) {
   std::vector<bool> out;
   for (const ir::Value* v : g.outputs()) out.push_back(reached.count(v) > 0);
   return out;
-}
-
-// The graph as a function of its inputs at any leading dim: every node called through the
-// dispatcher (its shape rule sees the shapes of this call), constants as they are.
-std::vector<Tensor> call_graph(const ir::Graph& g, const std::vector<Tensor>& inputs) {
-  std::unordered_map<const ir::Value*, Tensor> env;
-  for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs()[i]] = inputs[i];
-  for (const ir::Value* c : g.constants()) env[c] = c->constant;
-  for (const auto& n : g.nodes()) {
-    std::vector<Tensor> args;
-    for (const ir::Value* v : n->inputs) args.push_back(env.at(v));
-    std::vector<Tensor> outs = ops::call(n->op, args, n->attrs);
-    for (size_t k = 0; k < outs.size(); ++k) env[n->outputs[k]] = outs[k];
-  }
-  std::vector<Tensor> results;
-  for (const ir::Value* v : g.outputs()) results.push_back(env.at(v));
-  return results;
 }
 
 }  // namespace
