@@ -283,6 +283,43 @@ inline float softplus(float x, float beta, float threshold) {
 
 }  // namespace f32
 
+// The C library's functions, called by their C names: for float, ::sinf rather than std::sin's
+// float overload, which libstdc++ writes as __builtin_sinf. Generated kernels are compiled with
+// -fno-builtin-<name> (codegen/compiler.cpp) so that a value the compiler proves constant is not
+// folded at compile time with correct rounding where the eager kernels call the library at run
+// time; an explicit __builtin_ call would still be folded. Other types go to std:: as before.
+namespace libm {
+#define SMELT_LIBM_UNARY(name)                                      \
+  template <class T> inline T name(T x) {                           \
+    if constexpr (std::is_same_v<T, float>) return ::name##f(x);    \
+    else if constexpr (std::is_same_v<T, double>) return ::name(x); \
+    else return std::name(x);                                       \
+  }
+SMELT_LIBM_UNARY(exp)
+SMELT_LIBM_UNARY(log)
+SMELT_LIBM_UNARY(log1p)
+SMELT_LIBM_UNARY(erf)
+SMELT_LIBM_UNARY(erfc)
+SMELT_LIBM_UNARY(tanh)
+SMELT_LIBM_UNARY(sin)
+SMELT_LIBM_UNARY(cos)
+SMELT_LIBM_UNARY(tan)
+SMELT_LIBM_UNARY(asin)
+SMELT_LIBM_UNARY(acos)
+SMELT_LIBM_UNARY(atan)
+SMELT_LIBM_UNARY(sinh)
+SMELT_LIBM_UNARY(cosh)
+SMELT_LIBM_UNARY(asinh)
+SMELT_LIBM_UNARY(acosh)
+SMELT_LIBM_UNARY(atanh)
+#undef SMELT_LIBM_UNARY
+template <class T> inline T pow(T a, T b) {
+  if constexpr (std::is_same_v<T, float>) return ::powf(a, b);
+  else if constexpr (std::is_same_v<T, double>) return ::pow(a, b);
+  else return std::pow(a, b);
+}
+}  // namespace libm
+
 namespace detail {
 // Signed integer arithmetic through the unsigned type: wraps (C++ defines unsigned overflow and, since C++20, the
 // conversion back), where signed overflow would be undefined.
@@ -296,9 +333,9 @@ template <class T> inline T neg(T x) {
   if constexpr (detail::kWrapsInUnsigned<T>) return T(detail::Unsigned<T>(0) - detail::Unsigned<T>(x));
   else return -x;
 }
-template <class T> inline T exp(T x) { return std::exp(x); }
+template <class T> inline T exp(T x) { return libm::exp(x); }
 template <> inline float exp<float>(float x) { return f32::exp(x); }
-template <class T> inline T log(T x) { return std::log(x); }
+template <class T> inline T log(T x) { return libm::log(x); }
 template <> inline float log<float>(float x) { return f32::log(x); }
 template <class T> inline T sqrt(T x) { return std::sqrt(x); }
 template <class T> inline T rsqrt(T x) { return T(1) / std::sqrt(x); }
@@ -309,30 +346,30 @@ template <class T> inline T abs(T x) {
 }
 // sign(NaN) is NaN (as PyTorch); x != x is false for integers, so they are unaffected.
 template <class T> inline T sign(T x) { return x != x ? x : T((T(0) < x) - (x < T(0))); }
-template <class T> inline T erf(T x) { return std::erf(x); }
+template <class T> inline T erf(T x) { return libm::erf(x); }
 template <> inline float erf<float>(float x) { return f32::erf(x); }
 // NaN passes through (as PyTorch): written as `x < 0 ? 0 : x`, not `x > 0 ? x : 0`.
 template <class T> inline T relu(T x) { return x < T(0) ? T(0) : x; }
 template <class T> inline T leaky_relu(T x, T slope) { return x < T(0) ? x * slope : x; }
 // Written so that neither branch overflows: exp of a large positive number never happens.
 template <class T> inline T sigmoid(T x) {
-  if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
-  T e = std::exp(x);
+  if (x >= T(0)) return T(1) / (T(1) + libm::exp(-x));
+  T e = libm::exp(x);
   return e / (T(1) + e);
 }
 template <> inline float sigmoid<float>(float x) { return f32::sigmoid(x); }
-template <class T> inline T tanh(T x) { return std::tanh(x); }
+template <class T> inline T tanh(T x) { return libm::tanh(x); }
 template <> inline float tanh<float>(float x) { return f32::tanh(x); }
 // gelu(x) = x * Phi(x), Phi the standard normal CDF; through erfc below 0 (no cancellation)
 template <class T> inline T gelu_erf(T x) {
   const T z = x * T(M_SQRT1_2);
-  return x < T(0) ? T(0.5) * x * std::erfc(-z) : T(0.5) * x * (T(1) + std::erf(z));
+  return x < T(0) ? T(0.5) * x * libm::erfc(-z) : T(0.5) * x * (T(1) + libm::erf(z));
 }
 template <> inline float gelu_erf<float>(float x) { return f32::gelu_erf(x); }
 // the tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 template <class T> inline T gelu_tanh(T x) {
   const T k = T(0.7978845608028654);  // sqrt(2 / pi)
-  return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+  return T(0.5) * x * (T(1) + libm::tanh(k * (x + T(0.044715) * x * x * x)));
 }
 template <> inline float gelu_tanh<float>(float x) { return f32::gelu_tanh(x); }
 template <class T> inline T silu(T x) { return x * sigmoid(x); }
@@ -342,22 +379,22 @@ template <class T> inline T floor(T x) { return std::floor(x); }
 template <class T> inline T ceil(T x) { return std::ceil(x); }
 template <class T> inline T round(T x) { return std::nearbyint(x); }
 // Trigonometric and hyperbolic functions and their inverses: the C library's.
-template <class T> inline T sin(T x) { return std::sin(x); }
-template <class T> inline T cos(T x) { return std::cos(x); }
-template <class T> inline T tan(T x) { return std::tan(x); }
-template <class T> inline T asin(T x) { return std::asin(x); }
-template <class T> inline T acos(T x) { return std::acos(x); }
-template <class T> inline T atan(T x) { return std::atan(x); }
-template <class T> inline T sinh(T x) { return std::sinh(x); }
-template <class T> inline T cosh(T x) { return std::cosh(x); }
-template <class T> inline T asinh(T x) { return std::asinh(x); }
-template <class T> inline T acosh(T x) { return std::acosh(x); }
-template <class T> inline T atanh(T x) { return std::atanh(x); }
+template <class T> inline T sin(T x) { return libm::sin(x); }
+template <class T> inline T cos(T x) { return libm::cos(x); }
+template <class T> inline T tan(T x) { return libm::tan(x); }
+template <class T> inline T asin(T x) { return libm::asin(x); }
+template <class T> inline T acos(T x) { return libm::acos(x); }
+template <class T> inline T atan(T x) { return libm::atan(x); }
+template <class T> inline T sinh(T x) { return libm::sinh(x); }
+template <class T> inline T cosh(T x) { return libm::cosh(x); }
+template <class T> inline T asinh(T x) { return libm::asinh(x); }
+template <class T> inline T acosh(T x) { return libm::acosh(x); }
+template <class T> inline T atanh(T x) { return libm::atanh(x); }
 template <> inline float silu<float>(float x) { return f32::silu(x); }
 // softplus(x) = log(1 + exp(beta x)) / beta, linear above `threshold` (as PyTorch)
 template <class T> inline T softplus(T x, T beta, T threshold) {
   T bx = beta * x;
-  return bx > threshold ? x : std::log1p(std::exp(bx)) / beta;
+  return bx > threshold ? x : libm::log1p(libm::exp(bx)) / beta;
 }
 template <> inline float softplus<float>(float x, float beta, float threshold) {
   return f32::softplus(x, beta, threshold);
@@ -391,7 +428,7 @@ template <class T> inline T div(T a, T b) {
     return a / b;
   }
 }
-template <class T> inline T pow(T a, T b) { return std::pow(a, b); }
+template <class T> inline T pow(T a, T b) { return libm::pow(a, b); }
 // NaN-propagating, as PyTorch's maximum/minimum. Of -0 and +0, maximum gives +0 and minimum -0
 // in either order (IEEE 754-2019): the op table declares both commutative, and canonicalize / cse
 // swap their operands on that promise (maximum(-0, +0) returning its second operand broke it).
