@@ -40,38 +40,51 @@ int64_t channel_grain(const Conv2dGeometry& g) {
   return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, g.kH * g.kW * g.Ho * g.Wo));
 }
 
-// col (R, Ho Wo) from one image's channels of one group: x (Cg, H, W).
+// The rows of col (R, rows [oh0, oh1) of the output flattened) that channels [c0, c1) of one image's
+// group x (Cg, H, W) fill: im2col of a band of output rows.
 template <class T>
-void im2col(const Conv2dGeometry& g, const T* x, T* col) {
-  const int64_t Cg = g.C / g.groups, HoWo = g.Ho * g.Wo;
-  parallel_for(Cg, channel_grain(g), [&](int64_t c_begin, int64_t c_end) {
-    for (int64_t c = c_begin; c < c_end; ++c) {
-      for (int64_t ki = 0; ki < g.kH; ++ki) {
-        for (int64_t kj = 0; kj < g.kW; ++kj) {
-          T* row = col + ((c * g.kH + ki) * g.kW + kj) * HoWo;
-          int64_t ow_begin, ow_end;
-          valid_columns(g, kj, &ow_begin, &ow_end);
-          const int64_t iw0 = kj * g.dil_w - g.pad_w;
-          for (int64_t oh = 0; oh < g.Ho; ++oh) {
-            T* out = row + oh * g.Wo;
-            const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
-            if (ih < 0 || ih >= g.H) {
-              std::fill(out, out + g.Wo, T(0));
-              continue;
-            }
-            const T* in = x + (c * g.H + ih) * g.W + iw0;
-            std::fill(out, out + ow_begin, T(0));
-            if (g.stride_w == 1) {
-              std::copy(in + ow_begin, in + ow_end, out + ow_begin);
-            } else {
-              for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow] = in[ow * g.stride_w];
-            }
-            std::fill(out + ow_end, out + g.Wo, T(0));
+void im2col_rows(const Conv2dGeometry& g, const T* x, int64_t c0, int64_t c1, int64_t oh0, int64_t oh1, T* col) {
+  const int64_t cols = (oh1 - oh0) * g.Wo;
+  for (int64_t c = c0; c < c1; ++c) {
+    for (int64_t ki = 0; ki < g.kH; ++ki) {
+      for (int64_t kj = 0; kj < g.kW; ++kj) {
+        T* row = col + ((c * g.kH + ki) * g.kW + kj) * cols;
+        int64_t ow_begin, ow_end;
+        valid_columns(g, kj, &ow_begin, &ow_end);
+        const int64_t iw0 = kj * g.dil_w - g.pad_w;
+        for (int64_t oh = oh0; oh < oh1; ++oh) {
+          T* out = row + (oh - oh0) * g.Wo;
+          const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
+          if (ih < 0 || ih >= g.H) {
+            std::fill(out, out + g.Wo, T(0));
+            continue;
           }
+          const T* in = x + (c * g.H + ih) * g.W + iw0;
+          std::fill(out, out + ow_begin, T(0));
+          if (g.stride_w == 1) {
+            std::copy(in + ow_begin, in + ow_end, out + ow_begin);
+          } else {
+            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow] = in[ow * g.stride_w];
+          }
+          std::fill(out + ow_end, out + g.Wo, T(0));
         }
       }
     }
+  }
+}
+
+// col (R, Ho Wo) from one image's channels of one group: x (Cg, H, W).
+template <class T>
+void im2col(const Conv2dGeometry& g, const T* x, T* col) {
+  parallel_for(g.C / g.groups, channel_grain(g), [&](int64_t c_begin, int64_t c_end) {
+    im2col_rows(g, x, c_begin, c_end, 0, g.Ho, col);
   });
+}
+
+// col (R, rows [oh0, oh1) of the output flattened) for one image's group: im2col of a band.
+template <class T>
+void im2col_band(const Conv2dGeometry& g, const T* x, int64_t oh0, int64_t oh1, T* col) {
+  im2col_rows(g, x, 0, g.C / g.groups, oh0, oh1, col);
 }
 
 // dx (Cg, H, W) += col2im(col (R, Ho Wo)): the adjoint of im2col.
@@ -140,37 +153,6 @@ struct ShiftedEpilogue {
   }
 };
 
-// col (R, rows [oh0, oh1) of the output flattened) for one image's group: im2col of a band.
-template <class T>
-void im2col_band(const Conv2dGeometry& g, const T* x, int64_t oh0, int64_t oh1, T* col) {
-  const int64_t Cg = g.C / g.groups, cols = (oh1 - oh0) * g.Wo;
-  for (int64_t c = 0; c < Cg; ++c) {
-    for (int64_t ki = 0; ki < g.kH; ++ki) {
-      for (int64_t kj = 0; kj < g.kW; ++kj) {
-        T* row = col + ((c * g.kH + ki) * g.kW + kj) * cols;
-        int64_t ow_begin, ow_end;
-        valid_columns(g, kj, &ow_begin, &ow_end);
-        const int64_t iw0 = kj * g.dil_w - g.pad_w;
-        for (int64_t oh = oh0; oh < oh1; ++oh) {
-          T* out = row + (oh - oh0) * g.Wo;
-          const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
-          if (ih < 0 || ih >= g.H) {
-            std::fill(out, out + g.Wo, T(0));
-            continue;
-          }
-          const T* in = x + (c * g.H + ih) * g.W + iw0;
-          std::fill(out, out + ow_begin, T(0));
-          if (g.stride_w == 1) {
-            std::copy(in + ow_begin, in + ow_end, out + ow_begin);
-          } else {
-            for (int64_t ow = ow_begin; ow < ow_end; ++ow) out[ow] = in[ow * g.stride_w];
-          }
-          std::fill(out + ow_end, out + g.Wo, T(0));
-        }
-      }
-    }
-  }
-}
 
 // Pointwise convolutions: one GEMM per image and group on the image itself (threads inside the
 // GEMM, or over images when there are enough).
