@@ -194,3 +194,31 @@ TEST_F(DynamicBatch, TrainingStep) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// An empty batch after the dynamic kernels exist: the plan at B = 0 touches nothing and gives empty
+// results of the right shape (a reduction over the batch gives its identity), as eager does.
+TEST_F(DynamicBatch, AnEmptyBatchGivesEmptyResults) {
+  for (const char* backend : {"interpreter", "cpp"}) {
+    Fn fn = [](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{tanh(in[0]) * 2.0, sum(in[0], {0}), softmax(in[0], -1)};
+    };
+    CompileOptions options;
+    options.backend = backend;
+    CompiledFunction f = compile(fn, options);
+    for (int64_t b : {64, 128, 0, 5}) {
+      Tensor x = input(b, 8, uint64_t(b) + 7);
+      std::vector<Tensor> want = fn({x}), got = f({x});
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t o = 0; o < got.size(); ++o) {
+        EXPECT_EQ(got[o].shape(), want[o].shape()) << backend << " batch " << b << " output " << o;
+        EXPECT_TRUE(testing::all_close(got[o], want[o], 1e-6, 1e-6)) << backend << " batch " << b << " output " << o;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smelt
