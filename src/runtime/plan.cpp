@@ -24,8 +24,12 @@ void Plan::Impl::bind(const std::vector<Tensor>& inputs, std::vector<Tensor>& ou
       case SlotKind::Output: tensors[i] = outputs[size_t(s.index)]; break;
       case SlotKind::Alias: {
         const Tensor& base = tensors[size_t(s.index)];  // aliases follow the slot they alias
-        tensors[i] = make_tensor(base.storage(), s.meta.shape, contiguous_strides(s.meta.shape),
-                                 base.offset(), s.meta.dtype);
+        if (s.permute.empty()) {
+          tensors[i] = make_tensor(base.storage(), s.meta.shape, contiguous_strides(s.meta.shape),
+                                   base.offset(), s.meta.dtype);
+        } else {
+          tensors[i] = base.permute(s.permute);  // a strided view: a matmul operand (plan_build.cpp)
+        }
         break;
       }
     }

@@ -142,6 +142,17 @@ void Plan::Impl::build(const ir::Graph& graph) {
       continue;
     }
     if (hoist_constant_node(node, in, output_index)) continue;
+    // A transpose read only as a matmul operand is handed over as a strided view: the GEMM takes
+    // any strides, and the copy would cost a pass over the operand on every call.
+    if (strided_operand_only(node, output_index)) {
+      Slot s;
+      s.kind = SlotKind::Alias;
+      s.meta = node.outputs[0]->meta;
+      s.index = in[0];
+      s.permute = node.attrs.get_ints("dims");
+      slot_of[node.outputs[0]] = add_slot(s);
+      continue;
+    }
     std::vector<int> out;
     for (const ir::Value* v : node.outputs) out.push_back(new_value_slot(v, step, output_index));
     // A node may become several steps (a contraction group: the product, then its epilogue): its
@@ -194,6 +205,27 @@ void Plan::Impl::build(const ir::Graph& graph) {
     output_slots.push_back(slot);
   }
   stats.steps = int(steps.size());
+}
+
+// Whether `node` is a permute whose output only ever reaches a matmul as one of its two operands:
+// directly, or as an input of a contraction group that its first node (the matmul) alone reads.
+// Such a value can stay a strided view of its input (Slot::permute). Never for graph outputs.
+bool Plan::Impl::strided_operand_only(const ir::Node& node, const std::map<const ir::Value*, int>& output_index) const {
+  if (node.op != ops::OpId::permute || output_index.count(node.outputs[0])) return false;
+  const ir::Value* v = node.outputs[0];
+  if (v->uses.empty()) return false;
+  for (const ir::Use& u : v->uses) {
+    const ir::Node& user = *u.node;
+    if (user.op == ops::OpId::matmul && !user.is_group()) continue;
+    if (!user.is_group() || !user.attrs.has("fusion") || user.attrs.get_string("fusion") != "contraction") return false;
+    const ir::Graph& body = *user.body;
+    if (body.nodes().empty() || body.nodes().front()->op != ops::OpId::matmul) return false;
+    const ir::Value* inner = body.inputs()[size_t(u.index)];
+    for (const ir::Use& iu : inner->uses) {
+      if (iu.node != body.nodes().front().get()) return false;
+    }
+  }
+  return true;
 }
 
 // A pure node reading only constants (a transpose of a captured weight that `fold` left because

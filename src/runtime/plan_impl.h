@@ -23,6 +23,10 @@ struct Slot {
   SlotKind kind = SlotKind::Arena;
   ops::TensorMeta meta;
   int index = 0;       // Input: graph input; Output: graph output; Alias: the slot it aliases
+  // Alias: empty for a reshape (the same contiguous memory); else a permute's dims, the alias
+  // being its base viewed with permuted strides. Only matmul operands read such a slot
+  // (Plan::Impl::strided_operand_only): every other step takes contiguous memory.
+  std::vector<int64_t> permute;
   int64_t offset = 0;  // Arena: byte offset (after planning)
   int request = -1;    // Arena: its memory-plan request
   Tensor constant;     // Constant
@@ -100,6 +104,7 @@ struct Plan::Impl {
   // plan_build.cpp: the graph's nodes as steps over slots.
   void build(const ir::Graph& graph);
   int new_value_slot(const ir::Value* v, int step, const std::map<const ir::Value*, int>& output_index);
+  bool strided_operand_only(const ir::Node& node, const std::map<const ir::Value*, int>& output_index) const;
   bool hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
                            const std::map<const ir::Value*, int>& output_index);
   void add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);

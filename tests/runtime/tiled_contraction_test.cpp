@@ -100,6 +100,46 @@ TEST_F(TiledContraction, LinearWithCapturedWeightsAsInTheBench) {
                           {special_values({130, 80}, 6, 301)});
 }
 
+// The weight is an input, so its transpose is computed on every call: the plan hands the GEMM a
+// strided view (runtime/plan_build.cpp, strided_operand_only) instead of a copy kernel.
+TEST_F(TiledContraction, LinearWithWeightAsInputReadsTheTransposeInPlace) {
+  const Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(linear(in[0], in[1], in[2]))}; };
+  const std::vector<Tensor> inputs = {special_values({130, 80}, 42, 301), special_values({96, 80}, 43, 17),
+                                      special_values({96}, 44, 11)};
+  expect_same_as_two_step(fn, inputs);
+  CompiledFunction f = compile(fn, {});
+  f(inputs);
+  EXPECT_EQ(f.report().plan.find("kernel permute"), std::string::npos) << f.report().plan;
+  EXPECT_EQ(f.report().plan.find("permute"), std::string::npos) << f.report().plan;
+}
+
+// A transpose also read by something other than a matmul stays a copy (kernels read contiguous
+// memory); a matmul alone (an op step, no group) reads it in place.
+TEST_F(TiledContraction, TransposeReadElsewhereIsCopiedAndLoneMatmulReadsItInPlace) {
+  const Fn shared = [](const std::vector<Tensor>& in) {
+    Tensor wt = in[1].t();
+    return std::vector<Tensor>{relu(matmul(in[0], wt) + in[2]), wt * 2.0};
+  };
+  const std::vector<Tensor> inputs = {special_values({20, 12}, 45, 31), special_values({9, 12}, 46, 7),
+                                      special_values({9}, 47, 5)};
+  expect_same_as_two_step(shared, inputs);
+  const Fn lone = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{matmul(in[0], in[1].t()), matmul(in[1], in[0].t())};
+  };
+  const std::vector<Tensor> eager = lone(inputs);
+  for (const char* backend : {"interpreter", "cpp"}) {
+    CompileOptions o;
+    o.backend = backend;
+    CompiledFunction f = compile(lone, o);
+    for (int call = 0; call < 2; ++call) {
+      std::vector<Tensor> got = f(inputs);
+      ASSERT_EQ(got.size(), 2u);
+      for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(same_bits(got[i], eager[i])) << backend << " output " << i;
+    }
+    EXPECT_EQ(f.report().plan.find("permute"), std::string::npos) << f.report().plan;
+  }
+}
+
 TEST_F(TiledContraction, BatchedMatmulWithResidualAndPerBatchScale) {
   // The per-batch scale (3, 1, 1) keeps the row dims (3, 40) apart: tiles' rows unflatten.
   expect_same_as_two_step(
