@@ -289,6 +289,9 @@ void conv2d_forward_with(ConvImpl impl, const Conv2dGeometry& g, const Tensor& y
       << "conv2d: implementation " << conv_impl_name(impl) << " does not apply to " << conv_tuning_key(g, x.dtype());
   if (impl == ConvImpl::Depthwise) return conv2d_depthwise_forward(g, y, x, w, epilogue);
   if (impl == ConvImpl::OneDnn) return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant);
+  if (impl == ConvImpl::OneDnnWinograd) {
+    return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/true);
+  }
   const GemmImpl gemm_impl = impl == ConvImpl::GemmOwn        ? GemmImpl::Own
                              : impl == ConvImpl::GemmOpenBlas ? GemmImpl::OpenBlas
                                                               : GemmImpl::Auto;

@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <new>
@@ -48,11 +49,15 @@ std::string key_of(const Conv2dGeometry& g) {
          std::to_string(g.groups);
 }
 
-// nullptr when oneDNN has no implementation for g.
-std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g) {
+// The primitive's key: the geometry and the algorithm (their weight layouts differ too).
+std::string key_of(const Conv2dGeometry& g, bool winograd) { return key_of(g) + (winograd ? ",winograd" : ",direct"); }
+
+// nullptr when oneDNN has no implementation for g (with `winograd`: no Winograd one; oneDNN has
+// them for 3x3 stride-1 float32 convolutions on AVX-512 machines).
+std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd) {
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const Prepared>> cache;
-  const std::string key = key_of(g);
+  const std::string key = key_of(g, winograd);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -62,7 +67,9 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g) {
     const memory::dims x_dims{g.N, g.C, g.H, g.W}, y_dims{g.N, g.O, g.Ho, g.Wo}, w_dims = weight_dims(g);
     const memory::desc x_any(x_dims, f32, Tag::any), w_any(w_dims, f32, Tag::any), y_any(y_dims, f32, Tag::any);
     // oneDNN counts dilation from 0 (no gap) where smelt counts from 1.
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+    const dnnl::algorithm algorithm =
+        winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
                                          x_any, w_any, y_any, {g.stride_h, g.stride_w}, {g.dil_h - 1, g.dil_w - 1},
                                          {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
     auto pd = dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
@@ -88,12 +95,12 @@ struct CachedWeight {
   uint64_t stamp;
 };
 
-memory cached_weight(const Conv2dGeometry& g, const Prepared& p, const Tensor& w, dnnl::stream& stream) {
+memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, const Tensor& w, dnnl::stream& stream) {
   static std::mutex mutex;
   static std::map<std::pair<const void*, std::string>, CachedWeight> cache;
   static size_t total = 0;
   static uint64_t clock = 0;
-  const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), key_of(g));
+  const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), key_of(g, winograd));
   std::lock_guard<std::mutex> lock(mutex);
   const uint64_t version = w.storage()->version();
   auto it = cache.find(key);
@@ -153,23 +160,70 @@ memory as_format(const memory& user, const memory::desc& wanted, dnnl::stream& s
   return converted;
 }
 
+// Winograd mixes every element of an input tile into every output of the tile: one inf or NaN
+// would make NaN of outputs whose receptive field never held it, and huge values can overflow in
+// the transforms where the direct sum does not. So Winograd runs only on moderate operands (every
+// |v| <= 2^40, NaN and inf excluded): there C * 9 products of 2^80 and the transforms' growth
+// (below 2^20) stay far from float's range, and both algorithms give finite results that differ
+// only in rounding. Anything else takes the direct algorithm, whose special-value semantics are
+// those of the other implementations.
+constexpr float kWinogradMaxMagnitude = 0x1p40f;
+
+bool all_moderate(const float* p, int64_t n) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) bad += !(std::fabs(p[i]) <= kWinogradMaxMagnitude);  // NaN: bad
+  return bad == 0;
+}
+
+// all_moderate over a constant weight, remembered per (memory, storage version) like the converted
+// weights: the plan's weights are scanned once, not on every call.
+bool weight_moderate(const Tensor& w, bool weight_constant) {
+  if (!weight_constant) return all_moderate(w.data<float>(), w.numel());
+  struct Entry {
+    Tensor source;  // keeps the memory from being freed and reused while remembered
+    uint64_t version;
+    bool moderate;
+  };
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int64_t>, Entry> cache;
+  const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), w.numel());
+  const uint64_t version = w.storage()->version();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end() && it->second.version == version) return it->second.moderate;
+  }
+  const bool moderate = all_moderate(w.data<float>(), w.numel());
+  std::lock_guard<std::mutex> lock(mutex);
+  if (cache.size() >= 4096) cache.clear();  // a bound, not a policy: models have far fewer convs
+  cache[key] = Entry{w, version, moderate};
+  return moderate;
+}
+
 }  // namespace
 
-bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype) {
-  return dtype == DType::Float32 && prepare(g) != nullptr;
+bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd) {
+  if (winograd && (g.kH != 3 || g.kW != 3 || g.stride_h != 1 || g.stride_w != 1 || g.dil_h != 1 || g.dil_w != 1 ||
+                   g.groups != 1)) {
+    return false;
+  }
+  return dtype == DType::Float32 && prepare(g, winograd) != nullptr;
 }
 
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
-                           const GemmEpilogue* epilogue, bool weight_constant) {
+                           const GemmEpilogue* epilogue, bool weight_constant, bool winograd) {
   SMELT_INTERNAL_CHECK(x.dtype() == DType::Float32) << "conv2d (onednn): float32 only";
-  std::shared_ptr<const Prepared> p = prepare(g);
+  if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_moderate(w, weight_constant))) {
+    return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false);
+  }
+  std::shared_ptr<const Prepared> p = prepare(g, winograd);
   SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
   dnnl::stream stream(cpu_engine());
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
   memory y_user(p->y_user, cpu_engine(), y.raw_data());
   static thread_local Scratch x_scratch, y_scratch;
   memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
-  memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, *p, w, stream)
+  memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, winograd, *p, w, stream)
                                                                        : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
@@ -197,8 +251,9 @@ const char* onednn_version() {
 
 namespace smelt::kernels {
 
-bool conv2d_onednn_supports(const Conv2dGeometry&, DType) { return false; }
-void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, const Tensor&, const GemmEpilogue*, bool) {
+bool conv2d_onednn_supports(const Conv2dGeometry&, DType, bool) { return false; }
+void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, const Tensor&, const GemmEpilogue*, bool,
+                           bool) {
   SMELT_INTERNAL_CHECK(false) << "conv2d (onednn): smelt was built without oneDNN";
 }
 const char* onednn_version() { return ""; }

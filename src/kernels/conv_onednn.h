@@ -14,7 +14,11 @@
 namespace smelt::kernels {
 
 // float32 only; false when built without oneDNN or when oneDNN has no implementation.
-bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype);
+// `winograd`: oneDNN's Winograd convolution (3x3, stride 1, no dilation, groups 1, and only where
+// oneDNN implements it: AVX-512). It computes each 4x4 (or 2x2) output tile from transformed
+// input and weight tiles: about 2.25-4x fewer multiplications than the direct sum, rounded
+// differently (tests/kernels/conv_winograd_test.cpp bounds the error).
+bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd = false);
 
 // The epilogue is called on the NCHW result, one image's channels at a time in groups of rows.
 // weight_constant (kernels/conv.h): w converted to oneDNN's layout is kept, keyed by its memory,
@@ -24,7 +28,7 @@ bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype);
 // not seen.
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/,
                            const Tensor& w /*(O, Cg, kH, kW)*/, const GemmEpilogue* epilogue = nullptr,
-                           bool weight_constant = false);
+                           bool weight_constant = false, bool winograd = false);
 
 // "oneDNN 2.6.3", or "" when built without it.
 const char* onednn_version();

@@ -32,7 +32,7 @@ std::map<std::string, Choice>& choices() {
 std::optional<ConvImpl> forced_impl() {
   static const std::optional<ConvImpl> forced = []() -> std::optional<ConvImpl> {
     const std::string v =
-        env_choice("SMELT_CONV", "auto", {"auto", "gemm", "gemm_own", "gemm_openblas", "depthwise", "onednn"});
+        env_choice("SMELT_CONV", "auto", {"auto", "gemm", "gemm_own", "gemm_openblas", "depthwise", "onednn", "onednn_winograd"});
     if (v == "auto") return std::nullopt;
     return conv_impl_from_name(v);
   }();
@@ -58,6 +58,9 @@ ConvImpl heuristic(const Conv2dGeometry& g, DType dtype) {
     const bool small = g.Ho * g.Wo < kDepthwiseMinPixels;
     return small && conv_impl_supports(ConvImpl::OneDnn, g, dtype) ? ConvImpl::OneDnn : ConvImpl::Depthwise;
   }
+  // Winograd: 3x3 stride 1 on ResNet-18's shapes (64 to 512 channels, 56x56 to 7x7; one thread,
+  // CPU time, x and y converted on each call) 1.4x to 3x faster than oneDNN's direct convolution.
+  if (conv_impl_supports(ConvImpl::OneDnnWinograd, g, dtype)) return ConvImpl::OneDnnWinograd;
   const bool spatial = g.kH * g.kW > 1;
   if (spatial && g.groups == 1 && conv_impl_supports(ConvImpl::OneDnn, g, dtype)) return ConvImpl::OneDnn;
   return ConvImpl::Gemm;
@@ -95,6 +98,7 @@ const char* conv_impl_name(ConvImpl impl) {
     case ConvImpl::GemmOpenBlas: return "gemm_openblas";
     case ConvImpl::Depthwise: return "depthwise";
     case ConvImpl::OneDnn: return "onednn";
+    case ConvImpl::OneDnnWinograd: return "onednn_winograd";
   }
   return "?";
 }
@@ -115,6 +119,7 @@ bool conv_impl_supports(ConvImpl impl, const Conv2dGeometry& g, DType dtype) {
     case ConvImpl::GemmOpenBlas: return true;
     case ConvImpl::Depthwise: return conv2d_is_depthwise(g);
     case ConvImpl::OneDnn: return !has_zero_dim(g) && conv2d_onednn_supports(g, dtype);
+    case ConvImpl::OneDnnWinograd: return !has_zero_dim(g) && conv2d_onednn_supports(g, dtype, /*winograd=*/true);
   }
   return false;
 }
