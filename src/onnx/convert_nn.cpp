@@ -369,7 +369,8 @@ std::vector<int64_t> spatial_dims(const Tensor& x) {
 }
 
 // (C) -> (1, C, 1, ...) to broadcast over x (N, C, ...).
-Tensor per_channel(const Tensor& v, const Tensor& x) {
+Tensor per_channel(NodeContext& c, const Tensor& v, const Tensor& x) {
+  if (x.dim() < 2) c.invalid("the input " + shape_str(x.shape()) + " must be (N, C, ...)");
   Shape s(size_t(x.dim()), 1);
   s[1] = v.numel();
   return v.reshape(s);
@@ -385,7 +386,7 @@ Ts batch_norm_training(NodeContext& c, double eps, double momentum) {
   Tensor batch_mean = mean(x, dims, true);
   Tensor centered = x - batch_mean;
   Tensor batch_var = mean(centered * centered, dims, true);
-  Tensor y = centered * rsqrt(batch_var + eps) * per_channel(c.input(1), x) + per_channel(c.input(2), x);
+  Tensor y = centered * rsqrt(batch_var + eps) * per_channel(c, c.input(1), x) + per_channel(c, c.input(2), x);
   const Shape channels = c.input(3).shape();
   Tensor running_mean = c.input(3) * momentum + batch_mean.reshape(channels) * (1 - momentum);
   Tensor running_var = c.input(4) * momentum + batch_var.reshape(channels) * (1 - momentum);
@@ -403,8 +404,8 @@ Ts batch_norm_node(NodeContext& c) {
   if (x.dim() == 4 || x.dim() == 2) {
     return {batch_norm_functional(x, c.input(3), c.input(4), c.input(1), c.input(2), false, 0.1, eps).y};
   }
-  Tensor inv = rsqrt(per_channel(c.input(4), x) + eps);
-  return {(x - per_channel(c.input(3), x)) * inv * per_channel(c.input(1), x) + per_channel(c.input(2), x)};
+  Tensor inv = rsqrt(per_channel(c, c.input(4), x) + eps);
+  return {(x - per_channel(c, c.input(3), x)) * inv * per_channel(c, c.input(1), x) + per_channel(c, c.input(2), x)};
 }
 
 Tensor gemm(NodeContext& c) {
@@ -438,7 +439,7 @@ void register_nn_converters() {
     const std::vector<int64_t> dims = spatial_dims(x);
     Tensor centered = x - mean(x, dims, true);
     Tensor var_ = mean(centered * centered, dims, true);
-    return {centered * rsqrt(var_ + eps) * per_channel(c.input(1), x) + per_channel(c.input(2), x)};
+    return {centered * rsqrt(var_ + eps) * per_channel(c, c.input(1), x) + per_channel(c, c.input(2), x)};
   });
   register_converter("LayerNormalization", [](NodeContext& c) -> Ts {
     const Tensor& x = c.input(0);

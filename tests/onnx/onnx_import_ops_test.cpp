@@ -1,7 +1,7 @@
 // Imported ops in forms the conformance cases leave out, against naive loops: MaxPool's Indices
 // output (explicit padding, ceil_mode, 1-D, column-major storage), 3-D ConvTranspose (strides,
 // dilations, pads, groups, output_padding, bias) and ScatterND's mul, max and min reductions with
-// repeated rows.
+// repeated rows; inputs without a channel dim for the normalizations.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -41,7 +41,8 @@ std::string one_node_model(const std::string& op, const std::vector<Input>& inpu
     v->set_name(in.name);
     auto* tt = v->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(in.value.dtype() == DType::Int64 ? ::onnx::TensorProto::INT64 : ::onnx::TensorProto::FLOAT);
-    for (int64_t d : in.value.shape()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    auto* shape = tt->mutable_shape();  // present also for a rank-0 input
+    for (int64_t d : in.value.shape()) shape->add_dim()->set_dim_value(d);
     n->add_input(in.name);
   }
   for (int k = 0; k < outputs; ++k) {
@@ -264,6 +265,20 @@ TEST(OnnxImportOps, ScatterNdReductionsFoldRepeatedRowsInOrder) {
   testing::expect_error([&] {
     onnx::import_model_bytes(one_node_model("ScatterND", big, 1, [](::onnx::NodeProto& n) { set_string(n, "reduction", "mul"); }, 16));
   }, {"ScatterND", "reduction 'mul' over 1500 update rows"});
+}
+
+// Normalizations broadcast their parameters over dim 1: an input without one is refused
+// (libFuzzer: a rank-0 input wrote past a 0-entry shape; tests/onnx/regressions).
+TEST(OnnxImportOps, NormalizationsNeedAChannelDim) {
+  const Tensor c = randn({3});
+  for (const Shape& x : {Shape{}, Shape{3}}) {
+    const std::vector<Input> bn{{"x", randn(x)}, {"s", c}, {"b", c}, {"m", c}, {"v", c}};
+    testing::expect_error([&] { onnx::import_model_bytes(one_node_model("BatchNormalization", bn, 1, [](::onnx::NodeProto&) {})); },
+                          {"BatchNormalization", "must be (N, C, ...)"});
+    const std::vector<Input> in{{"x", randn(x)}, {"s", c}, {"b", c}};
+    testing::expect_error([&] { onnx::import_model_bytes(one_node_model("InstanceNormalization", in, 1, [](::onnx::NodeProto&) {})); },
+                          "InstanceNormalization");
+  }
 }
 
 }  // namespace
