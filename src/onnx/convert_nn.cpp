@@ -130,15 +130,6 @@ Tensor conv(NodeContext& c) {
   return from_2d(conv2d(x, wt, bias, w.stride, padding, w.dilation, groups), x0.dim());
 }
 
-// Pads dim `d` of x with `before` and `after` entries of `value`.
-Tensor pad_dim(const Tensor& x, int64_t d, int64_t before, int64_t after, double value) {
-  if (before == 0 && after == 0) return x;
-  Shape sb = x.shape(), se = x.shape();
-  sb[size_t(d)] = before;
-  se[size_t(d)] = after;
-  return cat({full(sb, value, x.dtype()), x, full(se, value, x.dtype())}, d);
-}
-
 // The transposed convolution of x (N, C, H, W) with w (C, O / groups, kH, kW), uncropped:
 // (N, O, full[0], full[1]).
 Tensor conv_transpose_2d(const Tensor& x, const Tensor& w, const Window& win, const std::vector<int64_t>& full,
@@ -154,8 +145,8 @@ Tensor conv_transpose_2d(const Tensor& x, const Tensor& w, const Window& win, co
 // The same over (D, H, W): x (N, C, D, H, W), w (C, O / groups, kD, kH, kW). The kernel's depth
 // taps become output channels of one 2-D transposed conv over the images x[:, :, d] (w seen as
 // (C, O / groups * kD, kH, kW)); tap kd of input depth d lands at output depth d * sD + kd * dD,
-// so each tap's slab is spread over depth by the stride and shifted by its offset, and the slabs
-// are summed.
+// so each tap's slab is placed by a strided slice_grad (zeros elsewhere) and the slabs are summed.
+// No zero tensor is made at import: a hostile shape costs nothing until the graph runs.
 Tensor conv_transpose_3d(const Tensor& x, const Tensor& w, const Window& win, const std::vector<int64_t>& full,
                          int64_t groups) {
   const int64_t N = x.size(0), C = x.size(1), D = x.size(2), kD = w.size(2), O = w.size(1) * groups;
@@ -166,15 +157,14 @@ Tensor conv_transpose_3d(const Tensor& x, const Tensor& w, const Window& win, co
   Tensor taps = conv_transpose_2d(images, taps_w, hw, {full[1], full[2]}, groups);  // (N D, O kD, H', W')
   taps = taps.reshape({N, D, O, kD, full[1], full[2]});
   const int64_t sD = win.stride[0], dD = win.dilation[0], spread = (D - 1) * sD + 1;
-  Tensor y = zeros({N, O, full[0], full[1], full[2]}, x.dtype());
+  const std::vector<int64_t> out{N, O, full[0], full[1], full[2]};
+  Tensor y;
   for (int64_t kd = 0; kd < kD; ++kd) {
-    Tensor slab = slice(taps, 3, kd, kd + 1).reshape({N, D, O, full[1], full[2]}).permute({0, 2, 1, 3, 4});
-    if (sD > 1) {  // stride - 1 zero planes after each input depth
-      Tensor gaps = zeros({N, O, D, sD - 1, full[1], full[2]}, x.dtype());
-      slab = cat({slab.unsqueeze(3), gaps}, 3).reshape({N, O, D * sD, full[1], full[2]});
-      slab = slice(slab, 2, 0, spread);
-    }
-    y = y + pad_dim(slab, 2, kd * dD, full[0] - kd * dD - spread, 0);
+    Tensor slab = contiguous(slice(taps, 3, kd, kd + 1).reshape({N, D, O, full[1], full[2]}).permute({0, 2, 1, 3, 4}));
+    ops::Attrs place{{"input_shape", out}, {"dim", int64_t(2)}, {"start", kd * dD}, {"end", kd * dD + spread},
+                     {"step", sD}};
+    Tensor part = ops::call1(ops::OpId::slice_grad, {slab}, place);
+    y = y.defined() ? y + part : part;
   }
   return y;
 }
