@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -87,6 +88,8 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd) 
 // first out beyond the byte budget. Each entry holds w itself, so its memory stays w's.
 constexpr size_t kWeightCacheBytes = size_t(512) << 20;
 
+std::atomic<uint64_t> g_weight_conversions{0};
+
 struct CachedWeight {
   Tensor source;
   uint64_t version;  // source's storage version when converted: an in-place smelt op bumps it
@@ -104,7 +107,9 @@ memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, 
   std::lock_guard<std::mutex> lock(mutex);
   const uint64_t version = w.storage()->version();
   auto it = cache.find(key);
-  if (it != cache.end() && it->second.version == version) {
+  // The entry holds its source, so an address can only come back as the same storage; the
+  // storage check still guards memory that two storages could share (wrapped external buffers).
+  if (it != cache.end() && it->second.version == version && it->second.source.storage() == w.storage()) {
     it->second.stamp = ++clock;
     return it->second.converted;
   }
@@ -112,6 +117,7 @@ memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, 
     total -= it->second.bytes;
     cache.erase(it);
   }
+  g_weight_conversions.fetch_add(1, std::memory_order_relaxed);
   memory user(p.w_user, cpu_engine(), w.raw_data());
   memory converted(p.pd.weights_desc(), cpu_engine());
   dnnl::reorder(user, converted).execute(stream, user, converted);
@@ -191,7 +197,9 @@ bool weight_moderate(const Tensor& w, bool weight_constant) {
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
-    if (it != cache.end() && it->second.version == version) return it->second.moderate;
+    if (it != cache.end() && it->second.version == version && it->second.source.storage() == w.storage()) {
+      return it->second.moderate;
+    }
   }
   const bool moderate = all_moderate(w.data<float>(), w.numel());
   std::lock_guard<std::mutex> lock(mutex);
@@ -236,6 +244,8 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   for (int64_t r = 0; r < rows; r += step) (*epilogue)(r, std::min(rows, r + step), 0, HoWo);
 }
 
+uint64_t onednn_weight_conversions() { return g_weight_conversions.load(std::memory_order_relaxed); }
+
 const char* onednn_version() {
   static const std::string v = [] {
     const dnnl_version_t* info = dnnl_version();
@@ -257,6 +267,7 @@ void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, 
   SMELT_INTERNAL_CHECK(false) << "conv2d (onednn): smelt was built without oneDNN";
 }
 const char* onednn_version() { return ""; }
+uint64_t onednn_weight_conversions() { return 0; }
 
 }  // namespace smelt::kernels
 

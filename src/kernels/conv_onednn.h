@@ -30,6 +30,10 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho,
                            const Tensor& w /*(O, Cg, kH, kW)*/, const GemmEpilogue* epilogue = nullptr,
                            bool weight_constant = false, bool winograd = false);
 
+// How many times a constant weight was converted to oneDNN's layout (cache misses), for tests
+// and statistics; 0 without oneDNN.
+uint64_t onednn_weight_conversions();
+
 // "oneDNN 2.6.3", or "" when built without it.
 const char* onednn_version();
 

@@ -2,7 +2,7 @@
 // ScatterND, OneHot, Compress and NonZero (on values known at import time), and the NLL and
 // softmax cross-entropy losses with weights and ignore_index. Negative indices count from the
 // end, as ONNX says; the flattened forms go through smelt's index_select / gather / scatter_add /
-// index_add.
+// index_add (ScatterND's mul, max and min: one masked step per update row).
 #include <numeric>
 
 #include "onnx/node_context.h"
@@ -98,6 +98,32 @@ Tensor scatter_elements(NodeContext& c) {
   return where(gt(hits, scalar_of(0, hits)), scatter_add(zeros(x.shape(), x.dtype()), axis, idx, upd), x);
 }
 
+// Update rows beyond this many make scatter_nd_fold's graph too long (one step per row).
+constexpr int64_t kMaxFoldedScatterRows = 1024;
+
+// xf (R, rest...) with each update row uf[j] folded into row rows[j] by `reduction` (mul, max,
+// min), one row after the other as ONNX's reference does, so repeated rows combine in order:
+// a step multiplies (or takes the max or min with) uf[j] where the row matches and leaves the
+// other rows alone.
+Tensor scatter_nd_fold(NodeContext& c, Tensor xf, const Tensor& rows, const Tensor& uf, const std::string& reduction) {
+  const int64_t n = rows.numel(), R = xf.size(0);
+  if (n > kMaxFoldedScatterRows) {
+    c.unsupported("reduction '" + reduction + "' over " + std::to_string(n) + " update rows (at most " +
+                  std::to_string(kMaxFoldedScatterRows) + ")");
+  }
+  Shape column(size_t(xf.dim()), 1);
+  column[0] = R;
+  const Tensor positions = reshape(arange(R), column);
+  for (int64_t j = 0; j < n; ++j) {
+    const Tensor hit = eq(positions, reshape(slice(rows, 0, j, j + 1), {}));
+    const Tensor u = slice(uf, 0, j, j + 1);  // (1, rest...)
+    if (reduction == "mul") xf = xf * where(hit, u, scalar_of(1, xf));
+    else if (reduction == "max") xf = where(hit, maximum(xf, u), xf);
+    else xf = where(hit, minimum(xf, u), xf);
+  }
+  return xf;
+}
+
 Tensor scatter_nd(NodeContext& c) {
   const Tensor &x = c.input(0), &upd = c.input(2);
   const Tensor& idx = check_index(c, c.input(1));
@@ -112,6 +138,9 @@ Tensor scatter_nd(NodeContext& c) {
   uflat.insert(uflat.end(), s.begin() + used, s.end());
   Tensor xf = reshape(x, flat), uf = reshape(upd, uflat);
   if (reduction == "add") return reshape(index_add(xf, 0, rows, uf), s);
+  if (reduction == "mul" || reduction == "max" || reduction == "min") {
+    return reshape(scatter_nd_fold(c, xf, rows, uf, reduction), s);
+  }
   if (reduction != "none") c.unsupported("reduction '" + reduction.substr(0, 20) + "'");
   Tensor hits = index_add(zeros(flat, x.dtype()), 0, rows, ones(uflat, x.dtype()));
   return reshape(where(gt(hits, scalar_of(0, hits)), index_add(zeros(flat, x.dtype()), 0, rows, uf), xf), s);

@@ -1,10 +1,13 @@
 // Views, joins and indexing -> ONNX. Views become copies (ONNX has no aliasing), shapes and
 // ranges become int64 initializers. slice_grad (the gradient of a slice: zeros with the slice set)
 // is a Pad, with an interleaving pattern in front for steps above 1; scatter_add and index_add
-// are ScatterElements with reduction "add" (opset 16).
+// are ScatterElements with reduction "add" (opset 16); before it, a floating index_add is a
+// MatMul with the index's one-hot rows.
 #include <algorithm>
 
 #include "onnx/export_builder.h"
+#include "smelt/creation.h"
+#include "smelt/ops.h"
 
 namespace smelt::onnx_export {
 namespace {
@@ -59,6 +62,28 @@ void scatter_add(NodeExport& e, const std::string& index, const std::string& src
   ::onnx::NodeProto* n = e.b.node("ScatterElements", {e.in[0], index, src}, {e.out[0]});
   set_attr(n, "axis", dim);
   set_attr(n, "reduction", std::string("add"));
+}
+
+// index_add before opset 16 (no ScatterElements reduction): src's dim contracted with the
+// one-hot rows of the index, x + MatMul(src moved so dim is last, OneHot(index) (n, size)),
+// moved back. Floating dtypes only (ONNX Runtime's MatMul); the sums may round differently from
+// one add after the other.
+void index_add_by_matmul(NodeExport& e, int64_t dim) {
+  Builder& b = e.b;
+  const Shape& x = e.in_meta(0).shape;
+  const int64_t rank = int64_t(x.size()), last = rank - 1;
+  const DType t = e.in_meta(2).dtype;
+  const std::string hot = b.op("OneHot", {e.in[1], b.ints({x[size_t(dim)]}, "depth"),
+                                          b.tensor(cast(tensor({0.0, 1.0}), t), "off_on")});
+  std::vector<int64_t> perm;  // dim to the end (its own inverse: a swap with the last dim)
+  for (int64_t d = 0; d < rank; ++d) perm.push_back(d == dim ? last : d == last ? dim : d);
+  auto move = [&](const std::string& v) {
+    if (dim == last) return v;
+    ::onnx::NodeProto* n = b.node("Transpose", {v});
+    set_attr(n, "perm", perm);
+    return n->output(0);
+  };
+  b.node("Add", {e.in[0], move(b.op("MatMul", {move(e.in[2]), hot}))}, {e.out[0]});
 }
 
 }  // namespace
@@ -130,6 +155,10 @@ void export_movement(NodeExport& e) {
     case OpId::index_add: {
       // x[.., index[i], ..] += src[.., i, ..]: the 1-D index spread to src's shape along dim.
       const int64_t dim = wrap(e.attrs().get_int("dim"), rank);
+      if (b.opset() < 16 && dtype_is_floating(e.in_meta(2).dtype)) {
+        index_add_by_matmul(e, dim);
+        return;
+      }
       const Shape& src = e.in_meta(2).shape;
       Shape column(src.size(), 1);
       column[size_t(dim)] = e.in_meta(1).shape[0];

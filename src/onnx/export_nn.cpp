@@ -2,7 +2,8 @@
 //
 //   conv2d               Conv (symmetric pads)
 //   conv2d_grad_input    ConvTranspose, output_padding giving back the forward input's size
-//   conv2d_grad_weight   Conv of x and dy with batch and channels swapped (groups 1 only)
+//   conv2d_grad_weight   Conv of x and dy with batch and channels swapped (grouped: x's groups
+//                        moved into its channels)
 //   max_pool2d           MaxPool; ONNX's indices count over the whole tensor, smelt's per plane: Mod
 //   adaptive_avg_pool2d  GlobalAveragePool / AveragePool when the bins divide evenly, else a mean
 //                        per bin row then per bin column (bins are products of ranges)
@@ -54,26 +55,39 @@ void conv_grad_input(NodeExport& e) {
 
 // dw[o, c, i, j] = sum over n, oh, ow of dy[n, o, oh, ow] x[n, c, oh s + i d - p, ...]: a conv of
 // x as (C, N, H, W) with dy as the weight (O, N, Ho, Wo), stride d and dilation s, cropped to the
-// kernel and transposed back.
+// kernel and transposed back. With G groups, output channel o of group g reads only the Cg input
+// channels of group g: x is seen as (Cg, G N, H, W) (channel g N + n is image n's channel g Cg + c)
+// and the conv has G groups, so each group of O / G weight rows meets its N input channels.
 void conv_grad_weight(NodeExport& e) {
   Builder& b = e.b;
   const ops::Attrs& a = e.attrs();
-  if (a.get_int("groups") != 1) e.fail("groups " + std::to_string(a.get_int("groups")) + " (ONNX form for groups 1 only)");
+  const int64_t groups = a.get_int("groups");
   const Shape& x = e.in_meta(0).shape;
   const Shape& dy = e.in_meta(1).shape;
   const Shape& w = a.get_ints("weight_shape");
   const auto &s = a.get_ints("stride"), &p = a.get_ints("padding"), &d = a.get_ints("dilation");
   const std::vector<int64_t> swap{1, 0, 2, 3};
-  ::onnx::NodeProto* xt = b.node("Transpose", {e.in[0]});
-  set_attr(xt, "perm", swap);
+  std::string xt;
+  if (groups == 1) {
+    ::onnx::NodeProto* t = b.node("Transpose", {e.in[0]});
+    set_attr(t, "perm", swap);
+    xt = t->output(0);
+  } else {
+    const int64_t cg = x[1] / groups;
+    const std::string split = b.op("Reshape", {e.in[0], b.ints({x[0], groups, cg, x[2], x[3]}, "group_shape")});
+    ::onnx::NodeProto* t = b.node("Transpose", {split});
+    set_attr(t, "perm", std::vector<int64_t>{2, 1, 0, 3, 4});  // (Cg, G, N, H, W)
+    xt = b.op("Reshape", {t->output(0), b.ints({cg, groups * x[0], x[2], x[3]}, "grouped_images")});
+  }
   ::onnx::NodeProto* dyt = b.node("Transpose", {e.in[1]});
   set_attr(dyt, "perm", swap);
-  ::onnx::NodeProto* c = b.node("Conv", {xt->output(0), dyt->output(0)});
+  ::onnx::NodeProto* c = b.node("Conv", {xt, dyt->output(0)});
   set_attr(c, "kernel_shape", std::vector<int64_t>{dy[2], dy[3]});
   set_attr(c, "strides", d);
   set_attr(c, "dilations", s);
   set_attr(c, "pads", pads_of(p));
-  std::string r = c->output(0);  // (C, O, >= kH, >= kW)
+  if (groups != 1) set_attr(c, "group", groups);
+  std::string r = c->output(0);  // (Cg, O, >= kH, >= kW)
   const int64_t h = (x[2] + 2 * p[0] - (dy[2] - 1) * s[0] - 1) / d[0] + 1;
   const int64_t wd = (x[3] + 2 * p[1] - (dy[3] - 1) * s[1] - 1) / d[1] + 1;
   if (h != w[2] || wd != w[3]) {

@@ -6,6 +6,23 @@
 #include "ops/dispatch.h"
 
 namespace smelt::trace {
+namespace {
+
+// A conv2d whose weight is one of the graph's constants may keep that weight converted to a
+// library's layout between runs (kernels/conv.h, weight_constant), as a compiled plan's steps do:
+// an imported model run again and again converts its weights once. The cache checks the weight's
+// storage version, so an in-place smelt op on the constant is seen.
+bool has_constant_weight(const ir::Node& node) {
+  return node.op == ops::OpId::conv2d && node.inputs.size() == 2 && node.inputs[1]->kind == ir::ValueKind::Constant;
+}
+
+ops::Attrs constant_weight(const ir::Node& node) {
+  ops::Attrs attrs = node.attrs;
+  attrs.set("weight_constant", int64_t(1));
+  return attrs;
+}
+
+}  // namespace
 
 std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
   SMELT_CHECK(inputs.size() == graph.inputs().size())
@@ -30,8 +47,9 @@ std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>&
     std::vector<ops::TensorMeta> metas;
     for (const ir::Value* v : node->outputs) metas.push_back(v->meta);
     // A group node runs its body: a graph of its own whose inputs are the node's inputs.
-    std::vector<Tensor> outs = node->body ? interpret(*node->body, args)
-                                          : ops::compute(node->op, args, node->attrs, metas);
+    std::vector<Tensor> outs = node->body                   ? interpret(*node->body, args)
+                               : has_constant_weight(*node) ? ops::compute(node->op, args, constant_weight(*node), metas)
+                                                            : ops::compute(node->op, args, node->attrs, metas);
     for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
   }
   std::vector<Tensor> results;

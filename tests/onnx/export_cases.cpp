@@ -35,15 +35,17 @@ Case one(const std::string& name, std::function<Tensor(const Tensor&)> f, Tensor
   return {name, [f](const Ts& in, const Ts&) { return Ts{f(in[0])}; }, {x}, {}, exact};
 }
 
-Ts conv_grads(const Ts& in, const Ts&) {
+Ts conv_grads_in_groups(const Ts& in, int64_t groups) {
   const ops::Attrs a{{"stride", std::vector<int64_t>{2, 1}}, {"padding", std::vector<int64_t>{1, 0}},
-                     {"dilation", std::vector<int64_t>{1, 2}}, {"groups", int64_t(1)}};
+                     {"dilation", std::vector<int64_t>{1, 2}}, {"groups", groups}};
   ops::Attrs gi = a, gw = a;
   gi.set("input_shape", in[0].shape());
   gw.set("weight_shape", in[1].shape());
   const Tensor dy = in[2];
   return {ops::call1(OpId::conv2d_grad_input, {dy, in[1]}, gi), ops::call1(OpId::conv2d_grad_weight, {in[0], dy}, gw)};
 }
+Ts conv_grads(const Ts& in, const Ts&) { return conv_grads_in_groups(in, 1); }
+Ts conv_grads_groups3(const Ts& in, const Ts&) { return conv_grads_in_groups(in, 3); }
 
 // Forward pieces of models.
 Ts mlp(const Ts& in, const Ts& p) {
@@ -181,6 +183,9 @@ std::vector<Case> all() {
   c.push_back({"conv2d_groups_bias", [](const Ts& in, const Ts& p) { return Ts{conv2d(in[0], p[0], p[1], 1, 1, 1, 2)}; },
                {rn({1, 4, 5, 5})}, {rn({6, 2, 3, 3}), rn({6})}, false});
   c.push_back({"conv2d_grads", conv_grads, {rn({2, 3, 7, 6}), rn({4, 3, 3, 2}), rn({2, 4, 4, 4})}, {}, false});
+  // 6 input channels, 9 output channels in 3 groups: x (N, 6, H, W), w (9, 2, kH, kW).
+  c.push_back({"conv2d_grads_groups", conv_grads_groups3, {rn({2, 6, 7, 6}), rn({9, 2, 3, 2}), rn({2, 9, 4, 4})}, {},
+               false});
   c.push_back(one("max_pool2d", [](const Tensor& t) { return max_pool2d(t, {3, 2}, {2, 1}, {1, 1}, {1, 2}); }, rn({2, 3, 7, 8})));
   c.push_back(one("avg_pool2d", [](const Tensor& t) { return avg_pool2d(t, 3, 2, 1, true); }, rn({2, 3, 7, 8}), false));
   c.push_back(one("avg_pool2d_no_pad", [](const Tensor& t) { return avg_pool2d(t, 2, 2, 0, false); }, rn({1, 2, 6, 6}), false));
@@ -212,6 +217,11 @@ std::vector<Case> all() {
   c.push_back({"index_select", [](const Ts& in, const Ts&) { return Ts{index_select(in[0], 1, in[1])}; },
                {x, ri(0, 4, {6})}});
   c.push_back({"index_add", index_add_fn, {rn({4, 3})}});
+  // Before opset 16 a MatMul with one-hot rows: 2 + x where smelt adds 1 twice (rounding).
+  c.push_back({"index_add_opset13", index_add_fn, {rn({4, 3})}, {}, false, 13});
+  c.push_back({"index_add_dim1_opset15", [](const Ts& in, const Ts&) {
+                 return Ts{index_add(in[0], 1, tensor({3, 0, 3, 1, 3}), in[1])};
+               }, {rn({2, 4, 3}), rn({2, 5, 3})}, {}, false, 15});
   c.push_back({"gather", [](const Ts& in, const Ts&) { return Ts{gather(in[0], 1, in[1])}; }, {x, ri(0, 4, {3, 5})}});
   c.push_back({"scatter_add", [](const Ts& in, const Ts&) { return Ts{scatter_add(in[0], 0, in[1], in[2])}; },
                {x, ri(0, 3, {2, 4}), rn({2, 4})}});

@@ -387,7 +387,10 @@ namespace {
 // Inputs the fuzzer (fuzz_targets/onnx_fuzz.cpp) found crashing, kept as regressions: each must
 // import or be refused with a user error. conv_weight_rank_0.onnx: a Conv whose weight has no
 // dims (the kernel size was read from dims it does not have); convtranspose_short_output_shape.onnx:
-// an output_shape with fewer entries than spatial dims (read past its end).
+// an output_shape with fewer entries than spatial dims (read past its end);
+// batchnorm_input_below_rank_2.onnx: a BatchNormalization of a rank-0 input (a write past the
+// end of an empty shape); convtranspose_3d_large_output.onnx: a 3-D ConvTranspose whose output
+// holds 1.4e7 values with 35 depth taps (import made a zero tensor of that size per tap: a timeout).
 TEST(OnnxImport, FuzzerRegressions) {
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator(std::string(SMELT_TEST_DIR) + "/onnx/regressions")) {

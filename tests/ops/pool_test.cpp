@@ -322,5 +322,18 @@ TEST(Pool2d, Errors) {
       "max_pool2d_grad: indices must be int64");
 }
 
+// The average kernels have no dilated windows: a dilation attribute (from an IR text or a graph
+// built by hand) is refused rather than computed over undilated windows.
+TEST(AvgPool2d, DilationIsRefused) {
+  const ops::Attrs a{{"kernel", Shape{2, 2}}, {"stride", Shape{1, 1}}, {"padding", Shape{0, 0}},
+                     {"dilation", Shape{1, 2}}, {"count_include_pad", int64_t(1)}};
+  expect_error([&] { ops::call1(ops::OpId::avg_pool2d, {randn({1, 1, 5, 5})}, a); },
+               {"avg_pool2d: dilation (1, 2)", "only (1, 1)"});
+  ops::Attrs g = a;
+  g.set("input_shape", Shape{1, 1, 5, 5});
+  expect_error([&] { ops::call1(ops::OpId::avg_pool2d_grad, {randn({1, 1, 4, 3})}, g); },
+               "avg_pool2d_grad: dilation (1, 2)");
+}
+
 }  // namespace
 }  // namespace smelt
