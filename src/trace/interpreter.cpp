@@ -1,5 +1,6 @@
 #include "trace/interpreter.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "ir/printer.h"
@@ -30,8 +31,21 @@ std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>&
     std::vector<ops::TensorMeta> metas;
     for (const ir::Value* v : node->outputs) metas.push_back(v->meta);
     // A group node runs its body: a graph of its own whose inputs are the node's inputs.
-    std::vector<Tensor> outs = node->body ? interpret(*node->body, args)
-                                          : ops::compute(node->op, args, node->attrs, metas);
+    std::vector<Tensor> outs;
+    if (node->body) {
+      outs = interpret(*node->body, args);
+    } else {
+      // Outputs no one reads may be skipped by the kernel (max_pool2d's indices).
+      std::vector<bool> used;
+      for (const ir::Value* v : node->outputs) used.push_back(!v->is_dead());
+      const ops::Attrs* attrs = &node->attrs;
+      ops::Attrs marked;
+      if (std::find(used.begin(), used.end(), false) != used.end()) {
+        marked = node->attrs;
+        if (ops::mark_unused_outputs(node->op, used, &marked)) attrs = &marked;
+      }
+      outs = ops::compute(node->op, args, *attrs, metas);
+    }
     for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
   }
   std::vector<Tensor> results;
