@@ -1,5 +1,5 @@
 // Every conv2d forward implementation (kernels/conv_select.h: gemm, gemm_own, gemm_openblas,
-// depthwise, onednn) against a direct 7-loop reference on odd shapes — groups, dilation, padding,
+// depthwise, onednn, direct) against a direct 7-loop reference on odd shapes — groups, dilation, padding,
 // strides, size-1 and empty dims — and the epilogue contract they share: each output element is
 // handed to the epilogue exactly once, after its value is final. Also the depthwise gradient
 // kernels against the adjoint of the reference.
@@ -79,6 +79,8 @@ const std::vector<Conv2dGeometry> kShapes = {
     make(1, 4, 7, 8, 4, 3, 3, 2, 2, 0, 0, 1, 1, 4),      // depthwise stride 2 without padding
     make(1, 3, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3),      // depthwise on 1x1 planes
     make(1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1),      // all size 1
+    make(2, 3, 20, 37, 10, 3, 3, 2, 2, 1, 1, 1, 1, 1),   // a stem (direct): O not a multiple of 8, 2 blocks
+    make(1, 2, 9, 40, 9, 3, 3, 1, 3, 2, 1, 2, 1, 1),     // direct: dilation, uneven stride and padding
     make(1, 3, 1, 9, 2, 1, 3, 1, 2, 0, 1, 1, 1, 1),      // a single row
     make(0, 3, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1),      // empty batch
     make(0, 3, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3),      // empty batch, depthwise
