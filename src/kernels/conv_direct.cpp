@@ -4,14 +4,14 @@
 //
 //   y[n, :, oh, :] (O, Wo) = w (O, R) @ col (R, Wo),   col: im2col of output row oh (in L1)
 //
-// with O x (L output columns) accumulators in vector registers (L = 64 bytes of T, GCC vector
-// types): per tap r one load of col[r] and kOutBlock multiply-adds with broadcast weights. Each
+// with kOutBlock channels x L output columns of accumulators in vector registers (L = 64 bytes of
+// T, GCC vector types): per tap r one load of col[r] and kOutBlock multiply-adds with broadcast
+// weights. Each
 // output sums its taps in (c, ki, kj) order, zeros at padded positions (as im2col). Threads take
 // output rows; the epilogue gets each finished row band (all O channels of one output row).
 #include "kernels/conv_direct.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "base/parallel.h"
