@@ -331,6 +331,7 @@ def model_section(run, workloads):
            "| model | smelt interpreted | smelt compiled | ONNX Runtime | torch eager | torch frozen | "
            "compiled / ORT (≤ 1) | torch eager / compiled (≥ 2) | verdict |",
            "|---|---|---|---|---|---|---:|---:|---|"]
+    missed = []
     for r in models:
         ms = r["ms"]
         cells = [_cell(r, impl) for impl in ("smelt-eager", "smelt-compiled", "ort", "torch-eager", "torch-script")]
@@ -345,7 +346,44 @@ def model_section(run, workloads):
         out.append(f"| {r['name'].replace(' ' + MODEL_SUFFIX, '')} | {' | '.join(cells)} | "
                    f"{'—' if vs_ort is None else f'{vs_ort:.2f}'} | {'—' if vs_torch is None else f'{vs_torch:.2f}x'} "
                    f"| {verdict} |")
+        if verdict not in ("—", "**met**") and r.get("profile"):
+            missed.append(r)
+    return out + holding_back(missed)
+
+
+# Kernels listed per model that misses its targets.
+TOP_KERNELS = 6
+
+
+def holding_back(models):
+    """For each model that misses: its most expensive plan steps (the compiled plan's per-step
+    profile), each with its share of the profiled time and its GFLOP/s as a fraction of the best
+    sgemm rate of the run (the GEMM roofline)."""
+    if not models:
+        return []
+    gemm = models[0].get("gemm_rate")
+    out = ["", "Where a model misses, the plan steps that hold it back (per-step profile of the compiled "
+           "plan over calls after the timed ones; share of the profiled time; GFLOP/s and its fraction of the "
+           + (f"best sgemm rate of this run, {gemm / 1e6:.0f} GFLOP/s" if gemm else "sgemm rate (not measured)")
+           + "; steps without flops: GB/s):", ""]
+    for r in models:
+        kernels = r["profile"]
+        total = sum(k["ms"] for k in kernels)
+        out += [f"{r['name'].replace(' ' + MODEL_SUFFIX, '')} ({total:.2f} ms profiled, {len(kernels)} steps):", "",
+                "| step | ms | share | rate | of GEMM roofline |", "|---|---:|---:|---:|---:|"]
+        for k in kernels[:TOP_KERNELS]:
+            ms = k["ms"]
+            if k["flops"] and ms > 0:
+                rate = f"{k['flops'] / ms / 1e6:.1f} GFLOP/s"
+                roof = f"{100 * k['flops'] / ms / gemm:.0f}%" if gemm else "—"
+            else:
+                rate = f"{k['bytes'] / ms / 1e6:.1f} GB/s" if ms > 0 else "—"
+                roof = "—"
+            name = k["name"].replace("|", "/")
+            out.append(f"| {name} | {ms:.3f} | {100 * ms / total:.0f}% | {rate} | {roof} |")
+        out.append("")
     return out
+
 
 
 def _limit_rate(row):

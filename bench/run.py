@@ -150,6 +150,24 @@ MODEL_WORKLOADS = ("ResNet-18 inference b1 224x224", "MobileNetV2 inference b1 2
                    "SqueezeNet 1.1 inference b1 224x224")
 
 
+# Calls of each compiled model with the plan's per-step profile on, for the report's list of the
+# kernels that hold a model back.
+PROFILE_RUNS = 20
+
+
+def model_profiles(workloads, server):
+    """Per-step profile (ms, bytes, flops per call) of each compiled model, by workload name."""
+    profiles = {}
+    for w in workloads:
+        if w["name"] in MODEL_WORKLOADS and "smelt-compiled" in w["impls"]:
+            reply = server.ask("profile", w["name"], "smelt-compiled", PROFILE_RUNS)
+            if "kernels" in reply:
+                profiles[w["name"]] = reply["kernels"]
+            else:
+                print(f"  {w['name']} [profile]: {reply.get('error')}", file=sys.stderr)
+    return profiles
+
+
 def make_models(models):
     """The full-size ONNX models (tests/models/make_models.py large), unless already there."""
     if (models / "complete").exists():
@@ -298,6 +316,7 @@ def main():
               f"{args.threads} threads", flush=True)
         calibrate(all_tasks, target_ms, max_n)
         measure(workloads, tasks_by_workload, rounds)
+        profiles = model_profiles(workloads, servers["smelt"])
     finally:
         for server in servers.values():
             server.close()
@@ -311,7 +330,7 @@ def main():
     compile_names = [n for n in smelt_list.get("compile_time", []) if args.only in n]
     compiles = compile_times(smelt_argv, compile_names, compile_pairs, env)
 
-    results = build_results(workloads, tasks_by_workload, memory, l3_bytes())
+    results = build_results(workloads, tasks_by_workload, memory, l3_bytes(), profiles)
     results["compile_time"] = compiles
     for name, runs in compiles.items():
         for kind, replies in runs.items():
@@ -341,13 +360,14 @@ def main():
     print(f"wrote {out}/results.jsonl, results.md, results.svg in {run['seconds']:.0f} s")
 
 
-def build_results(workloads, tasks_by_workload, memory, l3_size):
+def build_results(workloads, tasks_by_workload, memory, l3_size, profiles=None):
     """Medians, rates, roofline fractions and ratios, plus the jsonl records."""
     records, rows = [], []
     for w in workloads:
         row = {"name": w["name"], "bytes": w["bytes"], "flops": w["flops"], "missing": w["missing"],
                "impls": sorted(w["impls"]), "training": any(w["peak_memory"].values()),
-               "ms": {}, "spread": {}, "errors": {}, "samples": {}, "mib": {}, "notes": {}}
+               "ms": {}, "spread": {}, "errors": {}, "samples": {}, "mib": {}, "notes": {},
+               "profile": (profiles or {}).get(w["name"], [])}
         for task in tasks_by_workload.get(w["name"], []):
             if task.note:
                 row["notes"][task.impl] = task.note
@@ -401,6 +421,7 @@ def build_results(workloads, tasks_by_workload, memory, l3_size):
         if row["flops"] and gemm_rate:
             bounds.append((row["flops"] / gemm_rate, "GEMM"))
         row["roofline_ms"], row["roofline_kind"] = max(bounds) if bounds else (None, None)
+        row["gemm_rate"] = gemm_rate  # flops per ms: the best sgemm rate of this run
     return {"rows": rows, "records": records}
 
 

@@ -26,10 +26,15 @@
 //                                                      first reply of a smelt-compiled workload
 //                                                      adds "note": what the compile produced)
 //                           < {"error": "..."}       (unknown workload, or not runnable here)
+//   > profile <name> <impl> <n>  (a smelt-compiled model) n more calls with the plan's per-step
+//                           < {"kernels": [{"name", "ms", "min_ms", "bytes", "flops"}]}  profile on;
+//                                                      mean and fastest ms, bytes, flops per call,
+//                                                      most time first
 //   > quit
 #include <omp.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -136,6 +141,20 @@ class Server {
     return reply;
   }
 
+  json profile(const std::string& name, const std::string& impl, int n) {
+    const Workload* w = find(workloads_, name, impl);
+    if (!w || !w->profile) return {{"error", "'" + name + "' [" + impl + "] has no per-step profile"}};
+    json first = run(name, impl, 1);  // builds and warms it up on first use
+    if (first.contains("error")) return first;
+    json kernels = json::array();
+    for (const runtime::KernelProfile& k : w->profile(n)) {
+      const double calls = double(std::max<int64_t>(k.calls, 1));
+      kernels.push_back({{"name", k.name}, {"ms", double(k.total_ns) * 1e-6 / calls}, {"min_ms", double(k.min_ns) * 1e-6},
+                         {"bytes", double(k.bytes) / calls}, {"flops", double(k.flops) / calls}});
+    }
+    return {{"kernels", kernels}};
+  }
+
   int serve() {
     std::string line;
     while (std::getline(std::cin, line)) {
@@ -152,8 +171,10 @@ class Server {
           reply = list_reply(workloads_);
         } else if (parts[0] == "run" && parts.size() == 4) {
           reply = run(parts[1], parts[2], std::stoi(parts[3]));
+        } else if (parts[0] == "profile" && parts.size() == 4) {
+          reply = profile(parts[1], parts[2], std::stoi(parts[3]));
         } else {
-          reply = {{"error", "bad request '" + line + "' (list | run<TAB>name<TAB>impl<TAB>n | quit)"}};
+          reply = {{"error", "bad request '" + line + "' (list | run<TAB>name<TAB>impl<TAB>n | profile<TAB>name<TAB>impl<TAB>n | quit)"}};
         }
       } catch (const std::exception& e) {
         reply = {{"error", e.what()}};

@@ -77,14 +77,16 @@ std::vector<Workload> model_workloads() {
                      return Step([l] { l->model.graph.run(l->inputs); });
                    }});
     auto compiled = std::make_shared<std::shared_ptr<runtime::CompiledGraph>>();
+    auto loaded = std::make_shared<std::shared_ptr<Loaded>>();
     all.push_back({.name = m.name, .flops = m.flops, .impl = "smelt-compiled", .missing = missing,
                    .build =
-                       [file, compiled] {
+                       [file, compiled, loaded] {
                          auto l = std::make_shared<Loaded>(load(file));
                          runtime::PipelineOptions options;
                          options.backend = runtime::KernelBackend::Compiled;
                          *compiled = std::make_shared<runtime::CompiledGraph>(
                              runtime::compile_graph(l->model.graph.ir_graph().clone(), options));
+                         *loaded = l;
                          std::shared_ptr<runtime::CompiledGraph> c = *compiled;
                          return Step([l, c] { c->plan->run(l->inputs); });
                        },
@@ -94,6 +96,17 @@ std::vector<Workload> model_workloads() {
                          if (!*compiled) return std::string("not built");
                          const runtime::CompiledGraph& c = **compiled;
                          return c.fusion_explain + "\n" + c.plan->describe();
+                       },
+                   .profile =
+                       [compiled, loaded](int runs) {
+                         std::vector<runtime::KernelProfile> kernels;
+                         if (!*compiled) return kernels;
+                         runtime::Plan& plan = *(*compiled)->plan;
+                         plan.set_profiling(true);
+                         for (int i = 0; i < runs; ++i) plan.run((*loaded)->inputs);
+                         plan.set_profiling(false);
+                         kernels = plan.profile().kernels();
+                         return kernels;
                        }});
   }
   return all;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/profile.h"
 #include "smelt/compile.h"
 
 namespace smelt::bench {
@@ -30,6 +31,9 @@ struct Workload {
   // smelt-compiled only, after the first call: one line on what the compile produced (note, sent
   // to run.py with the times) and the fusion report and plan (`smelt_bench --describe <name>`).
   std::function<std::string()> note, plan;
+  // smelt-compiled models only, after the first call: `runs` more calls with the plan's per-step
+  // profile on (`smelt_bench` "profile" request), most time first.
+  std::function<std::vector<runtime::KernelProfile>(int runs)> profile;
 };
 
 // What one first call of a compiled function cost, in a fresh process (`--compile-time`).

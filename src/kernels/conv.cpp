@@ -5,6 +5,7 @@
 
 #include "base/parallel.h"
 #include "kernels/conv_depthwise.h"
+#include "kernels/conv_direct.h"
 #include "kernels/conv_onednn.h"
 #include "kernels/conv_select.h"
 #include "kernels/gemm.h"
@@ -288,6 +289,7 @@ void conv2d_forward_with(ConvImpl impl, const Conv2dGeometry& g, const Tensor& y
   SMELT_INTERNAL_CHECK(conv_impl_supports(impl, g, x.dtype()))
       << "conv2d: implementation " << conv_impl_name(impl) << " does not apply to " << conv_tuning_key(g, x.dtype());
   if (impl == ConvImpl::Depthwise) return conv2d_depthwise_forward(g, y, x, w, epilogue);
+  if (impl == ConvImpl::Direct) return conv2d_direct_forward(g, y, x, w, epilogue);
   if (impl == ConvImpl::OneDnn) return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant);
   if (impl == ConvImpl::OneDnnWinograd) {
     return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/true);

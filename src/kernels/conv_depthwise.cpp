@@ -12,6 +12,10 @@ namespace {
 // Planes per thread chunk: at least this many multiply-adds, so small convolutions stay on one
 // thread (a fork-join costs a few microseconds).
 constexpr int64_t kMinChunkTaps = 1 << 16;
+// Output widths up to this take forward_plane_flat (stride 1): rows shorter than two vectors.
+constexpr int64_t kFlatMaxWidth = 16;
+// Output values per epilogue call at least (a few planes of a small image; still in L1 / L2).
+constexpr int64_t kEpiloguePixels = 2048;
 // Independent partial sums per filter tap in the weight gradient: a vector's worth of lanes,
 // so the dot products vectorize without reassociating any sum (no -ffast-math needed).
 constexpr int kLanes = 16;
@@ -61,6 +65,30 @@ void forward_plane(const Conv2dGeometry& g, const T* __restrict P, int64_t Wp, c
       out[ow] = acc;
     }
   }
+}
+
+// forward_plane for narrow planes (7x7, 14x14), stride 1 and a filter size fixed at compile time,
+// as one flat loop: output (oh, ow) reads P[(oh + ki) Wp + ow + kj] = P[i + ki Wp + kj] with
+// i = oh Wp + ow, so a loop over i = 0 .. (Ho - 1) Wp + Wo computes every output in rows Wp long
+// (the columns past Wo are thrown away) and vectorizes over the whole plane instead of rows
+// shorter than a vector. Taps are added in forward_plane's order. Reads stay inside P (Hp, Wp):
+// the last i reads P[(Ho - 1 + KH - 1) Wp + Wo - 1 + KW - 1], within the padded plane. (With
+// stride 2 the thrown-away half costs more than the short rows: measured slower.)
+// flat: room for (Ho - 1) Wp + Wo values.
+template <class T, int KH, int KW>
+void forward_plane_flat(const Conv2dGeometry& g, const T* __restrict P, int64_t Wp, const T* w, T* __restrict flat,
+                        T* __restrict y) {
+  T wk[KH * KW];
+  std::copy(w, w + KH * KW, wk);
+  const int64_t n = (g.Ho - 1) * Wp + g.Wo;
+  for (int64_t i = 0; i < n; ++i) {
+    T acc = T(0);
+    for (int ki = 0; ki < KH; ++ki) {
+      for (int kj = 0; kj < KW; ++kj) acc += wk[ki * KW + kj] * P[i + ki * Wp + kj];
+    }
+    flat[i] = acc;
+  }
+  for (int64_t oh = 0; oh < g.Ho; ++oh) std::copy(flat + oh * Wp, flat + oh * Wp + g.Wo, y + oh * g.Wo);
 }
 
 // P_dx (Hp, Wp) += the scatter of dy (Ho, Wo) through one channel's filter w (kH, kW).
@@ -125,6 +153,8 @@ void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w, const G
   dispatch_taps(g, [&]<int KH, int KW, int SH, int SW>() {
     parallel_for(g.N * g.C, plane_grain(g), [&](int64_t begin, int64_t end) {
       std::vector<T> buf(p.needed ? size_t(p.Hp * p.Wp) : 0);
+      std::vector<T> flat(g.Wo <= kFlatMaxWidth ? size_t(g.Ho * (p.needed ? p.Wp : g.W)) : 0);
+      int64_t pending = begin;  // planes computed but not yet handed to the epilogue
       for (int64_t plane = begin; plane < end; ++plane) {
         const int64_t c = plane % g.C;
         const T* P = x + plane * HW;
@@ -132,8 +162,22 @@ void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w, const G
           copy_interior(g, p, P, buf.data());
           P = buf.data();
         }
-        forward_plane<T, KH, KW, SH, SW>(g, P, p.needed ? p.Wp : g.W, w + c * taps, y + plane * HoWo);
-        if (epilogue) (*epilogue)(plane, plane + 1, 0, HoWo);  // plane = n C + c = n O + c
+        const int64_t Wp = p.needed ? p.Wp : g.W;
+        if constexpr (KH > 0 && SH == 1 && SW == 1) {
+          if (g.Wo <= kFlatMaxWidth) {
+            forward_plane_flat<T, KH, KW>(g, P, Wp, w + c * taps, flat.data(), y + plane * HoWo);
+          } else {
+            forward_plane<T, KH, KW, SH, SW>(g, P, Wp, w + c * taps, y + plane * HoWo);
+          }
+        } else {
+          forward_plane<T, KH, KW, SH, SW>(g, P, Wp, w + c * taps, y + plane * HoWo);
+        }
+        // Small planes (7x7 with 960 channels) go to the epilogue several at a time: one call per
+        // plane would cost about as much as the plane. plane = n C + c = n O + c.
+        if (epilogue && ((plane + 1 - pending) * HoWo >= kEpiloguePixels || plane + 1 == end)) {
+          (*epilogue)(pending, plane + 1, 0, HoWo);
+          pending = plane + 1;
+        }
       }
     });
   });

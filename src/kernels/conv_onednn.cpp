@@ -1,5 +1,7 @@
 #include "kernels/conv_onednn.h"
 
+#include "base/parallel.h"
+
 #include "smelt/error.h"
 
 #if SMELT_HAVE_ONEDNN
@@ -239,9 +241,18 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
   stream.wait();
   if (!epilogue) return;
+  // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
+  // over y on one thread cost as much as the stem convolution itself): every thread gets rows
+  // when y is large enough to pay for the fork.
   const int64_t HoWo = g.Ho * g.Wo, rows = g.N * g.O;
-  const int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
-  for (int64_t r = 0; r < rows; r += step) (*epilogue)(r, std::min(rows, r + step), 0, HoWo);
+  int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
+  const int threads = num_threads();
+  if (rows * HoWo >= kParallelGrain && threads > 1) step = std::min(step, (rows + threads - 1) / threads);
+  parallel_for((rows + step - 1) / step, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      (*epilogue)(chunk * step, std::min(rows, (chunk + 1) * step), 0, HoWo);
+    }
+  });
 }
 
 uint64_t onednn_weight_conversions() { return g_weight_conversions.load(std::memory_order_relaxed); }

@@ -8,16 +8,17 @@
 //   depthwise       kernels/conv_depthwise.h (groups == C == O only)
 //   onednn          oneDNN's convolution (kernels/conv_onednn.h; float32, when built with it)
 //   onednn_winograd oneDNN's Winograd convolution (3x3 stride 1, groups 1, where oneDNN has one)
+//   direct          kernels/conv_direct.h: few taps per output (C kH kW <= 32, groups 1), a stem
 //
 // The choice for a shape, in order:
 //   1. SMELT_CONV=<name> pins one implementation wherever it applies (elsewhere, step 3);
 //   2. the tuning table: an entry measured by conv_tune (by `smelt tune model.onnx`, or earlier
 //      in this process) and kept by the installed ConvTuningStore (runtime/tuning_file.h: a file
 //      in the cache dir), so every process on this machine makes the same choice;
-//   3. a heuristic (measured on this project's bench machine, see conv_select.cpp): oneDNN's
-//      Winograd for 3x3 stride-1 convolutions where it exists, oneDNN for other convolutions with
-//      a spatial kernel (groups 1) and for depthwise ones on small images, depthwise for other
-//      depthwise shapes, else gemm.
+//   3. a heuristic (measured on this project's bench machine, see conv_select.cpp): direct for
+//      stems (few taps per output), oneDNN's Winograd for 3x3 stride-1 convolutions where it
+//      exists, oneDNN for other convolutions with a spatial kernel (groups 1) and for depthwise
+//      ones on small images, depthwise for other depthwise shapes, else gemm.
 // The choice is fixed per shape within a process (lookups are cached), so repeated calls are
 // bitwise identical. With SMELT_DEBUG >= 2 each shape's first choice is printed with its source.
 #pragma once
@@ -30,9 +31,10 @@
 
 namespace smelt::kernels {
 
-enum class ConvImpl : uint8_t { Auto, Gemm, GemmOwn, GemmOpenBlas, Depthwise, OneDnn, OneDnnWinograd };
+enum class ConvImpl : uint8_t { Auto, Gemm, GemmOwn, GemmOpenBlas, Depthwise, OneDnn, OneDnnWinograd, Direct };
 inline constexpr ConvImpl kConvImpls[] = {ConvImpl::Gemm,      ConvImpl::GemmOwn, ConvImpl::GemmOpenBlas,
-                                          ConvImpl::Depthwise, ConvImpl::OneDnn,  ConvImpl::OneDnnWinograd};
+                                          ConvImpl::Depthwise, ConvImpl::OneDnn,  ConvImpl::OneDnnWinograd,
+                                          ConvImpl::Direct};
 
 const char* conv_impl_name(ConvImpl impl);
 // nullopt for an unknown name.

@@ -183,6 +183,7 @@ void gemm_own(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa,
     if (epilogue) (*epilogue)(0, M, 0, N);
     return;
   }
+  if (M == 1 && gemm_row_vector(N, K, alpha, A, csa, B, rsb, csb, beta, C, csc, epilogue)) return;
   using Cfg = GemmConfig<T>;
   gemm_detail::for_each_strip(M, N, K, Cfg::MR, Cfg::NR, [&](bool split_n, int64_t begin, int64_t end) {
     if (split_n) {

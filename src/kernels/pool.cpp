@@ -187,6 +187,7 @@ Planes planes_of(const Tensor& input, const Tensor& output) {
 void max_pool2d_forward(const Pool2dWindow& win, const Tensor& y, const Tensor& indices,
                         const Tensor& x) {
   const Planes p = planes_of(x, y);
+  if (!indices.defined()) return max_pool2d_values_forward(win, y, x);
   SMELT_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
     max_forward<scalar_t>(win, p.count, p.H, p.W, p.Ho, p.Wo, y.data<scalar_t>(),
                           indices.data<int64_t>(), x.data<scalar_t>());

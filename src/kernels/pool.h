@@ -15,10 +15,14 @@ struct Pool2dWindow {
   int64_t kH = 1, kW = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
 };
 
-// All tensors contiguous; outputs allocated by the caller.
+// All tensors contiguous; outputs allocated by the caller. `indices` undefined (Tensor()): the
+// values only (a graph that never reads the indices), the same values bit for bit.
 void max_pool2d_forward(const Pool2dWindow& win, const Tensor& y /*(N, C, Ho, Wo)*/,
                         const Tensor& indices /*(N, C, Ho, Wo) Int64*/,
                         const Tensor& x /*(N, C, H, W)*/);
+// max_pool2d_forward's values only (kernels/pool_max_values.cpp): the same bits.
+void max_pool2d_values_forward(const Pool2dWindow& win, const Tensor& y /*(N, C, Ho, Wo)*/,
+                               const Tensor& x /*(N, C, H, W)*/);
 // dx = 0, then dx[p, indices[p, o]] += dy[p, o].
 void max_pool2d_backward(const Tensor& dx /*(N, C, H, W)*/, const Tensor& dy /*(N, C, Ho, Wo)*/,
                          const Tensor& indices /*(N, C, Ho, Wo) Int64*/);

@@ -51,6 +51,11 @@ std::vector<Tensor> compute(OpId op, const std::vector<Tensor>& inputs, const At
 void call_into(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                const std::vector<Tensor>& outputs);
 
+// For a graph runner that knows which outputs of a node are read (`used[k]`): sets attributes that
+// let `op`'s kernel skip the work of the unread ones (max_pool2d: "indices_unused", its indices
+// output is then left unwritten). True when it set any. The shape rule ignores them.
+bool mark_unused_outputs(OpId op, const std::vector<bool>& used, Attrs* attrs);
+
 // Runs only the shape rule (with the arity check): what the IR verifier and tracer use.
 std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inputs,
                                     const Attrs& attrs);

@@ -89,9 +89,13 @@ std::vector<TensorMeta> max_pool2d_shape(const std::vector<TensorMeta>& in, cons
   Shape out = pooled_shape(in[0].shape, window_of(attrs, "max_pool2d"), "max_pool2d");
   return {{out, in[0].dtype}, {out, DType::Int64}};
 }
+// "indices_unused" (set by mark_unused_outputs, never by users): no one reads out[1], which is
+// left unwritten; the values-only kernel skips the index bookkeeping.
 void max_pool2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
                        const std::vector<Tensor>& out) {
-  kernels::max_pool2d_forward(window_of(attrs, "max_pool2d"), out[0], out[1], dense(in[0]));
+  const bool values_only = attrs.get_int("indices_unused", 0) != 0;
+  kernels::max_pool2d_forward(window_of(attrs, "max_pool2d"), out[0], values_only ? Tensor() : out[1],
+                              dense(in[0]));
 }
 std::vector<Tensor> max_pool2d_grad_rule(const GradContext& c) {
   return {call1(OpId::max_pool2d_grad, {c.grads[0], c.outputs[1].detach()},
@@ -206,6 +210,14 @@ std::vector<Tensor> adaptive_grad_grad(const GradContext& c) {
 }
 
 }  // namespace
+
+bool mark_unused_outputs(OpId op, const std::vector<bool>& used, Attrs* attrs) {
+  if (op == OpId::max_pool2d && used.size() == 2 && !used[1]) {
+    attrs->set("indices_unused", int64_t(1));
+    return true;
+  }
+  return false;
+}
 
 SMELT_OP_IMPL(max_pool2d) = {max_pool2d_shape, max_pool2d_kernel, max_pool2d_grad_rule, kSaveOutputs};
 SMELT_OP_IMPL(max_pool2d_grad) = {max_pool2d_grad_shape, max_pool2d_grad_kernel,

@@ -310,6 +310,9 @@ void Plan::Impl::add_op_step(const ir::Node& node, const std::vector<int>& in, c
   s.op = node.op;
   s.attrs = node.attrs;
   mark_constant_weight(s.op, in, &s.attrs);
+  std::vector<bool> used;
+  for (const ir::Value* v : node.outputs) used.push_back(!v->is_dead());
+  ops::mark_unused_outputs(s.op, used, &s.attrs);
   s.in_slots = in;
   s.out_slots = out;
   steps.push_back(std::move(s));

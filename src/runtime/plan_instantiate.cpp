@@ -2,10 +2,33 @@
 // plan (checked) and the arena.
 #include <set>
 
+#include "ops/op_util.h"
 #include "runtime/plan_impl.h"
 #include "smelt/creation.h"
 
 namespace smelt::runtime {
+namespace {
+
+// " [conv 3x3/2 3->64 224x224]" (kernel / stride, channels in -> out, input size; "g32" for
+// groups) or " [matmul (M, K) @ (K, N)]".
+std::string contraction_shape(ops::OpId op, const Shape& a, const Shape& b, const ops::Attrs& attrs) {
+  std::string out = " [";
+  if (op == ops::OpId::conv2d && a.size() == 4 && b.size() == 4) {
+    const std::vector<int64_t> stride = ops::pair_attr(attrs, "stride", "conv2d", 1);
+    const int64_t groups = attrs.get_int("groups", 1);
+    out += "conv " + std::to_string(b[2]) + "x" + std::to_string(b[3]);
+    if (stride[0] != 1) out += "/" + std::to_string(stride[0]);
+    out += " " + std::to_string(a[1]) + "->" + std::to_string(b[0]) + " " + std::to_string(a[2]) + "x" +
+           std::to_string(a[3]);
+    if (groups != 1) out += " g" + std::to_string(groups);
+  } else {
+    out += ops::op_name(op);
+    out += " " + shape_str(a) + " @ " + shape_str(b);
+  }
+  return out + "]";
+}
+
+}  // namespace
 
 // Bytes a step moves (each distinct slot it reads or writes, once) and the flops of its work
 // (a multiply-add counts two; elementwise math one per call; copies none).
@@ -30,6 +53,7 @@ void Plan::Impl::measure_steps() {
       for (const codegen::Expr& e : k.exprs) flops += e.kind == codegen::ExprKind::Call ? points : 0;
     }
     const bool contraction_op = s.op == ops::OpId::matmul || s.op == ops::OpId::conv2d;
+    std::string shape;  // the contraction's shape in the profile's name: which conv is slow
     if ((s.kind == StepKind::Op || s.kind == StepKind::TiledContraction) && contraction_op) {
       const std::vector<int>& operands = s.kind == StepKind::Op ? s.in_slots : s.op_slots;
       const int product = s.kind == StepKind::Op ? s.out_slots[0] : s.product_slot;
@@ -39,8 +63,9 @@ void Plan::Impl::measure_steps() {
                                      ? slots[size_t(operands[0])].meta.shape.back()
                                      : shape_numel(b.shape) / std::max<int64_t>(b.shape[0], 1);
       flops += 2 * shape_numel(slots[size_t(product)].meta.shape) * per_output;
+      shape = contraction_shape(s.op, slots[size_t(operands[0])].meta.shape, b.shape, s.attrs);
     }
-    step_profile_id.push_back(profile.kernel_id("step " + std::to_string(i) + " " + s.what));
+    step_profile_id.push_back(profile.kernel_id("step " + std::to_string(i) + " " + s.what + shape));
     step_bytes.push_back(bytes);
     step_flops.push_back(flops);
   }

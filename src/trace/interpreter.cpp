@@ -1,5 +1,6 @@
 #include "trace/interpreter.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "ir/printer.h"
@@ -47,9 +48,26 @@ std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>&
     std::vector<ops::TensorMeta> metas;
     for (const ir::Value* v : node->outputs) metas.push_back(v->meta);
     // A group node runs its body: a graph of its own whose inputs are the node's inputs.
-    std::vector<Tensor> outs = node->body                   ? interpret(*node->body, args)
-                               : has_constant_weight(*node) ? ops::compute(node->op, args, constant_weight(*node), metas)
-                                                            : ops::compute(node->op, args, node->attrs, metas);
+    std::vector<Tensor> outs;
+    if (node->body) {
+      outs = interpret(*node->body, args);
+    } else {
+      // Outputs no one reads may be skipped by the kernel (max_pool2d's indices); a conv2d whose
+      // weight is a graph constant keeps it converted (weight_constant), as a plan step does.
+      std::vector<bool> used;
+      for (const ir::Value* v : node->outputs) used.push_back(!v->is_dead());
+      const ops::Attrs* attrs = &node->attrs;
+      ops::Attrs edited;  // a copy only for the nodes whose attributes change
+      if (has_constant_weight(*node)) {
+        edited = constant_weight(*node);
+        attrs = &edited;
+      }
+      if (std::find(used.begin(), used.end(), false) != used.end()) {
+        if (attrs != &edited) edited = node->attrs;
+        if (ops::mark_unused_outputs(node->op, used, &edited)) attrs = &edited;
+      }
+      outs = ops::compute(node->op, args, *attrs, metas);
+    }
     for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
   }
   std::vector<Tensor> results;

@@ -1,5 +1,5 @@
 // Every conv2d forward implementation (kernels/conv_select.h: gemm, gemm_own, gemm_openblas,
-// depthwise, onednn) against a direct 7-loop reference on odd shapes — groups, dilation, padding,
+// depthwise, onednn, direct) against a direct 7-loop reference on odd shapes — groups, dilation, padding,
 // strides, size-1 and empty dims — and the epilogue contract they share: each output element is
 // handed to the epilogue exactly once, after its value is final. Also the depthwise gradient
 // kernels against the adjoint of the reference.
@@ -73,7 +73,14 @@ const std::vector<Conv2dGeometry> kShapes = {
     make(1, 2, 12, 13, 2, 5, 5, 2, 2, 2, 2, 1, 1, 2),    // depthwise 5x5 stride 2
     make(2, 3, 8, 7, 3, 3, 2, 1, 2, 2, 0, 2, 1, 3),      // depthwise generic: dilation, uneven
     make(1, 2, 3, 3, 2, 3, 3, 1, 1, 3, 3, 1, 1, 2),      // depthwise: padding wider than the image
+    make(1, 40, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 40),   // depthwise 7x7 planes: epilogue over several
+    make(2, 24, 14, 13, 24, 3, 3, 2, 2, 1, 1, 1, 1, 24), // depthwise stride 2, odd width, two images
+    make(1, 5, 6, 9, 5, 3, 3, 1, 1, 0, 0, 1, 1, 5),      // depthwise without padding (no copy)
+    make(1, 4, 7, 8, 4, 3, 3, 2, 2, 0, 0, 1, 1, 4),      // depthwise stride 2 without padding
+    make(1, 3, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3),      // depthwise on 1x1 planes
     make(1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1),      // all size 1
+    make(2, 3, 20, 37, 10, 3, 3, 2, 2, 1, 1, 1, 1, 1),   // a stem (direct): O not a multiple of 8, 2 blocks
+    make(1, 2, 9, 40, 9, 3, 3, 1, 3, 2, 1, 2, 1, 1),     // direct: dilation, uneven stride and padding
     make(1, 3, 1, 9, 2, 1, 3, 1, 2, 0, 1, 1, 1, 1),      // a single row
     make(0, 3, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1),      // empty batch
     make(0, 3, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 3),      // empty batch, depthwise
@@ -103,7 +110,7 @@ TEST(ConvImpl, EveryImplementationMatchesTheReference) {
       }
     }
   }
-  EXPECT_GE(checked_depthwise, 2 * 8);  // the depthwise shapes above all reached their kernel
+  EXPECT_GE(checked_depthwise, 2 * 13);  // the depthwise shapes above all reached their kernel
 }
 
 // weight_constant lets oneDNN keep the converted weight; the second call reads it from its cache.

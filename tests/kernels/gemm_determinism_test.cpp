@@ -20,7 +20,7 @@ struct Problem {
 };
 
 // Shapes of distinct classes, all large enough to be measured (at least 2 * 96^3 flops).
-const Problem kProblems[] = {{200, 200, 200}, {97, 513, 129}, {300, 100, 700}, {64, 1000, 96}};
+const Problem kProblems[] = {{200, 200, 200}, {97, 513, 129}, {300, 100, 700}, {64, 1000, 96}, {1, 1000, 1280}};
 
 template <class T>
 std::vector<T> random_values(size_t n, unsigned seed) {

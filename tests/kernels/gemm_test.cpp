@@ -113,6 +113,27 @@ void sweep_layouts() {
   }
 }
 
+// M = 1 takes gemm_own's row-vector path (no packing) when B has a unit stride: every layout (the
+// strided B falls back to the packed GEMM), column counts around its 256-column blocks, K around
+// its 16 dot-product lanes, alpha / beta.
+template <class T>
+void sweep_row_vector() {
+  const int64_t sizes[][2] = {{1, 1}, {255, 15}, {256, 16}, {257, 17}, {1000, 1280}, {600, 3}};
+  for (const auto& s : sizes) {
+    for (Layout la : kLayouts) {
+      for (Layout lb : kLayouts) {
+        for (Layout lc : kLayouts) {
+          check_case<T>(1, s[0], s[1], la, lb, lc, T(1), T(0), GemmImpl::Own);
+          check_case<T>(1, s[0], s[1], la, lb, lc, T(0.5), T(-2), GemmImpl::Own);
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, FloatRowVector) { sweep_row_vector<float>(); }
+TEST(Gemm, DoubleRowVector) { sweep_row_vector<double>(); }
+
 TEST(Gemm, FloatLayoutsAlphaBeta) { sweep_layouts<float>(); }
 TEST(Gemm, DoubleLayoutsAlphaBeta) { sweep_layouts<double>(); }
 

@@ -2,6 +2,7 @@
 // references, gradchecks (stride / padding / dilation, non-contiguous input, the gradient ops
 // themselves, second order) and error messages.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -203,6 +204,75 @@ TEST(MaxPool2d, TiesNaNAndInfinitiesPickTheFirstTap) {
   auto out = max_pool_op(x, {{3, 3}, {1, 1}, {1, 1}, {1, 1}});
   EXPECT_EQ(out[0].to_vector(), std::vector<double>(9, -inf));
   EXPECT_EQ(out[1].to_vector(), (std::vector<double>{0, 0, 1, 0, 0, 1, 3, 3, 4}));
+}
+
+// The values-only kernel (a graph runner's "indices_unused", when no one reads the indices) against
+// the kernel with indices, bit for bit: the same winner also among -0 / +0 ties and NaNs that
+// differ in their payload, with -inf, padding, dilation, strides 1, 2 (specialized) and 3
+// (generic), rows narrower and wider than a vector, -inf borders as the ONNX importer adds for
+// ceil_mode, and planes of one pixel.
+TEST(MaxPool2d, ValuesOnlyKernelIsBitIdentical) {
+  std::vector<Window> windows = kMaxWindows;
+  windows.push_back({{3, 3}, {2, 2}, {0, 0}, {1, 1}});  // SqueezeNet's pools
+  windows.push_back({{3, 3}, {1, 1}, {1, 1}, {1, 1}});
+  windows.push_back({{1, 1}, {1, 1}, {0, 0}, {1, 1}});
+  windows.push_back({{2, 3}, {3, 3}, {1, 1}, {2, 1}});
+  windows.push_back({{3, 3}, {2, 2}, {1, 1}, {2, 2}});
+  const float inf = std::numeric_limits<float>::infinity();
+  uint32_t state = 7;
+  auto next = [&] { return state = state * 1664525u + 1013904223u; };
+  for (const Shape& shape : {Shape{2, 3, 9, 8}, Shape{1, 2, 13, 41}, Shape{1, 1, 5, 5}, Shape{3, 1, 4, 70}}) {
+    for (const Window& w : windows) {
+      if (out_size(shape[2], w.kernel[0], w.stride[0], w.padding[0], w.dilation[0]) < 1 ||
+          out_size(shape[3], w.kernel[1], w.stride[1], w.padding[1], w.dilation[1]) < 1) {
+        continue;
+      }
+      for (DType dt : {DType::Float32, DType::Float64}) {
+        Tensor x = randn(shape, dt);
+        // Few distinct values (many ties), signed zeros, NaNs with distinct payloads, -inf, and the
+        // last two columns -inf (ceil_mode's border).
+        const int64_t W = shape[3];
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          const uint32_t r = next() >> 8;
+          double v = double(int(r % 5)) - 3.0;
+          if (r % 17 == 0) v = -inf;
+          if (r % 11 == 0) v = (r & 1) ? -0.0 : 0.0;
+          if (i % W >= W - 2) v = -inf;
+          if (dt == DType::Float32) {
+            float f = float(v);
+            if (r % 23 == 0) {
+              uint32_t bits = 0x7fc00000u | (r & 0xffff);  // NaN, payload from r
+              std::memcpy(&f, &bits, 4);
+            }
+            x.data<float>()[i] = f;
+          } else {
+            if (r % 23 == 0) {
+              uint64_t bits = 0x7ff8000000000000ull | (r & 0xffff);
+              std::memcpy(&v, &bits, 8);
+            }
+            x.data<double>()[i] = v;
+          }
+        }
+        const ops::Attrs attrs{{"kernel", w.kernel}, {"stride", w.stride}, {"padding", w.padding},
+                          {"dilation", w.dilation}};
+        ops::Attrs values_only = attrs;
+        ASSERT_TRUE(ops::mark_unused_outputs(ops::OpId::max_pool2d, {true, false}, &values_only));
+        const std::vector<ops::TensorMeta> metas = ops::infer_shape(ops::OpId::max_pool2d, {ops::meta_of(x)}, attrs);
+        const Tensor want = ops::compute(ops::OpId::max_pool2d, {x}, attrs, metas)[0];
+        const Tensor got = ops::compute(ops::OpId::max_pool2d, {x}, values_only, metas)[0];
+        ASSERT_EQ(got.shape(), want.shape());
+        const size_t bytes = size_t(want.numel()) * dtype_size(dt);
+        EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), bytes), 0)
+            << shape_str(shape) << " kernel " << shape_str(w.kernel) << " stride " << shape_str(w.stride)
+            << " padding " << shape_str(w.padding) << " dilation " << shape_str(w.dilation) << " " << dtype_name(dt);
+      }
+    }
+  }
+  // Only max_pool2d with its indices unread is marked.
+  ops::Attrs a;
+  EXPECT_FALSE(ops::mark_unused_outputs(ops::OpId::max_pool2d, {true, true}, &a));
+  EXPECT_FALSE(ops::mark_unused_outputs(ops::OpId::relu, {false}, &a));
+  EXPECT_FALSE(a.has("indices_unused"));
 }
 
 TEST(MaxPool2d, Gradcheck) {

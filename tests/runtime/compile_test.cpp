@@ -14,6 +14,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "ops/dispatch.h"
 #include "support/check.h"
 #include "support/temp_dir.h"
 
@@ -217,6 +218,23 @@ TEST(Compile, RandomTensorsDrawnInsideAreAnErrorNotAConstant) {
   }
   EXPECT_TRUE(before == default_generator().state());  // nothing was drawn
   EXPECT_EQ(randn({2}).numel(), 2);                      // and outside a trace randn works
+}
+
+// max_pool2d whose indices no one reads runs the values-only kernel in the plan (and in the IR
+// interpreter): the same bits as eager, which computes the indices; when the indices are a graph
+// output the plan still writes them.
+TEST(Compile, MaxPoolWithUnreadIndicesMatchesEager) {
+  Fn values = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{relu(max_pool2d(in[0], 3, 2, 1)), max_pool2d(in[0], {2, 3}, {1, 2}, {1, 0}, {1, 2}) * 2.0};
+  };
+  Fn both = [](const std::vector<Tensor>& in) {
+    return ops::call(ops::OpId::max_pool2d, {in[0]},
+                     {{"kernel", Shape{3, 3}}, {"stride", Shape{2, 2}}, {"padding", Shape{1, 1}}, {"dilation", Shape{1, 1}}});
+  };
+  for (uint64_t seed : {8, 9}) {
+    expect_matches_eager(values, {special_values({2, 3, 13, 14}, seed, 5)}, true);
+    expect_matches_eager(both, {special_values({2, 3, 13, 14}, seed, 5)}, true);
+  }
 }
 
 TEST(Compile, ProfileCountsEveryStepOfEveryCall) {

@@ -1,0 +1,99 @@
+// gemm_own's path for a single row of A (M = 1): C (1, N) = alpha A (1, K) B (K, N) + beta C,
+// the classifier layer of a CNN at batch 1. The packed GEMM would pad A's one row to a whole
+// micro-panel (MR rows computed for one) and copy all of B into its packing buffers on every call;
+// here B is read once, in place, which is what bounds this shape.
+//
+//   B rows contiguous (csb = 1): column blocks of kBlockCols, each accumulating A[k] B[k, block]
+//                                over k in order (one streaming pass over the block's columns);
+//   B columns contiguous (rsb = 1, a transposed weight): one dot product per column, kLanes
+//                                interleaved partial sums added up at the end.
+// Each C element's sum has a fixed order whatever the thread count (threads split the columns),
+// and an epilogue (gemm.h) gets each block of columns once it is final.
+#include <algorithm>
+
+#include "base/parallel.h"
+#include "kernels/gemm.h"
+
+namespace smelt::kernels {
+namespace {
+
+// Accumulators of one column block: 16 AVX-512 vectors of floats, in registers or L1.
+constexpr int64_t kBlockCols = 256;
+// Partial sums of a dot product: a vector's worth of lanes.
+constexpr int64_t kLanes = 16;
+// Multiply-adds per thread chunk: below this, one thread (a fork costs a few microseconds).
+constexpr int64_t kMinChunkMacs = 1 << 16;
+
+template <class T>
+void finish(T alpha, T beta, const T* acc, T* c, int64_t n, int64_t csc) {
+  for (int64_t j = 0; j < n; ++j) {
+    T* p = c + j * csc;
+    const T v = alpha * acc[j];
+    *p = beta == T(0) ? v : v + beta * *p;  // beta == 0: C is not read (NaN does not propagate)
+  }
+}
+
+// Columns [c0, c1) of C with B's rows contiguous.
+template <class T>
+void rows_block(int64_t K, T alpha, const T* A, int64_t csa, const T* B, int64_t rsb, T beta, T* C, int64_t csc,
+                int64_t c0, int64_t c1) {
+  alignas(64) T acc[kBlockCols];
+  const int64_t n = c1 - c0;
+  std::fill(acc, acc + n, T(0));
+  for (int64_t k = 0; k < K; ++k) {
+    const T a = A[k * csa];
+    const T* __restrict b = B + k * rsb + c0;
+    for (int64_t j = 0; j < n; ++j) acc[j] += a * b[j];
+  }
+  finish(alpha, beta, acc, C + c0 * csc, n, csc);
+}
+
+// Columns [c0, c1) of C with B's columns contiguous: dot products of A's row with B's columns.
+template <class T>
+void columns_block(int64_t K, T alpha, const T* A, int64_t csa, const T* B, int64_t csb, T beta, T* C, int64_t csc,
+                   int64_t c0, int64_t c1) {
+  alignas(64) T acc[kBlockCols];
+  const int64_t full = K / kLanes * kLanes;
+  for (int64_t col = c0; col < c1; ++col) {
+    const T* __restrict b = B + col * csb;
+    T lanes[kLanes] = {};
+    for (int64_t k0 = 0; k0 < full; k0 += kLanes) {
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += A[(k0 + l) * csa] * b[k0 + l];
+    }
+    for (int64_t k = full; k < K; ++k) lanes[k - full] += A[k * csa] * b[k];
+    T sum = T(0);
+    for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
+    acc[col - c0] = sum;
+  }
+  finish(alpha, beta, acc, C + c0 * csc, c1 - c0, csc);
+}
+
+}  // namespace
+
+template <class T>
+bool gemm_row_vector(int64_t N, int64_t K, T alpha, const T* A, int64_t csa, const T* B, int64_t rsb, int64_t csb,
+                     T beta, T* C, int64_t csc, const GemmEpilogue* epilogue) {
+  const bool rows = csb == 1, columns = !rows && rsb == 1;
+  if (!rows && !columns) return false;
+  const int64_t blocks = (N + kBlockCols - 1) / kBlockCols;
+  const int64_t grain = std::max<int64_t>(1, kMinChunkMacs / std::max<int64_t>(1, K * kBlockCols));
+  parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t blk = begin; blk < end; ++blk) {
+      const int64_t c0 = blk * kBlockCols, c1 = std::min(N, c0 + kBlockCols);
+      if (rows) {
+        rows_block(K, alpha, A, csa, B, rsb, beta, C, csc, c0, c1);
+      } else {
+        columns_block(K, alpha, A, csa, B, csb, beta, C, csc, c0, c1);
+      }
+      if (epilogue) (*epilogue)(0, 1, c0, c1);
+    }
+  });
+  return true;
+}
+
+template bool gemm_row_vector<float>(int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, int64_t,
+                                     float, float*, int64_t, const GemmEpilogue*);
+template bool gemm_row_vector<double>(int64_t, int64_t, double, const double*, int64_t, const double*, int64_t,
+                                      int64_t, double, double*, int64_t, const GemmEpilogue*);
+
+}  // namespace smelt::kernels
