@@ -25,10 +25,12 @@ std::string kernel_prelude(const LoopKernel& k, const std::string& symbol) {
     if (r.op == ReduceOp::SumExp) {
       const DType v = k.exprs[r.value].dtype;
       const std::string t = dtype_cpp_type(v);
-      if (!declared.insert(block_max_udr(v)).second) continue;
-      out << "#pragma omp declare reduction(" << block_max_udr(v) << " : " << t
+      const std::string name = block_max_udr(v);
+      if (!declared.insert(name).second) continue;
+      out << "#ifndef SMELT_UDR_" << name << "\n#define SMELT_UDR_" << name << "\n";
+      out << "#pragma omp declare reduction(" << name << " : " << t
           << " : omp_out = smelt::scalar::sumexp_block_max(omp_out, omp_in)) initializer(omp_priv = " << t
-          << "(-INFINITY))\n";
+          << "(-INFINITY))\n#endif\n";
       continue;
     }
     const std::string name = udr_name(r);

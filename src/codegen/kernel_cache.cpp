@@ -143,6 +143,20 @@ KernelCache& KernelCache::global() {
   return cache;
 }
 
+void KernelCache::hold_compiles() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++held_;
+}
+
+void KernelCache::release_compiles() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    SMELT_INTERNAL_CHECK(held_ > 0) << "KernelCache::release_compiles without hold_compiles";
+    --held_;
+  }
+  queue_cv_.notify_all();
+}
+
 std::string KernelCache::key(const LoopKernel& kernel) const { return kernel_key(key_salt_, kernel); }
 
 KernelCacheStats KernelCache::stats() const {
@@ -385,7 +399,7 @@ void KernelCache::worker() {
     std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> batch;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      queue_cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && held_ == 0); });
       if (stopping_) {  // the cache goes away: what has not started stays interpreted
         for (auto& [h, k] : queue_) h->finish(nullptr, "the kernel cache shut down before compiling it");
         queue_.clear();

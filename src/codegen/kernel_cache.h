@@ -124,6 +124,14 @@ class KernelCache {
   // compiler; a compiler failure is a smelt::Error with its messages.
   std::shared_ptr<const CompiledKernel> compile(const LoopKernel& kernel);
 
+  // While held (a count: hold/release nest), the compiles get() and get_many() queue wait for the
+  // release, so that the requests of a caller preparing many plans at once (the compile fuzzer)
+  // meet in a few large batches: a compiler run costs about half a second before its first
+  // kernel (headers, OpenMP, linking), each kernel in it a few tens of milliseconds. The caller
+  // must release before it waits for a handle; ~KernelCache drops what is still held.
+  void hold_compiles();
+  void release_compiles();
+
   std::string key(const LoopKernel& kernel) const;  // 32 hex digits
   KernelCacheStats stats() const;
   const Compiler& compiler() const { return compiler_; }
@@ -168,6 +176,7 @@ class KernelCache {
   int busy_workers_ = 0;  // workers compiling a batch now
   std::condition_variable queue_cv_;
   bool stopping_ = false;
+  int held_ = 0;  // hold_compiles() without release_compiles()
 };
 
 // The disk cache as `smelt cache stats|clear` sees it.
