@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "smelt/graph.h"
 #include "smelt/tensor.h"
 
 namespace smelt {
@@ -88,6 +89,9 @@ class CompiledFunction {
   void write_chrome_trace(const std::string& path) const;
   // The last call's arena over its schedule, as an SVG picture.
   std::string arena_svg() const;
+  // A copy of the graph the last call's plan runs: optimized and fused (groups as nodes holding
+  // their subgraphs), at that call's shapes. For tools and tests that reason about the plan.
+  Graph compiled_graph() const;
 
   struct Impl;
   explicit CompiledFunction(std::shared_ptr<Impl> impl);

@@ -1,13 +1,10 @@
 #include "codegen/emit_cpp.h"
 
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
-#include <cstring>
-#include <set>
 #include <sstream>
 
 #include "base/parallel.h"
+#include "codegen/emit_cpp_prelude.h"
 #include "codegen/emit_cpp_text.h"
 #include "smelt/error.h"
 
@@ -49,7 +46,7 @@ class Emitter {
   }
 
   std::string run() {
-    header();
+    out_ << kernel_prelude(k_, symbol_);
     out_ << "extern \"C\" void " << symbol_ << "(void* const* args) {\n";
     arguments();
     bool row_work = false;
@@ -74,17 +71,30 @@ class Emitter {
     if (k_.batch) {  // a dynamic-batch kernel: the batch size follows the buffers
       out_ << "  [[maybe_unused]] const int64_t B = *static_cast<const int64_t*>(args[" << k_.args.size() << "]);\n";
     }
-    size_t next_term = 0;  // BatchTerms::constants, by expression index
     for (size_t e = 0; e < k_.exprs.size(); ++e) {
       if (k_.exprs[e].kind != ExprKind::Constant) continue;
-      const BatchConstant* term = nullptr;
-      if (k_.batch && next_term < k_.batch->constants.size() && k_.batch->constants[next_term].expr == int(e)) {
-        term = &k_.batch->constants[next_term++];
-      }
+      const BatchConstant* term = batch_term(k_, int(e));
       out_ << "  [[maybe_unused]] const " << dtype_cpp_type(k_.exprs[e].dtype) << " e" << e << " = "
-           << (term ? batch_constant_text(k_.exprs[e], term->value, k_.batch->at) : constant_text(k_.exprs[e]))
+           << (term ? batch_constant_text(k_.exprs[e].dtype, term->value, k_.batch->at) : constant_text(k_.exprs[e]))
            << ";\n";
     }
+    if (k_.batch) {  // Call parameters that follow the batch size: q<expr>_<param>
+      for (const BatchConstant& c : k_.batch->constants) {
+        if (c.param < 0) continue;
+        out_ << "  [[maybe_unused]] const double q" << c.expr << "_" << c.param << " = "
+             << batch_constant_text(DType::Float64, c.value, k_.batch->at) << ";\n";
+      }
+    }
+  }
+
+  // The names of expression `e`'s parameters that follow the batch size (arguments()), "" for the
+  // others (printed as literals).
+  std::vector<std::string> params(int e) const {
+    std::vector<std::string> names;
+    for (int p = 0; p < kernels::kMaxScalarParams; ++p) {
+      names.push_back(batch_term(k_, e, p) ? cat("q", e) + "_" + std::to_string(p) : "");
+    }
+    return names;
   }
 
   // The tile form's second entry (loop_kernel.h): rows [r0, r1) of the flattened outer dims,
@@ -106,40 +116,6 @@ class Emitter {
     out_ << "    for (int64_t i = c0; i < c1; ++i) {\n";
     body(0, "      ", "", "i", last);
     out_ << "    }\n  }\n}\n";
-  }
-
-  void header() {
-    out_ << "// smelt generated kernel " << symbol_ << ": " << k_.name << "\n";
-    std::istringstream comment(k_.comment);
-    for (std::string line; std::getline(comment, line);) out_ << "// " << line << "\n";
-    out_ << "/* loop kernel:\n" << print_kernel(k_) << "*/\n";
-    // scalar.h first: it must compile on its own (it includes the standard headers it uses)
-    out_ << "#include \"kernels/scalar.h\"\n\n#include <cstdint>\n#include <cstring>\n#include <limits>\n\n";
-    // Each shared definition under its own guard: the sources of several kernels concatenated are
-    // one translation unit too (the kernel cache compiles kernels in batches).
-    out_ << "#ifndef SMELT_KERNEL_PRELUDE\n#define SMELT_KERNEL_PRELUDE\n"
-         << "namespace {\n[[maybe_unused]] inline double smelt_f64_from_bits(uint64_t b) {\n"
-         << "  double d;\n  std::memcpy(&d, &b, sizeof d);\n  return d;\n}\n}  // namespace\n#endif\n\n";
-    std::set<std::string> declared;
-    for (const Reduction& r : k_.reductions) {
-      if (r.op == ReduceOp::SumExp) {
-        const DType v = k_.exprs[r.value].dtype;
-        const std::string t = dtype_cpp_type(v);
-        if (!declared.insert(block_max_udr(v)).second) continue;
-        out_ << "#pragma omp declare reduction(" << block_max_udr(v) << " : " << t
-             << " : omp_out = smelt::scalar::sumexp_block_max(omp_out, omp_in)) initializer(omp_priv = " << t
-             << "(-INFINITY))\n";
-        continue;
-      }
-      const std::string name = udr_name(r);
-      if (!declared.insert(name).second) continue;
-      const std::string t = dtype_cpp_type(r.dtype);
-      out_ << "#ifndef SMELT_UDR_" << name << "\n#define SMELT_UDR_" << name << "\n";
-      out_ << "#pragma omp declare reduction(" << name << " : " << t << " : omp_out = smelt::scalar::"
-           << reduce_fn(r.op) << "(omp_out, omp_in)) initializer(omp_priv = " << reduce_start(r.op, r.dtype)
-           << ")\n#endif\n";
-    }
-    if (!declared.empty()) out_ << "\n";
   }
 
   // Declares, for every access, its offset at the current point of the nest: x<a><suffix> =
@@ -188,7 +164,7 @@ class Emitter {
           const int arity = kernels::scalar_fn_info(e.call.fn).arity;
           std::vector<std::string> ops;
           for (int o : e.operands) ops.push_back(cat("e", o));
-          out_ << kernels::scalar_call_text(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops);
+          out_ << kernels::scalar_call_text(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops, params(int(i)));
           break;
         }
         case ExprKind::Constant: break;
@@ -446,7 +422,7 @@ class Emitter {
         const int arity = kernels::scalar_fn_info(e.call.fn).arity;
         std::vector<std::string> ops;
         for (int o : e.operands) ops.push_back(cat("e", o));
-        out_ << kernels::scalar_call_text(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops);
+        out_ << kernels::scalar_call_text(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops, params(int(i)));
       }
       out_ << ";\n";
     }

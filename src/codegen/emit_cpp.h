@@ -23,12 +23,8 @@
 
 namespace smelt::codegen {
 
-// The generator's revision, part of the kernel caches' key (kernel_cache.cpp): the key hashes the
-// kernel's text, not the generated source, so a change to what this file emits for the same
-// kernel must bump it, or the disk cache keeps serving kernels generated the old way.
-// 2: online SumExp blocks; row-invariant values hoisted out of a stage's loops.
-// 3: dynamic-batch kernels (LoopKernel::batch: extents and strides affine in a run-time batch).
-inline constexpr int kEmitCppRevision = 3;
+// The kernel caches' key holds a hash of this generator's sources, taken at build time
+// (kernel_cache.h emitter_revision()): a change to what it emits needs no manual revision bump.
 
 // The source of `kernel` (validate()d by the caller), its entry point named `symbol`.
 std::string emit_cpp(const LoopKernel& kernel, const std::string& symbol);

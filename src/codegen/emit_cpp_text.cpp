@@ -103,10 +103,12 @@ std::string constant_text(const Expr& e) {
   return buf;
 }
 
-std::string batch_constant_text(const Expr& e, const BatchFloat& value, int64_t at) {
+std::string batch_constant_text(DType dtype, const BatchFloat& value, int64_t at) {
   const std::string n = "double(" + Num::affine(value.n - value.slope * at, value.slope).text() + ")";
-  const std::string x = value.form == BatchFloatForm::Count ? n : "1.0 / " + n;
-  return dtype_cpp_type(e.dtype) + std::string("(") + x + ")";
+  char c[40];
+  std::snprintf(c, sizeof c, "%a", value.scale);  // exact (batch_float_fit's c is finite)
+  const std::string x = std::string(c) + (value.form == BatchFloatForm::Count ? " * " : " / ") + n;
+  return dtype_cpp_type(dtype) + std::string("(") + x + ")";
 }
 
 const char* reduce_name(ReduceOp op) {

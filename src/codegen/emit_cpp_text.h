@@ -46,7 +46,8 @@ std::string add_scaled(const std::string& base, const std::string& index, const 
 std::string constant_text(const Expr& e);
 // A dynamic-batch kernel's Constant that follows the batch size (BatchTerms::constants): the C++
 // expression that computes it from B as the trace does (codegen/batch_float.h), in e's dtype.
-std::string batch_constant_text(const Expr& e, const BatchFloat& value, int64_t at);
+// A Call's parameter that follows the batch size: `dtype` is Float64 (parameters are doubles).
+std::string batch_constant_text(DType dtype, const BatchFloat& value, int64_t at);
 const char* reduce_name(ReduceOp op);
 // A reduction's identity (its accumulator's start) as a C++ expression.
 std::string reduce_start(ReduceOp op, DType dtype);

@@ -18,6 +18,7 @@
 #include "base/env.h"
 #include "codegen/disk_cache.h"
 #include "codegen/emit_cpp.h"
+#include "codegen/emitter_revision.h"  // generated (cmake/emitter_revision.cmake)
 #include "codegen/kernel_interpreter.h"
 #include "smelt/error.h"
 
@@ -59,6 +60,18 @@ std::string cpu_features() {
 #endif
   return "builtin:" + f;
 }
+
+const char* emitter_revision() { return kEmitterRevision; }
+
+std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu, const std::string& scalar_h_hash,
+                            const std::string& emitter_revision) {
+  std::string flags;
+  for (const std::string& f : compiler.flags) flags += f + " ";
+  return "compiler " + compiler.path + "\nversion " + compiler.version + "\nflags " + flags + "\ncpu " + cpu +
+         "\nsmelt " + SMELT_VERSION + "\nscalar.h " + scalar_h_hash + "\nemitter " + emitter_revision + "\n";
+}
+
+std::string kernel_key(const std::string& salt, const LoopKernel& kernel) { return hash_hex(salt + print_kernel(kernel)); }
 
 KernelCacheOptions KernelCacheOptions::from_env() {
   KernelCacheOptions o;
@@ -109,14 +122,11 @@ KernelCache::KernelCache(KernelCacheOptions options) : options_(std::move(option
                                             << "; valid: at least 1";
   compiler_ = find_compiler(options_.cxx);
   debug_ = int(env_int("SMELT_DEBUG", 0, 0, 4));
-  std::string flags;
-  for (const std::string& f : compiler_.flags) flags += f + " ";
-  // The scalar math the kernels #include: a fix to it must not meet kernels compiled before.
+  // The scalar math the kernels #include, as found at run time (an installed copy may differ
+  // from the one the build hashed into emitter_revision()).
   std::string scalar_header;
   read_file(codegen_include_dir() + "/kernels/scalar.h", &scalar_header);
-  key_salt_ = "compiler " + compiler_.path + "\nversion " + compiler_.version + "\nflags " + flags + "\ncpu " +
-              cpu_features() + "\nsmelt " + SMELT_VERSION + "\nscalar.h " + hash_hex(scalar_header) +
-              "\nemit_cpp " + std::to_string(kEmitCppRevision) + "\n";
+  key_salt_ = kernel_key_salt(compiler_, cpu_features(), hash_hex(scalar_header), emitter_revision());
 }
 
 KernelCache::~KernelCache() {
@@ -133,7 +143,21 @@ KernelCache& KernelCache::global() {
   return cache;
 }
 
-std::string KernelCache::key(const LoopKernel& kernel) const { return hash_hex(key_salt_ + print_kernel(kernel)); }
+void KernelCache::hold_compiles() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++held_;
+}
+
+void KernelCache::release_compiles() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    SMELT_INTERNAL_CHECK(held_ > 0) << "KernelCache::release_compiles without hold_compiles";
+    --held_;
+  }
+  queue_cv_.notify_all();
+}
+
+std::string KernelCache::key(const LoopKernel& kernel) const { return kernel_key(key_salt_, kernel); }
 
 KernelCacheStats KernelCache::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -375,7 +399,7 @@ void KernelCache::worker() {
     std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> batch;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      queue_cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && held_ == 0); });
       if (stopping_) {  // the cache goes away: what has not started stays interpreted
         for (auto& [h, k] : queue_) h->finish(nullptr, "the kernel cache shut down before compiling it");
         queue_.clear();

@@ -124,6 +124,14 @@ class KernelCache {
   // compiler; a compiler failure is a smelt::Error with its messages.
   std::shared_ptr<const CompiledKernel> compile(const LoopKernel& kernel);
 
+  // While held (a count: hold/release nest), the compiles get() and get_many() queue wait for the
+  // release, so that the requests of a caller preparing many plans at once (the compile fuzzer)
+  // meet in a few large batches: a compiler run costs about half a second before its first
+  // kernel (headers, OpenMP, linking), each kernel in it a few tens of milliseconds. The caller
+  // must release before it waits for a handle; ~KernelCache drops what is still held.
+  void hold_compiles();
+  void release_compiles();
+
   std::string key(const LoopKernel& kernel) const;  // 32 hex digits
   KernelCacheStats stats() const;
   const Compiler& compiler() const { return compiler_; }
@@ -151,7 +159,7 @@ class KernelCache {
 
   KernelCacheOptions options_;
   Compiler compiler_;
-  std::string key_salt_;  // compiler, flags, CPU features, smelt version, scalar.h
+  std::string key_salt_;  // kernel_key_salt()
   int debug_ = 0;         // SMELT_DEBUG
 
   mutable std::mutex mutex_;  // guards everything below
@@ -168,6 +176,7 @@ class KernelCache {
   int busy_workers_ = 0;  // workers compiling a batch now
   std::condition_variable queue_cv_;
   bool stopping_ = false;
+  int held_ = 0;  // hold_compiles() without release_compiles()
 };
 
 // The disk cache as `smelt cache stats|clear` sees it.
@@ -183,6 +192,16 @@ struct DiskCacheSummary {
 std::string default_cache_dir();  // $SMELT_CACHE_DIR, else ~/.cache/smelt
 // What -march=native compiles for: the CPU's model and feature flags (part of every cache key).
 std::string cpu_features();
+// The revision of the generated code: a hash of the emitter's sources and of the headers the
+// generated kernels include, taken when smelt was built (cmake/emitter_revision.cmake).
+const char* emitter_revision();
+// Everything in a kernel's cache key but the kernel's own text: the compiler (path, version,
+// flags), the CPU, smelt's version, the hash of the scalar.h the kernels will include, and the
+// emitter's revision (KernelCache passes emitter_revision(); tests pass others).
+std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu, const std::string& scalar_h_hash,
+                            const std::string& emitter_revision);
+// A kernel's key under `salt`: 32 hex digits.
+std::string kernel_key(const std::string& salt, const LoopKernel& kernel);
 DiskCacheSummary disk_cache_summary(const std::string& dir);
 // Removes the entries, sources, temporaries and the event log; returns how many files it removed.
 int64_t disk_cache_clear(const std::string& dir);

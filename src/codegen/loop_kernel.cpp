@@ -1,5 +1,6 @@
 #include "codegen/loop_kernel.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -166,6 +167,7 @@ std::string skeleton(LoopKernel k) {
   }
   for (Expr& e : k.exprs) {
     if (e.kind == ExprKind::Constant && dtype_is_floating(e.dtype)) e.fvalue = 0;
+    if (e.kind == ExprKind::Call) std::fill(std::begin(e.call.params), std::end(e.call.params), 0.0);
   }
   k.batch.reset();
   return k.name + "\n" + print_kernel(k);
@@ -308,20 +310,26 @@ std::string print_kernel(const LoopKernel& k) {
     print_strides(out, a.inner_strides, b ? &b->inner_strides[i] : nullptr, at);
     out << "\n";
   }
-  size_t next_term = 0;  // BatchTerms::constants, by expression index
+  // a number that follows the batch: the same text at every batch size
+  auto print_term = [&](const BatchConstant& term) {
+    out << batch_float_form_name(term.value.form) << "(";
+    if (term.value.scale != 1) {
+      hex_double(out, term.value.scale);
+      out << ", ";
+    }
+    print_num(out, term.value.n, &term.value.slope, at);
+    out << ")";
+  };
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr& e = k.exprs[i];
     out << "e" << i << " s" << e.stage << " " << dtype_name(e.dtype) << " = ";
-    const BatchConstant* term = nullptr;
-    if (b && next_term < b->constants.size() && b->constants[next_term].expr == int(i)) term = &b->constants[next_term++];
+    const BatchConstant* term = batch_term(k, int(i));
     switch (e.kind) {
       case ExprKind::Load: out << "load " << e.access; break;
       case ExprKind::Constant:
         out << "const ";
-        if (term) {  // the same text at every batch size
-          out << batch_float_form_name(term->value.form) << "(";
-          print_num(out, term->value.n, &term->value.slope, at);
-          out << ")";
+        if (term) {
+          print_term(*term);
         } else if (dtype_is_floating(e.dtype)) {
           hex_double(out, e.fvalue);
         } else {
@@ -336,7 +344,8 @@ std::string print_kernel(const LoopKernel& k) {
         for (size_t j = 0; j < e.operands.size(); ++j) out << (j ? ", e" : "e") << e.operands[j];
         for (int p = 0; p < info.params; ++p) {
           out << ", ";
-          hex_double(out, e.call.params[p]);
+          if (const BatchConstant* param = batch_term(k, int(i), p)) print_term(*param);
+          else hex_double(out, e.call.params[p]);
         }
         out << ")";
         break;
@@ -352,6 +361,14 @@ std::string print_kernel(const LoopKernel& k) {
   }
   for (const Store& s : k.stores) out << "store s" << s.stage << " e" << s.value << " -> access " << s.access << "\n";
   return out.str();
+}
+
+const BatchConstant* batch_term(const LoopKernel& kernel, int expr, int param) {
+  if (!kernel.batch) return nullptr;
+  for (const BatchConstant& c : kernel.batch->constants) {
+    if (c.expr == expr && c.param == param) return &c;
+  }
+  return nullptr;
 }
 
 LoopKernel kernel_at_batch(const LoopKernel& kernel, int64_t b) {
@@ -373,7 +390,8 @@ LoopKernel kernel_at_batch(const LoopKernel& kernel, int64_t b) {
   for (BatchConstant& c : t.constants) {
     c.value.n += c.value.slope * step;
     Expr& e = k.exprs[size_t(c.expr)];
-    e.fvalue = batch_float_value(c.value.form, c.value.n, e.dtype);
+    if (c.param < 0) e.fvalue = batch_float_value(c.value, c.value.n, e.dtype);
+    else e.call.params[c.param] = batch_float_value(c.value, c.value.n, DType::Float64);  // a double
   }
   t.at = b;
   return k;
@@ -413,20 +431,30 @@ std::optional<LoopKernel> kernel_fit_batch(const LoopKernel& k1, int64_t b1, con
     *why = "kernel '" + k1.name + "': an extent or stride is not an integer multiple of the batch size";
     return std::nullopt;
   }
-  for (size_t i = 0; i < k1.exprs.size(); ++i) {
-    const Expr &e1 = k1.exprs[i], &e2 = k2.exprs[i];
-    if (e1.kind != ExprKind::Constant || !dtype_is_floating(e1.dtype) || batch_float_same_bits(e1.fvalue, e2.fvalue)) {
-      continue;
-    }
-    std::optional<BatchFloat> f = batch_float_fit(e1.fvalue, b1, e2.fvalue, b2, e1.dtype);
+  // Fits one number (a floating Constant's value, or a Call's parameter: a double) that differs.
+  auto fit = [&](int expr, int param, double v1, double v2, DType dtype) {
+    if (batch_float_same_bits(v1, v2)) return true;
+    std::optional<BatchFloat> f = batch_float_fit(v1, b1, v2, b2, dtype);
     if (!f) {
       char values[96];
-      std::snprintf(values, sizeof values, "%.9g at batch %" PRId64 ", %.9g at batch %" PRId64, e1.fvalue, b1,
-                    e2.fvalue, b2);
-      *why = "kernel '" + k1.name + "': a constant (" + values + ") is neither n nor 1 / n for an n affine in the batch size";
+      std::snprintf(values, sizeof values, "%.9g at batch %" PRId64 ", %.9g at batch %" PRId64, v1, b1, v2, b2);
+      *why = "kernel '" + k1.name + "': a " + (param < 0 ? "constant" : "constant parameter") + " (" + values +
+             ") is neither c * n nor c / n for an n affine in the batch size";
+      return false;
+    }
+    t.constants.push_back({expr, param, *f});
+    return true;
+  };
+  for (size_t i = 0; i < k1.exprs.size(); ++i) {
+    const Expr &e1 = k1.exprs[i], &e2 = k2.exprs[i];
+    if (e1.kind == ExprKind::Constant && dtype_is_floating(e1.dtype) &&
+        !fit(int(i), -1, e1.fvalue, e2.fvalue, e1.dtype)) {
       return std::nullopt;
     }
-    t.constants.push_back({int(i), *f});
+    if (e1.kind != ExprKind::Call) continue;
+    for (int p = 0; p < kernels::scalar_fn_info(e1.call.fn).params; ++p) {
+      if (!fit(int(i), p, e1.call.params[p], e2.call.params[p], DType::Float64)) return std::nullopt;
+    }
   }
   k.batch = std::move(t);
   return k;

@@ -108,8 +108,10 @@ struct Arg {
 // points to a const int64_t), and the interpreter runs kernel_at_batch(kernel, B).
 // A floating Constant may depend on B too, as a number the trace computes from an integer affine
 // in B (codegen/batch_float.h: a mean's count, 1 / count): its `fvalue` holds the value at `at`.
+// So may a Call's parameter (a double: a clamp bound c * B), its value at `at` in call.params.
 struct BatchConstant {
-  int expr = -1;  // a floating Constant expression
+  int expr = -1;   // a floating Constant expression, or a Call's
+  int param = -1;  // -1: the Constant's value; else the Call's parameter of this index
   BatchFloat value;
 };
 
@@ -119,7 +121,7 @@ struct BatchTerms {
   std::vector<int64_t> numel;         // per argument
   std::vector<int64_t> offset;        // per access
   std::vector<std::vector<int64_t>> outer_strides, inner_strides;  // per access, per dim
-  std::vector<BatchConstant> constants;  // the Constants that change with B, by expression index
+  std::vector<BatchConstant> constants;  // the Constants and parameters that change with B, by expression index
 };
 
 struct LoopKernel {
@@ -136,6 +138,10 @@ struct LoopKernel {
   std::string comment;     // what the kernel fuses (op list, source nodes), kept in dumps
   std::optional<BatchTerms> batch;  // set: a dynamic-batch kernel (see BatchTerms)
 };
+
+// The term of `kernel` (a dynamic-batch kernel's) for expression `expr`'s value (param -1) or its
+// parameter `param`; null when that number does not change with the batch (or no batch).
+const BatchConstant* batch_term(const LoopKernel& kernel, int expr, int param = -1);
 
 // Checks the invariants above (indices in range, operands earlier and of the same stage or
 // constants, dtypes consistent with the elementwise table, float32 constants exact, no reduction

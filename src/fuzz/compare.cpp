@@ -281,4 +281,19 @@ bool is_reordering(ops::OpId op) {
          op == OpId::layer_norm;
 }
 
+std::vector<bool> outputs_reached_by_lowered_reductions(const ir::Graph& g) {
+  std::unordered_set<const ir::Value*> reached;
+  for (const auto& n : g.nodes()) {  // in topological order
+    bool hit = false;
+    if (n->body) {
+      for (const auto& m : n->body->nodes()) hit |= is_reordering(m->op);
+    }
+    for (const ir::Value* in : n->inputs) hit |= reached.count(in) > 0;
+    if (hit) reached.insert(n->outputs.begin(), n->outputs.end());
+  }
+  std::vector<bool> out;
+  for (const ir::Value* v : g.outputs()) out.push_back(reached.count(v) > 0);
+  return out;
+}
+
 }  // namespace smelt::fuzz

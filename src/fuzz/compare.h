@@ -49,6 +49,11 @@ std::vector<Tensor> call_graph(const ir::Graph& g, const std::vector<Tensor>& in
 // Ops whose kernels fold a row in an order a lowering may change: sum, mean, softmax,
 // log_softmax, layer_norm (the tolerant outputs of the compile fuzzers).
 bool is_reordering(ops::OpId op);
+// For each output of a compiled graph `g` (optimized and fused): may a lowered reduction — a group
+// holding a reordering op, whose kernel folds in its own order — reach it? An unfused reduction
+// runs the eager kernel and does not count. With outputs_with_tolerance, the outputs both compile
+// fuzzers compare within the tolerance; every other output is compared bit for bit.
+std::vector<bool> outputs_reached_by_lowered_reductions(const ir::Graph& g);
 
 const ir::Node* failing_node(const ir::Graph& g, const std::vector<Tensor>& inputs);
 bool still_holds(const ir::Graph& g, const ir::Node& node);

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstring>
 #include <sstream>
-#include <unordered_set>
 
 #include "codegen/decompose.h"
 #include "fuzz/compare.h"
@@ -52,22 +51,6 @@ namespace {
 //     same way. Either passes as ill_conditioned; the exact outputs were still compared bit for
 //     bit on the special values.
 // ---------------------------------------------------------------------------------------------
-
-// For each output of the compiled graph `g`: may a lowered reduction (a group holding one) reach it?
-std::vector<bool> outputs_reached_by_lowered_reductions(const ir::Graph& g) {
-  std::unordered_set<const ir::Value*> reached;
-  for (const auto& n : g.nodes()) {  // in topological order
-    bool hit = false;
-    if (n->body) {
-      for (const auto& m : n->body->nodes()) hit |= is_reordering(m->op);
-    }
-    for (const ir::Value* in : n->inputs) hit |= reached.count(in) > 0;
-    if (hit) reached.insert(n->outputs.begin(), n->outputs.end());
-  }
-  std::vector<bool> out;
-  for (const ir::Value* v : g.outputs()) out.push_back(reached.count(v) > 0);
-  return out;
-}
 
 // `g` with its row ops decomposed into the eager kernels' arithmetic (codegen/decompose.h) and
 // every floating operand of rank >= 2 of a sum or mean handed over transposed (permuted, copied,

@@ -4,8 +4,9 @@
 // then at two others: the second builds the dynamic batch (runtime/batch_graph.h), the third
 // re-instantiates it. Each of those is compared with the unoptimized graph traced at that size on
 // the IR interpreter, by the rule of the main check (compile_fuzzer.cpp): bit for bit, except
-// outputs a reduction or a rounding-changing pass may reach, within the tolerance; a
-// difference beyond it is judged again on ordinary inputs.
+// outputs that a lowered reduction of the plan that ran (CompiledFunction::compiled_graph) or a
+// rounding-changing pass reaches, within the tolerance; a difference beyond it is judged again
+// on ordinary inputs.
 #pragma once
 
 #include <cstdint>

@@ -104,7 +104,8 @@ const char* dtype_cpp_type(DType dtype) {
   return "?";
 }
 
-std::string scalar_call_text(const ScalarCall& call, DType dtype, const std::vector<std::string>& args) {
+std::string scalar_call_text(const ScalarCall& call, DType dtype, const std::vector<std::string>& args,
+                             const std::vector<std::string>& params) {
   const ScalarFnInfo& info = scalar_fn_info(call.fn);
   SMELT_INTERNAL_CHECK(int(args.size()) == info.arity)
       << "scalar_call_text: " << info.name << " takes " << info.arity << " operands, got " << args.size();
@@ -113,8 +114,9 @@ std::string scalar_call_text(const ScalarCall& call, DType dtype, const std::vec
   s += "(";
   for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
   for (int p = 0; p < info.params; ++p) {
+    const bool given = size_t(p) < params.size() && !params[p].empty();
     s += std::string(", smelt::scalar::cast<") + dtype_cpp_type(dtype) + ">(" +
-         double_text(call.params[p]) + ")";
+         (given ? params[p] : double_text(call.params[p])) + ")";
   }
   return s + ")";
 }

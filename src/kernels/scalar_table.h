@@ -180,7 +180,8 @@ DType scalar_call_result(const ScalarCall& call, DType dtype);
 // C++ source for `call` applied to operand expressions `args` of C++ type matching `dtype`,
 // e.g. "smelt::scalar::leaky_relu(x, float(0x1.47ae147ae147bp-7))"; parameters print exactly
 // (hex floats, through scalar::cast as the eager loops bind them).
-std::string scalar_call_text(const ScalarCall& call, DType dtype, const std::vector<std::string>& args);
+std::string scalar_call_text(const ScalarCall& call, DType dtype, const std::vector<std::string>& args,
+                             const std::vector<std::string>& params = {});
 
 // The C++ type of `dtype` in generated source: "float", "double", "int64_t", "int32_t", "uint8_t",
 // "bool".

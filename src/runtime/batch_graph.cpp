@@ -161,7 +161,7 @@ std::optional<BatchGraph> BatchGraph::fit(const ir::Graph& g1, int64_t b1, const
     if (!term) {
       *why = "a constant or float attribute (" + number_str(f1.value) + " at batch " + std::to_string(b1) + ", " +
              number_str(f2.value) + " at batch " + std::to_string(b2) +
-             ") is neither n nor 1 / n for an n that is a multiple of the batch size plus a constant";
+             ") is neither c * n nor c / n for an n that is a multiple of the batch size plus a constant";
       return std::nullopt;
     }
     bg.floats_.emplace_back(i, *term);
@@ -182,7 +182,7 @@ std::unique_ptr<ir::Graph> BatchGraph::at(int64_t b) const {
   }
   std::vector<Float> floats = base.floats;
   for (const auto& [i, term] : floats_) {
-    floats[i].value = codegen::batch_float_value(term.form, term.n + term.slope * (b - b1_), floats[i].dtype);
+    floats[i].value = codegen::batch_float_value(term, term.n + term.slope * (b - b1_), floats[i].dtype);
   }
   std::unique_ptr<ir::Graph> g = base_->clone();
   Walk set(&ints, &floats);

@@ -251,6 +251,12 @@ std::string CompiledFunction::arena_svg() const {
   return last_plan(*impl_, "arena_svg").arena_svg();
 }
 
+Graph CompiledFunction::compiled_graph() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  last_plan(*impl_, "compiled_graph");
+  return Graph(impl_->last_compiled->compiled.graph->clone());
+}
+
 CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options) {
   return make(Mode::Function, nullptr, std::move(fn), std::move(options));
 }

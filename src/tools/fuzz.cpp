@@ -68,7 +68,7 @@ void register_fuzz(CLI::App& app) {
     bool autograd = false;
     bool compile = false;
     std::string backend = "both";
-    int batch = 32;
+    int batch = 128;
     int second_batch = 10;
   };
   auto opt = std::make_shared<Options>();

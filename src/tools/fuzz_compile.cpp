@@ -64,9 +64,21 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
   int64_t failed_cases = 0;
   for (int64_t first = 0; first < args.cases; first += args.batch) {
     const int64_t n = std::min<int64_t>(args.batch, args.cases - first);
-    // Prepare the batch (generated kernels compile on the cache's pool meanwhile), then check it.
+    // Prepare the batch, then check it. The generated kernels of the whole batch are queued first
+    // and compiled together (a few compiler runs of many kernels each, on the cache's pool: what
+    // get_many does for one plan), then each case waits for its own. The same kernels, the same
+    // flags and the same code path as in a compiled function; only fewer compiler runs.
     std::vector<std::unique_ptr<ir::Graph>> graphs;
     std::vector<std::vector<std::unique_ptr<fuzz::PreparedCase>>> prepared(backends.size());
+    codegen::KernelCache& cache = codegen::KernelCache::global();
+    cache.hold_compiles();
+    struct Release {  // on an exception while preparing
+      codegen::KernelCache& cache;
+      bool active = true;
+      ~Release() {
+        if (active) cache.release_compiles();
+      }
+    } release{cache};
     for (int64_t i = 0; i < n; ++i) {
       graphs.push_back(fuzz::random_graph(args.seed + uint64_t(first + i), args.graphs));
       for (size_t b = 0; b < backends.size(); ++b) {
@@ -76,6 +88,8 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
         prepared[b].push_back(fuzz::prepare_compiled(*graphs.back(), options));
       }
     }
+    cache.release_compiles();  // (the guard's release, early: the checks wait for the kernels)
+    release.active = false;
     for (int64_t i = 0; i < n; ++i) {
       const uint64_t seed = args.seed + uint64_t(first + i);
       bool case_failed = false;

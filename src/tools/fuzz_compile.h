@@ -15,7 +15,7 @@ struct CompileFuzzArgs {
   std::string passes;             // before fusion; a trailing ",fuse" is dropped (compile fuses)
   std::string backend = "both";   // interpreter, cpp or both
   std::string out;                // directory for minimized failing cases
-  int batch = 32;                 // cases prepared at once (their cpp kernels compile together)
+  int batch = 128;                // cases prepared at once (their cpp kernels compile together)
   int second_batch = 10;          // every n-th case also at two more batch sizes (fuzz/second_batch.h); 0: none
 };
 

@@ -242,6 +242,15 @@ TEST(KernelCache, KernelsRequestedTogetherCompileInOneRun) {
     kb.store_row(kb.result(r, kb.k.stages), kb.access(kb.arg(DType::Float64, 6, true), 0, {1}, {0}));
     kbs.push_back(kb);
   }
+  // Online sums of exponentials too (softmax rows): their block-maximum reduction likewise.
+  for (int i = 0; i < 2; ++i) {
+    KernelBuilder kb({6}, {40});
+    int x = kb.load(kb.access(kb.arg(DType::Float32, 240, false), 0, {40}, {1}));
+    int r = kb.reduce(ReduceOp::SumExp, kb.call(ScalarFn::mul, {x, kb.constant(DType::Float32, 1.0 + i)}));
+    kb.k.reductions[size_t(r)].dtype = DType::Float64;  // a SumExp accumulates in float64
+    kb.store_row(kb.result(r, kb.k.stages), kb.access(kb.arg(DType::Float64, 6, true), 0, {1}, {0}));
+    kbs.push_back(kb);
+  }
   std::vector<const LoopKernel*> request;
   for (const KernelBuilder& kb : kbs) request.push_back(&kb.k);
   request.push_back(&kbs[0].k);  // the same kernel twice: compiled once
@@ -253,15 +262,16 @@ TEST(KernelCache, KernelsRequestedTogetherCompileInOneRun) {
     for (size_t i = 0; i < handles.size(); ++i) EXPECT_NE(handles[i]->compiled_entry(), nullptr) << handles[i]->error();
     EXPECT_EQ(handles.back(), handles[0]);
     EXPECT_EQ(cache.stats().compiler_runs, 1);
-    EXPECT_EQ(cache.stats().misses, 6);
+    EXPECT_EQ(cache.stats().compile_failures, 0);
+    EXPECT_EQ(cache.stats().misses, 8);
     for (int i = 0; i < 4; ++i) {
       Tensor x = randn({3 + i, 50});
       EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[size_t(i)]->run(args); }, x, 0.5 + i)) << i;
     }
   }
-  EXPECT_EQ(entries(dir, ".so").size(), 6u);
-  EXPECT_EQ(entries(dir, ".cpp").size(), 6u);
-  EXPECT_EQ(disk_cache_summary(dir).entries, 6);
+  EXPECT_EQ(entries(dir, ".so").size(), 8u);
+  EXPECT_EQ(entries(dir, ".cpp").size(), 8u);
+  EXPECT_EQ(disk_cache_summary(dir).entries, 8);
   KernelCache other(o);
   for (int i = 0; i < 4; ++i) {
     auto compiled = other.compile(kbs[size_t(i)].k);

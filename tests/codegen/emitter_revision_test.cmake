@@ -1,0 +1,55 @@
+# cmake/emitter_revision.cmake: the revision changes with any byte of the emitter's sources and of
+# the headers the generated kernels include (also those scalar.h includes), and the header it
+# writes is left alone when nothing changed.
+#   cmake -DSOURCE_DIR=<checkout> -DWORK=<scratch dir> -P emitter_revision_test.cmake
+cmake_minimum_required(VERSION 3.20)
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK}/src/codegen ${WORK}/src/kernels)
+file(COPY ${SOURCE_DIR}/src/codegen/emit_cpp.cpp DESTINATION ${WORK}/src/codegen)
+file(COPY ${SOURCE_DIR}/src/kernels/scalar.h DESTINATION ${WORK}/src/kernels)
+set(out ${WORK}/emitter_revision.h)
+
+function(revision var)
+  execute_process(COMMAND ${CMAKE_COMMAND} -DSRC=${WORK}/src -DOUT=${out} -DINPUTS=codegen/emit_cpp.cpp
+                          -P ${SOURCE_DIR}/cmake/emitter_revision.cmake RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "emitter_revision.cmake failed: ${rc}")
+  endif()
+  file(STRINGS ${out} line REGEX "kEmitterRevision")
+  string(REGEX MATCH "[0-9a-f]+\"" r "${line}")
+  string(LENGTH "${r}" n)
+  if(NOT n EQUAL 65)
+    message(FATAL_ERROR "no SHA-256 in '${line}'")
+  endif()
+  set(${var} ${r} PARENT_SCOPE)
+endfunction()
+
+function(expect_change what before)
+  revision(after)
+  if(after STREQUAL before)
+    message(FATAL_ERROR "the revision did not change when ${what}")
+  endif()
+endfunction()
+
+revision(r0)
+file(TIMESTAMP ${out} t0 "%s")
+execute_process(COMMAND ${CMAKE_COMMAND} -E sleep 1.1)
+revision(r0_again)
+file(TIMESTAMP ${out} t1 "%s")
+if(NOT r0 STREQUAL r0_again OR NOT t0 STREQUAL t1)
+  message(FATAL_ERROR "unchanged sources: revision ${r0} -> ${r0_again}, header rewritten (${t0} -> ${t1})")
+endif()
+
+file(APPEND ${WORK}/src/codegen/emit_cpp.cpp " ")
+expect_change("the emitter changed" ${r0})
+revision(r1)
+file(APPEND ${WORK}/src/kernels/scalar.h "\n")
+expect_change("scalar.h changed" ${r1})
+revision(r2)
+# a header scalar.h includes, and then that header's contents
+file(APPEND ${WORK}/src/kernels/scalar.h "#include \"kernels/extra.h\"\n")
+file(WRITE ${WORK}/src/kernels/extra.h "// one\n")
+revision(r3)
+file(WRITE ${WORK}/src/kernels/extra.h "// two\n")
+expect_change("a header scalar.h includes changed" ${r3})
+message(STATUS "emitter revision follows its sources")
