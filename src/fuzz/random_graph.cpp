@@ -149,6 +149,10 @@ void Builder::add_select(ir::Value* a) {
 
 void Builder::add_reduction(ir::Value* a) {
   const Shape& s = a->meta.shape;
+  if (dtype_is_floating(a->meta.dtype) && chance(0.4)) {
+    add_row_block(a);
+    return;
+  }
   std::vector<int64_t> dims{random_dim(s)};
   if (s.size() > 1 && chance(0.3)) {
     int64_t other = random_dim(s);
