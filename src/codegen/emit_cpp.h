@@ -28,7 +28,8 @@ namespace smelt::codegen {
 // kernel must bump it, or the disk cache keeps serving kernels generated the old way.
 // 2: online SumExp blocks; row-invariant values hoisted out of a stage's loops.
 // 3: dynamic-batch kernels (LoopKernel::batch: extents and strides affine in a run-time batch).
-inline constexpr int kEmitCppRevision = 3;
+// 4: loads of one element per row (inner strides 0) hoisted too.
+inline constexpr int kEmitCppRevision = 4;
 
 // The source of `kernel` (validate()d by the caller), its entry point named `symbol`.
 std::string emit_cpp(const LoopKernel& kernel, const std::string& symbol);

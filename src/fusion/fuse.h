@@ -108,6 +108,13 @@ struct FusionOptions {
   // kernels it writes and re-reads R-sized intermediates. max_depth counts each pass's chain
   // (a reduction result starts a new chain: it is read back from its accumulator).
   int max_row_ops = 16;
+  // Longest chain of non-view ops in a row group, instead of max_depth: layer_norm's backward
+  // chains xhat = (x - mu) rstd, xhat * scale, - , + shift and the residual gradient's add in its
+  // second pass (6 ops).
+  int max_row_depth = 8;
+  // false: no broadcast epilogues (the reduction and the pointwise kernel after it stay two
+  // kernels, and max_row_ops and the depth restart do not apply): the A/B switch for bench/.
+  bool row_groups = true;
   // Set: a graph of the same structure as the one fused, node for node (the same graph at another
   // batch size, runtime/batch_graph.h), whose value sizes the cost model reads instead. A dynamic
   // batch fuses each probe batch size with the sizes at one large batch, so that every batch size
@@ -116,7 +123,8 @@ struct FusionOptions {
   const ir::Graph* cost_shapes = nullptr;
 };
 
-// The options with SMELT_FUSE_MAX_OPS, SMELT_FUSE_MAX_DEPTH, SMELT_FUSE_MAX_RECOMPUTE applied
+// The options with SMELT_FUSE_MAX_OPS, SMELT_FUSE_MAX_DEPTH, SMELT_FUSE_MAX_RECOMPUTE,
+// SMELT_FUSE_MAX_ROW_OPS, SMELT_FUSE_MAX_ROW_DEPTH, SMELT_FUSE_ROW_GROUPS applied
 // (docs/env.md); a bad value is a smelt::Error naming the variable.
 FusionOptions fusion_options_from_env();
 

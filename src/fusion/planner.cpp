@@ -185,7 +185,7 @@ class Planner {
     // epilogue) has max_row_ops; it applies from the start, since the statistics' algebra that
     // comes before the broadcast epilogue in graph order joins first.
     int ops = 0, depth = 0, recomputed_ops = 0;
-    const bool row_group = pattern == Pattern::Reduction &&
+    const bool row_group = opt_.row_groups && pattern == Pattern::Reduction &&
                            p_.nodes[p_.groups[self].anchor]->attrs.get_int("keepdim", 0) != 0;
     std::unordered_map<int, int> depth_of;
     for (int m : members) {
@@ -197,7 +197,7 @@ class Planner {
       for (const ir::Value* in : n->inputs) {
         if (in->producer && member_set.count(pos(in->producer))) d = std::max(d, depth_of[pos(in->producer)]);
       }
-      const bool reduce = pattern == Pattern::Reduction && p_.roles[m] == Role::Reduce;
+      const bool reduce = opt_.row_groups && pattern == Pattern::Reduction && p_.roles[m] == Role::Reduce;
       depth_of[m] = reduce ? 0 : d + own;
       depth = std::max(depth, d + own);
     }
@@ -206,8 +206,10 @@ class Planner {
       return std::string("limit: ") + (row_group ? "max_row_ops=" : "max_ops=") + std::to_string(max_ops) +
              " ops per group reached";
     }
-    if (depth > opt_.max_depth) {
-      return "limit: max_depth=" + std::to_string(opt_.max_depth) + " (a chain of " + std::to_string(depth) + " ops)";
+    const int max_depth = row_group ? opt_.max_row_depth : opt_.max_depth;
+    if (depth > max_depth) {
+      return std::string("limit: ") + (row_group ? "max_row_depth=" : "max_depth=") + std::to_string(max_depth) +
+             " (a chain of " + std::to_string(depth) + " ops)";
     }
     if (recomputed_ops > opt_.max_recompute_ops) {
       return "limit: max_recompute_ops=" + std::to_string(opt_.max_recompute_ops) + " recomputed ops per group";
@@ -354,8 +356,8 @@ class Planner {
     const Shape domain = start[0]->meta.shape;
     const ir::Node* anchor = p_.nodes[p_.groups[g].anchor];
     std::string rows_why;
-    const bool broadcast = p_.groups[g].pattern == Pattern::Reduction && anchor->attrs.get_int("keepdim", 0) != 0 &&
-                           broadcast_epilogue_pays(*anchor, &rows_why);
+    const bool broadcast = opt_.row_groups && p_.groups[g].pattern == Pattern::Reduction &&
+                           anchor->attrs.get_int("keepdim", 0) != 0 && broadcast_epilogue_pays(*anchor, &rows_why);
     const Shape& rows = anchor->inputs[0]->meta.shape;
     std::priority_queue<int, std::vector<int>, std::greater<int>> work;  // earliest first
     std::unordered_set<int> queued;
