@@ -163,7 +163,8 @@ class Builder {
   // log_softmax's or a layer norm's backward rule. `a` is floating.
   void add_row_block(ir::Value* a);
 
-  // softmax / log_softmax over a random dim, or layer_norm over the last one or two dims.
+  // softmax / log_softmax over a random dim, or layer_norm over the last one or two dims; or a
+  // row block (their backward rules).
   void add_normalization(ir::Value* a);
 
   // a @ b with b a vector, a matrix, a batch whose batch dims broadcast against a's, or a's own
