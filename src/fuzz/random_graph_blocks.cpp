@@ -119,8 +119,10 @@ void Builder::add_rule_bait() {
   OpId op = pick_from(kRuleOps);
   if (op == OpId::div && !dtype_is_floating(x->meta.dtype)) op = OpId::mul;  // no division by an int 0
   ir::Value* c = graph_->add_constant(scalar_constant(x->meta.dtype));
-  if (chance(0.8)) emit(op, {x, c});
-  else emit(op, {c, x});
+  ir::Value* y = chance(0.8) ? emit(op, {x, c}) : emit(op, {c, x});
+  // Returned at once now and then: a wrong rule's result then reaches an output unmasked (a sign
+  // of zero that later arithmetic would erase).
+  if (chance(0.25)) graph_->add_output(y);
 }
 
 void Builder::add_integer_block(ir::Value* a) {
