@@ -418,6 +418,8 @@ class Emitter {
       out_ << indent << "const " << dtype_cpp_type(e.dtype) << " e" << i << " = ";
       if (e.kind == ExprKind::ReductionResult) {
         out_ << "r" << e.reduction;
+      } else if (e.kind == ExprKind::Load) {  // one element per row: the row's own offset
+        out_ << "a" << k_.accesses[e.access].arg << "[x" << e.access << "]";
       } else {
         const int arity = kernels::scalar_fn_info(e.call.fn).arity;
         std::vector<std::string> ops;

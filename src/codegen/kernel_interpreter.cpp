@@ -297,7 +297,7 @@ InterpretedKernel::InterpretedKernel(LoopKernel kernel) {
   TilePlan& p = plan.tiles;
   p.k = &k;
   p.stage_exprs.resize(k.stages + 1);
-  p.invariant = row_invariant_exprs(k);
+  p.invariant = row_invariant_exprs(k, /*loads=*/false);
   bool row_work = false;
   for (int e = 0; e < int(k.exprs.size()); ++e) {
     if (k.exprs[e].kind == ExprKind::Constant) p.constants.push_back(e);

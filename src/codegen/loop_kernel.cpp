@@ -273,12 +273,19 @@ void validate(const LoopKernel& k) {
   }
 }
 
-std::vector<bool> row_invariant_exprs(const LoopKernel& k) {
+std::vector<bool> row_invariant_exprs(const LoopKernel& k, bool loads) {
   std::vector<bool> inv(k.exprs.size(), false);
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr& e = k.exprs[i];
     if (e.kind == ExprKind::Constant || e.kind == ExprKind::ReductionResult) {
       inv[i] = true;
+    } else if (e.kind == ExprKind::Load && loads) {
+      // one element per row (a row statistic, a per-row scale): inner strides all 0, also in B
+      const auto zero = [](const std::vector<int64_t>& v) {
+        return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 0; });
+      };
+      inv[i] = zero(k.accesses[size_t(e.access)].inner_strides) &&
+               (!k.batch || zero(k.batch->inner_strides[size_t(e.access)]));
     } else if (e.kind == ExprKind::Call) {
       bool all = true;
       for (int o : e.operands) all = all && inv[size_t(o)];

@@ -152,9 +152,12 @@ const BatchConstant* batch_term(const LoopKernel& kernel, int expr, int param = 
 void validate(const LoopKernel& kernel);
 
 // Per expression: whether its value is the same at every inner index of a row — a constant, a
-// reduction result, or a call on such operands only (softmax's 1 / sum, log_softmax's log(sum)).
+// reduction result, a load whose inner strides are all 0 (a row statistic read back: layer_norm
+// backward's rstd), or a call on such operands only (softmax's 1 / sum, log_softmax's log(sum)).
 // Backends evaluate these once per row and stage instead of once per element.
-std::vector<bool> row_invariant_exprs(const LoopKernel& kernel);
+// `loads` false: loads never count (the tile interpreter, whose tiles of an elementwise kernel
+// run across rows).
+std::vector<bool> row_invariant_exprs(const LoopKernel& kernel, bool loads = true);
 
 // The canonical text of a kernel: everything that changes the code it computes (not `comment`).
 // A dynamic-batch kernel prints each integer as `base+slope*B`: the same text at every batch size,

@@ -491,7 +491,14 @@ LowerResult lower(const ir::Graph& body, const std::string& name, const LowerOpt
   std::unique_ptr<ir::Graph> decomposed;
   const ir::Graph* graph = &body;
   if (has_row_ops(body)) {
-    decomposed = decompose_row_ops(body);
+    try {
+      decomposed = decompose_row_ops(body);
+    } catch (const Error& e) {
+      // softmax over empty rows: its decomposition takes the amax of no elements, which the
+      // shape rule refuses; the group then runs node by node (the eager row kernels allow it)
+      result.reason = std::string("the row ops do not decompose: ") + e.what();
+      return result;
+    }
     graph = decomposed.get();
   }
   try {

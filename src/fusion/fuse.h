@@ -33,6 +33,14 @@
 //          to the reduced shape; its operands are reduce results, epilogue values or externals
 //          (broadcast to the reduced shape) and load views.
 //      Outputs: reduce results and epilogue values only (all of the reduced shape).
+//      Broadcast epilogue (a row group: softmax's and log_softmax's backward rules, layer_norm's,
+//      x - mean(x, keepdim)): when the reduce nodes keep their dims, an epilogue node may also
+//      have the shape R; it reads reduce results and reduced-shape epilogue values (broadcast
+//      over the row), R-shaped epilogue values, externals, load views, and prologue values (a
+//      prologue value read by a broadcast epilogue node is evaluated again in the second pass,
+//      never stored; a prologue node may be read by broadcast epilogue nodes only). One kernel:
+//      per row, pass 1 folds the reductions, pass 2 evaluates the epilogue. Outputs may then also
+//      be R-shaped epilogue values.
 //  fusion="row"  exactly one row node: softmax or log_softmax over the last dim, or layer_norm
 //      (normalizing its last `ndim` dims); its input 0 (x) has a floating dtype. Prologue:
 //      pointwise nodes that the row node's input 0 depends on, not depending on the row node,
@@ -54,6 +62,13 @@
 // its group becomes a group output (or the node stays out); random ops, ops that write their
 // input (ops::mutates), impure ops, Opaque ops and nodes reading storage that some op writes in
 // place are never fused.
+//
+// COST MODEL for a broadcast epilogue (a row group): one kernel reads what the reduction kernel
+// and the pointwise kernel after it read (pass 2 rereads the row, from cache when it fits; never
+// more than a second kernel reads) and writes no statistics, so it always saves memory traffic —
+// but it parallelizes over rows only. With fewer than kMinRowsForBroadcastEpilogue rows and more
+// than kMaxSerialRowElements elements it is refused (planner.cpp): the epilogue then runs as its
+// own pointwise kernel, parallel over all elements.
 //
 // COST MODEL for a value v with readers outside the group being built (recompute or
 // materialize): only an Elementwise producer may be recomputed (views are always duplicated:
@@ -87,6 +102,19 @@ struct FusionOptions {
   int max_depth = 5;
   // Recomputed (duplicated) ops per group at most.
   int max_recompute_ops = 4;
+  // Ops per group when it is a row group (a reduction group whose reductions keep their dims, so
+  // that it may take a broadcast epilogue): instead of max_ops. layer_norm's backward rule is 14 ops in one row kernel (two row means of
+  // prologues recomputed from x, the statistics' algebra, the epilogue); as two or three
+  // kernels it writes and re-reads R-sized intermediates. max_depth counts each pass's chain
+  // (a reduction result starts a new chain: it is read back from its accumulator).
+  int max_row_ops = 16;
+  // Longest chain of non-view ops in a row group, instead of max_depth: layer_norm's backward
+  // chains xhat = (x - mu) rstd, xhat * scale, - , + shift and the residual gradient's add in its
+  // second pass (6 ops).
+  int max_row_depth = 8;
+  // false: no broadcast epilogues (the reduction and the pointwise kernel after it stay two
+  // kernels, and max_row_ops and the depth restart do not apply): the A/B switch for bench/.
+  bool row_groups = true;
   // Set: a graph of the same structure as the one fused, node for node (the same graph at another
   // batch size, runtime/batch_graph.h), whose value sizes the cost model reads instead. A dynamic
   // batch fuses each probe batch size with the sizes at one large batch, so that every batch size
@@ -95,7 +123,8 @@ struct FusionOptions {
   const ir::Graph* cost_shapes = nullptr;
 };
 
-// The options with SMELT_FUSE_MAX_OPS, SMELT_FUSE_MAX_DEPTH, SMELT_FUSE_MAX_RECOMPUTE applied
+// The options with SMELT_FUSE_MAX_OPS, SMELT_FUSE_MAX_DEPTH, SMELT_FUSE_MAX_RECOMPUTE,
+// SMELT_FUSE_MAX_ROW_OPS, SMELT_FUSE_MAX_ROW_DEPTH, SMELT_FUSE_ROW_GROUPS applied
 // (docs/env.md); a bad value is a smelt::Error naming the variable.
 FusionOptions fusion_options_from_env();
 

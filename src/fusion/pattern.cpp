@@ -183,6 +183,13 @@ std::string check_pattern(Pattern p, const GroupView& g) {
   const ir::Node& a0 = *g.nodes[first];
   // The shape epilogue nodes produce: the reduced shape, the row's shape, the product's shape.
   const Shape& domain = a0.outputs[0]->meta.shape;
+  // A reduction group whose reductions keep their dims may also have a broadcast epilogue: nodes
+  // of the reduce domain R (the rows), evaluated in a second pass over each row.
+  const bool broadcast_ok = p == Pattern::Reduction && a0.attrs.get_int("keepdim", 0) != 0;
+  const Shape& rows = a0.inputs[0]->meta.shape;
+  auto broadcast_epilogue = [&](size_t i) {
+    return broadcast_ok && dep[i] && !anchor[i] && g.nodes[i]->outputs[0]->meta.shape == rows;
+  };
 
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = *g.nodes[i];
@@ -208,8 +215,9 @@ std::string check_pattern(Pattern p, const GroupView& g) {
     }
     if (dep[i]) {  // epilogue
       if (!elementwise(i)) return ref + ": an epilogue node must be elementwise";
-      if (node.outputs[0]->meta.shape != domain) {
-        return ref + ": an epilogue node must have the shape " + shape_str(domain) + ", not " +
+      if (node.outputs[0]->meta.shape != domain && !broadcast_epilogue(i)) {
+        return ref + ": an epilogue node must have the shape " + shape_str(domain) +
+               (broadcast_ok ? " or the rows' " + shape_str(rows) : std::string()) + ", not " +
                shape_str(node.outputs[0]->meta.shape);
       }
       if (p == Pattern::Row) {
@@ -231,7 +239,8 @@ std::string check_pattern(Pattern p, const GroupView& g) {
     if (p == Pattern::Contraction) return ref + ": a contraction group takes no prologue";
     if (!pointwise_node(i)) return ref + " is not a pointwise node: it cannot be a prologue";
     for (auto [r, k] : readers[i]) {
-      if (dep[r]) return ref + ": a prologue value is read by the epilogue";
+      // A broadcast epilogue evaluates the value again in its pass (it never reaches memory).
+      if (dep[r] && !broadcast_epilogue(r)) return ref + ": a prologue value is read by the epilogue";
       if (p == Pattern::Row && anchor[r] && k != 0) return ref + ": only the row node's input 0 takes a prologue";
     }
   }

@@ -179,8 +179,14 @@ class Planner {
     std::sort(members.begin(), members.end());
     std::unordered_set<int> member_set(members.begin(), members.end());
 
-    // Limits: ops (views are addressing, not work), depth of non-view ops, recomputed ops.
+    // Limits: ops (views are addressing, not work), depth of non-view ops, recomputed ops. In a
+    // reduction group a reduction result starts a new chain (read back from its accumulator). A
+    // reduction group whose reductions keep their dims (a row group: it may take a broadcast
+    // epilogue) has max_row_ops; it applies from the start, since the statistics' algebra that
+    // comes before the broadcast epilogue in graph order joins first.
     int ops = 0, depth = 0, recomputed_ops = 0;
+    const bool row_group = opt_.row_groups && pattern == Pattern::Reduction &&
+                           p_.nodes[p_.groups[self].anchor]->attrs.get_int("keepdim", 0) != 0;
     std::unordered_map<int, int> depth_of;
     for (int m : members) {
       const ir::Node* n = p_.nodes[m];
@@ -191,12 +197,19 @@ class Planner {
       for (const ir::Value* in : n->inputs) {
         if (in->producer && member_set.count(pos(in->producer))) d = std::max(d, depth_of[pos(in->producer)]);
       }
-      depth_of[m] = d + own;
+      const bool reduce = opt_.row_groups && pattern == Pattern::Reduction && p_.roles[m] == Role::Reduce;
+      depth_of[m] = reduce ? 0 : d + own;
       depth = std::max(depth, d + own);
     }
-    if (ops > opt_.max_ops) return "limit: max_ops=" + std::to_string(opt_.max_ops) + " ops per group reached";
-    if (depth > opt_.max_depth) {
-      return "limit: max_depth=" + std::to_string(opt_.max_depth) + " (a chain of " + std::to_string(depth) + " ops)";
+    const int max_ops = row_group ? opt_.max_row_ops : opt_.max_ops;
+    if (ops > max_ops) {
+      return std::string("limit: ") + (row_group ? "max_row_ops=" : "max_ops=") + std::to_string(max_ops) +
+             " ops per group reached";
+    }
+    const int max_depth = row_group ? opt_.max_row_depth : opt_.max_depth;
+    if (depth > max_depth) {
+      return std::string("limit: ") + (row_group ? "max_row_depth=" : "max_depth=") + std::to_string(max_depth) +
+             " (a chain of " + std::to_string(depth) + " ops)";
     }
     if (recomputed_ops > opt_.max_recompute_ops) {
       return "limit: max_recompute_ops=" + std::to_string(opt_.max_recompute_ops) + " recomputed ops per group";
@@ -335,9 +348,17 @@ class Planner {
     }
   }
 
-  // Pulls elementwise readers of `start` values with the epilogue's shape into group g.
+  // Pulls elementwise readers of `start` values with the epilogue's shape into group g; for a
+  // reduction group with keepdim also those of the rows' shape (a broadcast epilogue, when
+  // broadcast_epilogue_pays), with the producers of their other operands (prologue values
+  // evaluated again in the second pass: istd * gxhat in layer_norm's backward).
   void grow_consumers(int g, const std::vector<const ir::Value*>& start) {
     const Shape domain = start[0]->meta.shape;
+    const ir::Node* anchor = p_.nodes[p_.groups[g].anchor];
+    std::string rows_why;
+    const bool broadcast = opt_.row_groups && p_.groups[g].pattern == Pattern::Reduction &&
+                           anchor->attrs.get_int("keepdim", 0) != 0 && broadcast_epilogue_pays(*anchor, &rows_why);
+    const Shape& rows = anchor->inputs[0]->meta.shape;
     std::priority_queue<int, std::vector<int>, std::greater<int>> work;  // earliest first
     std::unordered_set<int> queued;
     auto push_readers = [&](const ir::Value* v) {
@@ -352,14 +373,21 @@ class Planner {
       work.pop();
       if (p_.owner[u] >= 0 || p_.roles[u] != Role::Pointwise) continue;
       const ir::Node* n = p_.nodes[u];
-      if (n->outputs[0]->meta.shape != domain) {
-        reason(u, g, "an epilogue keeps the shape " + shape_str(domain) + "; this op makes " +
-                         shape_str(n->outputs[0]->meta.shape));
+      const Shape& shape = n->outputs[0]->meta.shape;
+      const bool wide = shape != domain && shape == rows;
+      if (shape != domain && !(wide && broadcast)) {
+        reason(u, g, "an epilogue keeps the shape " + shape_str(domain) + "; this op makes " + shape_str(shape) +
+                         (wide ? rows_why : std::string()));
+        if (wide) refused_broadcast_[g] = rows_why;  // said again if the group dissolves
         continue;
       }
       std::string why;
-      if (try_extend(g, {u}, {}, &why)) push_readers(n->outputs[0]);
-      else reason(u, g, why);
+      if (!try_extend(g, {u}, {}, &why)) {
+        reason(u, g, why);
+        continue;
+      }
+      if (wide) grow_producers(g, n->inputs, false);
+      push_readers(n->outputs[0]);
     }
   }
 
@@ -425,6 +453,7 @@ class Planner {
     if (ops >= 2) return;
     std::string lone_why;
     if (G.pattern == Pattern::Row && ops == 1 && lone_row_kernel_pays(*p_.nodes[G.anchor], &lone_why)) return;
+    if (refused_broadcast_.count(g)) lone_why = refused_broadcast_[g];
     G.alive = false;
     for (int m : G.owned) p_.owner[m] = -1;
     for (int m : G.recomputed) {
@@ -435,6 +464,22 @@ class Planner {
       p_.reasons[G.anchor].push_back(std::string("nothing to fuse with: no neighbour fits the ") +
                                      pattern_name(G.pattern) + " pattern" + lone_why);
     }
+  }
+
+  // The cost model of a broadcast epilogue (fusion/fuse.h): its kernel parallelizes over rows
+  // only, so few long rows keep the epilogue in a pointwise kernel of its own.
+  static constexpr int64_t kMinRowsForBroadcastEpilogue = 16;
+  static constexpr int64_t kMaxSerialRowElements = int64_t(1) << 16;
+  bool broadcast_epilogue_pays(const ir::Node& reduce, std::string* why) const {
+    // bytes(): with cost_shapes, the sizes of the batch every batch size is fused at
+    const int64_t size = int64_t(dtype_size(reduce.inputs[0]->meta.dtype));
+    const int64_t elements = bytes(reduce.inputs[0]) / size, rows = bytes(reduce.outputs[0]) / size;
+    if (rows >= kMinRowsForBroadcastEpilogue || elements <= kMaxSerialRowElements) return true;
+    *why = "; cost model: a broadcast epilogue over " + std::to_string(rows) + " row(s) of " +
+           std::to_string(elements) + " elements would run serially (a row kernel is parallel over its rows; "
+           "fewer than " + std::to_string(kMinRowsForBroadcastEpilogue) + " rows above " +
+           std::to_string(kMaxSerialRowElements) + " elements run the epilogue as a parallel pointwise kernel)";
+    return false;
   }
 
   // A row op alone: the generated kernel against the eager row kernel (kernels/row_kernels.h),
@@ -488,6 +533,7 @@ class Planner {
   Plan p_;
   std::unordered_map<const ir::Node*, int> pos_;
   std::vector<std::vector<int>> recomputed_in_;
+  std::unordered_map<int, std::string> refused_broadcast_;  // group -> why its broadcast epilogue was refused
 };
 
 }  // namespace

@@ -149,6 +149,10 @@ void Builder::add_select(ir::Value* a) {
 
 void Builder::add_reduction(ir::Value* a) {
   const Shape& s = a->meta.shape;
+  if (dtype_is_floating(a->meta.dtype) && chance(0.5)) {
+    add_row_block(a);
+    return;
+  }
   std::vector<int64_t> dims{random_dim(s)};
   if (s.size() > 1 && chance(0.3)) {
     int64_t other = random_dim(s);
@@ -169,6 +173,10 @@ void Builder::add_reduction(ir::Value* a) {
 void Builder::add_normalization(ir::Value* a) {
   const Shape& s = a->meta.shape;
   const int rank = int(s.size());
+  if (dtype_is_floating(a->meta.dtype) && chance(0.3)) {  // a backward rule of one of them
+    add_row_block(a);
+    return;
+  }
   if (chance(0.6)) {
     emit(chance(0.5) ? OpId::softmax : OpId::log_softmax, {a}, {{"dim", int64_t(pick(-rank, rank - 1))}});
     return;

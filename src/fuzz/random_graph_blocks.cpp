@@ -75,6 +75,43 @@ void Builder::add_linear_batch_norm(ir::Value* a) {
   pool_.push_back(narrow(chance(0.5) ? bn : node(OpId::relu, {bn})));
 }
 
+void Builder::add_row_block(ir::Value* a) {
+  const Shape& s = a->meta.shape;
+  const int rank = int(s.size());
+  std::vector<int64_t> dims{-1};
+  if (rank > 1 && chance(0.25)) dims = {-2, -1};
+  const ops::Attrs keep{{"dims", dims}, {"keepdim", int64_t(1)}};
+  // an upstream gradient: a itself, a constant or value that broadcasts to a's shape, an input
+  ir::Value* g = partner(a);
+  if (broadcast_shapes(s, g->meta.shape, "fuzz") != s || g->meta.dtype != a->meta.dtype) {
+    g = graph_->add_input({s, a->meta.dtype});
+  }
+  const int form = pick(0, 3);
+  if (form == 1) {  // softmax's backward: y (g - sum(g y))
+    ir::Value* y = node(OpId::softmax, {a}, {{"dim", int64_t(-1)}});
+    ir::Value* r = node(OpId::sum, {node(OpId::mul, {g, y})}, keep);
+    emit(OpId::mul, {y, node(OpId::sub, {g, r})});
+  } else if (form == 2) {  // log_softmax's backward: g - exp(y) sum(g)
+    ir::Value* y = node(OpId::log_softmax, {a}, {{"dim", int64_t(-1)}});
+    emit(OpId::sub, {g, node(OpId::mul, {node(OpId::exp, {y}), node(OpId::sum, {g}, keep)})});
+  } else if (form == 3) {  // a layer norm's backward: two row means, the epilogue reads both
+    ir::Value* gx = node(OpId::mul, {g, a});
+    ir::Value* m1 = node(OpId::mean, {gx}, keep);
+    ir::Value* m2 = node(OpId::mean, {node(OpId::mul, {gx, a})}, keep);
+    ir::Value* t = node(OpId::sub, {node(OpId::mul, {gx, graph_->add_constant(scalar_constant(a->meta.dtype))}), m1});
+    emit(OpId::sub, {t, node(OpId::mul, {a, m2})});
+  } else {  // generic: a prologue, a reduction, an epilogue reading the row again
+    ir::Value* p = chance(0.5) ? a : node(pick_from(kBinary), {a, g});
+    if (chance(0.3)) p = node(pick_from(kPlainUnary), {p});
+    constexpr OpId kRowReduce[] = {OpId::sum, OpId::mean, OpId::amax, OpId::amin};
+    ir::Value* r = node(pick_from(kRowReduce), {p}, keep);
+    if (chance(0.3)) r = node(pick_from(kPlainUnary), {r});
+    ir::Value* e = node(pick_from(kBinary), chance(0.5) ? std::vector<ir::Value*>{a, r} : std::vector<ir::Value*>{r, a});
+    if (chance(0.5)) e = node(pick_from(kBinary), {e, chance(0.5) ? p : g});
+    emit(chance(0.3) ? OpId::exp : OpId::neg, {e});
+  }
+}
+
 void Builder::add_rule_bait() {
   const auto& inputs = graph_->inputs();
   ir::Value* x = chance(0.5) ? inputs[size_t(pick(0, int(inputs.size()) - 1))] : any_value();
@@ -82,8 +119,10 @@ void Builder::add_rule_bait() {
   OpId op = pick_from(kRuleOps);
   if (op == OpId::div && !dtype_is_floating(x->meta.dtype)) op = OpId::mul;  // no division by an int 0
   ir::Value* c = graph_->add_constant(scalar_constant(x->meta.dtype));
-  if (chance(0.8)) emit(op, {x, c});
-  else emit(op, {c, x});
+  ir::Value* y = chance(0.8) ? emit(op, {x, c}) : emit(op, {c, x});
+  // Returned at once now and then: a wrong rule's result then reaches an output unmasked (a sign
+  // of zero that later arithmetic would erase).
+  if (chance(0.25)) graph_->add_output(y);
 }
 
 void Builder::add_integer_block(ir::Value* a) {

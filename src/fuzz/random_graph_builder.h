@@ -155,9 +155,16 @@ class Builder {
   // where(cmp(a, b), a, b), or against a scalar constant with one branch a constant.
   void add_select(ir::Value* a);
 
+  // A reduction over random dims (sometimes keeping them), var, argmax; or a row block.
   void add_reduction(ir::Value* a);
+  // A row group's shape (fusion/fuse.h, broadcast epilogue): a reduction with keepdim over the
+  // last dim (or the last two) of a prologue of `a`, broadcast back over the rows by an
+  // elementwise epilogue that also reads `a` or the prologue: generic, or literally softmax's,
+  // log_softmax's or a layer norm's backward rule. `a` is floating.
+  void add_row_block(ir::Value* a);
 
-  // softmax / log_softmax over a random dim, or layer_norm over the last one or two dims.
+  // softmax / log_softmax over a random dim, or layer_norm over the last one or two dims; or a
+  // row block (their backward rules).
   void add_normalization(ir::Value* a);
 
   // a @ b with b a vector, a matrix, a batch whose batch dims broadcast against a's, or a's own

@@ -86,10 +86,17 @@ TEST(Fuse, ContractCheckerRejectsViolations) {
     return check("reduction", head + "%3: f32[4,8] = exp(%0)\n %4: f32[4,1] = sum(%3) {dims=[1], keepdim=1}\n" + tail, out);
   };
   EXPECT_EQ(red(" %5: f32[4,1] = neg(%4)\n return %5\n}", "f32[4,1]"), "");
-  EXPECT_NE(red(" %5: f32[4,8] = add(%4, %1)\n return %5\n}", "f32[4,8]"), "");
-  // a prologue value returned, and one read by the epilogue
+  // with keepdim, an epilogue of the rows' shape is a broadcast epilogue (a row group), and it may
+  // read a prologue value (evaluated again in the second pass); without keepdim neither
+  EXPECT_EQ(red(" %5: f32[4,8] = add(%4, %1)\n return %5\n}", "f32[4,8]"), "");
+  EXPECT_EQ(red(" %5: f32[4,8] = add(%4, %3)\n return %5\n}", "f32[4,8]"), "");
+  auto red_nokeep = [&](const std::string& tail, const std::string& out) {
+    return check("reduction", head + "%3: f32[4,8] = exp(%0)\n %4: f32[8] = sum(%3) {dims=[0]}\n" + tail, out);
+  };
+  EXPECT_NE(red_nokeep(" %5: f32[4,8] = add(%4, %1)\n return %5\n}", "f32[4,8]"), "");
+  EXPECT_NE(red_nokeep(" %5: f32[4,8] = add(%4, %3)\n return %5\n}", "f32[4,8]"), "");
+  // a prologue value returned
   EXPECT_NE(red(" return %3\n}", "f32[4,8]"), "");
-  EXPECT_NE(red(" %5: f32[4,8] = add(%4, %3)\n return %5\n}", "f32[4,8]"), "");
   // two reductions over different dims
   EXPECT_NE(check("reduction", head + "%3: f32[4,1] = sum(%0) {dims=[1], keepdim=1}\n %4: f32[1,8] = sum(%1) {dims=[0], keepdim=1}\n"
                                         " %5: f32[4,8] = add(%3, %4)\n return %5\n}"), "");

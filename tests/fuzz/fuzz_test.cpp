@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "codegen/kernel_cache.h"
+#include "fusion/fuse.h"
 #include "fusion/pattern.h"
 #include "fuzz/compile_fuzzer.h"
 #include "fuzz/fuzzer.h"
@@ -56,6 +57,37 @@ TEST(Fuzz, RandomGraphsCoverTheOpTable) {
     EXPECT_TRUE(seen.count(op)) << ops::op_name(op) << " never generated";
   }
   EXPECT_GE(seen.size(), 50u);
+}
+
+// The generator's row blocks reach the row groups of fusion (a reduction with keepdim and a
+// broadcast epilogue of the rows' shape in one group), so the compile fuzzers test them.
+TEST(Fuzz, RandomGraphsReachRowGroups) {
+  int graphs_with_row_groups = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    auto g = fuzz::random_graph(seed);
+    fusion::fuse(*g);
+    bool found = false;
+    for (const auto& n : g->nodes()) {
+      if (!n->body || n->attrs.get_string("fusion") != "reduction") continue;
+      Shape rows;
+      std::set<const ir::Value*> after_reduce;  // values depending on a reduce node with keepdim
+      for (const auto& b : n->body->nodes()) {
+        bool dep = false;
+        for (const ir::Value* in : b->inputs) dep |= after_reduce.count(in) > 0;
+        if ((b->op == ops::OpId::sum || b->op == ops::OpId::mean || b->op == ops::OpId::amax ||
+             b->op == ops::OpId::amin) && b->attrs.get_int("keepdim", 0) != 0) {
+          rows = b->inputs[0]->meta.shape;
+          dep = true;
+        } else if (dep) {
+          found |= b->outputs[0]->meta.shape == rows && !rows.empty() && rows.back() > 1;
+        }
+        if (dep) after_reduce.insert(b->outputs[0]);
+      }
+    }
+    graphs_with_row_groups += found;
+  }
+  std::printf("%d of 1000 random graphs hold a row group\n", graphs_with_row_groups);
+  EXPECT_GE(graphs_with_row_groups, 20);
 }
 
 // What the special-value draws put into the graphs' constants, by kind.
