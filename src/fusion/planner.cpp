@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "fusion/cost_model.h"
 #include "ir/printer.h"
 
 namespace smelt::fusion::detail {
@@ -14,22 +15,15 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-int64_t value_bytes(const ir::Value* v) {
-  int64_t n = 1;
-  for (int64_t d : v->meta.shape) n *= d;
-  return n * int64_t(dtype_size(v->meta.dtype));
-}
-
 std::string ref(const ir::Node* n) { return ir::value_ref(n->outputs[0]) + " = " + n->name(); }
 
 class Planner {
  public:
-  Planner(const ir::Graph& graph, const FusionOptions& options) : opt_(options) {
+  Planner(const ir::Graph& graph, const FusionOptions& options) : opt_(options), cost_(graph, options.cost_shapes) {
     for (const auto& n : graph.nodes()) {
       pos_[n.get()] = int(p_.nodes.size());
       p_.nodes.push_back(n.get());
     }
-    if (options.cost_shapes) map_cost_shapes(graph, *options.cost_shapes);
     const size_t n = p_.nodes.size();
     p_.roles.resize(n);
     p_.role_reasons.resize(n);
@@ -284,27 +278,7 @@ class Planner {
       const Role r = p_.roles[pos(u.node)];
       must |= r == Role::None || r == Role::Contraction;
     }
-    int64_t in = 0;
-    std::unordered_set<const ir::Value*> seen;
-    for (const ir::Value* w : n->inputs) {
-      if (!seen.insert(w).second) continue;
-      int64_t w_bytes = bytes(w);
-      // a view reads its source (an expanded bias is read at its own size)
-      for (const ir::Value* s = w; s->producer && is_view(*s->producer);) {
-        s = s->producer->inputs[0];
-        w_bytes = std::min(w_bytes, bytes(s));
-      }
-      if (w->kind == ir::ValueKind::Constant && w->constant.numel() <= 1) w_bytes = 0;  // an immediate
-      in += w_bytes;
-    }
-    const int64_t k = int64_t(readers.size()), bv = bytes(v);
-    const bool pays = must ? in <= bv : k * in <= (k + 1) * bv;
-    if (!pays) {
-      *why = "cost model: " + ir::value_ref(v) + " is read outside the group; materialized once (" +
-             std::to_string(bv) + " bytes) since recomputing reads " + std::to_string(in) + " bytes of operands" +
-             (must ? " and it must be stored anyway" : " per reader (" + std::to_string(k) + " readers)");
-    }
-    return pays;
+    return cost_.recompute_pays(*n, must, int64_t(readers.size()), why);
   }
 
   // Pulls producers of `start` values into group g: owned when only the group reads them,
@@ -357,7 +331,7 @@ class Planner {
     const ir::Node* anchor = p_.nodes[p_.groups[g].anchor];
     std::string rows_why;
     const bool broadcast = opt_.row_groups && p_.groups[g].pattern == Pattern::Reduction &&
-                           anchor->attrs.get_int("keepdim", 0) != 0 && broadcast_epilogue_pays(*anchor, &rows_why);
+                           anchor->attrs.get_int("keepdim", 0) != 0 && cost_.broadcast_epilogue_pays(*anchor, &rows_why);
     const Shape& rows = anchor->inputs[0]->meta.shape;
     std::priority_queue<int, std::vector<int>, std::greater<int>> work;  // earliest first
     std::unordered_set<int> queued;
@@ -452,7 +426,7 @@ class Planner {
     for (int m : G.recomputed) ops += !is_view(*p_.nodes[m]);
     if (ops >= 2) return;
     std::string lone_why;
-    if (G.pattern == Pattern::Row && ops == 1 && lone_row_kernel_pays(*p_.nodes[G.anchor], &lone_why)) return;
+    if (G.pattern == Pattern::Row && ops == 1 && CostModel::lone_row_kernel_pays(*p_.nodes[G.anchor], &lone_why)) return;
     if (refused_broadcast_.count(g)) lone_why = refused_broadcast_[g];
     G.alive = false;
     for (int m : G.owned) p_.owner[m] = -1;
@@ -466,70 +440,8 @@ class Planner {
     }
   }
 
-  // The cost model of a broadcast epilogue (fusion/fuse.h): its kernel parallelizes over rows
-  // only, so few long rows keep the epilogue in a pointwise kernel of its own.
-  static constexpr int64_t kMinRowsForBroadcastEpilogue = 16;
-  static constexpr int64_t kMaxSerialRowElements = int64_t(1) << 16;
-  bool broadcast_epilogue_pays(const ir::Node& reduce, std::string* why) const {
-    // bytes(): with cost_shapes, the sizes of the batch every batch size is fused at
-    const int64_t size = int64_t(dtype_size(reduce.inputs[0]->meta.dtype));
-    const int64_t elements = bytes(reduce.inputs[0]) / size, rows = bytes(reduce.outputs[0]) / size;
-    if (rows >= kMinRowsForBroadcastEpilogue || elements <= kMaxSerialRowElements) return true;
-    *why = "; cost model: a broadcast epilogue over " + std::to_string(rows) + " row(s) of " +
-           std::to_string(elements) + " elements would run serially (a row kernel is parallel over its rows; "
-           "fewer than " + std::to_string(kMinRowsForBroadcastEpilogue) + " rows above " +
-           std::to_string(kMaxSerialRowElements) + " elements run the epilogue as a parallel pointwise kernel)";
-    return false;
-  }
-
-  // A row op alone: the generated kernel against the eager row kernel (kernels/row_kernels.h),
-  // 2048x1024 float32, one thread, process CPU time, minimum of 30 runs (/tmp harness over
-  // runtime::compile_graph and Graph::run; the kernel-level comparison, 2 threads, is in bench/):
-  //   layer_norm   generated 0.88 ms, eager 0.79 ms (the eager row kernel has been tuned since the
-  //                generated one first beat it: 1.62 against 1.75 ms);
-  //   softmax      generated 4.18 ms, eager 1.65 ms, and log_softmax 3.77 ms against 2.50 ms (an
-  //                earlier measurement; the gap has only grown): the eager kernel keeps exp(x -
-  //                running max) in y and only rescales it, where the generated store pass computes
-  //                exp again; and its float partial sums are cheaper than the generated double ones.
-  // So a lone row op always runs its eager kernel; with a prologue or epilogue to fuse it is a
-  // group (one pass over the row less than the ops apart).
-  static bool lone_row_kernel_pays(const ir::Node& n, std::string* why) {
-    *why = std::string("; alone, ") + n.name() +
-           " runs the eager row kernel (measured faster than its generated kernel: planner.cpp, lone_row_kernel_pays)";
-    return false;
-  }
-
-  // FusionOptions::cost_shapes: each value of `graph` to its counterpart's bytes there.
-  void map_cost_shapes(const ir::Graph& graph, const ir::Graph& cost) {
-    SMELT_CHECK(graph.inputs().size() == cost.inputs().size() && graph.constants().size() == cost.constants().size() &&
-                graph.num_nodes() == cost.num_nodes())
-        << "fuse: the cost-model graph (" << cost.num_nodes() << " nodes) is not the fused graph's structure ("
-        << graph.num_nodes() << " nodes); valid: the same graph at another batch size";
-    auto pair = [&](const ir::Value* v, const ir::Value* c) {
-      SMELT_CHECK(v->meta.dtype == c->meta.dtype && v->meta.shape.size() == c->meta.shape.size())
-          << "fuse: value " << ir::value_ref(v) << " differs from its cost-model counterpart " << ir::value_ref(c)
-          << " beyond its dims";
-      cost_bytes_[v] = value_bytes(c);
-    };
-    for (size_t i = 0; i < graph.inputs().size(); ++i) pair(graph.inputs()[i], cost.inputs()[i]);
-    for (size_t i = 0; i < graph.constants().size(); ++i) pair(graph.constants()[i], cost.constants()[i]);
-    for (auto n = graph.nodes().begin(), c = cost.nodes().begin(); n != graph.nodes().end(); ++n, ++c) {
-      SMELT_CHECK((*n)->op == (*c)->op && (*n)->outputs.size() == (*c)->outputs.size())
-          << "fuse: node " << ref(n->get()) << " differs from its cost-model counterpart " << ref(c->get());
-      for (size_t o = 0; o < (*n)->outputs.size(); ++o) pair((*n)->outputs[o], (*c)->outputs[o]);
-    }
-  }
-
-  // The bytes the cost model reads for v: its own, or its counterpart's in cost_shapes.
-  int64_t bytes(const ir::Value* v) const {
-    if (cost_bytes_.empty()) return value_bytes(v);
-    auto it = cost_bytes_.find(v);
-    SMELT_INTERNAL_CHECK(it != cost_bytes_.end()) << "fuse: value " << ir::value_ref(v) << " has no cost-model size";
-    return it->second;
-  }
-
   const FusionOptions& opt_;
-  std::unordered_map<const ir::Value*, int64_t> cost_bytes_;
+  CostModel cost_;
   Plan p_;
   std::unordered_map<const ir::Node*, int> pos_;
   std::vector<std::vector<int>> recomputed_in_;
