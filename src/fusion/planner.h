@@ -1,7 +1,6 @@
 // The fusion planner: decides which nodes form which group (fusion/fuse.h states the patterns,
 // the legality rules and the cost model, fusion/cost_model.h computes it); fuse.cpp then builds
-// the group nodes. Needs a graph
-// without dead nodes (fuse runs dce first).
+// the group nodes. Needs a graph without dead nodes (fuse runs dce first).
 //
 // Order of decisions, each group grown completely (and kept only if it holds at least two
 // non-view ops) before the next one starts, so a group's schedule position never depends on a
