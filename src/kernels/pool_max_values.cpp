@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "base/parallel.h"
@@ -26,8 +27,6 @@ template <class T>
 struct Block {
   static constexpr int64_t L = 64 / int64_t(sizeof(T));
   typedef T Vec __attribute__((vector_size(64)));
-  using Int = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
-  typedef Int Mask __attribute__((vector_size(64)));
 
   static Vec load(const T* p) {
     Vec v;
@@ -40,10 +39,14 @@ struct Block {
     if constexpr (S == 1) {
       return load(p);
     } else {
-      Mask even;
-      for (int64_t l = 0; l < L; ++l) even[l] = Int(2 * l);
-      return __builtin_shuffle(load(p), load(p + L), even);
+      return even_lanes(load(p), load(p + L), std::make_index_sequence<size_t(L)>{});
     }
+  }
+  // Lanes 0, 2, 4, ... of the pair (a, b): __builtin_shufflevector takes constant lane numbers,
+  // in GCC (12 and later) and in clang alike.
+  template <size_t... I>
+  static Vec even_lanes(Vec a, Vec b, std::index_sequence<I...>) {
+    return __builtin_shufflevector(a, b, int(2 * I)...);
   }
 };
 
