@@ -79,8 +79,9 @@ template <class T>
 void gemm_own(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int64_t csa,
               const T* B, int64_t rsb, int64_t csb, T beta, T* C, int64_t rsc, int64_t csc,
               const GemmEpilogue* epilogue = nullptr);
-// gemm_own's path for M = 1 (kernels/gemm_row_vector.cpp): B read in place, no packing. False
-// (nothing done) unless B has a unit row or column stride.
+// gemm_own's path for M = 1 (kernels/gemm_row_vector.cpp): B read in place, no packing; every
+// element summed over k in order, whatever B's layout. Always true (the caller's fallback is
+// kept for a future refusal).
 template <class T>
 bool gemm_row_vector(int64_t N, int64_t K, T alpha, const T* A, int64_t csa, const T* B, int64_t rsb, int64_t csb,
                      T beta, T* C, int64_t csc, const GemmEpilogue* epilogue);

@@ -5,10 +5,11 @@
 //
 //   B rows contiguous (csb = 1): column blocks of kBlockCols, each accumulating A[k] B[k, block]
 //                                over k in order (one streaming pass over the block's columns);
-//   B columns contiguous (rsb = 1, a transposed weight): one dot product per column, kLanes
-//                                interleaved partial sums added up at the end.
-// Each C element's sum has a fixed order whatever the thread count (threads split the columns),
-// and an epilogue (gemm.h) gets each block of columns once it is final.
+//   any other layout (a transposed weight): the same sums, B copied through small transposed
+//                                tiles.
+// Each C element is sum over k in order, whatever B's layout and the thread count (threads split
+// the columns): the same bits for the same values. An epilogue (gemm.h) gets each block of columns
+// once it is final.
 #include <algorithm>
 
 #include "base/parallel.h"
@@ -19,8 +20,6 @@ namespace {
 
 // Accumulators of one column block: 16 AVX-512 vectors of floats, in registers or L1.
 constexpr int64_t kBlockCols = 256;
-// Partial sums of a dot product: a vector's worth of lanes.
-constexpr int64_t kLanes = 16;
 // Multiply-adds per thread chunk: below this, one thread (a fork costs a few microseconds).
 constexpr int64_t kMinChunkMacs = 1 << 16;
 
@@ -48,24 +47,34 @@ void rows_block(int64_t K, T alpha, const T* A, int64_t csa, const T* B, int64_t
   finish(alpha, beta, acc, C + c0 * csc, n, csc);
 }
 
-// Columns [c0, c1) of C with B's columns contiguous: dot products of A's row with B's columns.
+// Columns [c0, c1) of C for any other layout of B (columns contiguous: a transposed weight; or
+// both strides > 1): B is read in 16 x 16 tiles, each copied transposed into L1, and every column
+// accumulates over k in order exactly as rows_block does. The bits therefore do not depend on B's
+// layout (a plan hands the GEMM a contiguous copy where the interpreter may pass a strided view).
 template <class T>
-void columns_block(int64_t K, T alpha, const T* A, int64_t csa, const T* B, int64_t csb, T beta, T* C, int64_t csc,
-                   int64_t c0, int64_t c1) {
+void strided_block(int64_t K, T alpha, const T* A, int64_t csa, const T* B, int64_t rsb, int64_t csb, T beta, T* C,
+                   int64_t csc, int64_t c0, int64_t c1) {
+  constexpr int64_t kTile = 16;
   alignas(64) T acc[kBlockCols];
-  const int64_t full = K / kLanes * kLanes;
-  for (int64_t col = c0; col < c1; ++col) {
-    const T* __restrict b = B + col * csb;
-    T lanes[kLanes] = {};
-    for (int64_t k0 = 0; k0 < full; k0 += kLanes) {
-      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += A[(k0 + l) * csa] * b[k0 + l];
+  alignas(64) T tile[kTile][kTile];  // tile[kk][j] = B[k0 + kk, col0 + j]
+  const int64_t n = c1 - c0;
+  std::fill(acc, acc + n, T(0));
+  for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+    const int64_t nj = std::min(kTile, n - j0);
+    for (int64_t k0 = 0; k0 < K; k0 += kTile) {
+      const int64_t nk = std::min(kTile, K - k0);
+      for (int64_t j = 0; j < nj; ++j) {
+        const T* col = B + (c0 + j0 + j) * csb + k0 * rsb;
+        for (int64_t kk = 0; kk < nk; ++kk) tile[kk][j] = col[kk * rsb];
+      }
+      for (int64_t kk = 0; kk < nk; ++kk) {
+        const T a = A[(k0 + kk) * csa];
+        T* __restrict out = acc + j0;
+        for (int64_t j = 0; j < nj; ++j) out[j] += a * tile[kk][j];
+      }
     }
-    for (int64_t k = full; k < K; ++k) lanes[k - full] += A[k * csa] * b[k];
-    T sum = T(0);
-    for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
-    acc[col - c0] = sum;
   }
-  finish(alpha, beta, acc, C + c0 * csc, c1 - c0, csc);
+  finish(alpha, beta, acc, C + c0 * csc, n, csc);
 }
 
 }  // namespace
@@ -73,8 +82,7 @@ void columns_block(int64_t K, T alpha, const T* A, int64_t csa, const T* B, int6
 template <class T>
 bool gemm_row_vector(int64_t N, int64_t K, T alpha, const T* A, int64_t csa, const T* B, int64_t rsb, int64_t csb,
                      T beta, T* C, int64_t csc, const GemmEpilogue* epilogue) {
-  const bool rows = csb == 1, columns = !rows && rsb == 1;
-  if (!rows && !columns) return false;
+  const bool rows = csb == 1;
   const int64_t blocks = (N + kBlockCols - 1) / kBlockCols;
   const int64_t grain = std::max<int64_t>(1, kMinChunkMacs / std::max<int64_t>(1, K * kBlockCols));
   parallel_for(blocks, grain, [&](int64_t begin, int64_t end) {
@@ -83,7 +91,7 @@ bool gemm_row_vector(int64_t N, int64_t K, T alpha, const T* A, int64_t csa, con
       if (rows) {
         rows_block(K, alpha, A, csa, B, rsb, beta, C, csc, c0, c1);
       } else {
-        columns_block(K, alpha, A, csa, B, csb, beta, C, csc, c0, c1);
+        strided_block(K, alpha, A, csa, B, rsb, csb, beta, C, csc, c0, c1);
       }
       if (epilogue) (*epilogue)(0, 1, c0, c1);
     }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -113,9 +114,8 @@ void sweep_layouts() {
   }
 }
 
-// M = 1 takes gemm_own's row-vector path (no packing) when B has a unit stride: every layout (the
-// strided B falls back to the packed GEMM), column counts around its 256-column blocks, K around
-// its 16 dot-product lanes, alpha / beta.
+// M = 1 takes gemm_own's row-vector path (no packing) for every layout of B: every layout,
+// column counts around its 256-column blocks, K around its 16 x 16 tiles, alpha / beta.
 template <class T>
 void sweep_row_vector() {
   const int64_t sizes[][2] = {{1, 1}, {255, 15}, {256, 16}, {257, 17}, {1000, 1280}, {600, 3}};
@@ -133,6 +133,41 @@ void sweep_row_vector() {
 
 TEST(Gemm, FloatRowVector) { sweep_row_vector<float>(); }
 TEST(Gemm, DoubleRowVector) { sweep_row_vector<double>(); }
+
+// M = 1: the same values in B's three layouts (rows contiguous, columns contiguous, both strides
+// > 1) give the same bits, special values included: each element is summed over k in order. The
+// compile fuzzer found the layouts disagreeing (seed 20019121: a plan's contiguous copy of a
+// strided input gave NaN where the interpreter's strided view gave -inf).
+TEST(Gemm, RowVectorBitsDoNotDependOnTheLayoutOfB) {
+  const int64_t N = 37, K = 53;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> a(static_cast<size_t>(K)), b(static_cast<size_t>(K * N));
+  for (float& v : a) v = u(rng);
+  for (float& v : b) v = u(rng);
+  a[3] = -9.2e18f, a[4] = 9.2e18f, b[size_t(3 * N + 5)] = 1e30f, b[size_t(4 * N + 5)] = 1e30f;
+  b[size_t(10 * N + 7)] = std::numeric_limits<float>::infinity(), a[11] = 3e38f, a[12] = 3e38f;
+  // The three layouts of the same K x N matrix.
+  std::vector<float> rows = b, cols(static_cast<size_t>(K * N)), wide(static_cast<size_t>(K * N * 6));
+  for (int64_t k = 0; k < K; ++k) {
+    for (int64_t n = 0; n < N; ++n) {
+      cols[size_t(n * K + k)] = b[size_t(k * N + n)];
+      wide[size_t(k * 3 * N * 2 + n * 2)] = b[size_t(k * N + n)];
+    }
+  }
+  std::vector<float> c_rows(static_cast<size_t>(N)), c_cols(static_cast<size_t>(N)), c_wide(static_cast<size_t>(N));
+  kernels::gemm<float>(1, N, K, 1.0f, a.data(), K, 1, rows.data(), N, 1, 0.0f, c_rows.data(), N, 1, GemmImpl::Own);
+  kernels::gemm<float>(1, N, K, 1.0f, a.data(), K, 1, cols.data(), 1, K, 0.0f, c_cols.data(), N, 1, GemmImpl::Own);
+  kernels::gemm<float>(1, N, K, 1.0f, a.data(), K, 1, wide.data(), 3 * N * 2, 2, 0.0f, c_wide.data(), N, 1,
+                       GemmImpl::Own);
+  int specials = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    specials += !std::isfinite(c_rows[size_t(n)]);
+    EXPECT_EQ(std::memcmp(&c_rows[size_t(n)], &c_cols[size_t(n)], sizeof(float)), 0) << "column " << n;
+    EXPECT_EQ(std::memcmp(&c_rows[size_t(n)], &c_wide[size_t(n)], sizeof(float)), 0) << "column " << n;
+  }
+  EXPECT_GT(specials, 0);  // the special values did reach some sums
+}
 
 TEST(Gemm, FloatLayoutsAlphaBeta) { sweep_layouts<float>(); }
 TEST(Gemm, DoubleLayoutsAlphaBeta) { sweep_layouts<double>(); }
