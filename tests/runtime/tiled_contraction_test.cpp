@@ -140,6 +140,19 @@ TEST_F(TiledContraction, TransposeReadElsewhereIsCopiedAndLoneMatmulReadsItInPla
   }
 }
 
+// The transpose of a value the plan computes (an arena slot a kernel writes), read as the operand
+// of two matmuls, one of them in place of the other's epilogue input: the strided view must keep
+// its base alive (lifetimes follow the root slot) and both products must match eager.
+TEST_F(TiledContraction, TransposeOfAComputedValueUsedTwice) {
+  expect_same_as_two_step(
+      [](const std::vector<Tensor>& in) {
+        Tensor wt = tanh(in[1] * 0.5).t();  // computed, then viewed transposed
+        Tensor y = relu(matmul(in[0], wt) + in[2]);
+        return std::vector<Tensor>{y, matmul(y, wt.t())};
+      },
+      {special_values({19, 12}, 48, 31), special_values({9, 12}, 49, 7), special_values({9}, 50, 5)});
+}
+
 TEST_F(TiledContraction, BatchedMatmulWithResidualAndPerBatchScale) {
   // The per-batch scale (3, 1, 1) keeps the row dims (3, 40) apart: tiles' rows unflatten.
   expect_same_as_two_step(
