@@ -1,6 +1,6 @@
 # cmake/emitter_revision.cmake: the revision changes with any byte of the emitter's sources and of
 # the headers the generated kernels include (also those scalar.h includes), and the header it
-# writes is left alone when nothing changed.
+# writes is left alone when nothing changed; the depfile names every file hashed.
 #   cmake -DSOURCE_DIR=<checkout> -DWORK=<scratch dir> -P emitter_revision_test.cmake
 cmake_minimum_required(VERSION 3.20)
 file(REMOVE_RECURSE ${WORK})
@@ -11,7 +11,7 @@ set(out ${WORK}/emitter_revision.h)
 
 function(revision var)
   execute_process(COMMAND ${CMAKE_COMMAND} -DSRC=${WORK}/src -DOUT=${out} -DINPUTS=codegen/emit_cpp.cpp
-                          -P ${SOURCE_DIR}/cmake/emitter_revision.cmake RESULT_VARIABLE rc)
+                          -DDEPFILE=${out}.d -P ${SOURCE_DIR}/cmake/emitter_revision.cmake RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "emitter_revision.cmake failed: ${rc}")
   endif()
@@ -52,4 +52,15 @@ file(WRITE ${WORK}/src/kernels/extra.h "// one\n")
 revision(r3)
 file(WRITE ${WORK}/src/kernels/extra.h "// two\n")
 expect_change("a header scalar.h includes changed" ${r3})
+# the depfile names it, so the build reruns the hash when it changes (no re-configure needed)
+file(READ ${out}.d deps)
+foreach(f src/kernels/extra.h src/kernels/scalar.h src/codegen/emit_cpp.cpp)
+  string(FIND "${deps}" "${WORK}/${f}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the depfile does not name ${f}:\n${deps}")
+  endif()
+endforeach()
+if(NOT deps MATCHES "^${out}:")
+  message(FATAL_ERROR "the depfile's target is not ${out}:\n${deps}")
+endif()
 message(STATUS "emitter revision follows its sources")
