@@ -1,7 +1,7 @@
 // Imported ops in forms the conformance cases leave out, against naive loops: MaxPool's Indices
 // output (explicit padding, ceil_mode, 1-D, column-major storage), 3-D ConvTranspose (strides,
-// dilations, pads, groups, output_padding, bias) and ScatterND's mul, max and min reductions with
-// repeated rows; inputs without a channel dim for the normalizations.
+// dilations, pads, groups, output_padding, bias) and ScatterND's and ScatterElements' mul, max and
+// min reductions with repeated indices; inputs without a channel dim for the normalizations.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -265,6 +265,57 @@ TEST(OnnxImportOps, ScatterNdReductionsFoldRepeatedRowsInOrder) {
   testing::expect_error([&] {
     onnx::import_model_bytes(one_node_model("ScatterND", big, 1, [](::onnx::NodeProto& n) { set_string(n, "reduction", "mul"); }, 16));
   }, {"ScatterND", "reduction 'mul' over 1500 update rows"});
+}
+
+// ---- ScatterElements with mul, max and min
+
+// ONNX's reference: a copy of data, then each update (in row-major order of indices) folded into
+// data at its position with the axis coordinate replaced by the (wrapped) index.
+std::vector<double> naive_scatter_elements(const Tensor& data, const Tensor& idx, const Tensor& upd, int64_t axis,
+                                           const std::string& reduction) {
+  std::vector<double> out = data.to_vector();
+  const std::vector<double> iv = idx.to_vector(), uv = upd.to_vector();
+  const int64_t R = idx.size(0), C = idx.size(1), W = data.size(1), n = data.size(axis);
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t col = 0; col < C; ++col) {
+      int64_t at = int64_t(iv[size_t(r * C + col)]);
+      if (at < 0) at += n;
+      double& v = out[size_t(axis == 0 ? at * W + col : r * W + at)];
+      const double u = uv[size_t(r * C + col)];
+      v = reduction == "mul" ? double(float(v) * float(u)) : reduction == "max" ? std::max(v, u) : std::min(v, u);
+    }
+  }
+  return out;
+}
+
+TEST(OnnxImportOps, ScatterElementsReductionsFoldRepeatedIndicesInOrder) {
+  const Tensor data = randn({3, 4});
+  const Tensor upd = randn({2, 3});
+  // Repeated and negative indices: axis 1 hits (0, 1) twice and (1, 0) twice; axis 0 hits (2, 1) twice.
+  const Tensor along_rows = tensor({1, -3, 3, 0, 0, -1}).reshape({2, 3});
+  const Tensor along_cols = tensor({0, 2, -1, 2, -1, 0}).reshape({2, 3});
+  for (const std::string reduction : {"mul", "max", "min"}) {
+    for (int64_t axis : {0, 1}) {
+      SCOPED_TRACE(reduction + " along axis " + std::to_string(axis));
+      const Tensor idx = axis == 1 ? along_rows : along_cols;
+      const std::vector<Input> in{{"data", data}, {"indices", idx}, {"updates", upd}};
+      const std::string model = one_node_model("ScatterElements", in, 1, [&](::onnx::NodeProto& n) {
+        set_string(n, "reduction", reduction);
+        set_int(n, "axis", axis);
+      }, 18);
+      EXPECT_EQ(run_model(model, in)[0].to_vector(), naive_scatter_elements(data, idx, upd, axis, reduction));
+    }
+  }
+  // An index outside [-n, n) is refused, not folded into some other element.
+  const std::vector<Input> bad{{"data", data}, {"indices", tensor({4, 0, 0, 0, 0, 0}).reshape({2, 3})}, {"updates", upd}};
+  testing::expect_error([&] {
+    run_model(one_node_model("ScatterElements", bad, 1, [](::onnx::NodeProto& n) { set_string(n, "reduction", "max"); }, 16), bad);
+  }, "gather");
+  // Updates of another shape than the indices: a clear error naming both.
+  const std::vector<Input> mismatch{{"data", data}, {"indices", along_rows}, {"updates", randn({3, 2})}};
+  testing::expect_error([&] {
+    onnx::import_model_bytes(one_node_model("ScatterElements", mismatch, 1, [](::onnx::NodeProto& n) { set_string(n, "reduction", "min"); }, 16));
+  }, {"ScatterElements", "updates (3, 2) must have the shape of indices (2, 3)"});
 }
 
 // Normalizations broadcast their parameters over dim 1: an input without one is refused
