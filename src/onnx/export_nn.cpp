@@ -11,6 +11,8 @@
 //   layer_norm           LayerNormalization (opset 17), before it the formula
 //   batch_norm           BatchNormalization in eval mode; training mode as the formula, with the
 //                        running statistics' update
+#include <utility>
+
 #include "onnx/export_builder.h"
 #include "smelt/creation.h"
 
@@ -265,38 +267,32 @@ void batch_norm(NodeExport& e) {
   b.node("Add", {b.op("Mul", {rvar, keep}), b.op("Mul", {unbiased, m})}, {e.out[4]});
 }
 
+// The ops whose exporter is a function of their own above.
+using Exporter = void (*)(NodeExport&);
+constexpr std::pair<OpId, Exporter> kExporters[] = {
+    {OpId::conv2d_grad_input, conv_grad_input},
+    {OpId::conv2d_grad_weight, conv_grad_weight},
+    {OpId::max_pool2d, max_pool},
+    {OpId::avg_pool2d, avg_pool},
+    {OpId::adaptive_avg_pool2d, adaptive_avg_pool},
+    {OpId::layer_norm, layer_norm},
+    {OpId::batch_norm, batch_norm},
+};
+
 }  // namespace
 
 void export_nn(NodeExport& e) {
   Builder& b = e.b;
   const ops::Attrs& a = e.attrs();
+  for (const auto& [op, exporter] : kExporters) {
+    if (op == e.node.op) return exporter(e);
+  }
   switch (e.node.op) {
     case OpId::matmul:
       b.node("MatMul", e.in, {e.out[0]});
       return;
     case OpId::conv2d:
       conv_attrs(b.node("Conv", e.in, {e.out[0]}), a, e.in_meta(1).shape);
-      return;
-    case OpId::conv2d_grad_input:
-      conv_grad_input(e);
-      return;
-    case OpId::conv2d_grad_weight:
-      conv_grad_weight(e);
-      return;
-    case OpId::max_pool2d:
-      max_pool(e);
-      return;
-    case OpId::avg_pool2d:
-      avg_pool(e);
-      return;
-    case OpId::adaptive_avg_pool2d:
-      adaptive_avg_pool(e);
-      return;
-    case OpId::layer_norm:
-      layer_norm(e);
-      return;
-    case OpId::batch_norm:
-      batch_norm(e);
       return;
     case OpId::dropout:
       // Draws from smelt's generator cannot be reproduced by ONNX's Dropout; eval mode is a copy.
