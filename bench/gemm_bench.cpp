@@ -1,6 +1,7 @@
 // GEMM: smelt's own kernel vs OpenBLAS, row-major float32/float64, C = A B.
 //
 //   build/bench/gemm_bench --benchmark_filter=1024
+//   OMP_NUM_THREADS=1 build/bench/gemm_bench --benchmark_filter=row_vector   (M = 1, both layouts of B)
 //
 // Implementations:
 //   own           kernels::gemm_own (OpenMP strips, OMP_NUM_THREADS)
@@ -103,6 +104,24 @@ BENCHMARK_CAPTURE(sgemm, openblas_pool, Which::OpenBlasPool)->Apply(shapes);
 BENCHMARK_CAPTURE(sgemm, auto, Which::Auto)->Apply(shapes);
 BENCHMARK_CAPTURE(dgemm, own, Which::Own)->Apply(one_shape);
 BENCHMARK_CAPTURE(dgemm, openblas, Which::OpenBlas)->Apply(one_shape);
+
+// M = 1 (a classifier at batch 1, 1280 -> 1000), gemm_own's row-vector path: B rows contiguous
+// (arg 0) or B a transposed weight, columns contiguous (arg 1).
+void sgemm_row_vector(benchmark::State& state) {
+  const int64_t N = 1000, K = 1280;
+  const bool transposed = state.range(0) != 0;
+  auto A = random_matrix<float>(K, 1), B = random_matrix<float>(K * N, 2);
+  std::vector<float> C(static_cast<size_t>(N));
+  const int64_t rsb = transposed ? 1 : N, csb = transposed ? K : 1;
+  for (auto _ : state) {
+    smelt::kernels::gemm<float>(1, N, K, 1.0f, A.data(), K, 1, B.data(), rsb, csb, 0.0f, C.data(), N, 1,
+                                GemmImpl::Own);
+    benchmark::DoNotOptimize(C.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(transposed ? "B columns contiguous" : "B rows contiguous");
+}
+BENCHMARK(sgemm_row_vector)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
 
 }  // namespace
 

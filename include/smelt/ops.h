@@ -146,8 +146,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor()); 
 // ---- pooling, x (N, C, H, W); sizes one number or (h, w); an empty stride is the kernel size
 Tensor max_pool2d(const Tensor& x, IntOr2 kernel, IntOr2 stride = {}, IntOr2 padding = 0,
                   IntOr2 dilation = 1);
+// dilation: window taps that far apart (torch's avg_pool2d has none; ONNX AveragePool from opset 19).
 Tensor avg_pool2d(const Tensor& x, IntOr2 kernel, IntOr2 stride = {}, IntOr2 padding = 0,
-                  bool count_include_pad = true);
+                  bool count_include_pad = true, IntOr2 dilation = 1);
 Tensor adaptive_avg_pool2d(const Tensor& x, IntOr2 output_size);
 
 // ---- normalization

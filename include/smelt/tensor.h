@@ -39,6 +39,9 @@ class Storage : public RefCounted {
   size_t nbytes() const { return nbytes_; }
   uint64_t version() const { return version_; }
   void bump_version() { ++version_; }
+  // False for memory wrapped from the caller (from_blob, NumPy arrays): it may change without a
+  // version bump, so no cache may key on its version.
+  bool owned() const { return owned_; }
 
  private:
   void* data_ = nullptr;

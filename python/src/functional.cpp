@@ -233,13 +233,15 @@ void bind_functional(py::module_& m) {
                       int_tuple(padding, 2, "max_pool2d: padding"), int_tuple(dilation, 2, "max_pool2d: dilation"));
   }, py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
      py::arg("dilation") = 1);
+  // dilation: smelt's extension (torch's avg_pool2d has none), keyword only in practice.
   m.def("avg_pool2d", [](const Tensor& x, py::handle kernel, py::handle stride, py::handle padding,
-                         bool count_include_pad) {
+                         bool count_include_pad, py::handle dilation) {
     std::vector<int64_t> k = int_tuple(kernel, 2, "avg_pool2d: kernel_size");
     return avg_pool2d(x, k, stride.is_none() ? k : int_tuple(stride, 2, "avg_pool2d: stride"),
-                      int_tuple(padding, 2, "avg_pool2d: padding"), count_include_pad);
+                      int_tuple(padding, 2, "avg_pool2d: padding"), count_include_pad,
+                      int_tuple(dilation, 2, "avg_pool2d: dilation"));
   }, py::arg("input"), py::arg("kernel_size"), py::arg("stride") = py::none(), py::arg("padding") = 0,
-     py::arg("count_include_pad") = true);
+     py::arg("count_include_pad") = true, py::arg("dilation") = 1);
   m.def("adaptive_avg_pool2d", [](const Tensor& x, py::handle size) {
     return adaptive_avg_pool2d(x, int_tuple(size, 2, "adaptive_avg_pool2d: output_size"));
   }, py::arg("input"), py::arg("output_size"));

@@ -154,6 +154,9 @@ def test_layers_and_losses_match_pytorch(torch, rng):
         (F.gelu(a, approximate="tanh"), tF.gelu(at, approximate="tanh")),
         (F.embedding(smelt.tensor([2, 0]), a), tF.embedding(torch.tensor([2, 0]), at)),
         (F.avg_pool2d(a.reshape(1, 1, 3, 4), 2, stride=1), tF.avg_pool2d(at.reshape(1, 1, 3, 4), 2, stride=1)),
+        # torch's avg_pool2d has no dilation: the taps unfold gathers, averaged
+        (F.avg_pool2d(a.reshape(1, 1, 3, 4), (1, 2), stride=1, dilation=2),
+         tF.unfold(at.reshape(1, 1, 3, 4), (1, 2), dilation=2).mean(1).reshape(1, 1, 3, 2)),
         (F.cross_entropy(a, smelt.tensor([0, -100, 2]), reduction="none"),
          tF.cross_entropy(at, torch.tensor([0, -100, 2]), reduction="none")),
     ]

@@ -283,6 +283,14 @@ void backward_weight_impl(const Conv2dGeometry& g, T* dw, const T* x, const T* d
 
 }  // namespace
 
+namespace {
+thread_local int t_unversioned_writes = 0;
+}  // namespace
+
+UnversionedWritesScope::UnversionedWritesScope() { ++t_unversioned_writes; }
+UnversionedWritesScope::~UnversionedWritesScope() { --t_unversioned_writes; }
+bool UnversionedWritesScope::active() { return t_unversioned_writes > 0; }
+
 void conv2d_forward_with(ConvImpl impl, const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
                          const GemmEpilogue* epilogue, bool weight_constant) {
   if (impl == ConvImpl::Auto) impl = conv_choice(g, x.dtype(), weight_constant);

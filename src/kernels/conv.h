@@ -41,6 +41,18 @@ inline int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int6
   return room < 0 ? 0 : room / stride + 1;
 }
 
+// A compiled plan writes its arena through raw pointers, which leave storage versions as they are.
+// While a scope is open on this thread (Plan::run opens one around its steps), implementations
+// keep no converted copy of a weight that is not marked constant.
+class UnversionedWritesScope {
+ public:
+  UnversionedWritesScope();
+  ~UnversionedWritesScope();
+  UnversionedWritesScope(const UnversionedWritesScope&) = delete;
+  UnversionedWritesScope& operator=(const UnversionedWritesScope&) = delete;
+  static bool active();
+};
+
 // All tensors contiguous, same floating dtype; outputs allocated by the caller.
 // `epilogue` (kernels/gemm.h) gets tiles of y seen as the matrix (N O, Ho Wo).
 // `weight_constant`: the caller promises that w's memory never changes while the tensor lives (a

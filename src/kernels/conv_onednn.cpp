@@ -86,8 +86,8 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd) 
   return p;
 }
 
-// Converted constant weights: (w's data pointer, geometry) -> w in the primitive's layout, oldest
-// first out beyond the byte budget. Each entry holds w itself, so its memory stays w's.
+// Converted weights: (w's data pointer, geometry) -> w in the primitive's layout, oldest first out
+// beyond the byte budget. Each entry holds w itself, so its memory stays w's.
 constexpr size_t kWeightCacheBytes = size_t(512) << 20;
 
 std::atomic<uint64_t> g_weight_conversions{0};
@@ -118,6 +118,17 @@ memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, 
   if (it != cache.end()) {  // written in place since: convert again
     total -= it->second.bytes;
     cache.erase(it);
+  }
+  // Weights no one else holds any more (an eager loop's temporaries, a freed plan's constants)
+  // can never be asked for again: they go first.
+  for (auto e = cache.begin(); e != cache.end();) {
+    const Tensor& s = e->second.source;
+    if (s.impl()->ref_count() == 1 && s.storage()->ref_count() == 1) {
+      total -= e->second.bytes;
+      e = cache.erase(e);
+    } else {
+      ++e;
+    }
   }
   g_weight_conversions.fetch_add(1, std::memory_order_relaxed);
   memory user(p.w_user, cpu_engine(), w.raw_data());
@@ -183,10 +194,10 @@ bool all_moderate(const float* p, int64_t n) {
   return bad == 0;
 }
 
-// all_moderate over a constant weight, remembered per (memory, storage version) like the converted
-// weights: the plan's weights are scanned once, not on every call.
-bool weight_moderate(const Tensor& w, bool weight_constant) {
-  if (!weight_constant) return all_moderate(w.data<float>(), w.numel());
+// all_moderate over a kept weight (weight_reusable), remembered per (memory, storage version) like
+// the converted weights: the plan's weights are scanned once, not on every call.
+bool weight_moderate(const Tensor& w, bool keep) {
+  if (!keep) return all_moderate(w.data<float>(), w.numel());
   struct Entry {
     Tensor source;  // keeps the memory from being freed and reused while remembered
     uint64_t version;
@@ -205,9 +216,18 @@ bool weight_moderate(const Tensor& w, bool weight_constant) {
   }
   const bool moderate = all_moderate(w.data<float>(), w.numel());
   std::lock_guard<std::mutex> lock(mutex);
+  std::erase_if(cache, [](const auto& e) {  // weights no one else holds any more
+    return e.second.source.impl()->ref_count() == 1 && e.second.source.storage()->ref_count() == 1;
+  });
   if (cache.size() >= 4096) cache.clear();  // a bound, not a policy: models have far fewer convs
   cache[key] = Entry{w, version, moderate};
   return moderate;
+}
+
+// Whether w's conversion may be kept (conv_onednn.h): a constant, or memory smelt allocated (whose
+// writes through smelt bump its version) while no plan writes memory without bumps.
+bool weight_reusable(const Tensor& w, bool weight_constant) {
+  return weight_constant || (w.storage()->owned() && !UnversionedWritesScope::active());
 }
 
 }  // namespace
@@ -223,7 +243,8 @@ bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd)
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
                            const GemmEpilogue* epilogue, bool weight_constant, bool winograd) {
   SMELT_INTERNAL_CHECK(x.dtype() == DType::Float32) << "conv2d (onednn): float32 only";
-  if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_moderate(w, weight_constant))) {
+  const bool keep_weight = weight_reusable(w, weight_constant);
+  if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_moderate(w, keep_weight))) {
     return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false);
   }
   std::shared_ptr<const Prepared> p = prepare(g, winograd);
@@ -233,8 +254,9 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   memory y_user(p->y_user, cpu_engine(), y.raw_data());
   static thread_local Scratch x_scratch, y_scratch;
   memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
-  memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, winograd, *p, w, stream)
-                                                                       : as_format(w_user, p->pd.weights_desc(), stream);
+  const bool convert = p->pd.weights_desc() != p->w_user;
+  if (convert && !keep_weight) g_weight_conversions.fetch_add(1, std::memory_order_relaxed);
+  memory w_mem = convert && keep_weight ? cached_weight(g, winograd, *p, w, stream) : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
   p->conv.execute(stream, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}});

@@ -21,16 +21,18 @@ namespace smelt::kernels {
 bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd = false);
 
 // The epilogue is called on the NCHW result, one image's channels at a time in groups of rows.
-// weight_constant (kernels/conv.h): w converted to oneDNN's layout is kept, keyed by its memory,
-// in a cache that holds a reference to w (so the memory cannot be freed and reused by another
-// tensor while cached) and converts again when w's storage version changed (an in-place smelt op);
-// at most kWeightCacheBytes, the oldest entries dropped first. Writes through raw pointers are
-// not seen.
+// w converted to oneDNN's layout is kept, keyed by its memory, in a cache that holds a reference
+// to w (so the memory cannot be freed and reused by another tensor while cached) and converts
+// again when w's storage version changed (an in-place smelt op); at most kWeightCacheBytes, the
+// oldest entries dropped first, and entries that only the cache still holds dropped at the next
+// conversion. Kept for weight_constant (kernels/conv.h) and for eager calls on memory smelt
+// allocated outside an UnversionedWritesScope (a compiled plan's arena). Writes through raw
+// pointers (Tensor::data, a NumPy view of a smelt tensor) are not seen.
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/,
                            const Tensor& w /*(O, Cg, kH, kW)*/, const GemmEpilogue* epilogue = nullptr,
                            bool weight_constant = false, bool winograd = false);
 
-// How many times a constant weight was converted to oneDNN's layout (cache misses), for tests
+// How many times a weight was converted to oneDNN's layout (kept ones: cache misses), for tests
 // and statistics; 0 without oneDNN.
 uint64_t onednn_weight_conversions();
 

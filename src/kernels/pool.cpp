@@ -16,15 +16,20 @@ int64_t plane_grain(int64_t elements_per_plane) {
   return std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(elements_per_plane, 1));
 }
 
-// The clipped window [begin, end) along one dim for output position o, and the padded-window
-// size (clipped to the padded extent) used by count_include_pad.
+// The taps along one dim for output position o: tap t reads position origin + t dil; taps
+// [begin, end) land inside the input, and `padded` counts the taps inside the padded extent
+// [-pad, in + pad) (count_include_pad's divisor, as PyTorch clips it).
 struct Span {
-  int64_t begin, end, padded;
+  int64_t begin, end, padded, origin;
 };
-Span avg_span(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad) {
-  int64_t start = o * stride - pad;
-  int64_t stop = std::min(start + kernel, in + pad);
-  return {std::max<int64_t>(start, 0), std::min(stop, in), stop - start};
+Span avg_span(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dil) {
+  const int64_t origin = o * stride - pad;
+  // The number of taps t in [0, kernel) with origin + t dil < limit.
+  auto taps_below = [&](int64_t limit) {
+    return limit <= origin ? 0 : std::min(kernel, (limit - origin + dil - 1) / dil);
+  };
+  const int64_t begin = origin >= 0 ? 0 : std::min(kernel, (-origin + dil - 1) / dil);
+  return {begin, std::max(begin, taps_below(in)), taps_below(in + pad), origin};
 }
 
 // One output row: taps in window order (ki, then kj), each swept across the row so the inner
@@ -89,12 +94,13 @@ void avg_forward(const Pool2dWindow& k, bool include_pad, int64_t planes, int64_
     for (int64_t p = begin; p < end; ++p) {
       const T* xp = x + p * H * W;
       for (int64_t oh = 0; oh < Ho; ++oh) {
-        const Span sh = avg_span(oh, H, k.kH, k.stride_h, k.pad_h);
+        const Span sh = avg_span(oh, H, k.kH, k.stride_h, k.pad_h, k.dil_h);
         for (int64_t ow = 0; ow < Wo; ++ow) {
-          const Span sw = avg_span(ow, W, k.kW, k.stride_w, k.pad_w);
+          const Span sw = avg_span(ow, W, k.kW, k.stride_w, k.pad_w, k.dil_w);
           T acc = 0;
-          for (int64_t ih = sh.begin; ih < sh.end; ++ih) {
-            for (int64_t iw = sw.begin; iw < sw.end; ++iw) acc += xp[ih * W + iw];
+          for (int64_t i = sh.begin; i < sh.end; ++i) {
+            const T* row = xp + (sh.origin + i * k.dil_h) * W + sw.origin;
+            for (int64_t j = sw.begin; j < sw.end; ++j) acc += row[j * k.dil_w];
           }
           const int64_t count = include_pad ? sh.padded * sw.padded
                                             : (sh.end - sh.begin) * (sw.end - sw.begin);
@@ -113,15 +119,16 @@ void avg_backward(const Pool2dWindow& k, bool include_pad, int64_t planes, int64
     for (int64_t p = begin; p < end; ++p) {
       T* dxp = dx + p * H * W;
       for (int64_t oh = 0; oh < Ho; ++oh) {
-        const Span sh = avg_span(oh, H, k.kH, k.stride_h, k.pad_h);
+        const Span sh = avg_span(oh, H, k.kH, k.stride_h, k.pad_h, k.dil_h);
         for (int64_t ow = 0; ow < Wo; ++ow) {
-          const Span sw = avg_span(ow, W, k.kW, k.stride_w, k.pad_w);
+          const Span sw = avg_span(ow, W, k.kW, k.stride_w, k.pad_w, k.dil_w);
           const int64_t count = include_pad ? sh.padded * sw.padded
                                             : (sh.end - sh.begin) * (sw.end - sw.begin);
           if (count <= 0) continue;
           const T share = dy[(p * Ho + oh) * Wo + ow] / T(count);
-          for (int64_t ih = sh.begin; ih < sh.end; ++ih) {
-            for (int64_t iw = sw.begin; iw < sw.end; ++iw) dxp[ih * W + iw] += share;
+          for (int64_t i = sh.begin; i < sh.end; ++i) {
+            T* row = dxp + (sh.origin + i * k.dil_h) * W + sw.origin;
+            for (int64_t j = sw.begin; j < sw.end; ++j) row[j * k.dil_w] += share;
           }
         }
       }

@@ -28,8 +28,8 @@ void max_pool2d_backward(const Tensor& dx /*(N, C, H, W)*/, const Tensor& dy /*(
                          const Tensor& indices /*(N, C, Ho, Wo) Int64*/);
 // out[p, o] = g[p, indices[p, o]] (0 where the index is -1): the adjoint of max_pool2d_backward.
 
-// Dilation is ignored (1). count_include_pad: the divisor counts padding positions (clipped to
-// the padded image), else only input pixels.
+// Window taps dil apart. count_include_pad: the divisor counts the taps on padding positions too
+// (those inside the padded image), else only the taps on input pixels.
 void avg_pool2d_forward(const Pool2dWindow& win, bool count_include_pad,
                         const Tensor& y /*(N, C, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/);
 void avg_pool2d_backward(const Pool2dWindow& win, bool count_include_pad,

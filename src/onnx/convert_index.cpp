@@ -2,7 +2,8 @@
 // ScatterND, OneHot, Compress and NonZero (on values known at import time), and the NLL and
 // softmax cross-entropy losses with weights and ignore_index. Negative indices count from the
 // end, as ONNX says; the flattened forms go through smelt's index_select / gather / scatter_add /
-// index_add (ScatterND's mul, max and min: one masked step per update row).
+// index_add (ScatterND's and ScatterElements' mul, max and min: one masked step per update row
+// or element).
 #include <numeric>
 
 #include "onnx/node_context.h"
@@ -86,18 +87,6 @@ Tensor gather_nd(NodeContext& c) {
   return reshape(index_select(reshape(x, flat), 0, reshape(rows, {rows.numel()})), out);
 }
 
-Tensor scatter_elements(NodeContext& c) {
-  const Tensor &x = c.input(0), &upd = c.input(2);
-  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), x.dim());
-  const std::string reduction = c.opset() >= 16 ? c.attr_string("reduction", "none") : "none";
-  Tensor idx = wrap(check_index(c, c.input(1)), x.size(axis));
-  if (reduction == "add") return scatter_add(x, axis, idx, upd);
-  if (reduction != "none") c.unsupported("reduction '" + reduction.substr(0, 20) + "'");
-  // Replacement (indices are distinct, as ONNX requires): the updates where an index hit.
-  Tensor hits = scatter_add(zeros(x.shape(), x.dtype()), axis, idx, ones(upd.shape(), x.dtype()));
-  return where(gt(hits, scalar_of(0, hits)), scatter_add(zeros(x.shape(), x.dtype()), axis, idx, upd), x);
-}
-
 // Update rows beyond this many make scatter_nd_fold's graph too long (one step per row).
 constexpr int64_t kMaxFoldedScatterRows = 1024;
 
@@ -122,6 +111,24 @@ Tensor scatter_nd_fold(NodeContext& c, Tensor xf, const Tensor& rows, const Tens
     else xf = where(hit, minimum(xf, u), xf);
   }
   return xf;
+}
+
+Tensor scatter_elements(NodeContext& c) {
+  const Tensor &x = c.input(0), &upd = c.input(2);
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), x.dim());
+  const std::string reduction = c.opset() >= 16 ? c.attr_string("reduction", "none") : "none";
+  Tensor idx = wrap(check_index(c, c.input(1)), x.size(axis));
+  if (reduction == "add") return scatter_add(x, axis, idx, upd);
+  if (reduction == "mul" || reduction == "max" || reduction == "min") {
+    if (upd.shape() != idx.shape()) c.invalid("updates " + shape_str(upd.shape()) + " must have the shape of indices " + shape_str(idx.shape()));
+    // Each update's flat position in data: gather checks the indices' shape and range.
+    const Tensor rows = reshape(gather(reshape(arange(x.numel()), x.shape()), axis, idx), {-1});
+    return reshape(scatter_nd_fold(c, reshape(x, {x.numel()}), rows, reshape(upd, {-1}), reduction), x.shape());
+  }
+  if (reduction != "none") c.unsupported("reduction '" + reduction.substr(0, 20) + "'");
+  // Replacement (indices are distinct, as ONNX requires): the updates where an index hit.
+  Tensor hits = scatter_add(zeros(x.shape(), x.dtype()), axis, idx, ones(upd.shape(), x.dtype()));
+  return where(gt(hits, scalar_of(0, hits)), scatter_add(zeros(x.shape(), x.dtype()), axis, idx, upd), x);
 }
 
 Tensor scatter_nd(NodeContext& c) {

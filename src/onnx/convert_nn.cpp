@@ -273,11 +273,12 @@ Ts max_pool_window(const Tensor& x0, const Window& w, bool indices = false, bool
 // Average pool of x (N, C, H, W) over a 2-D window.
 Tensor avg_pool_window(const Tensor& x, const Window& w, bool include_pad) {
   std::vector<int64_t> extra = ceil_extra(w, x);
-  // smelt's pool takes symmetric padding of at most half the window.
-  const bool small_pads = 2 * w.pad_begin[0] <= w.kernel[0] && 2 * w.pad_begin[1] <= w.kernel[1];
+  // smelt's pool takes symmetric padding of at most half the (dilated) window.
+  bool small_pads = true;
+  for (size_t d = 0; d < 2; ++d) small_pads = small_pads && 2 * w.pad_begin[d] <= w.dilation[d] * (w.kernel[d] - 1) + 1;
   if (symmetric(w) && small_pads && extra == std::vector<int64_t>{0, 0} &&
       (include_pad || (w.pad_begin == std::vector<int64_t>{0, 0}))) {
-    return avg_pool2d(x, w.kernel, w.stride, w.pad_begin, true);
+    return avg_pool2d(x, w.kernel, w.stride, w.pad_begin, true, w.dilation);
   }
   // The mean over the counted positions: pooled sums of x (zero padded) over pooled counts.
   Tensor mask = ones({1, 1, x.size(2), x.size(3)}, x.dtype());
@@ -285,8 +286,8 @@ Tensor avg_pool_window(const Tensor& x, const Window& w, bool include_pad) {
   mask = pad_hw(mask, {0, 0}, extra, 0.0);
   std::vector<int64_t> end = {w.pad_end[0] + extra[0], w.pad_end[1] + extra[1]};
   Tensor xp = pad_hw(x, w.pad_begin, end, 0.0);
-  Tensor num = avg_pool2d(xp, w.kernel, w.stride, {0, 0}, true);
-  Tensor den = avg_pool2d(mask, w.kernel, w.stride, {0, 0}, true);
+  Tensor num = avg_pool2d(xp, w.kernel, w.stride, {0, 0}, true, w.dilation);
+  Tensor den = avg_pool2d(mask, w.kernel, w.stride, {0, 0}, true, w.dilation);
   return num / den;
 }
 
@@ -346,7 +347,7 @@ Tensor avg_pool(NodeContext& c) {
   if (!dtype_is_floating(x0.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x0.dtype()));
   const bool include_pad = c.attr_int("count_include_pad", 0) != 0;
   Window w = read_window(c, x0, c.attr_ints("kernel_shape"), true);
-  for (int64_t d : w.dilation) if (d != 1) c.unsupported("dilations other than 1");
+  // dilations: AveragePool has them from opset 19; read at any opset (absent means 1).
   auto pool = [include_pad](const Tensor& x, const Window& win) { return avg_pool_window(x, win, include_pad); };
   if (x0.dim() == 5) return pool_3d(x0, w, pool);
   return from_2d(pool(to_2d(x0), w), x0.dim());

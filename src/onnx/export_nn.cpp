@@ -5,12 +5,16 @@
 //   conv2d_grad_weight   Conv of x and dy with batch and channels swapped (grouped: x's groups
 //                        moved into its channels)
 //   max_pool2d           MaxPool; ONNX's indices count over the whole tensor, smelt's per plane: Mod
+//   avg_pool2d           AveragePool; dilated: a depthwise Conv of ones over the tap counts
 //   adaptive_avg_pool2d  GlobalAveragePool / AveragePool when the bins divide evenly, else a mean
 //                        per bin row then per bin column (bins are products of ranges)
 //   layer_norm           LayerNormalization (opset 17), before it the formula
 //   batch_norm           BatchNormalization in eval mode; training mode as the formula, with the
 //                        running statistics' update
+#include <utility>
+
 #include "onnx/export_builder.h"
+#include "smelt/creation.h"
 
 namespace smelt::onnx_export {
 namespace {
@@ -104,6 +108,56 @@ void max_pool(NodeExport& e) {
   if (!indices) n->mutable_output()->RemoveLast();
   window_attrs(n, e.attrs(), true);
   if (indices) b.node("Mod", {n->output(1), b.int_scalar(x[2] * x[3], "plane")}, {e.out[1]});
+}
+
+// AveragePool; with a dilation (AveragePool has dilations only from opset 19, past what the
+// exporter writes) a depthwise Conv of ones sums each window's taps and a Div by the tap count
+// averages them: k_h k_w with count_include_pad (a window never passes the padded image), else
+// the taps on the input, counted here per output position.
+void avg_pool(NodeExport& e) {
+  Builder& b = e.b;
+  const ops::Attrs& a = e.attrs();
+  const bool include_pad = a.get_int("count_include_pad") != 0;
+  const std::vector<int64_t> d = a.has("dilation") ? a.get_ints("dilation") : std::vector<int64_t>{1, 1};
+  if (d == std::vector<int64_t>{1, 1}) {
+    ::onnx::NodeProto* n = b.node("AveragePool", e.in, {e.out[0]});
+    window_attrs(n, a, false);
+    set_attr(n, "count_include_pad", int64_t(include_pad));
+    return;
+  }
+  const Shape& x = e.in_meta(0).shape;
+  const Shape& y = e.out_meta(0).shape;
+  const DType t = e.in_meta(0).dtype;
+  const auto &k = a.get_ints("kernel"), &s = a.get_ints("stride"), &p = a.get_ints("padding");
+  ::onnx::NodeProto* conv = b.node("Conv", {e.in[0], b.tensor(ones({x[1], 1, k[0], k[1]}, t), "window_ones")});
+  set_attr(conv, "kernel_shape", k);
+  set_attr(conv, "strides", s);
+  set_attr(conv, "pads", pads_of(p));
+  set_attr(conv, "dilations", d);
+  set_attr(conv, "group", x[1]);
+  std::string count;
+  if (include_pad) {
+    count = b.scalar(double(k[0] * k[1]), t, "window_taps");
+  } else {
+    // taps[i][o]: how many of window o's taps along dim i land on the input.
+    std::vector<std::vector<double>> taps(2);
+    for (size_t i = 0; i < 2; ++i) {
+      for (int64_t o = 0; o < y[2 + i]; ++o) {
+        int64_t n = 0;
+        for (int64_t j = 0; j < k[i]; ++j) {
+          const int64_t at = o * s[i] - p[i] + j * d[i];
+          n += at >= 0 && at < x[2 + i];
+        }
+        taps[i].push_back(double(n));
+      }
+    }
+    std::vector<double> counts;
+    for (double h : taps[0]) {
+      for (double w : taps[1]) counts.push_back(h * w);
+    }
+    count = b.tensor(from_vector(counts, {1, 1, y[2], y[3]}, t), "window_taps");
+  }
+  b.node("Div", {conv->output(0), count}, {e.out[0]});
 }
 
 void adaptive_avg_pool(NodeExport& e) {
@@ -213,44 +267,32 @@ void batch_norm(NodeExport& e) {
   b.node("Add", {b.op("Mul", {rvar, keep}), b.op("Mul", {unbiased, m})}, {e.out[4]});
 }
 
+// The ops whose exporter is a function of their own above.
+using Exporter = void (*)(NodeExport&);
+constexpr std::pair<OpId, Exporter> kExporters[] = {
+    {OpId::conv2d_grad_input, conv_grad_input},
+    {OpId::conv2d_grad_weight, conv_grad_weight},
+    {OpId::max_pool2d, max_pool},
+    {OpId::avg_pool2d, avg_pool},
+    {OpId::adaptive_avg_pool2d, adaptive_avg_pool},
+    {OpId::layer_norm, layer_norm},
+    {OpId::batch_norm, batch_norm},
+};
+
 }  // namespace
 
 void export_nn(NodeExport& e) {
   Builder& b = e.b;
   const ops::Attrs& a = e.attrs();
+  for (const auto& [op, exporter] : kExporters) {
+    if (op == e.node.op) return exporter(e);
+  }
   switch (e.node.op) {
     case OpId::matmul:
       b.node("MatMul", e.in, {e.out[0]});
       return;
     case OpId::conv2d:
       conv_attrs(b.node("Conv", e.in, {e.out[0]}), a, e.in_meta(1).shape);
-      return;
-    case OpId::conv2d_grad_input:
-      conv_grad_input(e);
-      return;
-    case OpId::conv2d_grad_weight:
-      conv_grad_weight(e);
-      return;
-    case OpId::max_pool2d:
-      max_pool(e);
-      return;
-    case OpId::avg_pool2d: {
-      if (a.has("dilation") && a.get_ints("dilation") != std::vector<int64_t>{1, 1}) {
-        e.fail("dilation " + shape_str(a.get_ints("dilation")) + " (AveragePool has dilations from opset 19)");
-      }
-      ::onnx::NodeProto* n = b.node("AveragePool", e.in, {e.out[0]});
-      window_attrs(n, a, false);
-      set_attr(n, "count_include_pad", int64_t(a.get_int("count_include_pad") != 0));
-      return;
-    }
-    case OpId::adaptive_avg_pool2d:
-      adaptive_avg_pool(e);
-      return;
-    case OpId::layer_norm:
-      layer_norm(e);
-      return;
-    case OpId::batch_norm:
-      batch_norm(e);
       return;
     case OpId::dropout:
       // Draws from smelt's generator cannot be reproduced by ONNX's Dropout; eval mode is a copy.

@@ -39,14 +39,6 @@ Pool2dWindow window_of(const Attrs& attrs, const char* op) {
   return w;
 }
 
-// The average kernels sum contiguous windows: a dilation would change the output size but not
-// the taps (silently wrong values), so it is refused.
-const Pool2dWindow& undilated(const Pool2dWindow& w, const char* op) {
-  SMELT_CHECK(w.dil_h == 1 && w.dil_w == 1) << op << ": dilation (" << w.dil_h << ", " << w.dil_w
-                                            << ") is not supported; only (1, 1)";
-  return w;
-}
-
 Shape pooled_shape(const Shape& x, const Pool2dWindow& w, const char* op) {
   const int64_t ho = kernels::conv_output_size(x[2], w.kH, w.stride_h, w.pad_h, w.dil_h);
   const int64_t wo = kernels::conv_output_size(x[3], w.kW, w.stride_w, w.pad_w, w.dil_w);
@@ -132,11 +124,11 @@ std::vector<Tensor> max_pool2d_grad_grad(const GradContext& c) {
   return {picked.reshape(s), Tensor()};
 }
 
-// ---- avg_pool2d (x); kernel, stride, padding, count_include_pad
+// ---- avg_pool2d (x); kernel, stride, padding, count_include_pad, dilation (optional)
 std::vector<TensorMeta> avg_pool2d_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
   attrs.get_int("count_include_pad");
   check_image(in[0], "avg_pool2d");
-  return {{pooled_shape(in[0].shape, undilated(window_of(attrs, "avg_pool2d"), "avg_pool2d"), "avg_pool2d"),
+  return {{pooled_shape(in[0].shape, window_of(attrs, "avg_pool2d"), "avg_pool2d"),
            in[0].dtype}};
 }
 void avg_pool2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
@@ -157,7 +149,7 @@ std::vector<TensorMeta> avg_pool2d_grad_shape(const std::vector<TensorMeta>& in,
   attrs.get_int("count_include_pad");
   check_image(in[0], op, "gradient");
   const Shape& x = input_shape_attr(attrs, op);
-  check_same_shape(in[0].shape, pooled_shape(x, undilated(window_of(attrs, op), op), op), op, "gradient");
+  check_same_shape(in[0].shape, pooled_shape(x, window_of(attrs, op), op), op, "gradient");
   return {{x, in[0].dtype}};
 }
 void avg_pool2d_grad_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
@@ -242,11 +234,14 @@ Tensor max_pool2d(const Tensor& x, IntOr2 kernel, IntOr2 stride, IntOr2 padding,
 }
 
 Tensor avg_pool2d(const Tensor& x, IntOr2 kernel, IntOr2 stride, IntOr2 padding,
-                  bool count_include_pad) {
+                  bool count_include_pad, IntOr2 dilation) {
   if (stride.empty()) stride = kernel;
-  return ops::call1(ops::OpId::avg_pool2d, {x},
-                    {{"kernel", kernel.pair()}, {"stride", stride.pair()}, {"padding", padding.pair()},
-                     {"count_include_pad", int64_t(count_include_pad)}});
+  ops::Attrs attrs{{"kernel", kernel.pair()}, {"stride", stride.pair()}, {"padding", padding.pair()},
+                   {"count_include_pad", int64_t(count_include_pad)}};
+  // Undilated pools keep the attributes they always had (graphs, caches and exports see no change).
+  const std::vector<int64_t> d = dilation.pair();
+  if (d != std::vector<int64_t>{1, 1}) attrs.set("dilation", d);
+  return ops::call1(ops::OpId::avg_pool2d, {x}, attrs);
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& x, IntOr2 output_size) {

@@ -62,6 +62,21 @@ def conv():
     return f
 
 
+def dilated_avg_pool(x, k, s, p, dl, count_include_pad):
+    """Mean of each window's taps dl apart; the divisor counts the taps on padding too (all k0 k1
+    of them: a floor-mode window never passes the padded image) or only those on the input."""
+    n, c, h, w = x.shape
+    ho = (h + 2 * p[0] - dl[0] * (k[0] - 1) - 1) // s[0] + 1
+    wo = (w + 2 * p[1] - dl[1] * (k[1] - 1) - 1) // s[1] + 1
+    taps = F.unfold(x, k, dilation=dl, padding=p, stride=s).view(n, c, k[0] * k[1], ho * wo)
+    if count_include_pad:
+        count = k[0] * k[1]
+    else:
+        count = F.unfold(torch.ones(1, 1, h, w, dtype=x.dtype), k, dilation=dl, padding=p,
+                         stride=s).sum(1)
+    return (taps.sum(2) / count).view(n, c, ho, wo)
+
+
 def pool():
     f = Family("pool")
 
@@ -87,6 +102,15 @@ def pool():
              {"kernel": list(k), "stride": list(s), "padding": list(p), "count_include_pad": cip},
              shape, lambda x, k=k, s=s, p=p, cip=cip: F.avg_pool2d(
                  x, k, s or None, p, count_include_pad=cip))
+    # torch's avg_pool2d has no dilation: the reference sums the taps that unfold gathers.
+    for name, k, s, p, dl, cip, shape in (
+            ("dilation2_include_pad", (3, 3), (2, 1), (2, 1), (2, 2), True, (1, 2, 9, 8)),
+            ("dilation2_exclude_pad", (3, 3), (2, 1), (2, 1), (2, 2), False, (1, 2, 9, 8)),
+            ("rect_dilation", (2, 3), (1, 2), (1, 0), (3, 1), False, (2, 1, 7, 6))):
+        case("avg_pool2d_" + name, "avg_pool2d",
+             {"kernel": list(k), "stride": list(s), "padding": list(p), "count_include_pad": cip,
+              "dilation": list(dl)},
+             shape, lambda x, k=k, s=s, p=p, dl=dl, cip=cip: dilated_avg_pool(x, k, s, p, dl, cip))
     for name, out, shape in (("divisible", (2, 2), (2, 3, 6, 4)),
                              ("uneven", (3, 2), (1, 2, 5, 7)),  # overlapping windows
                              ("global", (1, 1), (2, 3, 4, 5)),

@@ -189,6 +189,11 @@ std::vector<Case> all() {
   c.push_back(one("max_pool2d", [](const Tensor& t) { return max_pool2d(t, {3, 2}, {2, 1}, {1, 1}, {1, 2}); }, rn({2, 3, 7, 8})));
   c.push_back(one("avg_pool2d", [](const Tensor& t) { return avg_pool2d(t, 3, 2, 1, true); }, rn({2, 3, 7, 8}), false));
   c.push_back(one("avg_pool2d_no_pad", [](const Tensor& t) { return avg_pool2d(t, 2, 2, 0, false); }, rn({1, 2, 6, 6}), false));
+  // Dilated: no AveragePool before opset 19, a Conv of ones over the tap counts instead.
+  c.push_back(one("avg_pool2d_dilated", [](const Tensor& t) { return avg_pool2d(t, {3, 2}, {1, 2}, {2, 1}, true, {2, 3}); },
+                  rn({2, 3, 9, 8}), false));
+  c.push_back(one("avg_pool2d_dilated_no_pad_count", [](const Tensor& t) { return avg_pool2d(t, {3, 2}, {2, 1}, {2, 1}, false, {2, 3}); },
+                  rn({1, 2, 9, 8}), false));
   c.push_back(one("adaptive_avg_pool2d_global", [](const Tensor& t) { return adaptive_avg_pool2d(t, 1); }, rn({2, 3, 5, 5}), false));
   c.push_back(one("adaptive_avg_pool2d_even", [](const Tensor& t) { return adaptive_avg_pool2d(t, {2, 3}); }, rn({1, 2, 4, 6}), false));
   c.push_back(one("adaptive_avg_pool2d_uneven", [](const Tensor& t) { return adaptive_avg_pool2d(t, {3, 2}); }, rn({1, 2, 7, 5}), false));

@@ -1,7 +1,8 @@
 // Imported ops in forms the conformance cases leave out, against naive loops: MaxPool's Indices
-// output (explicit padding, ceil_mode, 1-D, column-major storage), 3-D ConvTranspose (strides,
-// dilations, pads, groups, output_padding, bias) and ScatterND's mul, max and min reductions with
-// repeated rows; inputs without a channel dim for the normalizations.
+// output (explicit padding, ceil_mode, 1-D, column-major storage), AveragePool's dilations (opset
+// 19's, none in the cases), 3-D ConvTranspose (strides, dilations, pads, groups, output_padding,
+// bias) and ScatterND's and ScatterElements' mul, max and min reductions with repeated indices;
+// inputs without a channel dim for the normalizations.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -88,6 +89,14 @@ struct PoolCase {
   int64_t storage_order;
 };
 
+void set_window(::onnx::NodeProto& n, const PoolCase& p) {
+  set_ints(n, "kernel_shape", p.kernel);
+  set_ints(n, "strides", p.strides);
+  set_ints(n, "pads", p.pads);
+  set_ints(n, "dilations", p.dilations);
+  set_int(n, "ceil_mode", p.ceil_mode);
+}
+
 // ONNX's MaxPool over the real pixels only (pads never win), the first maximum in window order;
 // indices over (N, C, H, W), each plane column-major with storage_order 1.
 std::pair<std::vector<double>, std::vector<double>> naive_max_pool(const PoolCase& p, const std::vector<double>& x,
@@ -145,11 +154,7 @@ TEST(OnnxImportOps, MaxPoolIndicesMatchANaiveLoop) {
     const Tensor x = randn(p.x);
     const std::vector<Input> in{{"x", x}};
     const std::string model = one_node_model("MaxPool", in, 2, [&](::onnx::NodeProto& n) {
-      set_ints(n, "kernel_shape", p.kernel);
-      set_ints(n, "strides", p.strides);
-      set_ints(n, "pads", p.pads);
-      set_ints(n, "dilations", p.dilations);
-      set_int(n, "ceil_mode", p.ceil_mode);
+      set_window(n, p);
       set_int(n, "storage_order", p.storage_order);
     }, 12);
     const std::vector<Tensor> got = run_model(model, in);
@@ -161,6 +166,74 @@ TEST(OnnxImportOps, MaxPoolIndicesMatchANaiveLoop) {
     EXPECT_EQ(got[1].dtype(), DType::Int64);
     EXPECT_EQ(got[0].to_vector(), values);
     EXPECT_EQ(got[1].to_vector(), indices);
+  }
+}
+
+// ---- AveragePool with dilations
+
+// ONNX's AveragePool (dilations from opset 19): window o's taps sit at o s - pad_begin + t d; the
+// divisor counts the taps inside [-pad_begin, in + pad_end) with count_include_pad, else those
+// on the input. ceil_mode keeps a last partial window that starts before the end pad.
+std::vector<double> naive_avg_pool(const PoolCase& p, bool include_pad, const std::vector<double>& x, Shape* out_shape) {
+  const bool one_d = p.x.size() == 3;
+  const int64_t planes = p.x[0] * p.x[1];
+  const Ints in = one_d ? Ints{1, p.x[2]} : Ints{p.x[2], p.x[3]};
+  const Ints k = one_d ? Ints{1, p.kernel[0]} : p.kernel, s = one_d ? Ints{1, p.strides[0]} : p.strides;
+  const Ints d = one_d ? Ints{1, p.dilations[0]} : p.dilations;
+  const Ints pb = one_d ? Ints{0, p.pads[0]} : Ints{p.pads[0], p.pads[1]};
+  const Ints pe = one_d ? Ints{0, p.pads[1]} : Ints{p.pads[2], p.pads[3]};
+  Ints out(2);
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t room = in[i] + pb[i] + pe[i] - (k[i] - 1) * d[i] - 1;
+    out[i] = (p.ceil_mode ? (room + s[i] - 1) / s[i] : room / s[i]) + 1;
+    if (p.ceil_mode && (out[i] - 1) * s[i] >= in[i] + pb[i]) --out[i];
+  }
+  *out_shape = one_d ? Shape{p.x[0], p.x[1], out[1]} : Shape{p.x[0], p.x[1], out[0], out[1]};
+  std::vector<double> y;
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    for (int64_t oh = 0; oh < out[0]; ++oh) {
+      for (int64_t ow = 0; ow < out[1]; ++ow) {
+        double sum = 0;
+        int64_t counted = 0;
+        for (int64_t i = 0; i < k[0]; ++i) {
+          for (int64_t j = 0; j < k[1]; ++j) {
+            const int64_t h = oh * s[0] - pb[0] + i * d[0], w = ow * s[1] - pb[1] + j * d[1];
+            const bool inside = h >= 0 && h < in[0] && w >= 0 && w < in[1];
+            if (inside) sum += x[size_t((plane * in[0] + h) * in[1] + w)];
+            if (inside || (include_pad && h < in[0] + pe[0] && w < in[1] + pe[1])) ++counted;
+          }
+        }
+        y.push_back(sum / double(counted));
+      }
+    }
+  }
+  return y;
+}
+
+TEST(OnnxImportOps, DilatedAveragePoolMatchesANaiveLoop) {
+  const std::vector<PoolCase> cases = {
+      {{2, 3, 7, 8}, {3, 3}, {1, 1}, {0, 0, 0, 0}, {2, 2}, false, 0},
+      {{1, 2, 9, 8}, {3, 2}, {2, 1}, {2, 1, 2, 1}, {2, 3}, false, 0},   // the op pads
+      {{1, 2, 9, 8}, {2, 2}, {2, 2}, {3, 0, 1, 2}, {3, 2}, false, 0},   // asymmetric pads
+      {{1, 2, 9, 8}, {2, 3}, {2, 2}, {0, 1, 0, 1}, {2, 1}, true, 0},    // ceil_mode
+      {{2, 2, 11}, {3}, {2}, {1, 2}, {3}, true, 0},                     // 1-D
+  };
+  for (const PoolCase& p : cases) {
+    for (bool include_pad : {false, true}) {
+      SCOPED_TRACE("x " + shape_str(p.x) + " kernel " + shape_str(p.kernel) + " pads " + shape_str(p.pads) +
+                   " dilations " + shape_str(p.dilations) + " count_include_pad " + std::to_string(include_pad));
+      const Tensor x = randn(p.x);
+      const std::vector<Input> in{{"x", x}};
+      const std::string model = one_node_model("AveragePool", in, 1, [&](::onnx::NodeProto& n) {
+        set_window(n, p);
+        set_int(n, "count_include_pad", include_pad);
+      }, 18);
+      Shape want_shape;
+      const std::vector<double> want = naive_avg_pool(p, include_pad, x.to_vector(), &want_shape);
+      const Tensor got = run_model(model, in)[0];
+      EXPECT_EQ(got.shape(), want_shape);
+      EXPECT_TRUE(testing::all_close(got, cast(from_vector(want, want_shape), DType::Float32), 1e-5, 1e-6));
+    }
   }
 }
 
@@ -265,6 +338,57 @@ TEST(OnnxImportOps, ScatterNdReductionsFoldRepeatedRowsInOrder) {
   testing::expect_error([&] {
     onnx::import_model_bytes(one_node_model("ScatterND", big, 1, [](::onnx::NodeProto& n) { set_string(n, "reduction", "mul"); }, 16));
   }, {"ScatterND", "reduction 'mul' over 1500 update rows"});
+}
+
+// ---- ScatterElements with mul, max and min
+
+// ONNX's reference: a copy of data, then each update (in row-major order of indices) folded into
+// data at its position with the axis coordinate replaced by the (wrapped) index.
+std::vector<double> naive_scatter_elements(const Tensor& data, const Tensor& idx, const Tensor& upd, int64_t axis,
+                                           const std::string& reduction) {
+  std::vector<double> out = data.to_vector();
+  const std::vector<double> iv = idx.to_vector(), uv = upd.to_vector();
+  const int64_t R = idx.size(0), C = idx.size(1), W = data.size(1), n = data.size(axis);
+  for (int64_t r = 0; r < R; ++r) {
+    for (int64_t col = 0; col < C; ++col) {
+      int64_t at = int64_t(iv[size_t(r * C + col)]);
+      if (at < 0) at += n;
+      double& v = out[size_t(axis == 0 ? at * W + col : r * W + at)];
+      const double u = uv[size_t(r * C + col)];
+      v = reduction == "mul" ? double(float(v) * float(u)) : reduction == "max" ? std::max(v, u) : std::min(v, u);
+    }
+  }
+  return out;
+}
+
+TEST(OnnxImportOps, ScatterElementsReductionsFoldRepeatedIndicesInOrder) {
+  const Tensor data = randn({3, 4});
+  const Tensor upd = randn({2, 3});
+  // Repeated and negative indices: axis 1 hits (0, 1) twice and (1, 0) twice; axis 0 hits (2, 1) twice.
+  const Tensor along_rows = tensor({1, -3, 3, 0, 0, -1}).reshape({2, 3});
+  const Tensor along_cols = tensor({0, 2, -1, 2, -1, 0}).reshape({2, 3});
+  for (const std::string reduction : {"mul", "max", "min"}) {
+    for (int64_t axis : {0, 1}) {
+      SCOPED_TRACE(reduction + " along axis " + std::to_string(axis));
+      const Tensor idx = axis == 1 ? along_rows : along_cols;
+      const std::vector<Input> in{{"data", data}, {"indices", idx}, {"updates", upd}};
+      const std::string model = one_node_model("ScatterElements", in, 1, [&](::onnx::NodeProto& n) {
+        set_string(n, "reduction", reduction);
+        set_int(n, "axis", axis);
+      }, 18);
+      EXPECT_EQ(run_model(model, in)[0].to_vector(), naive_scatter_elements(data, idx, upd, axis, reduction));
+    }
+  }
+  // An index outside [-n, n) is refused, not folded into some other element.
+  const std::vector<Input> bad{{"data", data}, {"indices", tensor({4, 0, 0, 0, 0, 0}).reshape({2, 3})}, {"updates", upd}};
+  testing::expect_error([&] {
+    run_model(one_node_model("ScatterElements", bad, 1, [](::onnx::NodeProto& n) { set_string(n, "reduction", "max"); }, 16), bad);
+  }, "gather");
+  // Updates of another shape than the indices: a clear error naming both.
+  const std::vector<Input> mismatch{{"data", data}, {"indices", along_rows}, {"updates", randn({3, 2})}};
+  testing::expect_error([&] {
+    onnx::import_model_bytes(one_node_model("ScatterElements", mismatch, 1, [](::onnx::NodeProto& n) { set_string(n, "reduction", "min"); }, 16));
+  }, {"ScatterElements", "updates (3, 2) must have the shape of indices (2, 3)"});
 }
 
 // Normalizations broadcast their parameters over dim 1: an input without one is refused

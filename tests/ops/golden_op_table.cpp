@@ -78,8 +78,9 @@ void add_contractions_and_pools(std::map<std::string, GoldenFn>& t) {
                                            c.ints("padding"), c.ints("dilation"))};
   };
   t["avg_pool2d"] = [](Call c) -> Outs {
-    return Outs{avg_pool2d(c.in("x"), c.ints("kernel"), c.ints("stride"),
-                                           c.ints("padding"), c.flag("count_include_pad"))};
+    return Outs{avg_pool2d(c.in("x"), c.ints("kernel"), c.ints("stride"), c.ints("padding"),
+                           c.flag("count_include_pad"),
+                           c.has("dilation") ? c.ints("dilation") : std::vector<int64_t>{1, 1})};
   };
   t["adaptive_avg_pool2d"] = [](Call c) -> Outs {
     return Outs{adaptive_avg_pool2d(c.in("x"), c.ints("output_size"))};

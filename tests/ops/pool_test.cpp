@@ -55,8 +55,8 @@ std::pair<Tensor, Tensor> naive_max_pool(const Tensor& x, const Window& w) {
 
 Tensor naive_avg_pool(const Tensor& x, const Window& w, bool include_pad) {
   const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-  const int64_t Ho = out_size(H, w.kernel[0], w.stride[0], w.padding[0], 1);
-  const int64_t Wo = out_size(W, w.kernel[1], w.stride[1], w.padding[1], 1);
+  const int64_t Ho = out_size(H, w.kernel[0], w.stride[0], w.padding[0], w.dilation[0]);
+  const int64_t Wo = out_size(W, w.kernel[1], w.stride[1], w.padding[1], w.dilation[1]);
   std::vector<double> xv = x.to_vector(), y;
   for (int64_t p = 0; p < N * C; ++p)
     for (int64_t i = 0; i < Ho; ++i)
@@ -65,8 +65,8 @@ Tensor naive_avg_pool(const Tensor& x, const Window& w, bool include_pad) {
         int64_t valid = 0, padded = 0;
         for (int64_t ki = 0; ki < w.kernel[0]; ++ki)
           for (int64_t kj = 0; kj < w.kernel[1]; ++kj) {
-            int64_t ih = i * w.stride[0] - w.padding[0] + ki;
-            int64_t iw = j * w.stride[1] - w.padding[1] + kj;
+            int64_t ih = i * w.stride[0] - w.padding[0] + ki * w.dilation[0];
+            int64_t iw = j * w.stride[1] - w.padding[1] + kj * w.dilation[1];
             // Positions beyond the padded image do not count, even with count_include_pad.
             if (ih >= H + w.padding[0] || iw >= W + w.padding[1]) continue;
             ++padded;
@@ -319,13 +319,18 @@ TEST(MaxPool2d, SecondOrder) {
 TEST(AvgPool2d, ForwardMatchesNaive) {
   const std::vector<Window> windows = {{{2, 2}, {2, 2}, {0, 0}, {1, 1}},
                                        {{3, 3}, {2, 2}, {1, 1}, {1, 1}},
-                                       {{3, 2}, {1, 3}, {1, 1}, {1, 1}}};
+                                       {{3, 2}, {1, 3}, {1, 1}, {1, 1}},
+                                       // dilated: taps skip rows and columns; pads up to half
+                                       // the dilated window (5 x 3), so edge windows keep 1 tap
+                                       {{3, 3}, {1, 1}, {2, 1}, {2, 1}},
+                                       {{2, 3}, {2, 1}, {1, 2}, {3, 2}},
+                                       {{3, 1}, {1, 2}, {0, 0}, {4, 1}}};
   for (const Window& w : windows) {
     for (bool include_pad : {true, false}) {
       Tensor x = randn({2, 3, 9, 8}, DType::Float64);
-      EXPECT_TRUE(all_close(avg_pool2d(x, w.kernel, w.stride, w.padding, include_pad),
+      EXPECT_TRUE(all_close(avg_pool2d(x, w.kernel, w.stride, w.padding, include_pad, w.dilation),
                             naive_avg_pool(x, w, include_pad)))
-          << shape_str(w.kernel) << " include_pad " << include_pad;
+          << shape_str(w.kernel) << " dilation " << shape_str(w.dilation) << " include_pad " << include_pad;
     }
   }
 }
@@ -392,17 +397,29 @@ TEST(Pool2d, Errors) {
       "max_pool2d_grad: indices must be int64");
 }
 
-// The average kernels have no dilated windows: a dilation attribute (from an IR text or a graph
-// built by hand) is refused rather than computed over undilated windows.
-TEST(AvgPool2d, DilationIsRefused) {
-  const ops::Attrs a{{"kernel", Shape{2, 2}}, {"stride", Shape{1, 1}}, {"padding", Shape{0, 0}},
-                     {"dilation", Shape{1, 2}}, {"count_include_pad", int64_t(1)}};
-  expect_error([&] { ops::call1(ops::OpId::avg_pool2d, {randn({1, 1, 5, 5})}, a); },
-               {"avg_pool2d: dilation (1, 2)", "only (1, 1)"});
-  ops::Attrs g = a;
-  g.set("input_shape", Shape{1, 1, 5, 5});
-  expect_error([&] { ops::call1(ops::OpId::avg_pool2d_grad, {randn({1, 1, 4, 3})}, g); },
-               "avg_pool2d_grad: dilation (1, 2)");
+TEST(AvgPool2d, DilatedGradcheckAndGradOp) {
+  for (bool include_pad : {true, false}) {
+    Tensor x = random_leaf({1, 2, 8, 7}, -1, 1, 10);
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Tensor>& v) {
+          return avg_pool2d(v[0].transpose(2, 3), {2, 3}, {2, 1}, {1, 2}, include_pad, {2, 2});
+        },
+        {x}));
+    const ops::Attrs a{{"kernel", Shape{3, 2}}, {"stride", Shape{1, 2}}, {"padding", Shape{2, 1}},
+                       {"dilation", Shape{2, 3}}, {"count_include_pad", int64_t(include_pad)},
+                       {"input_shape", Shape{1, 2, 8, 7}}};
+    Tensor dy = random_leaf({1, 2, 8, 3}, -1, 1, 11);
+    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return ops::call1(ops::OpId::avg_pool2d_grad, {v[0]}, a); },
+                          {dy}));
+  }
+}
+
+// A dilated window that leaves no room for an output, or pads beyond half of it: refused.
+TEST(AvgPool2d, DilatedWindowErrors) {
+  expect_error([] { avg_pool2d(randn({1, 1, 4, 9}), {2, 2}, 1, 0, true, {4, 1}); },
+               {"avg_pool2d: the window (5, 2)", "(1, 1, 4, 9)"});
+  expect_error([] { avg_pool2d(randn({1, 1, 9, 9}), {2, 2}, 1, {3, 0}, true, {2, 1}); },
+               "avg_pool2d: padding");
 }
 
 }  // namespace

@@ -25,14 +25,15 @@ TEST(InterpreterConvWeight, ConstantWeightConvertedOnceAndWritesInPlaceAreSeen) 
   Tensor held = weight->constant;  // the graph's tensor: writes to it are writes to the constant
   const kernels::Conv2dGeometry geo = ops::conv2d_geometry(x.shape(), w.shape(), {{"stride", std::vector<int64_t>{1, 1}},
       {"padding", std::vector<int64_t>{1, 1}}, {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)}});
-  const bool onednn = kernels::conv_choice(geo, DType::Float32, /*weight_constant=*/true) == kernels::ConvImpl::OneDnn;
+  const kernels::ConvImpl impl = kernels::conv_choice(geo, DType::Float32, /*weight_constant=*/true);
+  const bool onednn = impl == kernels::ConvImpl::OneDnn || impl == kernels::ConvImpl::OneDnnWinograd;
 
   const uint64_t before = kernels::onednn_weight_conversions();
   const Tensor first = trace::interpret(*g, {x})[0];
   for (int run = 0; run < 3; ++run) {
     EXPECT_TRUE(testing::all_close(trace::interpret(*g, {x})[0], conv2d(x, held, b, 1, 1), 1e-4, 1e-5)) << run;
   }
-  // Four runs, one conversion (the eager reference converts nothing: its weight is not constant).
+  // Four runs, one conversion (the eager reference reuses it too: the same memory and version).
   if (onednn) EXPECT_EQ(kernels::onednn_weight_conversions(), before + 1);
 
   held.mul_(-2.0);  // in place: the storage version changes
