@@ -235,7 +235,11 @@ class Lowerer {
         if (!m.gather.empty()) m.gather[d] = 0;
       }
     }
-    if (!gathers(m)) m.gather.clear();
+    if (!gathers(m)) {
+      m.gather.clear();
+      m.gather_access = -1;
+      m.gather_extent = 0;
+    }
   }
 
   int access_of(int arg, const Shape& shape, const Map& m) {
@@ -250,8 +254,8 @@ class Lowerer {
     a.outer_strides.assign(strides.begin(), strides.begin() + std::ptrdiff_t(n_outer_));
     a.inner_strides.assign(strides.begin() + std::ptrdiff_t(n_outer_), strides.end());
     if (gathers(m)) {
-      a.index = gather_.access;
-      a.index_extent = gather_.extent;
+      a.index = m.gather_access;
+      a.index_extent = m.gather_extent;
       for (size_t d = 0; d < shape.size(); ++d) a.index_stride += cs[d] * m.gather[d];
     }
     for (size_t i = 0; i < k_.accesses.size(); ++i) {
@@ -285,6 +289,7 @@ class Lowerer {
       key.insert(key.end(), m.rows[d].begin(), m.rows[d].end());
     }
     key.insert(key.end(), m.gather.begin(), m.gather.end());
+    key.push_back(m.gather_access);
     auto memo = memo_.find(key);
     if (memo != memo_.end()) return memo->second;
     const int e = build(v, m, stage);
@@ -366,6 +371,8 @@ class Lowerer {
       out.base[e] = repeated ? 0 : m.base[offset + e];
       if (!m.gather.empty()) out.gather.push_back(repeated ? 0 : m.gather[offset + e]);
     }
+    out.gather_access = m.gather_access;
+    out.gather_extent = m.gather_extent;
     return out;
   }
 
@@ -488,13 +495,11 @@ class Lowerer {
     const int64_t ignore = n.attrs.get_int("ignore_index");
     const Map row = natural_map(target->meta.shape);
     const int index = access_of(arg, target->meta.shape, row);
-    if (gather_.access >= 0 && gather_.access != index) throw CannotLower{"two gathers by different targets"};
-    if (gather_.access < 0) {
-      gather_ = {index, shape[1]};
-      k_.index_checks.push_back({arg, shape[1], ignore, "nll_loss"});
-    }
+    bool checked = false;
+    for (const IndexCheck& c : k_.index_checks) checked |= c.arg == arg && c.ignore == ignore;
+    if (!checked) k_.index_checks.push_back({arg, shape[1], ignore, "nll_loss"});
     const int t = expr_of(target, row, kRowStage);
-    Map pick{{row.rows[0], std::vector<int64_t>(space_.size(), 0)}, {row.base[0], 0}, {0, 1}};
+    Map pick{{row.rows[0], std::vector<int64_t>(space_.size(), 0)}, {row.base[0], 0}, {0, 1}, index, shape[1]};
     const int picked = expr_of(logp, pick, kRowStage);
     const DType dtype = logp->meta.dtype;
     const int neg = call_expr(OpId::neg, {picked}, dtype);
@@ -571,10 +576,6 @@ class Lowerer {
   std::map<const ir::Node*, const ir::Value*> online_source_;  // SumExp sum node -> x
   std::map<const ir::Node*, const ir::Node*> online_max_;      // SumExp sum node -> its amax
   std::map<std::vector<int64_t>, int> memo_;
-  struct {
-    int access = -1;     // the targets' row access, which every gather reads its index through
-    int64_t extent = 0;  // the classes
-  } gather_;
 };
 
 }  // namespace

@@ -383,6 +383,10 @@ class Planner {
       const int j = pos(u.node);
       if (p_.roles[j] != Role::Gather || p_.owner[j] >= 0 || u.index != 0) continue;
       std::string why;
+      if (!opt_.gathers) {
+        reason(j, g, "gathers are off (SMELT_FUSE_GATHERS=0)");
+        continue;
+      }
       if (!try_extend(g, {j}, {}, &why)) reason(j, g, why);
     }
   }
