@@ -490,10 +490,13 @@ class Lowerer {
       throw CannotLower{"nll_loss over " + shape_str(shape) + " is not over the rows of the group's " +
                         shape_str(shape_) + " reduced along dim 1"};
     }
-    const int arg = leaf_arg(target);
-    if (arg < 0) throw CannotLower{"nll_loss's target is computed inside the group"};
     const int64_t ignore = n.attrs.get_int("ignore_index");
     const Map row = natural_map(target->meta.shape);
+    if (target->kind == ir::ValueKind::Constant && target->constant.numel() == 1) {
+      return nll_constant_target(n, row, target->constant.contiguous().data<int64_t>()[0]);
+    }
+    const int arg = leaf_arg(target);
+    if (arg < 0) throw CannotLower{"nll_loss's target is computed inside the group"};
     const int index = access_of(arg, target->meta.shape, row);
     bool checked = false;
     for (const IndexCheck& c : k_.index_checks) checked |= c.arg == arg && c.ignore == ignore;
@@ -505,6 +508,20 @@ class Lowerer {
     const int neg = call_expr(OpId::neg, {picked}, dtype);
     const int zero = constant_expr(dtype, 0.0, 0);
     return call_expr(OpId::where, {compare_target(OpId::eq, t, ignore), zero, neg}, dtype);
+  }
+
+  // nll_loss of one row whose target is a literal (a body constant): no gather, and no check
+  // before the kernel (a target out of range is refused here: node by node, the eager kernel
+  // reports it when the group runs).
+  int nll_constant_target(const ir::Node& n, const Map& row, int64_t t) {
+    const ir::Value* logp = n.inputs[0];
+    const DType dtype = logp->meta.dtype;
+    if (t == n.attrs.get_int("ignore_index")) return constant_expr(dtype, 0.0, 0);
+    if (t < 0 || t >= logp->meta.shape[1]) {
+      throw CannotLower{"nll_loss's constant target " + std::to_string(t) + " is out of range"};
+    }
+    Map pick{{row.rows[0], std::vector<int64_t>(space_.size(), 0)}, {row.base[0], t}, {}, -1, 0};
+    return call_expr(OpId::neg, {expr_of(logp, pick, kRowStage)}, dtype);
   }
 
   // eq / ne of the row's target and ignore_index (a Bool row expression).

@@ -116,6 +116,31 @@ TEST(NllGather, AllRowsIgnoredGiveWhatEagerGives) {
   }
 }
 
+// One row whose target is a body constant (fuse copies one-element constants into the body): a
+// plain load of that column, or 0 for ignore_index; a constant out of range is not lowered (node
+// by node, the eager kernel reports it).
+TEST(NllGather, ConstantTargetOfOneRow) {
+  for (int64_t t : {int64_t(3), kIgnore, int64_t(10)}) {
+    std::unique_ptr<ir::Graph> g = ir::parse("graph(%x: f32[1,10]) {\n  %t: i64[1] = constant [" + std::to_string(t) +
+                                             "]\n  %1: f32[1,10] = log_softmax(%x) {dim=-1}\n  %2: f32[] = nll_loss(%1, "
+                                             "%t) {ignore_index=-100, reduction=1}\n  return %2, %1\n}\n");
+    LowerResult lowered = lower(*g, "nll");
+    if (t == 10) {
+      EXPECT_FALSE(lowered.kernel);
+      EXPECT_NE(lowered.reason.find("constant target 10 is out of range"), std::string::npos) << lowered.reason;
+      continue;
+    }
+    ASSERT_TRUE(lowered.kernel) << lowered.reason;
+    EXPECT_TRUE(lowered.kernel->index_checks.empty());
+    std::vector<Tensor> in{inputs(1, 10, DType::Float32, true, Targets::Mixed, 5)[0]};
+    std::vector<Tensor> want = trace::interpret(*g, in);
+    RunResult r = run_both(*lowered.kernel, kernel_args(lowered, in, want));
+    Tensor target = full({1}, double(t)).to(DType::Int64);
+    EXPECT_TRUE(bit_equal(r.interpreted[0], nll_loss(r.interpreted[1], target, kIgnore, smelt::Reduction::Mean)));
+    EXPECT_TRUE(bit_equal(r.compiled[0], nll_loss(r.compiled[1], target, kIgnore, smelt::Reduction::Mean)));
+  }
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
