@@ -120,9 +120,10 @@ struct FusionOptions {
   // false: no broadcast epilogues (the reduction and the pointwise kernel after it stay two
   // kernels, and max_row_ops and the depth restart do not apply): the A/B switch for bench/.
   bool row_groups = true;
-  // false: nll_loss never joins the row group of its log_softmax (it runs its eager kernel after
-  // the row kernel stores the log-probabilities): the A/B switch for bench/.
-  bool gathers = true;
+  // nll_loss in the row group of its log_softmax: 0 never (it runs its eager kernel after the
+  // row op stores the log-probabilities: the A/B switch for bench/), 1 when the cost model says
+  // so (CostModel::gather_pays: the row group is a generated kernel anyway), 2 always.
+  int gathers = 1;
   // Set: a graph of the same structure as the one fused, node for node (the same graph at another
   // batch size, runtime/batch_graph.h), whose value sizes the cost model reads instead. A dynamic
   // batch fuses each probe batch size with the sizes at one large batch, so that every batch size

@@ -383,8 +383,15 @@ class Planner {
       const int j = pos(u.node);
       if (p_.roles[j] != Role::Gather || p_.owner[j] >= 0 || u.index != 0) continue;
       std::string why;
-      if (!opt_.gathers) {
+      if (opt_.gathers == 0) {
         reason(j, g, "gathers are off (SMELT_FUSE_GATHERS=0)");
+        continue;
+      }
+      int row_ops = 0;
+      for (int m : p_.groups[g].owned) row_ops += !is_view(*p_.nodes[m]) && p_.roles[m] != Role::Gather;
+      for (int m : p_.groups[g].recomputed) row_ops += !is_view(*p_.nodes[m]);
+      if (opt_.gathers == 1 && !CostModel::gather_pays(row_ops, &why)) {
+        reason(j, g, why);
         continue;
       }
       if (!try_extend(g, {j}, {}, &why)) reason(j, g, why);

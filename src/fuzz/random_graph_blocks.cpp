@@ -94,8 +94,7 @@ void Builder::add_row_block(ir::Value* a) {
   } else if (form == 2) {  // log_softmax's backward: g - exp(y) sum(g)
     ir::Value* y = node(OpId::log_softmax, {a}, {{"dim", int64_t(-1)}});
     if (rank == 2 && s[1] > 0) {  // cross_entropy's forward: nll_loss gathers from y
-      add_nll_loss(y);
-      if (chance(0.5)) return;
+      add_nll_loss(y);  // with the backward below in its row group (CostModel::gather_pays)
     }
     emit(OpId::sub, {g, node(OpId::mul, {node(OpId::exp, {y}), node(OpId::sum, {g}, keep)})});
   } else if (form == 3) {  // a layer norm's backward: two row means, the epilogue reads both
