@@ -159,7 +159,7 @@ class Emitter {
       out_ << indent << "const " << dtype_cpp_type(e.dtype) << " e" << i << " = ";
       switch (e.kind) {
         case ExprKind::Load:
-          if (k_.accesses[e.access].index >= 0) out_ << gather_load(e.access, e.dtype);
+          if (k_.accesses[e.access].index >= 0) out_ << gather_load_text(k_, e.access, e.dtype);
           else out_ << "a" << k_.accesses[e.access].arg << "[" << at(e.access) << "]";
           break;
         case ExprKind::ReductionResult: out_ << "r" << e.reduction; break;
@@ -187,42 +187,6 @@ class Emitter {
     for (const Store& s : k_.stores) {
       if (s.stage != stage) continue;
       out_ << indent << "a" << k_.accesses[s.access].arg << "[" << at(s.access) << "] = e" << s.value << ";\n";
-    }
-  }
-
-  // A row-indexed gather's load (row expressions only: the row's offsets x<a>): the element the
-  // row's index selects, 0 for an index out of range (an ignored target).
-  std::string gather_load(int access, DType dtype) const {
-    const Access& a = k_.accesses[size_t(access)];
-    const std::string v = cat("a", k_.accesses[size_t(a.index)].arg) + "[" + cat("x", a.index) + "]";
-    return "(uint64_t(" + v + ") < uint64_t(" + std::to_string(a.index_extent) + ") ? " + cat("a", a.arg) + "[" +
-           add_scaled(cat("x", access), v, Num(a.index_stride)) + "] : " + dtype_cpp_type(dtype) + "(0))";
-  }
-
-  // The folds' row values, after the row expressions of row o (LoopKernel::folds).
-  void fold_rows() {
-    const size_t nf = k_.folds.size();
-    for (size_t i = 0; i < nf; ++i) {
-      const RowFold& f = k_.folds[i];
-      out_ << "    fr[(o * " << nf << " + " << i << ") * 2] = e" << f.value << ";\n";
-      out_ << "    fr[(o * " << nf << " + " << i << ") * 2 + 1] = " << (f.count >= 0 ? cat("e", f.count) : "0.0")
-           << ";\n";
-    }
-  }
-
-  // The folds' totals, after the rows: summed in row order on this thread, stored.
-  void finish_folds(const Num& rows) {
-    const size_t nf = k_.folds.size();
-    for (size_t i = 0; i < nf; ++i) {
-      const RowFold& f = k_.folds[i];
-      const Access& a = k_.accesses[size_t(f.access)];
-      out_ << "  {\n    double total = 0, count = 0;\n";
-      out_ << "    for (int64_t o = 0; o < " << rows.text() << "; ++o) {\n";
-      out_ << "      total += fr[(o * " << nf << " + " << i << ") * 2];\n";
-      out_ << "      count += fr[(o * " << nf << " + " << i << ") * 2 + 1];\n    }\n";
-      out_ << "    a" << a.arg << "[" << offset_[size_t(f.access)].text() << "] = smelt::scalar::cast<"
-           << dtype_cpp_type(k_.args[size_t(a.arg)].dtype) << ">(" << (f.count >= 0 ? "total / count" : "total")
-           << ");\n  }\n";
     }
   }
 
@@ -372,11 +336,7 @@ class Emitter {
     outer = merge_dims(outer);
     inner = merge_dims(inner);
     const Num rows = product(outer.extent), per_row = product(inner.extent);
-    if (!k_.folds.empty()) {  // the folds' per-row values (no allocation once warm)
-      out_ << "  static thread_local std::vector<double> fold_rows;\n";
-      out_ << "  fold_rows.resize(size_t(" << rows.text() << ") * " << k_.folds.size() * 2 << ");\n";
-      out_ << "  double* const fr = fold_rows.data();\n";
-    }
+    emit_fold_scratch(out_, k_, rows);
     if (rows.constant() && per_row.constant()) {
       if (rows.value() > 1 && rows.value() * per_row.value() * k_.stages >= kParallelGrain) {
         out_ << "  #pragma omp parallel for schedule(static)\n";
@@ -451,9 +411,9 @@ class Emitter {
     }
     hoisted_.assign(k_.exprs.size(), false);
     body(k_.stages, "    ", "", "", {});
-    fold_rows();
+    emit_fold_rows(out_, k_);
     out_ << "  }\n";
-    finish_folds(rows);
+    emit_finish_folds(out_, k_, rows, offset_);
   }
 
   // The expressions of `stage` selected by `only` (Calls and ReductionResults), outside any loop.
