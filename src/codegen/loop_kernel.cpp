@@ -415,12 +415,6 @@ LoopKernel kernel_at_batch(const LoopKernel& kernel, int64_t b) {
 std::optional<LoopKernel> kernel_fit_batch(const LoopKernel& k1, int64_t b1, const LoopKernel& k2, int64_t b2,
                                            std::string* why) {
   SMELT_INTERNAL_CHECK(b1 != b2) << "kernel_fit_batch: two kernels at the same batch size " << b1;
-  if (!k1.index_checks.empty() || !k1.folds.empty()) {
-    // the checks read every index (the argument's numel follows the batch) and the folds' scratch
-    // is per row: kept specialized
-    *why = "kernel '" + k1.name + "' gathers or folds across rows (nll_loss): specialized per batch size";
-    return std::nullopt;
-  }
   if (skeleton(k1) != skeleton(k2)) {
     *why = "kernel '" + k1.name + "' differs between batch " + std::to_string(b1) + " and " + std::to_string(b2) +
            " beyond its extents and strides";
