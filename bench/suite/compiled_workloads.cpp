@@ -102,6 +102,21 @@ Case log_softmax_rows() {
   return {[](const Inputs& in) { return Inputs{log_softmax(in[0], -1)}; }, {randn({kRows, kCols})}};
 }
 
+// cross_entropy's forward (log_softmax, nll_loss with mean) over 2048 rows of 1024 classes. Alone,
+// the eager log_softmax row kernel and the eager nll_loss (fusion/cost_model.cpp, gather_pays;
+// SMELT_FUSE_GATHERS=2: one generated row kernel with the gather).
+Case cross_entropy_rows() {
+  return {[](const Inputs& in) { return Inputs{cross_entropy(in[0], in[1])}; },
+          {randn({kRows, kCols}), randint(0, kCols, {kRows})}};
+}
+
+// The same over temperature-scaled logits: the row group is a generated kernel anyway, and
+// nll_loss gathers in it (SMELT_FUSE_GATHERS=0: the row kernel stores logp, eager nll_loss reads it).
+Case cross_entropy_scaled_rows() {
+  return {[](const Inputs& in) { return Inputs{cross_entropy(in[0] * 0.5, in[1])}; },
+          {randn({kRows, kCols}), randint(0, kCols, {kRows})}};
+}
+
 Case layer_norm_rows() {
   return {[](const Inputs& in) { return Inputs{layer_norm(in[0], {kCols}, in[1], in[2])}; },
           {randn({kRows, kCols}), randn({kCols}), randn({kCols})}};
@@ -177,6 +192,8 @@ std::vector<Workload> compiled_workloads() {
       compiled("gelu(x*a+b) 16M", 2.0 * 4 * kChainElements, 0, gelu_chain),
       compiled("softmax 2048x1024", rows_bytes, 0, softmax_rows),
       compiled("log_softmax 2048x1024", rows_bytes, 0, log_softmax_rows),
+      compiled("cross_entropy 2048x1024", rows_bytes / 2, 0, cross_entropy_rows),
+      compiled("cross_entropy(x/T) 2048x1024", rows_bytes / 2, 0, cross_entropy_scaled_rows),
       compiled("layer_norm 2048x1024", rows_bytes, 0, layer_norm_rows),
       compiled("sgemm 1024^3", 0, gemm_flops, sgemm),
       compiled("linear+bias+relu 1024^3", 0, gemm_flops, linear_relu),

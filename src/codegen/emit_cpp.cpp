@@ -51,7 +51,7 @@ class Emitter {
     arguments();
     bool row_work = false;
     for (const Store& s : k_.stores) row_work |= s.stage == k_.stages;
-    if (k_.stages == 1 && k_.reductions.empty() && !row_work) elementwise();
+    if (k_.stages == 1 && k_.reductions.empty() && !row_work && k_.folds.empty()) elementwise();
     else rows();
     out_ << "}\n";
     if (k_.tiled) tile_entry();
@@ -158,7 +158,10 @@ class Emitter {
       if (e.stage != stage || e.kind == ExprKind::Constant || hoisted_[i]) continue;
       out_ << indent << "const " << dtype_cpp_type(e.dtype) << " e" << i << " = ";
       switch (e.kind) {
-        case ExprKind::Load: out_ << "a" << k_.accesses[e.access].arg << "[" << at(e.access) << "]"; break;
+        case ExprKind::Load:
+          if (k_.accesses[e.access].index >= 0) out_ << gather_load_text(k_, e.access, e.dtype);
+          else out_ << "a" << k_.accesses[e.access].arg << "[" << at(e.access) << "]";
+          break;
         case ExprKind::ReductionResult: out_ << "r" << e.reduction; break;
         case ExprKind::Call: {
           const int arity = kernels::scalar_fn_info(e.call.fn).arity;
@@ -333,6 +336,7 @@ class Emitter {
     outer = merge_dims(outer);
     inner = merge_dims(inner);
     const Num rows = product(outer.extent), per_row = product(inner.extent);
+    emit_fold_scratch(out_, k_, rows);
     if (rows.constant() && per_row.constant()) {
       if (rows.value() > 1 && rows.value() * per_row.value() * k_.stages >= kParallelGrain) {
         out_ << "  #pragma omp parallel for schedule(static)\n";
@@ -407,7 +411,9 @@ class Emitter {
     }
     hoisted_.assign(k_.exprs.size(), false);
     body(k_.stages, "    ", "", "", {});
+    emit_fold_rows(out_, k_);
     out_ << "  }\n";
+    emit_finish_folds(out_, k_, rows, offset_);
   }
 
   // The expressions of `stage` selected by `only` (Calls and ReductionResults), outside any loop.

@@ -16,7 +16,9 @@ std::string kernel_prelude(const LoopKernel& k, const std::string& symbol) {
   for (std::string line; std::getline(comment, line);) out << "// " << line << "\n";
   out << "/* loop kernel:\n" << print_kernel(k) << "*/\n";
   // scalar.h first: it must compile on its own (it includes the standard headers it uses)
-  out << "#include \"kernels/scalar.h\"\n\n#include <cstdint>\n#include <cstring>\n#include <limits>\n\n";
+  out << "#include \"kernels/scalar.h\"\n\n#include <cstdint>\n#include <cstring>\n#include <limits>\n";
+  if (!k.folds.empty()) out << "#include <vector>\n";  // the folds' per-row values
+  out << "\n";
   out << "#ifndef SMELT_KERNEL_PRELUDE\n#define SMELT_KERNEL_PRELUDE\n"
       << "namespace {\n[[maybe_unused]] inline double smelt_f64_from_bits(uint64_t b) {\n"
       << "  double d;\n  std::memcpy(&d, &b, sizeof d);\n  return d;\n}\n}  // namespace\n#endif\n\n";

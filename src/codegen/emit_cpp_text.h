@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,14 @@ std::string reduce_fn(ReduceOp op);  // the scalar:: function that folds it
 std::string udr_name(const Reduction& r);  // its OpenMP user-defined reduction
 // The block maximum of a SumExp over values of `dtype` (scalar::sumexp_block_max).
 std::string block_max_udr(DType dtype);
+
+// Across rows (emit_cpp_fold.cpp): a row-indexed gather's load in the row expressions (the row's
+// offsets x<a>): the element the row's index selects, 0 for an index out of range; the folds'
+// per-row scratch `fr` (before the row loop), each row's values (after its row expressions, row
+// index o) and the totals (after the row loop: summed in row order on one thread, stored).
+std::string gather_load_text(const LoopKernel& k, int access, DType dtype);
+void emit_fold_scratch(std::ostream& out, const LoopKernel& k, const Num& rows);
+void emit_fold_rows(std::ostream& out, const LoopKernel& k);
+void emit_finish_folds(std::ostream& out, const LoopKernel& k, const Num& rows, const std::vector<Num>& offsets);
 
 }  // namespace smelt::codegen::emit

@@ -44,6 +44,7 @@ struct Frame {
   std::vector<int64_t> base;     // per access: the offset of the current row
   std::vector<uint64_t> accs;    // per reduction: the accumulator's bytes
   std::vector<uint64_t> maxes;   // per SumExp reduction: its running maximum's bytes
+  std::vector<uint8_t> gathered;  // per gather access: whether this row's index is in range
 
   template <class T> T* slot(int e) { return reinterpret_cast<T*>(&values[size_t(e) * kTile]); }
   template <class T> T& acc(int r) { return *reinterpret_cast<T*>(&accs[r]); }
@@ -146,6 +147,10 @@ void eval_expr(const LoopKernel& k, Frame& f, void* const* args, int e, int64_t 
         const T* src = static_cast<const T*>(args[k.accesses[ex.access].arg]);
         const int64_t* off = &f.offsets[size_t(ex.access) * kTile];
         T* out = f.slot<T>(e);
+        if (k.accesses[ex.access].index >= 0 && !f.gathered[size_t(ex.access)]) {
+          fill(out, T(0), n);  // an index out of range (an ignored target) loads 0
+          return;
+        }
         for (int64_t j = 0; j < n; ++j) out[j] = src[off[j]];
       });
       break;
@@ -249,6 +254,7 @@ Frame& frame_for(const TilePlan& p) {
   f.base.resize(std::max(f.base.size(), k.accesses.size()));
   f.accs.resize(std::max(f.accs.size(), k.reductions.size()));
   f.maxes.resize(std::max(f.maxes.size(), k.reductions.size()));
+  f.gathered.resize(std::max(f.gathered.size(), k.accesses.size()));
   for (int e : p.constants) {
     const Expr& ex = k.exprs[e];
     visit_dtype<ScalarDTypes::All>(ex.dtype, [&](auto tag) {
@@ -266,8 +272,9 @@ int64_t product(const std::vector<int64_t>& v) {
   return n;
 }
 
-// Each access's offset at outer index `o` (row-major over k.outer): the base of that row.
-void row_base(const LoopKernel& k, Frame& f, int64_t o) {
+// Each access's offset at outer index `o` (row-major over k.outer): the base of that row; a
+// gather's moves by the row's index (read through its plain index access, based first).
+void row_base(const LoopKernel& k, Frame& f, int64_t o, void* const* args) {
   for (size_t a = 0; a < k.accesses.size(); ++a) {
     const Access& acc = k.accesses[a];
     int64_t off = acc.offset, rest = o;
@@ -276,6 +283,34 @@ void row_base(const LoopKernel& k, Frame& f, int64_t o) {
       rest /= k.outer[d];
     }
     f.base[a] = off;
+  }
+  for (size_t a = 0; a < k.accesses.size(); ++a) {
+    const Access& acc = k.accesses[a];
+    if (acc.index < 0) continue;
+    const Access& ix = k.accesses[size_t(acc.index)];
+    const int64_t v = static_cast<const int64_t*>(args[ix.arg])[f.base[size_t(acc.index)]];
+    f.gathered[a] = v >= 0 && v < acc.index_extent;
+    if (f.gathered[a]) f.base[a] += v * acc.index_stride;
+  }
+}
+
+// The folds' totals over the rows' values (`rows`: per row, per fold, value and count), in row
+// order, stored converted to the output's dtype.
+void finish_folds(const LoopKernel& k, void* const* args, const std::vector<double>& rows, int64_t outer) {
+  const size_t nf = k.folds.size();
+  for (size_t i = 0; i < nf; ++i) {
+    const RowFold& fold = k.folds[i];
+    double total = 0, count = 0;
+    for (int64_t o = 0; o < outer; ++o) {
+      total += rows[(size_t(o) * nf + i) * 2];
+      count += rows[(size_t(o) * nf + i) * 2 + 1];
+    }
+    const double v = fold.count >= 0 ? total / count : total;
+    const Access& a = k.accesses[size_t(fold.access)];
+    visit_dtype<ScalarDTypes::All>(k.args[size_t(a.arg)].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      static_cast<T*>(args[a.arg])[a.offset] = scalar::cast<T>(v);
+    });
   }
 }
 
@@ -304,7 +339,7 @@ InterpretedKernel::InterpretedKernel(LoopKernel kernel) {
     else p.stage_exprs[k.exprs[e].stage].push_back(e);
   }
   for (const Store& s : k.stores) row_work |= s.stage == k.stages;
-  p.elementwise = k.stages == 1 && k.reductions.empty() && !row_work;
+  p.elementwise = k.stages == 1 && k.reductions.empty() && !row_work && k.folds.empty();
   SMELT_INTERNAL_CHECK(k.outer.size() + k.inner.size() <= size_t(kMaxTileDims))
       << "kernel '" << k.name << "': more than " << kMaxTileDims << " dims";
   // Tiles walk outer then inner dims for elementwise kernels, the inner dims of one row else.
@@ -343,14 +378,25 @@ void InterpretedKernel::run(void* const* args) const {
     return;
   }
   const int64_t work_per_row = std::max<int64_t>(1, inner * k.stages);
+  // The folds' per-row values, on the calling thread (no allocation once warm).
+  thread_local std::vector<double> fold_rows;
+  const size_t nf = k.folds.size();
+  if (nf) fold_rows.resize(size_t(outer) * nf * 2);
+  double* fold_row = fold_rows.data();
   parallel_for(outer, std::max<int64_t>(1, kParallelGrain / work_per_row), [&](int64_t begin, int64_t end) {
     Frame& f = frame_for(p);
     for (int64_t o = begin; o < end; ++o) {
-      row_base(k, f, o);
+      row_base(k, f, o, args);
       for (int s = 0; s < k.stages; ++s) run_stage(p, f, args, s, 0, inner);
       run_stage(p, f, args, k.stages, 0, 1);
+      for (size_t i = 0; i < nf; ++i) {
+        const RowFold& fold = k.folds[i];
+        fold_row[(size_t(o) * nf + i) * 2] = f.slot<double>(fold.value)[0];
+        fold_row[(size_t(o) * nf + i) * 2 + 1] = fold.count >= 0 ? f.slot<double>(fold.count)[0] : 0.0;
+      }
     }
   });
+  if (nf) finish_folds(k, args, fold_rows, outer);
 }
 
 void InterpretedKernel::run_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
@@ -359,7 +405,7 @@ void InterpretedKernel::run_tile(void* const* args, int64_t r0, int64_t r1, int6
   const TilePlan& p = plan_->row_tiles;
   Frame& f = frame_for(p);
   for (int64_t r = r0; r < r1; ++r) {
-    row_base(k, f, r);
+    row_base(k, f, r, args);
     run_stage(p, f, args, 0, c0, c1);
   }
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "codegen/loop_kernel_gather.h"
 #include "smelt/error.h"
 
 namespace smelt::codegen {
@@ -53,6 +54,10 @@ void validate_access(const LoopKernel& k, int index, bool empty_outer, bool empt
   }
   int64_t lo, hi;
   offset_range(k, a, &lo, &hi);
+  if (a.index >= 0 && a.index_extent > 0) {  // a gather reaches every index in range
+    const int64_t reach = (a.index_extent - 1) * a.index_stride;
+    (reach < 0 ? lo : hi) += reach;
+  }
   SMELT_CHECK(lo >= 0 && hi < k.args[a.arg].numel)
       << where << ": touches elements [" << lo << ", " << hi << "] of argument " << a.arg
       << ", which has " << k.args[a.arg].numel << "; valid: offsets within [0, numel)";
@@ -267,6 +272,7 @@ void validate(const LoopKernel& k) {
                          << ", which the kernel writes, through another access than its stores; valid: "
                          << "read a written argument only at the element the same (o, i) writes";
   }
+  detail::validate_gathers_and_folds(k, stored);
   for (size_t i = 0; i < k.args.size(); ++i) {
     SMELT_CHECK(!k.args[i].output || stored[i])
         << where << ": output argument " << i << " is never stored; valid: every output is written";
@@ -315,6 +321,7 @@ std::string print_kernel(const LoopKernel& k) {
     print_strides(out, a.outer_strides, b ? &b->outer_strides[i] : nullptr, at);
     out << " inner=";
     print_strides(out, a.inner_strides, b ? &b->inner_strides[i] : nullptr, at);
+    detail::print_gather(out, a);
     out << "\n";
   }
   // a number that follows the batch: the same text at every batch size
@@ -367,6 +374,7 @@ std::string print_kernel(const LoopKernel& k) {
         << r.value << "\n";
   }
   for (const Store& s : k.stores) out << "store s" << s.stage << " e" << s.value << " -> access " << s.access << "\n";
+  detail::print_folds_and_checks(out, k);
   return out.str();
 }
 

@@ -12,6 +12,7 @@
 //         and do stage s's stores at (o, i)
 //     evaluate the row expressions (stage == stages: over reduction results, constants and
 //     loads of one element per row, whose inner strides are 0) and do the row stores at (o)
+//   fold the row folds over all rows, in row order, and store their totals
 //
 // A plain elementwise kernel is one stage without reductions (inner holds the dims, outer may hold
 // leading dims to parallelize over, or be empty). A row reduction (sum over the last dim) is one
@@ -69,6 +70,15 @@ struct Access {
   int64_t offset = 0;
   std::vector<int64_t> outer_strides;  // one per outer dim
   std::vector<int64_t> inner_strides;  // one per inner dim (all 0 for row stores)
+  // A row-indexed gather (nll_loss's pick of logp[n, target[n]]) when `index` >= 0: the element
+  // also moves by index_stride times the int64 value v that access `index` (a plain row access
+  // of an Int64 argument: inner strides 0) reads at the same row. A v outside [0, index_extent)
+  // (an ignored target; the caller's check_indices refused every other) loads 0 of the dtype.
+  // Only loads in the row expressions gather, and the addressing of every v in range must be
+  // within the argument (validate).
+  int index = -1;
+  int64_t index_stride = 0;
+  int64_t index_extent = 0;
 };
 
 // How a reduction folds: Sum with scalar::add from 0, Max with scalar::maximum from -inf (the
@@ -93,6 +103,26 @@ struct Store {
   int value = -1;  // expression to store (converted to nothing: its dtype is the argument's)
   int access = -1;
   int stage = 0;   // `stages` for a row store
+};
+
+// A cross-row fold (nll_loss's sum or mean over rows): per row, the row expression `value` and,
+// for a mean, `count` (both float64: a row's loss and whether it counts); after all rows they are
+// summed in row order, in double, on one thread — the same bits at any thread count, and the
+// eager kernel's bits — and value_total (or value_total / count_total) is stored, converted to
+// the argument's dtype, at access `access` (all strides 0: one element).
+struct RowFold {
+  int value = -1;
+  int count = -1;  // -1: a sum
+  int access = -1;
+};
+
+// A range check of an Int64 argument's values that the caller runs before the kernel (check_indices):
+// every value in [0, extent) or equal to `ignore`, else the smelt::Error the eager op `op` gives.
+struct IndexCheck {
+  int arg = -1;
+  int64_t extent = 0;
+  int64_t ignore = 0;
+  std::string op;  // "nll_loss"
 };
 
 struct Arg {
@@ -134,6 +164,8 @@ struct LoopKernel {
   std::vector<Expr> exprs;  // topologically ordered
   std::vector<Reduction> reductions;
   std::vector<Store> stores;
+  std::vector<RowFold> folds;          // after all rows (see the top)
+  std::vector<IndexCheck> index_checks;  // before the kernel runs
   bool tiled = false;      // offers the tile entry (see the top)
   std::string comment;     // what the kernel fuses (op list, source nodes), kept in dumps
   std::optional<BatchTerms> batch;  // set: a dynamic-batch kernel (see BatchTerms)
@@ -150,6 +182,12 @@ const BatchConstant* batch_term(const LoopKernel& kernel, int expr, int param = 
 // written arguments read only in place, every output argument stored, the tile form's shape);
 // throws smelt::Error naming the kernel, the part and the reason.
 void validate(const LoopKernel& kernel);
+
+// Runs kernel.index_checks over the argument buffers `args` (in `args` order): throws the
+// smelt::Error the eager op gives for the first value out of range (naming the op, the flat index
+// — the row — and the value). Every caller of a kernel entry whose kernel has checks calls it
+// first: the backends assume the values are in range.
+void check_indices(const LoopKernel& kernel, void* const* args);
 
 // Per expression: whether its value is the same at every inner index of a row — a constant, a
 // reduction result, a load whose inner strides are all 0 (a row statistic read back: layer_norm

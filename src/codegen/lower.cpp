@@ -22,6 +22,10 @@ bool is_reduce(OpId op) {
   return op == OpId::sum || op == OpId::mean || op == OpId::amax || op == OpId::amin;
 }
 
+bool gathers(const Map& m) {
+  return std::any_of(m.gather.begin(), m.gather.end(), [](int64_t g) { return g != 0; });
+}
+
 bool inner_invariant(const Map& m, size_t n_outer) {
   for (const auto& row : m.rows) {
     for (size_t j = n_outer; j < row.size(); ++j) {
@@ -157,7 +161,7 @@ class Lowerer {
   // along dim 1; read that way, a group returning the row sums was refused.
   Map natural_map(const Shape& shape) const {
     const size_t r = space_.size(), k = shape.size();
-    Map m{std::vector<std::vector<int64_t>>(k, std::vector<int64_t>(r, 0)), std::vector<int64_t>(k, 0)};
+    Map m{std::vector<std::vector<int64_t>>(k, std::vector<int64_t>(r, 0)), std::vector<int64_t>(k, 0), {}};
     auto position = [&](int64_t d) {
       return size_t(std::find(space_dim_.begin(), space_dim_.end(), d) - space_dim_.begin());
     };
@@ -190,6 +194,10 @@ class Lowerer {
 
   void store_output(size_t o) {
     const ir::Value* v = body_.outputs()[o];
+    if (v->kind == ir::ValueKind::Computed && v->producer->op == OpId::nll_loss &&
+        v->producer->attrs.get_int("reduction") != 0) {
+      return fold_nll_loss(*v->producer, first_output_arg_ + int(o));
+    }
     Map m = natural_map(v->meta.shape);
     // A row store when the value is the same along the inner dims, unless the output has the
     // space's own shape: then every reduced extent is 1 (layer_norm over a [.., 1] row) and the
@@ -224,7 +232,13 @@ class Lowerer {
       if (shape[d] == 1) {
         std::fill(m.rows[d].begin(), m.rows[d].end(), 0);
         m.base[d] = 0;
+        if (!m.gather.empty()) m.gather[d] = 0;
       }
+    }
+    if (!gathers(m)) {
+      m.gather.clear();
+      m.gather_access = -1;
+      m.gather_extent = 0;
     }
   }
 
@@ -239,10 +253,15 @@ class Lowerer {
     }
     a.outer_strides.assign(strides.begin(), strides.begin() + std::ptrdiff_t(n_outer_));
     a.inner_strides.assign(strides.begin() + std::ptrdiff_t(n_outer_), strides.end());
+    if (gathers(m)) {
+      a.index = m.gather_access;
+      a.index_extent = m.gather_extent;
+      for (size_t d = 0; d < shape.size(); ++d) a.index_stride += cs[d] * m.gather[d];
+    }
     for (size_t i = 0; i < k_.accesses.size(); ++i) {
       const Access& b = k_.accesses[i];
       if (b.arg == a.arg && b.offset == a.offset && b.outer_strides == a.outer_strides &&
-          b.inner_strides == a.inner_strides) {
+          b.inner_strides == a.inner_strides && b.index == a.index && b.index_stride == a.index_stride) {
         return int(i);
       }
     }
@@ -269,6 +288,8 @@ class Lowerer {
       key.push_back(m.base[d]);
       key.insert(key.end(), m.rows[d].begin(), m.rows[d].end());
     }
+    key.insert(key.end(), m.gather.begin(), m.gather.end());
+    key.push_back(m.gather_access);
     auto memo = memo_.find(key);
     if (memo != memo_.end()) return memo->second;
     const int e = build(v, m, stage);
@@ -291,6 +312,7 @@ class Lowerer {
       return add_expr(e);
     }
     const int arg = leaf_arg(v);
+    if (gathers(m) && stage != kRowStage) throw CannotLower{"a gathered read outside the row expressions"};
     if (arg >= 0 && stage == kRowStage) {
       // A row epilogue reading an argument of the reduced shape (sum(x) + b[row], mean's count):
       // one element per row, a load whose inner strides are 0 (loop_kernel.h).
@@ -318,6 +340,12 @@ class Lowerer {
     }
     const ir::Node* n = v->producer;
     if (is_reduce(n->op)) return reduction_result(v, m, stage);
+    if (n->op == OpId::nll_loss) {
+      if (stage != kRowStage || n->attrs.get_int("reduction") != 0) {
+        throw CannotLower{"nll_loss's loss read inside the group"};
+      }
+      return nll_row_loss(*n);
+    }
     if (auto call = ops::elementwise_scalar_call(n->op, n->attrs, n->inputs.back()->meta.dtype)) {
       Expr e;
       e.kind = ExprKind::Call;
@@ -335,13 +363,16 @@ class Lowerer {
   // The map of an operand of shape `from` broadcast to `to` (right-aligned, size-1 dims repeat).
   static Map broadcast_map(const Map& m, const Shape& to, const Shape& from) {
     const size_t k = from.size(), offset = to.size() - k;
-    Map out{std::vector<std::vector<int64_t>>(k), std::vector<int64_t>(k, 0)};
+    Map out{std::vector<std::vector<int64_t>>(k), std::vector<int64_t>(k, 0), {}};
     const size_t r = m.rows.empty() ? 0 : m.rows[0].size();
     for (size_t e = 0; e < k; ++e) {
       const bool repeated = from[e] == 1 && to[offset + e] != 1;
       out.rows[e] = repeated ? std::vector<int64_t>(r, 0) : m.rows[offset + e];
       out.base[e] = repeated ? 0 : m.base[offset + e];
+      if (!m.gather.empty()) out.gather.push_back(repeated ? 0 : m.gather[offset + e]);
     }
+    out.gather_access = m.gather_access;
+    out.gather_extent = m.gather_extent;
     return out;
   }
 
@@ -361,6 +392,7 @@ class Lowerer {
           const size_t w = size_t(wrap_dim(dims[d], int64_t(in.size()), "permute"));
           r.rows[w] = m.rows[d];
           r.base[w] = m.base[d];
+          if (!m.gather.empty()) r.gather[w] = m.gather[d];
         }
         return r;
       }
@@ -370,9 +402,11 @@ class Lowerer {
         const int64_t start = n.attrs.get_int("start"), step = n.attrs.get_int("step");
         for (int64_t& c : r.rows[dim]) c *= step;
         r.base[dim] = start + step * m.base[dim];
+        if (!m.gather.empty()) r.gather[dim] *= step;
         return r;
       }
       case OpId::reshape:
+        if (gathers(m)) throw CannotLower{"a gathered read through a reshape"};
         return detail::reshape_input_map(in, out, m, space_.size());
       default:
         throw CannotLower{std::string("no lowering for op ") + n.name()};
@@ -385,7 +419,7 @@ class Lowerer {
     const ir::Node* n = v->producer;
     Map natural = natural_map(v->meta.shape);
     canonicalize(natural, v->meta.shape);
-    if (natural.rows != m.rows || natural.base != m.base) {
+    if (natural.rows != m.rows || natural.base != m.base || gathers(m)) {
       throw CannotLower{std::string(n->name()) + "'s result is read at another row than its own"};
     }
     auto found = reduction_index_.find(n);
@@ -442,6 +476,91 @@ class Lowerer {
       result = add_expr(div);
     }
     return acc == v->meta.dtype ? result : cast_expr(result, v->meta.dtype, stage);
+  }
+
+  // nll_loss over log-probabilities (N, C) that the group computes, its class dim the reduced one:
+  // per row, the loss where(target == ignore, 0, -logp[n, target[n]]) — logp's expression
+  // evaluated at the one column the target picks (a gather, codegen/loop_kernel.h) — as a row
+  // expression; the targets checked before the kernel runs as the eager kernel checks them.
+  int nll_row_loss(const ir::Node& n) {
+    const ir::Value* logp = n.inputs[0];
+    const ir::Value* target = n.inputs[1];
+    const Shape& shape = logp->meta.shape;
+    if (shape.size() != 2 || shape != shape_ || dims_ != std::vector<int64_t>{1}) {
+      throw CannotLower{"nll_loss over " + shape_str(shape) + " is not over the rows of the group's " +
+                        shape_str(shape_) + " reduced along dim 1"};
+    }
+    const int64_t ignore = n.attrs.get_int("ignore_index");
+    const Map row = natural_map(target->meta.shape);
+    if (target->kind == ir::ValueKind::Constant && target->constant.numel() == 1) {
+      return nll_constant_target(n, row, target->constant.contiguous().data<int64_t>()[0]);
+    }
+    const int arg = leaf_arg(target);
+    if (arg < 0) throw CannotLower{"nll_loss's target is computed inside the group"};
+    const int index = access_of(arg, target->meta.shape, row);
+    bool checked = false;
+    for (const IndexCheck& c : k_.index_checks) checked |= c.arg == arg && c.ignore == ignore;
+    if (!checked) k_.index_checks.push_back({arg, shape[1], ignore, "nll_loss"});
+    const int t = expr_of(target, row, kRowStage);
+    Map pick{{row.rows[0], std::vector<int64_t>(space_.size(), 0)}, {row.base[0], 0}, {0, 1}, index, shape[1]};
+    const int picked = expr_of(logp, pick, kRowStage);
+    const DType dtype = logp->meta.dtype;
+    const int neg = call_expr(OpId::neg, {picked}, dtype);
+    const int zero = constant_expr(dtype, 0.0, 0);
+    return call_expr(OpId::where, {compare_target(OpId::eq, t, ignore), zero, neg}, dtype);
+  }
+
+  // nll_loss of one row whose target is a literal (a body constant): no gather, and no check
+  // before the kernel (a target out of range is refused here: node by node, the eager kernel
+  // reports it when the group runs).
+  int nll_constant_target(const ir::Node& n, const Map& row, int64_t t) {
+    const ir::Value* logp = n.inputs[0];
+    const DType dtype = logp->meta.dtype;
+    if (t == n.attrs.get_int("ignore_index")) return constant_expr(dtype, 0.0, 0);
+    if (t < 0 || t >= logp->meta.shape[1]) {
+      throw CannotLower{"nll_loss's constant target " + std::to_string(t) + " is out of range"};
+    }
+    Map pick{{row.rows[0], std::vector<int64_t>(space_.size(), 0)}, {row.base[0], t}, {}, -1, 0};
+    return call_expr(OpId::neg, {expr_of(logp, pick, kRowStage)}, dtype);
+  }
+
+  // eq / ne of the row's target and ignore_index (a Bool row expression).
+  int compare_target(OpId op, int t, int64_t ignore) {
+    return call_expr(op, {t, constant_expr(DType::Int64, 0.0, ignore)}, DType::Bool);
+  }
+
+  // nll_loss's sum or mean over the rows: a fold of the row losses (and for mean of whether each
+  // row counts) in double, in row order, as the eager kernel sums (LoopKernel::folds).
+  void fold_nll_loss(const ir::Node& n, int arg) {
+    RowFold f;
+    f.value = cast_expr(nll_row_loss(n), DType::Float64, kRowStage);
+    if (n.attrs.get_int("reduction") == 1) {
+      const int t = expr_of(n.inputs[1], natural_map(n.inputs[1]->meta.shape), kRowStage);
+      const int counted = compare_target(OpId::ne, t, n.attrs.get_int("ignore_index"));
+      f.count = cast_expr(counted, DType::Float64, kRowStage);
+    }
+    f.access = access_of(arg, Shape{}, Map{});
+    k_.folds.push_back(f);
+  }
+
+  int call_expr(OpId op, std::vector<int> operands, DType dtype) {
+    Expr e;
+    e.kind = ExprKind::Call;
+    e.dtype = dtype;
+    e.stage = kRowStage;
+    e.call = *ops::elementwise_scalar_call(op, ops::Attrs{}, k_.exprs[size_t(operands.back())].dtype);
+    e.operands = std::move(operands);
+    return add_expr(e);
+  }
+
+  int constant_expr(DType dtype, double f, int64_t i) {
+    Expr e;
+    e.kind = ExprKind::Constant;
+    e.dtype = dtype;
+    e.stage = kRowStage;
+    e.fvalue = f;
+    e.ivalue = i;
+    return add_expr(e);
   }
 
   // `operand` converted to `dtype` by the cast op's scalar function.

@@ -7,7 +7,7 @@ namespace smelt::codegen::detail {
 Map reshape_input_map(const Shape& in, const Shape& out, const Map& m, size_t space) {
   const size_t r = space;
   Map res{std::vector<std::vector<int64_t>>(in.size(), std::vector<int64_t>(r, 0)),
-          std::vector<int64_t>(in.size(), 0)};
+          std::vector<int64_t>(in.size(), 0), {}};
   size_t i = 0, o = 0;
   while (i < in.size() || o < out.size()) {
     // One chunk: input dims [i, i2) and output dims [o, o2) with equal products.

@@ -19,9 +19,15 @@ struct CannotLower {
 
 // Where each element of a value of rank k is read, as an affine function of the iteration
 // index i (rank r): index[d] = base[d] + sum_j rows[d][j] * i[j].
+// A gathered read (nll_loss's pick, Access::index) adds gather[d] times the row's index — read
+// through access `gather_access`, valid in [0, gather_extent) — to index[d]; `gather` is empty
+// when no dim gathers.
 struct Map {
   std::vector<std::vector<int64_t>> rows;
   std::vector<int64_t> base;
+  std::vector<int64_t> gather;
+  int gather_access = -1;
+  int64_t gather_extent = 0;
 };
 
 // The map of a reshape's input (shape `in`) given the map `m` of its output (shape `out`).

@@ -34,6 +34,11 @@ class CostModel {
   // against the eager row kernel. `why` gets a clause to append.
   static bool lone_row_kernel_pays(const ir::Node& n, std::string* why);
 
+  // nll_loss gathering in the row kernel of its log_softmax, whose group has `row_ops` non-view
+  // ops without it: with 1 (log_softmax alone) the gather would replace the eager row kernel and
+  // the eager nll_loss by one generated kernel, which is slower. `why` gets the reason.
+  static bool gather_pays(int row_ops, std::string* why);
+
  private:
   std::unordered_map<const ir::Value*, int64_t> cost_bytes_;  // empty: every value's own size
 };

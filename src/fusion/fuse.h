@@ -49,6 +49,11 @@
 //      Elementwise nodes depending on the row node, with output shape equal to x's shape,
 //      reading the row node's output 0 only (never layer_norm's mean/rstd), epilogue values,
 //      externals and load views. Outputs: any output of the row node, and epilogue values.
+//      nll_loss (a gather: fusion/pattern.h Role::Gather) over (N, C) log-probabilities joins the
+//      row group of the log_softmax (over the last dim) computing its input 0: its target is
+//      external or a load view, and nothing in the group reads its loss (a group output). The
+//      row kernel picks logp[n, target[n]] in its row expressions and, for sum or mean, folds
+//      the rows after them (codegen/loop_kernel.h: Access::index, LoopKernel::folds).
 //  fusion="contraction"  the FIRST body node is the only matmul or conv2d; both its operands are
 //      external (no prologue); its output dtype is floating. Every other node is an Elementwise
 //      epilogue node depending on it with output shape equal to its output shape (bias add with
@@ -115,6 +120,10 @@ struct FusionOptions {
   // false: no broadcast epilogues (the reduction and the pointwise kernel after it stay two
   // kernels, and max_row_ops and the depth restart do not apply): the A/B switch for bench/.
   bool row_groups = true;
+  // nll_loss in the row group of its log_softmax: 0 never (it runs its eager kernel after the
+  // row op stores the log-probabilities: the A/B switch for bench/), 1 when the cost model says
+  // so (CostModel::gather_pays: the row group is a generated kernel anyway), 2 always.
+  int gathers = 1;
   // Set: a graph of the same structure as the one fused, node for node (the same graph at another
   // batch size, runtime/batch_graph.h), whose value sizes the cost model reads instead. A dynamic
   // batch fuses each probe batch size with the sizes at one large batch, so that every batch size
@@ -124,7 +133,7 @@ struct FusionOptions {
 };
 
 // The options with SMELT_FUSE_MAX_OPS, SMELT_FUSE_MAX_DEPTH, SMELT_FUSE_MAX_RECOMPUTE,
-// SMELT_FUSE_MAX_ROW_OPS, SMELT_FUSE_MAX_ROW_DEPTH, SMELT_FUSE_ROW_GROUPS applied
+// SMELT_FUSE_MAX_ROW_OPS, SMELT_FUSE_MAX_ROW_DEPTH, SMELT_FUSE_ROW_GROUPS, SMELT_FUSE_GATHERS applied
 // (docs/env.md); a bad value is a smelt::Error naming the variable.
 FusionOptions fusion_options_from_env();
 

@@ -94,8 +94,15 @@ Role classify(const ir::Node& n, std::string* why) {
         return floating ? Role::Row : none(name + " over a non-floating dtype: not fused");
       }
       if (n.op == OpId::layer_norm) return floating ? Role::Row : none("layer_norm over a non-floating dtype");
+      if (n.op == OpId::nll_loss) {
+        if (n.inputs[0]->meta.shape.size() != 2) {
+          return none("nll_loss over " + shape_str(n.inputs[0]->meta.shape) +
+                      ": only (N, C) log-probabilities are gathered by row (the row pattern)");
+        }
+        return floating ? Role::Gather : none("nll_loss over a non-floating dtype");
+      }
       return none(name + ": a reduction no pattern covers (reduction: sum, mean, amax, amin; row: softmax, "
-                         "log_softmax, layer_norm)");
+                         "log_softmax, layer_norm, and nll_loss after log_softmax)");
     case ops::OpKind::Contraction:
       if ((n.op == OpId::matmul || n.op == OpId::conv2d) && dtype_is_floating(n.outputs[0]->meta.dtype)) {
         return Role::Contraction;
@@ -124,7 +131,7 @@ std::string check_pattern(Pattern p, const GroupView& g) {
   }
 
   // The anchors of the pattern, and per node: a load view? depends on an anchor? who reads it.
-  std::vector<bool> anchor(n), load(n), dep(n);
+  std::vector<bool> anchor(n), load(n), dep(n), gather(n);
   std::vector<std::vector<std::pair<size_t, size_t>>> readers(n);  // (reader, operand index)
   size_t num_anchors = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -132,6 +139,7 @@ std::string check_pattern(Pattern p, const GroupView& g) {
     std::string why;
     const Role role = classify(node, &why);
     if (role == Role::None) return node_ref(node) + " is never fused: " + why;
+    gather[i] = role == Role::Gather;
     anchor[i] = (p == Pattern::Reduction && role == Role::Reduce) || (p == Pattern::Row && role == Role::Row) ||
                 (p == Pattern::Contraction && role == Role::Contraction);
     num_anchors += anchor[i];
@@ -194,6 +202,15 @@ std::string check_pattern(Pattern p, const GroupView& g) {
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = *g.nodes[i];
     const std::string ref = node_ref(node);
+    if (gather[i]) {  // nll_loss: picks one log-probability per row of the row node's output
+      if (p != Pattern::Row || a0.op != OpId::log_softmax || node.inputs[0] != a0.outputs[0]) {
+        return ref + ": nll_loss joins only the row group of the log_softmax computing its input 0";
+      }
+      const long t = producer_index(node.inputs[1]);
+      if (t >= 0 && !load[size_t(t)]) return ref + ": its target must be a group input or a load view";
+      if (!readers[i].empty()) return ref + ": its loss is read inside the group; valid: a group output only";
+      continue;
+    }
     if (anchor[i]) {
       if (dep[i]) return ref + " depends on another anchor of the group";
       if (p == Pattern::Reduction) {

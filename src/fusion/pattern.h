@@ -19,6 +19,7 @@ enum class Role : uint8_t {
   Reduce,       // sum, mean, amax, amin over a floating input
   Row,          // softmax / log_softmax over the last dim, layer_norm
   Contraction,  // matmul, conv2d
+  Gather,       // nll_loss over (N, C) log-probabilities: joins the row group of its log_softmax
 };
 
 // The node's role from the op table (kind, flags, memory columns) and its attributes; for None,

@@ -46,6 +46,7 @@ class Planner {
       const int g = new_group(Pattern::Row, i);
       grow_producers(g, {p_.nodes[i]->inputs[0]}, false);
       grow_consumers(g, {p_.nodes[i]->outputs[0]});
+      add_gathers(g);
       finish(g);
     }
     for (int i = 0; i < size(); ++i) {
@@ -59,6 +60,14 @@ class Planner {
       }
       grow_consumers(g, results);
       finish(g);
+    }
+    for (int i = 0; i < size(); ++i) {
+      if (p_.roles[i] == Role::Gather && p_.owner[i] < 0 && p_.reasons[i].empty()) {
+        const ir::Value* logp = p_.nodes[i]->inputs[0];
+        p_.reasons[i].push_back("nll_loss fuses only into the row group of the log_softmax (over the last dim) that "
+                                "computes its input 0; " + ir::value_ref(logp) + " is " +
+                                (logp->producer ? "made by " + std::string(logp->producer->name()) : "a graph input"));
+      }
     }
     for (int i = size() - 1; i >= 0; --i) {
       if (p_.roles[i] != Role::Pointwise || p_.owner[i] >= 0) continue;
@@ -362,6 +371,30 @@ class Planner {
       }
       if (wide) grow_producers(g, n->inputs, false);
       push_readers(n->outputs[0]);
+    }
+  }
+
+  // nll_loss nodes reading row group g's log_softmax output: each picks one value per row of it,
+  // a gather in the row kernel's row expressions (and a fold over the rows for sum or mean).
+  void add_gathers(int g) {
+    const ir::Node* a = p_.nodes[p_.groups[g].anchor];
+    if (a->op != ops::OpId::log_softmax) return;
+    for (const ir::Use& u : a->outputs[0]->uses) {
+      const int j = pos(u.node);
+      if (p_.roles[j] != Role::Gather || p_.owner[j] >= 0 || u.index != 0) continue;
+      std::string why;
+      if (opt_.gathers == 0) {
+        reason(j, g, "gathers are off (SMELT_FUSE_GATHERS=0)");
+        continue;
+      }
+      int row_ops = 0;
+      for (int m : p_.groups[g].owned) row_ops += !is_view(*p_.nodes[m]) && p_.roles[m] != Role::Gather;
+      for (int m : p_.groups[g].recomputed) row_ops += !is_view(*p_.nodes[m]);
+      if (opt_.gathers == 1 && !CostModel::gather_pays(row_ops, &why)) {
+        reason(j, g, why);
+        continue;
+      }
+      if (!try_extend(g, {j}, {}, &why)) reason(j, g, why);
     }
   }
 

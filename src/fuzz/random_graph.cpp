@@ -178,7 +178,15 @@ void Builder::add_normalization(ir::Value* a) {
     return;
   }
   if (chance(0.6)) {
-    emit(chance(0.5) ? OpId::softmax : OpId::log_softmax, {a}, {{"dim", int64_t(pick(-rank, rank - 1))}});
+    const OpId op = chance(0.5) ? OpId::softmax : OpId::log_softmax;
+    if (op == OpId::log_softmax && rank == 2 && s[1] > 0 && chance(0.5)) {
+      // cross_entropy's forward over temperature-scaled logits (a row group that nll_loss joins)
+      // or, along dim 0, one that does not gather
+      ir::Value* scaled = node(OpId::mul, {a, graph_->add_constant(scalar_constant(a->meta.dtype))});
+      add_nll_loss(emit(op, {scaled}, {{"dim", int64_t(pick(-rank, rank - 1))}}));
+      return;
+    }
+    emit(op, {a}, {{"dim", int64_t(pick(-rank, rank - 1))}});
     return;
   }
   const int64_t ndim = pick(1, std::min(rank, 2));

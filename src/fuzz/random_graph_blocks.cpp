@@ -93,6 +93,9 @@ void Builder::add_row_block(ir::Value* a) {
     emit(OpId::mul, {y, node(OpId::sub, {g, r})});
   } else if (form == 2) {  // log_softmax's backward: g - exp(y) sum(g)
     ir::Value* y = node(OpId::log_softmax, {a}, {{"dim", int64_t(-1)}});
+    if (rank == 2 && s[1] > 0) {  // cross_entropy's forward: nll_loss gathers from y
+      add_nll_loss(y);  // with the backward below in its row group (CostModel::gather_pays)
+    }
     emit(OpId::sub, {g, node(OpId::mul, {node(OpId::exp, {y}), node(OpId::sum, {g}, keep)})});
   } else if (form == 3) {  // a layer norm's backward: two row means, the epilogue reads both
     ir::Value* gx = node(OpId::mul, {g, a});
@@ -110,6 +113,15 @@ void Builder::add_row_block(ir::Value* a) {
     if (chance(0.5)) e = node(pick_from(kBinary), {e, chance(0.5) ? p : g});
     emit(chance(0.3) ? OpId::exp : OpId::neg, {e});
   }
+}
+
+// nll_loss over log-probabilities y (N, C): targets a constant in [0, C), ignore_index either
+// one of the classes (its rows ignored) or -100; every reduction.
+void Builder::add_nll_loss(ir::Value* y) {
+  const Shape& s = y->meta.shape;
+  ir::Value* t = index_constant({s[0]}, s[1]);
+  const int64_t ignore = chance(0.5) ? int64_t(-100) : int64_t(pick(0, int(s[1]) - 1));
+  emit(OpId::nll_loss, {y, t}, {{"ignore_index", ignore}, {"reduction", int64_t(pick(0, 2))}});
 }
 
 void Builder::add_rule_bait() {

@@ -51,11 +51,7 @@ void nll_loss_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
   const int64_t spatial = target.numel() / std::max<int64_t>(batch, 1);  // product of d...
   const int64_t* t = target.data<int64_t>();
   // Values are checked before any work (and outside threads, which must not throw).
-  for (int64_t i = 0; i < target.numel(); ++i) {
-    SMELT_CHECK(t[i] == ignore || (t[i] >= 0 && t[i] < classes))
-        << "nll_loss: target " << t[i] << " at flat index " << i << " is out of range for "
-        << classes << " classes; valid: [0, " << classes - 1 << "] or ignore_index " << ignore;
-  }
+  check_class_indices(t, target.numel(), classes, ignore, "nll_loss");
   const Tensor& loss = out[0];
   SMELT_DISPATCH_FLOATING(logp.dtype(), "nll_loss", [&] {
     using T = scalar_t;

@@ -76,4 +76,12 @@ std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char*
 
 Tensor zero_like_scalar(const Tensor& like) { return scalar_like(like, 0.0); }
 
+void check_class_indices(const int64_t* t, int64_t n, int64_t classes, int64_t ignore, const char* op) {
+  for (int64_t i = 0; i < n; ++i) {
+    SMELT_CHECK(t[i] == ignore || (t[i] >= 0 && t[i] < classes))
+        << op << ": target " << t[i] << " at flat index " << i << " is out of range for " << classes
+        << " classes; valid: [0, " << classes - 1 << "] or ignore_index " << ignore;
+  }
+}
+
 }  // namespace smelt::ops

@@ -18,6 +18,11 @@ void check_numeric(const TensorMeta& m, const char* op, const char* what = "inpu
 void check_dtype(const TensorMeta& m, DType want, const char* op, const char* what);
 void check_same_dtype(const TensorMeta& a, const TensorMeta& b, const char* op);
 
+// Class indices (nll_loss's targets, n of them): each in [0, classes) or equal to `ignore`, else
+// the op's error naming the flat index and the value. Shared by the eager kernel and the compiled
+// kernels' check (codegen::check_indices), so that both say the same.
+void check_class_indices(const int64_t* t, int64_t n, int64_t classes, int64_t ignore, const char* op);
+
 // Reduction dims from the "dims" attribute: wrapped, sorted, unique; empty means all dims.
 std::vector<int64_t> reduce_dims(const Attrs& attrs, int64_t rank, const char* op);
 // Shape after reducing `dims` (kept as size 1 when keepdim).

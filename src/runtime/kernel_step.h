@@ -31,6 +31,8 @@ class KernelStep {
   // `pointers[arg_slots[i]]` is argument i.
   void run(const std::vector<void*>& pointers, const std::vector<int>& arg_slots) {
     for (size_t i = 0; i < arg_slots.size(); ++i) args_[i] = pointers[size_t(arg_slots[i])];
+    // nll_loss's targets, checked as the eager op checks them (the backends assume them in range)
+    if (!kernel_.index_checks.empty()) codegen::check_indices(kernel_, args_.data());
     if (!handle_) {
       run_interpreted();
     } else if (!kernel_.batch) {

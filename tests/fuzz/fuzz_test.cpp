@@ -90,6 +90,25 @@ TEST(Fuzz, RandomGraphsReachRowGroups) {
   EXPECT_GE(graphs_with_row_groups, 20);
 }
 
+// The generator makes cross_entropy's forward (log_softmax, then nll_loss over its output) often
+// enough that the compile fuzzer checks the gather and the fold over rows: a row group holding
+// nll_loss.
+TEST(Fuzz, RandomGraphsReachNllGathers) {
+  int graphs_with_gathers = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    auto g = fuzz::random_graph(seed);
+    fusion::fuse(*g);
+    bool found = false;
+    for (const auto& n : g->nodes()) {
+      if (!n->body || n->attrs.get_string("fusion") != "row") continue;
+      for (const auto& b : n->body->nodes()) found |= b->op == ops::OpId::nll_loss;
+    }
+    graphs_with_gathers += found;
+  }
+  std::printf("%d of 1000 random graphs hold nll_loss in a row group\n", graphs_with_gathers);
+  EXPECT_GE(graphs_with_gathers, 5);  // 9 at this writing: about 18 cases per CI run of 2000
+}
+
 // What the special-value draws put into the graphs' constants, by kind.
 struct SpecialCounts {
   int nan = 0, inf = 0, negative_zero = 0, subnormal = 0, huge = 0, int64_extreme = 0, beyond_2_53 = 0;
