@@ -21,12 +21,18 @@
 // std::exp & co. without -ffast-math: these are straight-line float/int arithmetic, bit casts
 // through std::memcpy and selects (f32::select, bit masks: GCC 12 keeps control flow for some `?:`
 // on values, and erf and gelu_erf ran scalar while written that way), so every loop over them
-// vectorizes under -march=native.
+// vectorizes under -march=native. Polynomials and reductions use std::fma (f32::fma): exactly
+// rounded, so every backend gets the same bits, and one instruction under -march=native (a
+// build without FMA in its target, SMELT_NATIVE=OFF, calls the C library's fmaf instead: same
+// bits, much slower). gelu_erf, silu and gelu_tanh scale each branch only as far as it needs, so
+// that large inputs compute no subnormal that is then discarded (a subnormal result costs a
+// microcode assist on AMD Zen and others: gelu_erf took 3.1 instead of 1.7 ns per element for
+// inputs of magnitude ~10 or more).
 //
 // Max error against the float64 std:: result rounded to float, in ulps (the ulp of a subnormal
 // result is the smallest subnormal), measured exhaustively over all finite float32 inputs in the
-// -march=native build; tests/kernels/scalar_math_test.cpp re-checks a strided sweep and the
-// special values:
+// -march=native build (bench/scalar_ulp_sweep.cpp); tests/kernels/scalar_math_test.cpp re-checks
+// a strided sweep and the special values:
 //   exp 1   log 1   tanh 1   erf 1   sigmoid 3   silu 4   gelu (erf) 5   gelu (tanh) 4
 //   softplus 3
 #pragma once
@@ -61,6 +67,10 @@ inline float select(bool c, float a, float b) {
   return from_bits((bits(a) & mask) | (bits(b) & ~mask));
 }
 
+// a * b + c rounded once. Exact, so every backend gets the same bits (contraction of a * b + c
+// is off everywhere, see CMakeLists.txt); under -march=native it is one instruction.
+inline float fma(float a, float b, float c) { return std::fma(a, b, c); }
+
 // v * 2^n for n in [-252, 254] with one rounding: two exact power-of-two steps, each within the
 // normal exponent range, so a subnormal result is rounded once (in the last multiply).
 inline float ldexp2(float v, int32_t n) {
@@ -73,44 +83,58 @@ inline float ldexp2(float v, int32_t n) {
 // exp(hi + mid + lo) = mant * 2^n, for |mid|, |lo| <= ~2: the argument may come in pieces that
 // one float cannot hold without rounding (a large square and its rounding error, a polynomial's
 // constant term and the rest). Cody-Waite reduction: n = round(argument / ln 2), r = argument -
-// n ln 2 in [-ln2/2, ln2/2], with ln 2 split so that hi - n * kLn2Hi is exact and the small pieces
-// are added to the already-small remainder; then a degree-6 polynomial for exp(r). hi is clamped
-// to [-150, 89], beyond which exp is 0 or inf in float anyway, even for callers that multiply
-// mant * 2^n by up to ~2^20 before scaling.
+// n ln 2 in [-ln2/2, ln2/2], with ln 2 split so that hi - n * kExpLn2Hi is exact and the small
+// pieces are added to the already-small remainder; then a degree-6 polynomial for exp(r). hi is
+// clamped to [-150, 89], beyond which exp is 0 or inf in float anyway, even for callers that
+// multiply mant * 2^n by up to ~2^20 before scaling.
 struct ExpParts {
   float mant;  // in [0.70, 1.42]
   int32_t n;   // in [-220, 131]
 };
-inline ExpParts exp_parts(float hi, float mid, float lo) {
-  constexpr float kLog2e = 1.44269504f;
-  constexpr float kLn2Hi = 0.693359375f;      // 355/512: n * kLn2Hi is exact for |n| < 2^15
-  constexpr float kLn2Lo = -2.12194440e-4f;   // ln 2 - kLn2Hi
-  constexpr float kRoundShift = 12582912.0f;  // 1.5 * 2^23: x + it rounds x to an integer
-  // The clamp selects bit patterns instead of values: written as `hi < -150 ? -150 : hi`, GCC
-  // folds the constant branches through the rest of the function and the vectorized loop computes
-  // all three paths under masks (about 45 instead of 27 instructions per 16 lanes). Same result:
-  // NaN compares false both ways and passes through.
+constexpr float kExpLog2e = 1.44269504f;
+constexpr float kExpLn2Hi = 0.693359375f;      // 355/512: n * kExpLn2Hi is exact for |n| < 2^15
+constexpr float kExpLn2Lo = -2.12194440e-4f;   // ln 2 - kExpLn2Hi
+constexpr float kExpRoundShift = 12582912.0f;  // 1.5 * 2^23: x + it rounds x to an integer
+
+// hi clamped to [-150, 89]. The clamp selects bit patterns instead of values: written as
+// `hi < -150 ? -150 : hi`, GCC folds the constant branches through the rest of the function and
+// the vectorized loop computes all three paths under masks (about 45 instead of 27 instructions
+// per 16 lanes). Same result: NaN compares false both ways and passes through.
+inline float clamp_exp_arg(float hi) {
   const uint32_t below = 0u - uint32_t(hi < -150.0f), above = 0u - uint32_t(hi > 89.0f);
   uint32_t hi_bits = bits(hi);
   hi_bits = (hi_bits & ~below) | (bits(-150.0f) & below);
   hi_bits = (hi_bits & ~above) | (bits(89.0f) & above);
-  hi = from_bits(hi_bits);
-  float shifted = (hi + (mid + lo)) * kLog2e + kRoundShift;
-  int32_t n = int32_t(bits(shifted) - bits(kRoundShift));
-  float nf = shifted - kRoundShift;
-  float r = ((hi - nf * kLn2Hi) + mid) + (lo - nf * kLn2Lo);
-  // exp(r) = 1 + r + r^2 q(r), q a minimax fit of (exp(r) - 1 - r) / r^2 on [-ln2/2, ln2/2]
-  float q = 0.00139061525f;
-  q = q * r + 0.00836294983f;
-  q = q * r + 0.0416667573f;
-  q = q * r + 0.166665792f;
-  q = q * r + 0.5f;
-  return {1.0f + (r + r * r * q), n};
+  return from_bits(hi_bits);
 }
 
+// exp(r) = 1 + r + r^2 q(r), q a minimax fit of (exp(r) - 1 - r) / r^2 on [-ln2/2, ln2/2]
+inline float exp_poly(float r) {
+  float q = 0.00139061525f;
+  q = fma(q, r, 0.00836294983f);
+  q = fma(q, r, 0.0416667573f);
+  q = fma(q, r, 0.166665792f);
+  q = fma(q, r, 0.5f);
+  return 1.0f + fma(r * r, q, r);
+}
+
+inline ExpParts exp_parts(float hi, float mid, float lo) {
+  hi = clamp_exp_arg(hi);
+  float shifted = fma(hi + (mid + lo), kExpLog2e, kExpRoundShift);
+  int32_t n = int32_t(bits(shifted) - bits(kExpRoundShift));
+  float nf = shifted - kExpRoundShift;
+  float r = (fma(nf, -kExpLn2Hi, hi) + mid) + fma(nf, -kExpLn2Lo, lo);
+  return {exp_poly(r), n};
+}
+
+// exp_parts(x, 0, 0) without the additions of zeros, which the compiler has to keep (-0 + 0 = +0).
 inline float exp(float x) {
-  ExpParts e = exp_parts(x, 0.0f, 0.0f);
-  return ldexp2(e.mant, e.n);
+  x = clamp_exp_arg(x);
+  float shifted = fma(x, kExpLog2e, kExpRoundShift);
+  int32_t n = int32_t(bits(shifted) - bits(kExpRoundShift));
+  float nf = shifted - kExpRoundShift;
+  float r = fma(nf, -kExpLn2Lo, fma(nf, -kExpLn2Hi, x));
+  return ldexp2(exp_poly(r), n);
 }
 
 // x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = log1p(f), f = m - 1, through s = f / (2 + f)
@@ -165,14 +189,13 @@ inline float tanh(float x) {
   return ax < 0.625f ? near_zero : far;
 }
 
-// v^2 = hi + lo with hi exact: v's head keeps 12 significant bits, so head^2 fits in a float.
+// v^2 = hi + lo exactly: hi the rounded square, lo its rounding error (exact through the fma).
 struct Square {
   float hi, lo;
 };
 inline Square square_split(float v) {
-  float head = from_bits(bits(v) & 0xfffff000u);
-  float tail = v - head;
-  return {head * head, tail * (v + head)};
+  float hi = v * v;
+  return {hi, fma(v, v, -hi)};
 }
 
 // erfc(z) for z in [0.5, 10.5], given t = 2/(2+z) and z^2 = sq.hi + sq.lo:
@@ -182,36 +205,36 @@ inline Square square_split(float v) {
 inline ExpParts erfc_tail(float t, Square sq) {
   float u = t - 0.48f;  // centred: small Horner intermediates, so little rounding
   float p_rest = 0.258541346f;
-  p_rest = p_rest * u - 0.10329859f;
-  p_rest = p_rest * u - 0.28021127f;
-  p_rest = p_rest * u + 0.154781848f;
-  p_rest = p_rest * u + 0.266022772f;
-  p_rest = p_rest * u - 0.185510337f;
-  p_rest = p_rest * u - 0.36141178f;
-  p_rest = p_rest * u + 0.211483285f;
-  p_rest = p_rest * u + 1.33726656f;
+  p_rest = fma(p_rest, u, -0.10329859f);
+  p_rest = fma(p_rest, u, -0.28021127f);
+  p_rest = fma(p_rest, u, 0.154781848f);
+  p_rest = fma(p_rest, u, 0.266022772f);
+  p_rest = fma(p_rest, u, -0.185510337f);
+  p_rest = fma(p_rest, u, -0.36141178f);
+  p_rest = fma(p_rest, u, 0.211483285f);
+  p_rest = fma(p_rest, u, 1.33726656f);
   p_rest *= u;
   ExpParts e = exp_parts(-sq.hi, -0.698621094f, p_rest - sq.lo);  // P = -0.6986... + p_rest
   return {t * e.mant, e.n};
 }
 
-// erf(x) - x for |x| < 1, as x * Q(x^2): keeping x out of the polynomial makes the leading
-// coefficient 1 + 0.128... exact to float precision.
-inline float erf_minus_x(float x) {
+// erf(x) = x + x Q(x^2) for |x| < 1; this returns Q(x^2). Keeping x out of the polynomial makes
+// the leading coefficient 1 + 0.128... exact to float precision.
+inline float erf_q(float x) {
   float y = x * x;
   float q = 7.92036808e-05f;
-  q = q * y - 0.000803076138f;
-  q = q * y + 0.00519073382f;
-  q = q * y - 0.026855126f;
-  q = q * y + 0.112836182f;
-  q = q * y - 0.376126289f;
-  q = q * y + 0.128379166f;
-  return x * q;
+  q = fma(q, y, -0.000803076138f);
+  q = fma(q, y, 0.00519073382f);
+  q = fma(q, y, -0.026855126f);
+  q = fma(q, y, 0.112836182f);
+  q = fma(q, y, -0.376126289f);
+  q = fma(q, y, 0.128379166f);
+  return q;
 }
 
 inline float erf(float x) {
   float ax = fabs(x);
-  float near_zero = x + erf_minus_x(x);
+  float near_zero = fma(x, erf_q(x), x);
   float z = select(ax < 4.0f, ax, 4.0f);  // erf(4) rounds to 1; keeps the tail's arithmetic finite
   ExpParts c = erfc_tail(2.0f / (2.0f + z), square_split(z));
   float far = 1.0f - ldexp2(c.mant, c.n);       // >= 0
@@ -230,12 +253,15 @@ inline float sigmoid(float x) {
 
 // x sigmoid(v) with v computed by the caller: for v < 0 it is x e^v / (1 + e^v), whose 2^n scale
 // is applied last so that x e^v stays accurate where e^v alone would be subnormal. x and v have
-// the same sign; x <= -150 gives -0 (also for -inf, where inf * 0 would be NaN).
+// the same sign; x <= -150 gives -0 (also for -inf, where inf * 0 would be NaN). Each scaling goes
+// only as far as its result needs (e^v below 2^-40 leaves 1 + e^v = 1; the x >= 0 lanes do not
+// scale x e^v at all), so that no lane computes a subnormal it then discards: a subnormal result
+// costs a microcode assist on AMD Zen and others.
 inline float x_sigmoid(float x, float v_hi, float v_lo) {
   ExpParts e = exp_parts(-fabs(v_hi), v_hi < 0.0f ? v_lo : -v_lo, 0.0f);
-  float s = 1.0f / (1.0f + ldexp2(e.mant, e.n));
+  float s = 1.0f / (1.0f + ldexp2(e.mant, e.n < -40 ? -40 : e.n));
   float xc = x < -150.0f ? -150.0f : x;
-  return x >= 0.0f ? x * s : ldexp2(xc * e.mant * s, e.n);
+  return x >= 0.0f ? x * s : ldexp2(xc * e.mant * s, x < 0.0f ? e.n : 0);
 }
 
 inline float silu(float x) { return x_sigmoid(x, x, 0.0f); }
@@ -264,14 +290,18 @@ inline float gelu_erf(float x) {
   Square sq = square_split(z_exact_x);
   // t = 2 / (2 + z) = 2 sqrt 2 / (2 sqrt 2 + |x|), which skips rounding z = |x| / sqrt 2
   ExpParts c = erfc_tail(2.82842712f / (2.82842712f + z_exact_x), {0.5f * sq.hi, 0.5f * sq.lo});
+  // One scaling for both branches, as far as each needs: x < 0 scales 0.5 x erfc (x first, so
+  // that the product keeps its precision where erfc alone would be subnormal); x >= 0 scales
+  // 0.5 erfc only down to 2^-40, below which 1 - 0.5 erfc is 1 anyway, so that no lane computes a
+  // subnormal it then discards (a subnormal result costs a microcode assist on AMD Zen and
+  // others). Beyond x = -14.8 the product underflows to -0; a NaN x reaches y through x * (...).
+  const bool neg = x < 0.0f;
   float xc = select(x < -14.8f, -14.8f, x);
-  float far_neg = ldexp2(0.5f * xc * c.mant, c.n);
-  float far_pos = x * (1.0f - 0.5f * ldexp2(c.mant, c.n));
-  float zs = x * kSqrtHalf;
-  float near_zero = 0.5f * x + 0.5f * x * (zs + erf_minus_x(zs));
-  float y = select(ax < 0.707106781f, near_zero, select(x < 0.0f, far_neg, far_pos));
-  y = select(x < -14.8f, -0.0f, y);
-  return select(x != x, x, y);
+  float scaled = ldexp2(0.5f * select(neg, xc, 1.0f) * c.mant, neg ? c.n : (c.n < -40 ? -40 : c.n));
+  float far = select(neg, scaled, x * (1.0f - scaled));
+  float zs = x * kSqrtHalf, half_x = 0.5f * x;
+  float near_zero = fma(half_x, fma(zs, erf_q(zs), zs), half_x);  // x/2 (1 + erf(zs))
+  return select(ax < 0.707106781f, near_zero, far);
 }
 
 // log(1 + exp(bx)) / beta = (max(bx, 0) + log1p(exp(-|bx|))) / beta, x above the threshold.

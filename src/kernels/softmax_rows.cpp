@@ -6,9 +6,9 @@
 // maximum the accumulators are rescaled by exp(old - new) first. The maximum of the next block
 // (in this row or the next) is taken in the same loop as this block's exp, so reading it from
 // memory overlaps the arithmetic. Element i always goes to accumulator i % kLanes, and the
-// accumulators are added in lane order at the end: the sum's rounding depends only on the row's
-// values and length, and the maxima do not depend on the order they were found in, so a row's
-// result does not depend on which rows share its call.
+// accumulators are added in a fixed order (a tree of halves) at the end: the sum's rounding
+// depends only on the row's values and length, and the maxima do not depend on the order they
+// were found in, so a row's result does not depend on which rows share its call.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -44,11 +44,15 @@ inline T max_ignoring_nan(T m, T v) {
   return scalar::sumexp_block_max(m, v);  // the same select the generated kernels use
 }
 
+// The maximum of lanes (count, a power of two; modified) as a tree of halves: log2(count) vector
+// steps instead of a chain of count dependent selects (~4 cycles each, per row). The same value
+// as any other order: no lane holds NaN (max_ignoring_nan never keeps one), and ±0 is made +0.
 template <class T>
-T canonical_max(const T* lanes, int64_t count) {
-  T best = -std::numeric_limits<T>::infinity();
-  for (int64_t l = 0; l < count; ++l) best = max_ignoring_nan(best, lanes[l]);
-  return best == T(0) ? T(0) : best;
+T canonical_max(T* lanes, int64_t count) {
+  for (int64_t half = count / 2; half >= 1; half /= 2) {
+    for (int64_t l = 0; l < half; ++l) lanes[l] = max_ignoring_nan(lanes[l], lanes[l + half]);
+  }
+  return lanes[0] == T(0) ? T(0) : lanes[0];
 }
 
 // Maximum of x (n), ignoring NaN; -inf when there is nothing else.
@@ -160,9 +164,11 @@ RowStats row_stats(const T* x, T* y, int64_t n, int64_t block, double* block_max
     }
   }
   first_max = bm;
-  double sum = 0;
-  for (int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
-  return {double(m), sum};
+  // The lanes added as a tree of halves: four dependent vector additions instead of a chain of 16.
+  for (int64_t half = kLanes / 2; half >= 1; half /= 2) {
+    for (int64_t l = 0; l < half; ++l) lanes[l] += lanes[l + half];
+  }
+  return {double(m), lanes[0]};
 }
 
 template <class T>
