@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <new>
 #include <memory>
@@ -96,11 +97,16 @@ struct CachedWeight {
   Tensor source;
   uint64_t version;  // source's storage version when converted: an in-place smelt op bumps it
   memory converted;
-  size_t bytes;
+  // For a weight not marked constant: its bytes when converted. A write through a raw pointer
+  // (Tensor::data, a NumPy view) leaves the version alone; comparing the bytes sees it, at the
+  // price of one read of w per call (far less than converting: a Winograd weight transform).
+  std::vector<unsigned char> snapshot;
+  size_t bytes;  // converted + snapshot
   uint64_t stamp;
 };
 
-memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, const Tensor& w, dnnl::stream& stream) {
+memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, const Tensor& w, bool weight_constant,
+                     dnnl::stream& stream) {
   static std::mutex mutex;
   static std::map<std::pair<const void*, std::string>, CachedWeight> cache;
   static size_t total = 0;
@@ -111,7 +117,10 @@ memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, 
   auto it = cache.find(key);
   // The entry holds its source, so an address can only come back as the same storage; the
   // storage check still guards memory that two storages could share (wrapped external buffers).
-  if (it != cache.end() && it->second.version == version && it->second.source.storage() == w.storage()) {
+  const size_t w_bytes = size_t(w.numel()) * sizeof(float);
+  if (it != cache.end() && it->second.version == version && it->second.source.storage() == w.storage() &&
+      (weight_constant || (it->second.snapshot.size() == w_bytes &&
+                           std::memcmp(it->second.snapshot.data(), w.raw_data(), w_bytes) == 0))) {
     it->second.stamp = ++clock;
     return it->second.converted;
   }
@@ -135,7 +144,12 @@ memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, 
   memory converted(p.pd.weights_desc(), cpu_engine());
   dnnl::reorder(user, converted).execute(stream, user, converted);
   stream.wait();
-  const size_t bytes = p.pd.weights_desc().get_size();
+  std::vector<unsigned char> snapshot;
+  if (!weight_constant) {
+    const auto* begin = static_cast<const unsigned char*>(w.raw_data());
+    snapshot.assign(begin, begin + w_bytes);
+  }
+  const size_t bytes = p.pd.weights_desc().get_size() + snapshot.size();
   while (!cache.empty() && total + bytes > kWeightCacheBytes) {
     auto oldest = cache.begin();
     for (auto e = cache.begin(); e != cache.end(); ++e) {
@@ -144,7 +158,7 @@ memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, 
     total -= oldest->second.bytes;
     cache.erase(oldest);
   }
-  cache.emplace(key, CachedWeight{w, version, converted, bytes, ++clock});
+  cache.emplace(key, CachedWeight{w, version, converted, std::move(snapshot), bytes, ++clock});
   total += bytes;
   return converted;
 }
@@ -194,10 +208,11 @@ bool all_moderate(const float* p, int64_t n) {
   return bad == 0;
 }
 
-// all_moderate over a kept weight (weight_reusable), remembered per (memory, storage version) like
-// the converted weights: the plan's weights are scanned once, not on every call.
-bool weight_moderate(const Tensor& w, bool keep) {
-  if (!keep) return all_moderate(w.data<float>(), w.numel());
+// all_moderate over a constant weight, remembered per (memory, storage version) like the converted
+// weights: the plan's weights are scanned once, not on every call. Any other weight is scanned
+// every call (a raw write would not change its version).
+bool weight_moderate(const Tensor& w, bool weight_constant) {
+  if (!weight_constant) return all_moderate(w.data<float>(), w.numel());
   struct Entry {
     Tensor source;  // keeps the memory from being freed and reused while remembered
     uint64_t version;
@@ -244,7 +259,7 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
                            const GemmEpilogue* epilogue, bool weight_constant, bool winograd) {
   SMELT_INTERNAL_CHECK(x.dtype() == DType::Float32) << "conv2d (onednn): float32 only";
   const bool keep_weight = weight_reusable(w, weight_constant);
-  if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_moderate(w, keep_weight))) {
+  if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_moderate(w, weight_constant))) {
     return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false);
   }
   std::shared_ptr<const Prepared> p = prepare(g, winograd);
@@ -256,7 +271,7 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
   const bool convert = p->pd.weights_desc() != p->w_user;
   if (convert && !keep_weight) g_weight_conversions.fetch_add(1, std::memory_order_relaxed);
-  memory w_mem = convert && keep_weight ? cached_weight(g, winograd, *p, w, stream) : as_format(w_user, p->pd.weights_desc(), stream);
+  memory w_mem = convert && keep_weight ? cached_weight(g, winograd, *p, w, weight_constant, stream) : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
   p->conv.execute(stream, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}});

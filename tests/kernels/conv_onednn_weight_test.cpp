@@ -1,6 +1,6 @@
 // oneDNN's converted weights on eager calls (kernels/conv_onednn.h): a weight smelt allocated is
-// converted once and reused while its storage and version stay the same; an in-place write (to
-// the tensor or to a view of its storage) converts again; memory written behind smelt's back (a
+// converted once and reused while its storage, version and bytes stay the same; an in-place write
+// (to the tensor or to a view of its storage) or a raw write to its memory converts again; memory written behind smelt's back (a
 // wrapped buffer, a plan's arena inside UnversionedWritesScope) is converted on every call. The
 // results always have the bits of a fresh conversion of the weight's current values.
 #include <gtest/gtest.h>
@@ -65,6 +65,30 @@ TEST(ConvOneDnnWeight, EagerCallsReuseTheConversionUntilAWrite) {
   const Tensor copy = w.clone();
   EXPECT_EQ(conversions_of(x, copy), 1u);
   EXPECT_EQ(conversions_of(x, w), 0u);
+}
+
+// A raw write to smelt's own memory outside any scope (Tensor::data, a NumPy view from
+// Tensor.numpy()) bumps no version: the kept conversion is compared with w's bytes and converted
+// again, for the direct and the Winograd conversions.
+TEST(ConvOneDnnWeight, RawWritesToAKeptWeightAreSeen) {
+  if (!kernels::conv2d_onednn_supports(geometry(), DType::Float32)) GTEST_SKIP() << "built without oneDNN";
+  const Tensor x = randn({1, 16, 12, 10});
+  Tensor w = randn({32, 16, 3, 3});
+  EXPECT_EQ(conversions_of(x, w), 1u);
+  EXPECT_EQ(conversions_of(x, w), 0u);
+  const Tensor before = conv_with(ConvImpl::OneDnn, x, w);
+  w.data<float>()[100] += 3.0f;
+  EXPECT_EQ(conversions_of(x, w), 1u);  // conversions_of checks the bits against a fresh conversion
+  EXPECT_FALSE(testing::same_bits(conv_with(ConvImpl::OneDnn, x, w), before));
+  EXPECT_EQ(conversions_of(x, w), 0u);
+  if (kernels::conv2d_onednn_supports(geometry(), DType::Float32, /*winograd=*/true)) {
+    const Tensor wino = conv_with(ConvImpl::OneDnnWinograd, x, w);
+    w.data<float>()[7] = -w.data<float>()[7];
+    Tensor got = conv_with(ConvImpl::OneDnnWinograd, x, w);
+    kernels::UnversionedWritesScope fresh;
+    EXPECT_TRUE(testing::same_bits(got, conv_with(ConvImpl::OneDnnWinograd, x, w)));
+    EXPECT_FALSE(testing::same_bits(got, wino));
+  }
 }
 
 TEST(ConvOneDnnWeight, MemoryWrittenBehindSmeltsBackIsConvertedEveryCall) {
