@@ -53,14 +53,17 @@ std::string key_of(const Conv2dGeometry& g) {
 }
 
 // The primitive's key: the geometry and the algorithm (their weight layouts differ too).
-std::string key_of(const Conv2dGeometry& g, bool winograd) { return key_of(g) + (winograd ? ",winograd" : ",direct"); }
+std::string key_of(const Conv2dGeometry& g, bool winograd, bool blocked) {
+  return key_of(g) + (winograd ? ",winograd" : ",direct") + (blocked ? ",blocked" : "");
+}
 
 // nullptr when oneDNN has no implementation for g (with `winograd`: no Winograd one; oneDNN has
 // them for 3x3 stride-1 float32 convolutions on AVX-512 machines).
-std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd) {
+// `blocked`: x and y fixed to nChw16c (kernels/conv_blocked.h) instead of chosen by oneDNN.
+std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, bool blocked) {
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const Prepared>> cache;
-  const std::string key = key_of(g, winograd);
+  const std::string key = key_of(g, winograd, blocked);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -68,7 +71,8 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd) 
   try {
     const auto f32 = memory::data_type::f32;
     const memory::dims x_dims{g.N, g.C, g.H, g.W}, y_dims{g.N, g.O, g.Ho, g.Wo}, w_dims = weight_dims(g);
-    const memory::desc x_any(x_dims, f32, Tag::any), w_any(w_dims, f32, Tag::any), y_any(y_dims, f32, Tag::any);
+    const Tag activations = blocked ? Tag::nChw16c : Tag::any, user = blocked ? Tag::nChw16c : Tag::nchw;
+    const memory::desc x_any(x_dims, f32, activations), w_any(w_dims, f32, Tag::any), y_any(y_dims, f32, activations);
     // oneDNN counts dilation from 0 (no gap) where smelt counts from 1.
     const dnnl::algorithm algorithm =
         winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
@@ -76,9 +80,9 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd) 
                                          x_any, w_any, y_any, {g.stride_h, g.stride_w}, {g.dil_h - 1, g.dil_w - 1},
                                          {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
     auto pd = dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
-    p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, Tag::nchw),
+    p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, user),
                                             memory::desc(w_dims, f32, g.groups == 1 ? Tag::oihw : Tag::goihw),
-                                            memory::desc(y_dims, f32, Tag::nchw)});
+                                            memory::desc(y_dims, f32, user)});
   } catch (const dnnl::error&) {
     p = nullptr;  // no implementation for this geometry
   }
@@ -100,12 +104,13 @@ struct CachedWeight {
   uint64_t stamp;
 };
 
-memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, const Tensor& w, dnnl::stream& stream) {
+memory cached_weight(const Conv2dGeometry& g, const std::string& primitive, const Prepared& p, const Tensor& w,
+                     dnnl::stream& stream) {
   static std::mutex mutex;
   static std::map<std::pair<const void*, std::string>, CachedWeight> cache;
   static size_t total = 0;
   static uint64_t clock = 0;
-  const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), key_of(g, winograd));
+  const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), primitive);
   std::lock_guard<std::mutex> lock(mutex);
   const uint64_t version = w.storage()->version();
   auto it = cache.find(key);
@@ -212,28 +217,28 @@ bool weight_moderate(const Tensor& w, bool weight_constant) {
 
 }  // namespace
 
-bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd) {
+bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd, bool blocked) {
   if (winograd && (g.kH != 3 || g.kW != 3 || g.stride_h != 1 || g.stride_w != 1 || g.dil_h != 1 || g.dil_w != 1 ||
                    g.groups != 1)) {
     return false;
   }
-  return dtype == DType::Float32 && prepare(g, winograd) != nullptr;
+  return dtype == DType::Float32 && prepare(g, winograd, blocked) != nullptr;
 }
 
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
-                           const GemmEpilogue* epilogue, bool weight_constant, bool winograd) {
+                           const GemmEpilogue* epilogue, bool weight_constant, bool winograd, bool blocked) {
   SMELT_INTERNAL_CHECK(x.dtype() == DType::Float32) << "conv2d (onednn): float32 only";
   if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_moderate(w, weight_constant))) {
-    return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false);
+    return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false, blocked);
   }
-  std::shared_ptr<const Prepared> p = prepare(g, winograd);
+  std::shared_ptr<const Prepared> p = prepare(g, winograd, blocked);
   SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
   dnnl::stream stream(cpu_engine());
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
   memory y_user(p->y_user, cpu_engine(), y.raw_data());
   static thread_local Scratch x_scratch, y_scratch;
   memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
-  memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, winograd, *p, w, stream)
+  memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, key_of(g, winograd, blocked), *p, w, stream)
                                                                        : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
@@ -244,7 +249,9 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
   // over y on one thread cost as much as the stem convolution itself): every thread gets rows
   // when y is large enough to pay for the fork.
-  const int64_t HoWo = g.Ho * g.Wo, rows = g.N * g.O;
+  // Blocked, a row is one pixel's block of 16 channels: (N Ob Ho Wo, 16).
+  const int64_t HoWo = blocked ? kOneDnnBlock : g.Ho * g.Wo;
+  const int64_t rows = blocked ? g.N * ((g.O + kOneDnnBlock - 1) / kOneDnnBlock) * g.Ho * g.Wo : g.N * g.O;
   int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
   const int threads = num_threads();
   if (rows * HoWo >= kParallelGrain && threads > 1) step = std::min(step, (rows + threads - 1) / threads);
@@ -272,9 +279,9 @@ const char* onednn_version() {
 
 namespace smelt::kernels {
 
-bool conv2d_onednn_supports(const Conv2dGeometry&, DType, bool) { return false; }
+bool conv2d_onednn_supports(const Conv2dGeometry&, DType, bool, bool) { return false; }
 void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, const Tensor&, const GemmEpilogue*, bool,
-                           bool) {
+                           bool, bool) {
   SMELT_INTERNAL_CHECK(false) << "conv2d (onednn): smelt was built without oneDNN";
 }
 const char* onednn_version() { return ""; }

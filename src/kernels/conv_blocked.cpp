@@ -1,0 +1,95 @@
+#include "kernels/conv_blocked.h"
+
+#include <cstring>
+
+#include "base/parallel.h"
+#include "kernels/conv_onednn.h"
+#include "kernels/conv_select.h"
+#include "smelt/creation.h"
+
+namespace smelt::kernels {
+namespace {
+
+// One (image, channel block) pair per task: the plain image's B planes are gathered lane by lane.
+template <class T>
+void block_image(T* y /*(N, Cb, HW, B)*/, const T* x /*(N, C, HW)*/, int64_t N, int64_t C, int64_t HW, int64_t B) {
+  const int64_t Cb = blocks_of(C, B);
+  parallel_for(N * Cb, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, HW * B)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / Cb, cb = t % Cb, lanes = std::min(B, C - cb * B);
+      T* out = y + t * HW * B;
+      const T* in = x + (n * C + cb * B) * HW;
+      for (int64_t p = 0; p < HW; ++p) {
+        for (int64_t l = 0; l < lanes; ++l) out[p * B + l] = in[l * HW + p];
+        for (int64_t l = lanes; l < B; ++l) out[p * B + l] = T(0);
+      }
+    }
+  });
+}
+
+template <class T>
+void unblock_image(T* y /*(N, C, HW)*/, const T* x /*(N, Cb, HW, B)*/, int64_t N, int64_t C, int64_t HW, int64_t B) {
+  const int64_t Cb = blocks_of(C, B);
+  parallel_for(N * Cb, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, HW * B)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / Cb, cb = t % Cb, lanes = std::min(B, C - cb * B);
+      const T* in = x + t * HW * B;
+      T* out = y + (n * C + cb * B) * HW;
+      for (int64_t l = 0; l < lanes; ++l) {
+        for (int64_t p = 0; p < HW; ++p) out[l * HW + p] = in[p * B + l];
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void to_blocked_forward(const Tensor& y, const Tensor& x) {
+  const Shape& s = x.shape();
+  const int64_t B = y.shape()[4], HW = s[2] * s[3];
+  if (x.dtype() == DType::Float32) {
+    block_image(y.data<float>(), x.data<float>(), s[0], s[1], HW, B);
+  } else if (x.dtype() == DType::Float64) {
+    block_image(y.data<double>(), x.data<double>(), s[0], s[1], HW, B);
+  } else {
+    SMELT_INTERNAL_CHECK(false) << "to_blocked: floating dtypes only, got " << dtype_name(x.dtype());
+  }
+}
+
+void from_blocked_forward(const Tensor& y, const Tensor& x) {
+  const Shape& s = y.shape();
+  const int64_t B = x.shape()[4], HW = s[2] * s[3];
+  if (x.dtype() == DType::Float32) {
+    unblock_image(y.data<float>(), x.data<float>(), s[0], s[1], HW, B);
+  } else if (x.dtype() == DType::Float64) {
+    unblock_image(y.data<double>(), x.data<double>(), s[0], s[1], HW, B);
+  } else {
+    SMELT_INTERNAL_CHECK(false) << "from_blocked: floating dtypes only, got " << dtype_name(x.dtype());
+  }
+}
+
+bool conv2d_blocked_native(const Conv2dGeometry& g, DType dtype, int64_t block) {
+  return block == kOneDnnBlock && dtype == DType::Float32 && g.N > 0 && g.C > 0 && g.O > 0 &&
+         conv2d_onednn_supports(g, dtype, /*winograd=*/false, /*blocked=*/true);
+}
+
+void conv2d_blocked_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
+                            const GemmEpilogue* epilogue, bool weight_constant) {
+  const int64_t B = y.shape()[4];
+  if (conv2d_blocked_native(g, y.dtype(), B)) {
+    // Winograd where the plain layout's choice is Winograd (3x3 stride 1: oneDNN wants blocked
+    // channels for it anyway), else oneDNN's direct convolution.
+    const bool winograd = conv_choice(g, y.dtype(), weight_constant) == ConvImpl::OneDnnWinograd &&
+                          conv2d_onednn_supports(g, y.dtype(), /*winograd=*/true, /*blocked=*/true);
+    conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, winograd, /*blocked=*/true);
+    return;
+  }
+  // The reference path: back to NCHW, any plain implementation, blocked again.
+  Tensor x_plain = empty({g.N, g.C, g.H, g.W}, x.dtype()), y_plain = empty({g.N, g.O, g.Ho, g.Wo}, y.dtype());
+  from_blocked_forward(x_plain, x);
+  conv2d_forward(g, y_plain, x_plain, w, nullptr, weight_constant);
+  to_blocked_forward(y, y_plain);
+  if (epilogue && y.numel() > 0) (*epilogue)(0, y.numel() / B, 0, B);
+}
+
+}  // namespace smelt::kernels
