@@ -42,6 +42,28 @@ void unblock_image(T* y /*(N, C, HW)*/, const T* x /*(N, Cb, HW, B)*/, int64_t N
   });
 }
 
+// Zeros into the lanes past `channels` of y's last channel block.
+void clear_padding(const Tensor& y /*(N, Cb, Ho, Wo, B)*/, int64_t channels) {
+  const Shape& s = y.shape();
+  const int64_t B = s[4], pixels = s[2] * s[3], first = channels % B;
+  if (first == 0) return;
+  const size_t bytes = size_t(B - first) * dtype_size(y.dtype());
+  char* base = static_cast<char*>(y.raw_data());
+  for (int64_t n = 0; n < s[0]; ++n) {
+    for (int64_t p = 0; p < pixels; ++p) {
+      const int64_t at = ((n * s[1] + s[1] - 1) * pixels + p) * B + first;
+      std::memset(base + at * int64_t(dtype_size(y.dtype())), 0, bytes);
+    }
+  }
+}
+
+// The epilogue over all of y as (N Cb Ho Wo, B) rows, in parallel chunks.
+void run_epilogue(const GemmEpilogue& epilogue, const Tensor& y) {
+  const int64_t B = y.shape()[4], rows = y.numel() / B;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / B);
+  parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { epilogue(r0, r1, 0, B); });
+}
+
 }  // namespace
 
 void to_blocked_forward(const Tensor& y, const Tensor& x) {
@@ -68,28 +90,42 @@ void from_blocked_forward(const Tensor& y, const Tensor& x) {
   }
 }
 
-bool conv2d_blocked_native(const Conv2dGeometry& g, DType dtype, int64_t block) {
+bool conv2d_blocked_native(const Conv2dGeometry& g, DType dtype, int64_t block, bool plain_input) {
   return block == kOneDnnBlock && dtype == DType::Float32 && g.N > 0 && g.C > 0 && g.O > 0 &&
-         conv2d_onednn_supports(g, dtype, /*winograd=*/false, /*blocked=*/true);
+         conv2d_onednn_supports(g, dtype, /*winograd=*/false,
+                                plain_input ? ConvLayout::PlainToBlocked : ConvLayout::Blocked);
 }
 
 void conv2d_blocked_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
                             const GemmEpilogue* epilogue, bool weight_constant) {
   const int64_t B = y.shape()[4];
-  if (conv2d_blocked_native(g, y.dtype(), B)) {
+  const bool plain_input = x.dim() == 4;
+  if (conv2d_blocked_native(g, y.dtype(), B, plain_input)) {
+    const ConvLayout layout = plain_input ? ConvLayout::PlainToBlocked : ConvLayout::Blocked;
     // Winograd where the plain layout's choice is Winograd (3x3 stride 1: oneDNN wants blocked
     // channels for it anyway), else oneDNN's direct convolution.
     const bool winograd = conv_choice(g, y.dtype(), weight_constant) == ConvImpl::OneDnnWinograd &&
-                          conv2d_onednn_supports(g, y.dtype(), /*winograd=*/true, /*blocked=*/true);
-    conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, winograd, /*blocked=*/true);
+                          conv2d_onednn_supports(g, y.dtype(), /*winograd=*/true, layout);
+    if (g.O % B == 0) {
+      conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, winograd, layout);
+      return;
+    }
+    // oneDNN's padding lanes hold 0 * x sums: NaN where x holds an infinity, which a later blocked
+    // conv would spread through its zero weights. They are cleared before the epilogue.
+    conv2d_onednn_forward(g, y, x, w, nullptr, weight_constant, winograd, layout);
+    clear_padding(y, g.O);
+    if (epilogue) run_epilogue(*epilogue, y);
     return;
   }
   // The reference path: back to NCHW, any plain implementation, blocked again.
-  Tensor x_plain = empty({g.N, g.C, g.H, g.W}, x.dtype()), y_plain = empty({g.N, g.O, g.Ho, g.Wo}, y.dtype());
-  from_blocked_forward(x_plain, x);
+  Tensor x_plain = x, y_plain = empty({g.N, g.O, g.Ho, g.Wo}, y.dtype());
+  if (!plain_input) {
+    x_plain = empty({g.N, g.C, g.H, g.W}, x.dtype());
+    from_blocked_forward(x_plain, x);
+  }
   conv2d_forward(g, y_plain, x_plain, w, nullptr, weight_constant);
   to_blocked_forward(y, y_plain);
-  if (epilogue && y.numel() > 0) (*epilogue)(0, y.numel() / B, 0, B);
+  if (epilogue && y.numel() > 0) run_epilogue(*epilogue, y);
 }
 
 }  // namespace smelt::kernels

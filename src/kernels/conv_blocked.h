@@ -12,6 +12,7 @@
 #pragma once
 
 #include "kernels/conv.h"
+#include "kernels/pool.h"
 
 namespace smelt::kernels {
 
@@ -24,13 +25,18 @@ void from_blocked_forward(const Tensor& y, const Tensor& x);
 
 // Whether conv2d_blocked_forward runs oneDNN on the blocked memory itself (float32, B = 16,
 // built with oneDNN, an implementation for g); otherwise it converts around conv2d_forward.
-bool conv2d_blocked_native(const Conv2dGeometry& g, DType dtype, int64_t block);
+// `plain_input`: x on NCHW, only y blocked.
+bool conv2d_blocked_native(const Conv2dGeometry& g, DType dtype, int64_t block, bool plain_input = false);
 
-// y (N, Ob, Ho, Wo, B) <- conv2d of x (N, Cb, H, W, B) by w (O, Cg, kH, kW); g holds the real
-// channel counts. The padding lanes of y are zero before the epilogue, which gets tiles of y
+// y (N, Ob, Ho, Wo, B) <- conv2d of x (N, Cb, H, W, B), or of x (N, C, H, W) on NCHW, by
+// w (O, Cg, kH, kW); g holds the real channel counts. The padding lanes of y are zero before the epilogue, which gets tiles of y
 // seen as the matrix (N Ob Ho Wo, B): a per-channel operand (a bias) is then a row vector.
 // weight_constant as conv2d_forward (kernels/conv.h).
 void conv2d_blocked_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
                             const GemmEpilogue* epilogue = nullptr, bool weight_constant = false);
+
+// max_pool2d's values on blocked images (kernels/pool_blocked.cpp): y (N, Cb, Ho, Wo, B) from
+// x (N, Cb, H, W, B), each real lane the bits of max_pool2d_values_forward, the padding zero.
+void max_pool2d_blocked_forward(const Pool2dWindow& win, const Tensor& y, const Tensor& x);
 
 }  // namespace smelt::kernels

@@ -53,17 +53,19 @@ std::string key_of(const Conv2dGeometry& g) {
 }
 
 // The primitive's key: the geometry and the algorithm (their weight layouts differ too).
-std::string key_of(const Conv2dGeometry& g, bool winograd, bool blocked) {
-  return key_of(g) + (winograd ? ",winograd" : ",direct") + (blocked ? ",blocked" : "");
+std::string key_of(const Conv2dGeometry& g, bool winograd, ConvLayout layout) {
+  const char* formats[] = {"", ",blocked", ",plain-to-blocked"};
+  return key_of(g) + (winograd ? ",winograd" : ",direct") + formats[int(layout)];
 }
 
 // nullptr when oneDNN has no implementation for g (with `winograd`: no Winograd one; oneDNN has
 // them for 3x3 stride-1 float32 convolutions on AVX-512 machines).
-// `blocked`: x and y fixed to nChw16c (kernels/conv_blocked.h) instead of chosen by oneDNN.
-std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, bool blocked) {
+// Blocked layouts: x and y fixed to nChw16c (kernels/conv_blocked.h; PlainToBlocked: x nchw)
+// instead of chosen by oneDNN.
+std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, ConvLayout layout) {
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const Prepared>> cache;
-  const std::string key = key_of(g, winograd, blocked);
+  const std::string key = key_of(g, winograd, layout);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -71,8 +73,11 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, 
   try {
     const auto f32 = memory::data_type::f32;
     const memory::dims x_dims{g.N, g.C, g.H, g.W}, y_dims{g.N, g.O, g.Ho, g.Wo}, w_dims = weight_dims(g);
-    const Tag activations = blocked ? Tag::nChw16c : Tag::any, user = blocked ? Tag::nChw16c : Tag::nchw;
-    const memory::desc x_any(x_dims, f32, activations), w_any(w_dims, f32, Tag::any), y_any(y_dims, f32, activations);
+    const Tag x_user = layout == ConvLayout::Blocked ? Tag::nChw16c : Tag::nchw;
+    const Tag y_user = layout == ConvLayout::Plain ? Tag::nchw : Tag::nChw16c;
+    const memory::desc x_any(x_dims, f32, layout == ConvLayout::Plain ? Tag::any : x_user);
+    const memory::desc y_any(y_dims, f32, layout == ConvLayout::Plain ? Tag::any : y_user);
+    const memory::desc w_any(w_dims, f32, Tag::any);
     // oneDNN counts dilation from 0 (no gap) where smelt counts from 1.
     const dnnl::algorithm algorithm =
         winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
@@ -80,9 +85,9 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, 
                                          x_any, w_any, y_any, {g.stride_h, g.stride_w}, {g.dil_h - 1, g.dil_w - 1},
                                          {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
     auto pd = dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
-    p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, user),
+    p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, x_user),
                                             memory::desc(w_dims, f32, g.groups == 1 ? Tag::oihw : Tag::goihw),
-                                            memory::desc(y_dims, f32, user)});
+                                            memory::desc(y_dims, f32, y_user)});
   } catch (const dnnl::error&) {
     p = nullptr;  // no implementation for this geometry
   }
@@ -217,28 +222,28 @@ bool weight_moderate(const Tensor& w, bool weight_constant) {
 
 }  // namespace
 
-bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd, bool blocked) {
+bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd, ConvLayout layout) {
   if (winograd && (g.kH != 3 || g.kW != 3 || g.stride_h != 1 || g.stride_w != 1 || g.dil_h != 1 || g.dil_w != 1 ||
                    g.groups != 1)) {
     return false;
   }
-  return dtype == DType::Float32 && prepare(g, winograd, blocked) != nullptr;
+  return dtype == DType::Float32 && prepare(g, winograd, layout) != nullptr;
 }
 
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
-                           const GemmEpilogue* epilogue, bool weight_constant, bool winograd, bool blocked) {
+                           const GemmEpilogue* epilogue, bool weight_constant, bool winograd, ConvLayout layout) {
   SMELT_INTERNAL_CHECK(x.dtype() == DType::Float32) << "conv2d (onednn): float32 only";
   if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_moderate(w, weight_constant))) {
-    return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false, blocked);
+    return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false, layout);
   }
-  std::shared_ptr<const Prepared> p = prepare(g, winograd, blocked);
+  std::shared_ptr<const Prepared> p = prepare(g, winograd, layout);
   SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
   dnnl::stream stream(cpu_engine());
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
   memory y_user(p->y_user, cpu_engine(), y.raw_data());
   static thread_local Scratch x_scratch, y_scratch;
   memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
-  memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, key_of(g, winograd, blocked), *p, w, stream)
+  memory w_mem = weight_constant && p->pd.weights_desc() != p->w_user ? cached_weight(g, key_of(g, winograd, layout), *p, w, stream)
                                                                        : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
@@ -250,6 +255,7 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   // over y on one thread cost as much as the stem convolution itself): every thread gets rows
   // when y is large enough to pay for the fork.
   // Blocked, a row is one pixel's block of 16 channels: (N Ob Ho Wo, 16).
+  const bool blocked = layout != ConvLayout::Plain;
   const int64_t HoWo = blocked ? kOneDnnBlock : g.Ho * g.Wo;
   const int64_t rows = blocked ? g.N * ((g.O + kOneDnnBlock - 1) / kOneDnnBlock) * g.Ho * g.Wo : g.N * g.O;
   int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
@@ -279,9 +285,9 @@ const char* onednn_version() {
 
 namespace smelt::kernels {
 
-bool conv2d_onednn_supports(const Conv2dGeometry&, DType, bool, bool) { return false; }
+bool conv2d_onednn_supports(const Conv2dGeometry&, DType, bool, ConvLayout) { return false; }
 void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, const Tensor&, const GemmEpilogue*, bool,
-                           bool, bool) {
+                           bool, ConvLayout) {
   SMELT_INTERNAL_CHECK(false) << "conv2d (onednn): smelt was built without oneDNN";
 }
 const char* onednn_version() { return ""; }

@@ -18,10 +18,13 @@ namespace smelt::kernels {
 // oneDNN implements it: AVX-512). It computes each 4x4 (or 2x2) output tile from transformed
 // input and weight tiles: about 2.25-4x fewer multiplications than the direct sum, rounded
 // differently (tests/kernels/conv_winograd_test.cpp bounds the error).
-// `blocked`: x and y in the blocked layout (N, C/16, H, W, 16) of kernels/conv_blocked.h, which
-// is oneDNN's nChw16c: no conversion of x or y around the call.
+// `layout`: Blocked, x and y in the blocked layout (N, C/16, H, W, 16) of kernels/conv_blocked.h,
+// which is oneDNN's nChw16c: no conversion of x or y around the call; PlainToBlocked, x on NCHW
+// and y blocked (a stem on RGB, whose 3 channels would be padded to 16).
 inline constexpr int64_t kOneDnnBlock = 16;
-bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd = false, bool blocked = false);
+enum class ConvLayout : uint8_t { Plain, Blocked, PlainToBlocked };
+bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd = false,
+                            ConvLayout layout = ConvLayout::Plain);
 
 // The epilogue is called on the NCHW result, one image's channels at a time in groups of rows
 // (blocked: on (N Ob Ho Wo, 16), pixels' channel blocks in groups of rows).
@@ -32,7 +35,8 @@ bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd 
 // not seen.
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/,
                            const Tensor& w /*(O, Cg, kH, kW)*/, const GemmEpilogue* epilogue = nullptr,
-                           bool weight_constant = false, bool winograd = false, bool blocked = false);
+                           bool weight_constant = false, bool winograd = false,
+                           ConvLayout layout = ConvLayout::Plain);
 
 // How many times a constant weight was converted to oneDNN's layout (cache misses), for tests
 // and statistics; 0 without oneDNN.

@@ -6,9 +6,13 @@
 //   from_blocked(x (N, Cb, H, W, B); channels C) -> (N, C, H, W)
 //   conv2d_blocked(x (N, Cb, H, W, B), w (O, C / groups, kH, kW); channels C, conv2d's attributes)
 //                                               -> (N, ceil(O / B), Ho, Wo, B), zeros in the padding
+//   conv2d_blocked(x (N, C, H, W), w; block B, conv2d's attributes): the same from a plain input
+//                                               (a stem: its few channels are not padded)
+//   max_pool2d_blocked(x (N, Cb, H, W, B); max_pool2d's attributes) -> (N, Cb, Ho, Wo, B), the
+//                                               values of max_pool2d (its indices unused)
 //
 // The conversions are each other's gradient (the padding carries no gradient). conv2d_blocked has
-// no gradient rule: it exists in inference plans only.
+// and max_pool2d_blocked have no gradient rule: they exist in inference plans only.
 #include "kernels/conv_blocked.h"
 #include "ops/conv_geometry.h"
 #include "ops/op_util.h"
@@ -70,21 +74,43 @@ std::vector<Tensor> from_blocked_grad(const GradContext& c) {
 
 // ---- conv2d_blocked (x, w)
 kernels::Conv2dGeometry blocked_geometry(const Shape& x, const Shape& w, const Attrs& attrs) {
+  if (x.size() == 4) return conv2d_geometry(x, w, conv_attrs_of(attrs));
   return conv2d_geometry(plain_shape(x, channels_of(x, attrs, "conv2d_blocked")), w, conv_attrs_of(attrs));
 }
 std::vector<TensorMeta> conv2d_blocked_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  check_blocked(in[0], "conv2d_blocked");
+  const bool plain_input = in[0].shape.size() == 4;
+  if (!plain_input) check_blocked(in[0], "conv2d_blocked");
+  check_floating(in[0], "conv2d_blocked");
   check_floating(in[1], "conv2d_blocked", "weight");
   SMELT_CHECK(in[0].dtype == in[1].dtype) << "conv2d_blocked: input " << dtype_name(in[0].dtype) << " and weight "
                                           << dtype_name(in[1].dtype) << " differ";
   const kernels::Conv2dGeometry g = blocked_geometry(in[0].shape, in[1].shape, attrs);
-  const int64_t b = in[0].shape[4];
+  const int64_t b = plain_input ? get_int_in(attrs, "conv2d_blocked", "block", 1, 1024) : in[0].shape[4];
   return {{{g.N, blocks_of(g.O, b), g.Ho, g.Wo, b}, in[0].dtype}};
 }
 void conv2d_blocked_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
   const bool weight_constant = attrs.get_int("weight_constant", 0) != 0 && in[1].is_contiguous();
   kernels::conv2d_blocked_forward(blocked_geometry(in[0].shape(), in[1].shape(), attrs), out[0], in[0].contiguous(),
                                   in[1].contiguous(), nullptr, weight_constant);
+}
+
+// ---- max_pool2d_blocked (x)
+std::vector<TensorMeta> max_pool2d_blocked_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  check_blocked(in[0], "max_pool2d_blocked");
+  const Shape& x = in[0].shape;
+  // max_pool2d's own rule on one plane per lane checks the window and sizes the output.
+  const Shape plain = op_impl(OpId::max_pool2d).shape({{{x[0], x[1] * x[4], x[2], x[3]}, in[0].dtype}}, attrs)[0].shape;
+  return {{{x[0], x[1], plain[2], plain[3], x[4]}, in[0].dtype}};
+}
+void max_pool2d_blocked_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
+  const auto kernel = pair_attr(attrs, "kernel", "max_pool2d_blocked", 1);
+  const auto stride = pair_attr(attrs, "stride", "max_pool2d_blocked", 1);
+  const auto padding = pair_attr(attrs, "padding", "max_pool2d_blocked", 0);
+  const auto dilation = attrs.has("dilation") ? pair_attr(attrs, "dilation", "max_pool2d_blocked", 1)
+                                              : std::vector<int64_t>{1, 1};
+  const kernels::Pool2dWindow win{kernel[0], kernel[1], stride[0], stride[1], padding[0], padding[1],
+                                  dilation[0], dilation[1]};
+  kernels::max_pool2d_blocked_forward(win, out[0], in[0].contiguous());
 }
 
 }  // namespace
@@ -100,5 +126,6 @@ void conv2d_blocked_with_epilogue(const Tensor& y, const Tensor& x, const Tensor
 SMELT_OP_IMPL(to_blocked) = {to_blocked_shape, to_blocked_kernel, to_blocked_grad, kSaveInputs};
 SMELT_OP_IMPL(from_blocked) = {from_blocked_shape, from_blocked_kernel, from_blocked_grad, kSaveInputs};
 SMELT_OP_IMPL(conv2d_blocked) = {conv2d_blocked_shape, conv2d_blocked_kernel, nullptr, kSaveNothing};
+SMELT_OP_IMPL(max_pool2d_blocked) = {max_pool2d_blocked_shape, max_pool2d_blocked_kernel, nullptr, kSaveNothing};
 
 }  // namespace smelt::ops

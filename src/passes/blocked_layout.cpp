@@ -15,9 +15,12 @@ namespace {
 using ops::OpId;
 
 constexpr int64_t kBlock = kernels::kOneDnnBlock;
-// A conv with fewer input channels (a stem on RGB) stays plain: padded to 16 they cost more than
-// the conversion of its output.
+// A conv with fewer input channels (a stem on RGB) reads its input on NCHW: padded to 16 they
+// would cost more than the convolution.
 constexpr int64_t kMinBlockedChannels = 8;
+// Smaller convs (output elements) stay plain: oneDNN's per-call costs outweigh what it saves, and
+// they keep smelt's own kernels (a conv of a few pixels and channels: the fuzzers' graphs).
+constexpr int64_t kMinBlockedOutput = 4096;
 
 // Read on every run (once per compile): a test or a session may switch it between compiles.
 bool enabled() { return env_int("SMELT_BLOCKED_LAYOUT", 1, 0, 1) != 0; }
@@ -57,10 +60,16 @@ bool block_conv(ir::Graph& g, ir::Node* node) {
   ir::Value *x = node->inputs[0], *w = node->inputs[1];
   if (x->meta.dtype != DType::Float32 || x->meta.shape.size() != 4 || w->meta.shape.size() != 4) return false;
   const kernels::Conv2dGeometry geo = ops::conv2d_geometry(x->meta.shape, w->meta.shape, node->attrs);
-  if (geo.C < kMinBlockedChannels || !kernels::conv2d_blocked_native(geo, DType::Float32, kBlock)) return false;
+  if (geo.N * geo.O * geo.Ho * geo.Wo < kMinBlockedOutput) return false;
+  const bool stem = geo.C < kMinBlockedChannels;
+  if (!kernels::conv2d_blocked_native(geo, DType::Float32, kBlock, /*plain_input=*/stem)) return false;
   ops::Attrs attrs = node->attrs;
-  attrs.set("channels", geo.C);
-  ir::Value* y = insert(g, node, OpId::conv2d_blocked, {as_blocked(g, node, x), w}, attrs);
+  if (stem) {
+    attrs.set("block", kBlock);
+  } else {
+    attrs.set("channels", geo.C);
+  }
+  ir::Value* y = insert(g, node, OpId::conv2d_blocked, {stem ? x : as_blocked(g, node, x), w}, attrs);
   g.replace_all_uses(node->outputs[0], unblock(g, node, y, geo.O));
   return true;
 }
@@ -173,6 +182,17 @@ bool sink_cat(ir::Graph& g, ir::Node* node) {
   return true;
 }
 
+// max_pool2d(from_blocked(a)) -> from_blocked(max_pool2d_blocked(a)) when no one reads its indices.
+bool sink_max_pool(ir::Graph& g, ir::Node* node) {
+  ir::Value *x = node->inputs[0], *indices = node->outputs[1];
+  if (!is_from_blocked(x) || !indices->uses.empty() || g.is_output(indices)) return false;
+  ir::Value* values = node->outputs[0];
+  if (values->uses.empty() && !g.is_output(values)) return false;
+  ir::Value* p = insert(g, node, OpId::max_pool2d_blocked, {blocked_source(x)}, node->attrs);
+  g.replace_all_uses(values, unblock(g, node, p, x->meta.shape[1]));
+  return true;
+}
+
 }  // namespace
 
 bool blocked_layout(ir::Graph& graph) {
@@ -181,6 +201,10 @@ bool blocked_layout(ir::Graph& graph) {
   for (const auto& n : graph.nodes()) order.push_back(n.get());
   int convs = 0, moved = 0;
   for (ir::Node* node : order) {
+    if (node->op == OpId::max_pool2d) {
+      moved += sink_max_pool(graph, node);
+      continue;
+    }
     if (node->outputs.size() != 1) continue;
     ir::Value* out = node->outputs[0];
     if (out->uses.empty() && !graph.is_output(out)) continue;  // dead: dce's job

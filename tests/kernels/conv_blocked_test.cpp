@@ -90,3 +90,59 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ConvBlockedForward,
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Every real lane has max_pool2d's bits (special values included: NaN wins, -inf, ±0), the
+// padding lanes are zero; windows with padding, stride 2, and a dilated one.
+TEST(ConvBlocked, MaxPoolMatchesThePlainKernelBitForBit) {
+  struct Window {
+    int64_t k, stride, pad, dil;
+  };
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (Window w : {Window{3, 2, 1, 1}, Window{2, 2, 0, 1}, Window{3, 1, 1, 2}}) {
+      const Tensor x = testing::special_values({2, 21, 9, 10}, 7, 5, dtype);
+      const kernels::Pool2dWindow win{w.k, w.k, w.stride, w.stride, w.pad, w.pad, w.dil, w.dil};
+      const int64_t Ho = kernels::conv_output_size(9, w.k, w.stride, w.pad, w.dil);
+      const int64_t Wo = kernels::conv_output_size(10, w.k, w.stride, w.pad, w.dil);
+      Tensor want = empty({2, 21, Ho, Wo}, dtype);
+      kernels::max_pool2d_values_forward(win, want, x);
+      Tensor xb = empty({2, 2, 9, 10, 16}, dtype);
+      kernels::to_blocked_forward(xb, x);
+      Tensor yb = filled_nan({2, 2, Ho, Wo, 16}, dtype);
+      kernels::max_pool2d_blocked_forward(win, yb, xb);
+      for (int64_t c = 21; c < 32; ++c) ASSERT_EQ(yb.index({1, 1, Ho - 1, Wo - 1, c % 16}).item(), 0.0);
+      Tensor got = filled_nan({2, 21, Ho, Wo}, dtype);
+      kernels::from_blocked_forward(got, yb);
+      EXPECT_TRUE(testing::same_bits(got, want)) << dtype_name(dtype) << " k=" << w.k << " dil=" << w.dil;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// An infinity in x makes 0 * inf = NaN in sums over zero weights: the padding lanes (which a
+// later blocked conv multiplies by its zero weights) must still be zero everywhere.
+TEST(ConvBlocked, PaddingStaysZeroWhenTheInputHoldsInfinities) {
+  Conv2dGeometry g;
+  g.N = 1, g.C = 16, g.H = g.W = 6, g.O = 20, g.kH = g.kW = 3, g.pad_h = g.pad_w = 1, g.Ho = g.Wo = 6;
+  Tensor x = testing::random_tensor({1, 16, 6, 6}, -1, 1, 9).to(DType::Float32);
+  x.data<float>()[3 * 36 + 14] = std::numeric_limits<float>::infinity();
+  const Tensor w = testing::random_tensor({20, 16, 3, 3}, -0.3, 0.3, 10).to(DType::Float32);
+  Tensor xb = empty({1, 1, 6, 6, 16}, DType::Float32);
+  kernels::to_blocked_forward(xb, x);
+  Tensor yb = filled_nan({1, 2, 6, 6, 16}, DType::Float32);
+  kernels::conv2d_blocked_forward(g, yb, xb, w);
+  const float* p = yb.data<float>();
+  for (int64_t pixel = 0; pixel < 36; ++pixel) {
+    for (int64_t lane = 4; lane < 16; ++lane) ASSERT_EQ(p[(36 + pixel) * 16 + lane], 0.0f) << pixel << " " << lane;
+  }
+}
+
+}  // namespace
+}  // namespace smelt

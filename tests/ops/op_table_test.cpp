@@ -178,6 +178,9 @@ void workload() {
                                     {"groups", int64_t(1)}});
   sum(ops::call1(OpId::from_blocked, {blocked_conv}, {{"channels", int64_t(3)}})).detach();
   sum(ops::call1(OpId::from_blocked, {blocked}, {{"channels", int64_t(2)}})).backward();
+  ops::call1(OpId::max_pool2d_blocked, {blocked_conv}, {{"kernel", std::vector<int64_t>{3, 3}},
+                                                       {"stride", std::vector<int64_t>{2, 2}},
+                                                       {"padding", std::vector<int64_t>{1, 1}}});
 }
 
 TEST(OpTable, EveryRowIsHonestAboutItsKernel) {

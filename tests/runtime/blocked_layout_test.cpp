@@ -1,6 +1,7 @@
 // Compiled plans with convolutions in the blocked channel layout (passes/blocked_layout.h,
 // kernels/conv_blocked.h) against the same function compiled without the pass and run eagerly,
-// on random inputs: ResNet- and MobileNet-style blocks, a concat, global average pooling, channel
+// on random inputs (each conv with at least 4096 output elements, the pass's floor): ResNet- and
+// MobileNet-style blocks, a concat, global average pooling, channel
 // counts that are not multiples of 16, batches above 1. The blocked convolutions run through
 // oneDNN where the eager ones may take another implementation, so values agree to rounding (sums
 // in another order), not bit for bit. Each test runs in its own process (gtest_discover_tests).
@@ -93,7 +94,19 @@ TEST_F(BlockedLayout, ResNetBlocksWithResidual) {
     Tensor z = relu(conv2d(relu(conv2d(y, w3, Tensor(), 1, 1)), w4, Tensor(), 1, 1) + y);
     return std::vector<Tensor>{z};
   };
-  expect_matches_plain(fn, {rand32({2, 20, 9, 11}, 7)}, 2);
+  expect_matches_plain(fn, {rand32({2, 20, 12, 11}, 7)}, 2);
+}
+
+// ResNet's stem: a 7x7 stride-2 conv on RGB (NCHW in, blocked out), relu, a 3x3 stride-2 max pool
+// on the blocked values, then a 3x3 conv to 24 channels: nothing converts before the output.
+TEST_F(BlockedLayout, StemAndMaxPool) {
+  const Tensor stem = weight({16, 3, 7, 7}, 61), b = rand32({16}, 62), w = weight({24, 16, 3, 3}, 63);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor y = max_pool2d(relu(conv2d(in[0], stem, b, 2, 3)), 3, 2, 1);
+    return std::vector<Tensor>{relu(conv2d(y, w, Tensor(), 1, 1))};
+  };
+  const std::string plan = expect_matches_plain(fn, {rand32({2, 3, 46, 44}, 64)}, 1);
+  EXPECT_EQ(count(plan, "max_pool2d_blocked"), 1u) << plan;
 }
 
 // MobileNetV2's inverted residual: 1x1 expand + relu6, depthwise 3x3 + relu6, 1x1 project, +x;
@@ -124,45 +137,54 @@ TEST_F(BlockedLayout, ConcatOnAlignedChannels) {
   const Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor s = relu(conv2d(in[0], ws));
     Tensor c = cat({relu(conv2d(s, we1)), relu(conv2d(s, we3, Tensor(), 1, 1))}, 1);
-    return std::vector<Tensor>{relu(conv2d(c, wn, Tensor(), 2, 1)), c};
+    return std::vector<Tensor>{relu(conv2d(c, wn, Tensor(), 1, 1)), c};
   };
-  const std::string plan = expect_matches_plain(fn, {rand32({2, 24, 10, 10}, 35)}, 3);
+  const std::string plan = expect_matches_plain(fn, {rand32({2, 24, 16, 16}, 35)}, 3);
   EXPECT_EQ(count(plan, "op cat (arena"), 1u) << plan;  // on blocked values, one step
 }
 
-// A stem (3 input channels) stays plain; float64 convolutions stay plain; exp (not finite on
-// finite inputs) runs on NCHW between two blocked convs.
+// A stem (3 input channels) reads its input on NCHW and writes blocked values (no to_blocked);
+// float64 convolutions stay plain; exp (not finite on finite inputs) runs on NCHW between two
+// blocked convs.
 TEST_F(BlockedLayout, NegativeCasesStayPlain) {
   const Tensor stem = weight({16, 3, 3, 3}, 41), w = weight({16, 16, 3, 3}, 42), w2 = weight({16, 16, 1, 1}, 43);
   const Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor y = conv2d(relu(conv2d(in[0], stem, Tensor(), 1, 1)), w, Tensor(), 1, 1);
     return std::vector<Tensor>{conv2d(exp(y * 0.1), w2)};
   };
-  const std::vector<Tensor> inputs = {rand32({1, 3, 8, 8}, 44)};
+  const std::vector<Tensor> inputs = {rand32({1, 3, 24, 24}, 44)};
   const std::vector<Tensor> eager = fn(inputs);
   CompiledFunction f = compile(fn, {});
   const std::vector<Tensor> got = f(inputs);
   EXPECT_TRUE(all_close(got[0], eager[0], 1e-4, 1e-5));
   const std::string plan = f.report().plan;
-  EXPECT_EQ(count(plan, "conv2d_blocked"), 2u) << plan;
-  EXPECT_EQ(count(plan, "to_blocked"), 2u) << plan;
+  EXPECT_EQ(count(plan, "conv2d_blocked"), 3u) << plan;
+  EXPECT_EQ(count(plan, "to_blocked"), 1u) << plan;
   EXPECT_EQ(count(plan, "from_blocked"), 2u) << plan;
 
   const Fn f64 = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{relu(conv2d(in[0], w.to(DType::Float64), Tensor(), 1, 1))};
   };
   CompiledFunction g = compile(f64, {});
-  g({rand32({1, 16, 8, 8}, 45).to(DType::Float64)});
+  g({rand32({1, 16, 24, 24}, 45).to(DType::Float64)});
   EXPECT_EQ(count(g.report().plan, "blocked"), 0u) << g.report().plan;
 }
 
-// SMELT_BLOCKED_LAYOUT=0 leaves every conv plain.
+// SMELT_BLOCKED_LAYOUT=0 leaves every conv plain; so does the pass for convs below its floor.
+TEST_F(BlockedLayout, SmallConvsStayPlain) {
+  const Tensor w = weight({16, 16, 3, 3}, 53);
+  const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
+  CompiledFunction f = compile(fn, {});
+  f({rand32({1, 16, 15, 17}, 54)});  // 16 * 15 * 17 = 4080 output elements
+  EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
+}
+
 TEST_F(BlockedLayout, SwitchedOffByEnvironment) {
   setenv("SMELT_BLOCKED_LAYOUT", "0", 1);
   const Tensor w = weight({16, 16, 3, 3}, 51);
   const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
   CompiledFunction f = compile(fn, {});
-  f({rand32({1, 16, 8, 8}, 52)});
+  f({rand32({1, 16, 24, 24}, 52)});
   EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
   unsetenv("SMELT_BLOCKED_LAYOUT");
 }

@@ -48,6 +48,9 @@ class TiledContraction : public testing::TempDirTest {
   void SetUp() override {
     TempDirTest::SetUp();
     setenv("SMELT_CACHE_DIR", dir_.c_str(), 1);
+    // Convolutions on NCHW, as eager runs them: the blocked layout's (passes/blocked_layout.h) run
+    // through oneDNN and differ from eager in rounding; blocked_layout_test.cpp compares them.
+    setenv("SMELT_BLOCKED_LAYOUT", "0", 1);
   }
 
   // `tiled`: whether the plan must run the contraction group in one step (else the lowering must
@@ -227,11 +230,8 @@ TEST_F(TiledContraction, DepthwiseBiasRelu6ThenPointwiseResidual) {
 // oneDNN for every convolution (read at the process's first convolution: each test is its own
 // process): the plan's constant weight is kept in oneDNN's layout, eager converts it each call;
 // the bits agree, special values included.
-// (On NCHW: the blocked layout's convs, kernels/conv_blocked.h, differ from eager in rounding and
-// are compared in blocked_layout_test.cpp.)
 TEST_F(TiledContraction, OneDnnConvWithConstantWeightBiasReluResidual) {
   ScopedEnv onednn("SMELT_CONV", "onednn");
-  ScopedEnv plain("SMELT_BLOCKED_LAYOUT", "0");
   Tensor w = special_values({16, 8, 3, 3}, 38, 41), b = special_values({16}, 39, 5);
   expect_same_as_two_step(
       [&](const std::vector<Tensor>& in) {
