@@ -104,7 +104,7 @@ Role classify(const ir::Node& n, std::string* why) {
       return none(name + ": a reduction no pattern covers (reduction: sum, mean, amax, amin; row: softmax, "
                          "log_softmax, layer_norm, and nll_loss after log_softmax)");
     case ops::OpKind::Contraction:
-      if ((n.op == OpId::matmul || n.op == OpId::conv2d) && dtype_is_floating(n.outputs[0]->meta.dtype)) {
+      if ((n.op == OpId::matmul || n.op == OpId::conv2d || n.op == OpId::conv2d_blocked) && dtype_is_floating(n.outputs[0]->meta.dtype)) {
         return Role::Contraction;
       }
       return none(name + ": the contraction pattern covers floating matmul and conv2d only");

@@ -296,6 +296,9 @@ void conv2d_forward_with(ConvImpl impl, const Conv2dGeometry& g, const Tensor& y
   if (impl == ConvImpl::Auto) impl = conv_choice(g, x.dtype(), weight_constant);
   SMELT_INTERNAL_CHECK(conv_impl_supports(impl, g, x.dtype()))
       << "conv2d: implementation " << conv_impl_name(impl) << " does not apply to " << conv_tuning_key(g, x.dtype());
+  if ((impl == ConvImpl::OneDnn || impl == ConvImpl::OneDnnWinograd) && !conv2d_onednn_exact(g, w, weight_constant)) {
+    impl = ConvImpl::Gemm;  // a non-finite weight meets the padding: only the GEMM path multiplies it there
+  }
   if (impl == ConvImpl::Depthwise) return conv2d_depthwise_forward(g, y, x, w, epilogue);
   if (impl == ConvImpl::Direct) return conv2d_direct_forward(g, y, x, w, epilogue);
   if (impl == ConvImpl::OneDnn) return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <new>
 #include <memory>
@@ -54,14 +55,19 @@ std::string key_of(const Conv2dGeometry& g) {
 }
 
 // The primitive's key: the geometry and the algorithm (their weight layouts differ too).
-std::string key_of(const Conv2dGeometry& g, bool winograd) { return key_of(g) + (winograd ? ",winograd" : ",direct"); }
+std::string key_of(const Conv2dGeometry& g, bool winograd, ConvLayout layout) {
+  const char* formats[] = {"", ",blocked", ",plain-to-blocked"};
+  return key_of(g) + (winograd ? ",winograd" : ",direct") + formats[int(layout)];
+}
 
 // nullptr when oneDNN has no implementation for g (with `winograd`: no Winograd one; oneDNN has
 // them for 3x3 stride-1 float32 convolutions on AVX-512 machines).
-std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd) {
+// Blocked layouts: x and y fixed to nChw16c (kernels/conv_blocked.h; PlainToBlocked: x nchw)
+// instead of chosen by oneDNN.
+std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, ConvLayout layout) {
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const Prepared>> cache;
-  const std::string key = key_of(g, winograd);
+  const std::string key = key_of(g, winograd, layout);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -69,7 +75,11 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd) 
   try {
     const auto f32 = memory::data_type::f32;
     const memory::dims x_dims{g.N, g.C, g.H, g.W}, y_dims{g.N, g.O, g.Ho, g.Wo}, w_dims = weight_dims(g);
-    const memory::desc x_any(x_dims, f32, Tag::any), w_any(w_dims, f32, Tag::any), y_any(y_dims, f32, Tag::any);
+    const Tag x_user = layout == ConvLayout::Blocked ? Tag::nChw16c : Tag::nchw;
+    const Tag y_user = layout == ConvLayout::Plain ? Tag::nchw : Tag::nChw16c;
+    const memory::desc x_any(x_dims, f32, layout == ConvLayout::Plain ? Tag::any : x_user);
+    const memory::desc y_any(y_dims, f32, layout == ConvLayout::Plain ? Tag::any : y_user);
+    const memory::desc w_any(w_dims, f32, Tag::any);
     // oneDNN counts dilation from 0 (no gap) where smelt counts from 1.
     const dnnl::algorithm algorithm =
         winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
@@ -77,9 +87,9 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd) 
                                          x_any, w_any, y_any, {g.stride_h, g.stride_w}, {g.dil_h - 1, g.dil_w - 1},
                                          {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
     auto pd = dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
-    p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, Tag::nchw),
+    p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, x_user),
                                             memory::desc(w_dims, f32, g.groups == 1 ? Tag::oihw : Tag::goihw),
-                                            memory::desc(y_dims, f32, Tag::nchw)});
+                                            memory::desc(y_dims, f32, y_user)});
   } catch (const dnnl::error&) {
     p = nullptr;  // no implementation for this geometry
   }
@@ -105,13 +115,13 @@ struct CachedWeight {
   uint64_t stamp;
 };
 
-memory cached_weight(const Conv2dGeometry& g, bool winograd, const Prepared& p, const Tensor& w, bool weight_constant,
-                     dnnl::stream& stream) {
+memory cached_weight(const Conv2dGeometry& g, const std::string& primitive, const Prepared& p, const Tensor& w,
+                     bool weight_constant, dnnl::stream& stream) {
   static std::mutex mutex;
   static std::map<std::pair<const void*, std::string>, CachedWeight> cache;
   static size_t total = 0;
   static uint64_t clock = 0;
-  const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), key_of(g, winograd));
+  const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), primitive);
   std::lock_guard<std::mutex> lock(mutex);
   const uint64_t version = w.storage()->version();
   auto it = cache.find(key);
@@ -208,15 +218,30 @@ bool all_moderate(const float* p, int64_t n) {
   return bad == 0;
 }
 
-// all_moderate over a constant weight, remembered per (memory, storage version) like the converted
-// weights: the plan's weights are scanned once, not on every call. Any other weight is scanned
+bool all_finite(const float* p, int64_t n) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) bad += !(std::fabs(p[i]) <= std::numeric_limits<float>::max());  // NaN: bad
+  return bad == 0;
+}
+
+// What a scan of a weight found: every |v| <= kWinogradMaxMagnitude, every v finite.
+struct WeightScan {
+  bool moderate;
+  bool finite;
+};
+
+// all_moderate and all_finite over a constant weight, remembered per (memory, storage version) like the
+// converted weights: the plan's weights are scanned once, not on every call. Any other weight is scanned
 // every call (a raw write would not change its version).
-bool weight_moderate(const Tensor& w, bool weight_constant) {
-  if (!weight_constant) return all_moderate(w.data<float>(), w.numel());
+WeightScan weight_scan(const Tensor& w, bool weight_constant) {
+  auto scan = [&] {
+    return WeightScan{all_moderate(w.data<float>(), w.numel()), all_finite(w.data<float>(), w.numel())};
+  };
+  if (!weight_constant) return scan();
   struct Entry {
     Tensor source;  // keeps the memory from being freed and reused while remembered
     uint64_t version;
-    bool moderate;
+    WeightScan found;
   };
   static std::mutex mutex;
   static std::map<std::pair<const void*, int64_t>, Entry> cache;
@@ -226,17 +251,17 @@ bool weight_moderate(const Tensor& w, bool weight_constant) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end() && it->second.version == version && it->second.source.storage() == w.storage()) {
-      return it->second.moderate;
+      return it->second.found;
     }
   }
-  const bool moderate = all_moderate(w.data<float>(), w.numel());
+  const WeightScan found = scan();
   std::lock_guard<std::mutex> lock(mutex);
   std::erase_if(cache, [](const auto& e) {  // weights no one else holds any more
     return e.second.source.impl()->ref_count() == 1 && e.second.source.storage()->ref_count() == 1;
   });
   if (cache.size() >= 4096) cache.clear();  // a bound, not a policy: models have far fewer convs
-  cache[key] = Entry{w, version, moderate};
-  return moderate;
+  cache[key] = Entry{w, version, found};
+  return found;
 }
 
 // Whether w's conversion may be kept (conv_onednn.h): a constant, or memory smelt allocated (whose
@@ -247,22 +272,26 @@ bool weight_reusable(const Tensor& w, bool weight_constant) {
 
 }  // namespace
 
-bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd) {
+bool conv2d_onednn_exact(const Conv2dGeometry& g, const Tensor& w, bool weight_constant) {
+  return (g.pad_h == 0 && g.pad_w == 0) || weight_scan(w, weight_constant).finite;
+}
+
+bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd, ConvLayout layout) {
   if (winograd && (g.kH != 3 || g.kW != 3 || g.stride_h != 1 || g.stride_w != 1 || g.dil_h != 1 || g.dil_w != 1 ||
                    g.groups != 1)) {
     return false;
   }
-  return dtype == DType::Float32 && prepare(g, winograd) != nullptr;
+  return dtype == DType::Float32 && prepare(g, winograd, layout) != nullptr;
 }
 
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
-                           const GemmEpilogue* epilogue, bool weight_constant, bool winograd) {
+                           const GemmEpilogue* epilogue, bool weight_constant, bool winograd, ConvLayout layout) {
   SMELT_INTERNAL_CHECK(x.dtype() == DType::Float32) << "conv2d (onednn): float32 only";
   const bool keep_weight = weight_reusable(w, weight_constant);
-  if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_moderate(w, weight_constant))) {
-    return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false);
+  if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_scan(w, weight_constant).moderate)) {
+    return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false, layout);
   }
-  std::shared_ptr<const Prepared> p = prepare(g, winograd);
+  std::shared_ptr<const Prepared> p = prepare(g, winograd, layout);
   SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
   dnnl::stream stream(cpu_engine());
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
@@ -271,7 +300,8 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
   const bool convert = p->pd.weights_desc() != p->w_user;
   if (convert && !keep_weight) g_weight_conversions.fetch_add(1, std::memory_order_relaxed);
-  memory w_mem = convert && keep_weight ? cached_weight(g, winograd, *p, w, weight_constant, stream) : as_format(w_user, p->pd.weights_desc(), stream);
+  memory w_mem = convert && keep_weight ? cached_weight(g, key_of(g, winograd, layout), *p, w, weight_constant, stream)
+                                        : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
   p->conv.execute(stream, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}});
@@ -281,7 +311,10 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
   // over y on one thread cost as much as the stem convolution itself): every thread gets rows
   // when y is large enough to pay for the fork.
-  const int64_t HoWo = g.Ho * g.Wo, rows = g.N * g.O;
+  // Blocked, a row is one pixel's block of 16 channels: (N Ob Ho Wo, 16).
+  const bool blocked = layout != ConvLayout::Plain;
+  const int64_t HoWo = blocked ? kOneDnnBlock : g.Ho * g.Wo;
+  const int64_t rows = blocked ? g.N * ((g.O + kOneDnnBlock - 1) / kOneDnnBlock) * g.Ho * g.Wo : g.N * g.O;
   int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
   const int threads = num_threads();
   if (rows * HoWo >= kParallelGrain && threads > 1) step = std::min(step, (rows + threads - 1) / threads);
@@ -309,9 +342,10 @@ const char* onednn_version() {
 
 namespace smelt::kernels {
 
-bool conv2d_onednn_supports(const Conv2dGeometry&, DType, bool) { return false; }
+bool conv2d_onednn_supports(const Conv2dGeometry&, DType, bool, ConvLayout) { return false; }
+bool conv2d_onednn_exact(const Conv2dGeometry&, const Tensor&, bool) { return true; }
 void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, const Tensor&, const GemmEpilogue*, bool,
-                           bool) {
+                           bool, ConvLayout) {
   SMELT_INTERNAL_CHECK(false) << "conv2d (onednn): smelt was built without oneDNN";
 }
 const char* onednn_version() { return ""; }

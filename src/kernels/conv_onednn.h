@@ -18,9 +18,21 @@ namespace smelt::kernels {
 // oneDNN implements it: AVX-512). It computes each 4x4 (or 2x2) output tile from transformed
 // input and weight tiles: about 2.25-4x fewer multiplications than the direct sum, rounded
 // differently (tests/kernels/conv_winograd_test.cpp bounds the error).
-bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd = false);
+// `layout`: Blocked, x and y in the blocked layout (N, C/16, H, W, 16) of kernels/conv_blocked.h,
+// which is oneDNN's nChw16c: no conversion of x or y around the call; PlainToBlocked, x on NCHW
+// and y blocked (a stem on RGB, whose 3 channels would be padded to 16).
+inline constexpr int64_t kOneDnnBlock = 16;
+enum class ConvLayout : uint8_t { Plain, Blocked, PlainToBlocked };
+bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd = false,
+                            ConvLayout layout = ConvLayout::Plain);
+// oneDNN skips the taps that fall in the zero padding, where smelt's reference (im2col + GEMM)
+// multiplies them: 0 * inf is NaN there, nothing in oneDNN. Whether that cannot matter for w: no
+// padding, or every weight finite (a constant's scan is remembered per storage version). Callers
+// run another implementation otherwise.
+bool conv2d_onednn_exact(const Conv2dGeometry& g, const Tensor& w, bool weight_constant);
 
-// The epilogue is called on the NCHW result, one image's channels at a time in groups of rows.
+// The epilogue is called on the NCHW result, one image's channels at a time in groups of rows
+// (blocked: on (N Ob Ho Wo, 16), pixels' channel blocks in groups of rows).
 // w converted to oneDNN's layout is kept, keyed by its memory, in a cache that holds a reference
 // to w (so the memory cannot be freed and reused by another tensor while cached) and converts
 // again when w's storage version changed (an in-place smelt op); at most kWeightCacheBytes, the
@@ -32,7 +44,8 @@ bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd 
 // read of w per call); a constant is trusted.
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/,
                            const Tensor& w /*(O, Cg, kH, kW)*/, const GemmEpilogue* epilogue = nullptr,
-                           bool weight_constant = false, bool winograd = false);
+                           bool weight_constant = false, bool winograd = false,
+                           ConvLayout layout = ConvLayout::Plain);
 
 // How many times a weight was converted to oneDNN's layout (kept ones: cache misses), for tests
 // and statistics; 0 without oneDNN.

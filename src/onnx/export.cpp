@@ -49,6 +49,13 @@ Exporter exporter_of(OpId op, const char** why_not) {
     case OpId::adaptive_avg_pool2d_grad:
       *why_not = "a pooling gradient has no ONNX op";
       return nullptr;
+    case OpId::conv2d_blocked:
+    case OpId::to_blocked:
+    case OpId::from_blocked:
+    case OpId::max_pool2d_blocked:
+      *why_not = "the blocked channel layout of compiled plans (passes/blocked_layout.h) has no ONNX form; export "
+                 "the graph before the blocked_layout pass, or with SMELT_BLOCKED_LAYOUT=0";
+      return nullptr;
     case OpId::group:
       return nullptr;  // inlined by the walk
   }

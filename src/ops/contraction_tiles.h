@@ -4,7 +4,8 @@
 //
 // The output y (contiguous) is seen as a matrix: its last `tile_col_dims` dims are the columns,
 // the others, flattened, the rows — matmul (batch..., M, N): 1, rows batch... M; conv2d
-// (N, O, Ho, Wo): 2, rows N O, columns Ho Wo. The epilogue (kernels/gemm.h) is called on tiles of
+// (N, O, Ho, Wo): 2, rows N O, columns Ho Wo; conv2d_blocked (N, Ob, Ho, Wo, B): 1, columns the
+// lanes of a channel block (a per-channel bias is a row vector). The epilogue (kernels/gemm.h) is called on tiles of
 // that matrix that cover it once, each right after its values are final, from the thread that
 // computed them; y holds the product as the op's ordinary kernel computes it, bit for bit.
 #pragma once
@@ -31,5 +32,7 @@ void contraction_with_epilogue(OpId op, const std::vector<Tensor>& inputs, const
 void matmul_with_epilogue(const Tensor& y, const Tensor& a, const Tensor& b, const kernels::GemmEpilogue& epilogue);
 void conv2d_with_epilogue(const Tensor& y, const Tensor& x, const Tensor& w, const Attrs& attrs,
                           const kernels::GemmEpilogue& epilogue);
+void conv2d_blocked_with_epilogue(const Tensor& y, const Tensor& x, const Tensor& w, const Attrs& attrs,
+                                  const kernels::GemmEpilogue& epilogue);
 
 }  // namespace smelt::ops

@@ -1,4 +1,5 @@
 // The pass registry: every pass once, name -> one-line description -> function.
+#include "passes/blocked_layout.h"
 #include "passes/canonicalize.h"
 #include "passes/cse.h"
 #include "passes/dce.h"
@@ -23,6 +24,7 @@ std::vector<PassInfo>& registry() {
       {"transpose_sink", "move permutes down through elementwise ops until they compose and cancel", transpose_sink},
       {"transpose_normalize", "permutes of size-1 dims become reshapes; merged dims give smaller permutes", transpose_normalize},
       {"fold_batchnorm", "fold eval-mode batch_norm into the constant weights of conv2d/matmul before it", fold_batchnorm},
+      {"blocked_layout", "float32 convs on blocked channels (N, C/16, H, W, 16), conversions at the region's edges", blocked_layout},
   };
   return passes;
 }

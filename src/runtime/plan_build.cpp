@@ -296,7 +296,7 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, con
 // A conv2d whose weight is one of the plan's constants may keep it converted to a library's layout
 // (kernels/conv.h, weight_constant): the plan never writes its constants.
 void Plan::Impl::mark_constant_weight(ops::OpId op, const std::vector<int>& operand_slots, ops::Attrs* attrs) const {
-  if (op == ops::OpId::conv2d && operand_slots.size() == 2 &&
+  if ((op == ops::OpId::conv2d || op == ops::OpId::conv2d_blocked) && operand_slots.size() == 2 &&
       slots[size_t(operand_slots[1])].kind == SlotKind::Constant) {
     attrs->set("weight_constant", int64_t(1));
   }

@@ -13,14 +13,16 @@ namespace {
 // groups) or " [matmul (M, K) @ (K, N)]".
 std::string contraction_shape(ops::OpId op, const Shape& a, const Shape& b, const ops::Attrs& attrs) {
   std::string out = " [";
-  if (op == ops::OpId::conv2d && a.size() == 4 && b.size() == 4) {
+  if ((op == ops::OpId::conv2d || op == ops::OpId::conv2d_blocked) && b.size() == 4) {
     const std::vector<int64_t> stride = ops::pair_attr(attrs, "stride", "conv2d", 1);
     const int64_t groups = attrs.get_int("groups", 1);
     out += "conv " + std::to_string(b[2]) + "x" + std::to_string(b[3]);
     if (stride[0] != 1) out += "/" + std::to_string(stride[0]);
-    out += " " + std::to_string(a[1]) + "->" + std::to_string(b[0]) + " " + std::to_string(a[2]) + "x" +
+    const int64_t channels = op == ops::OpId::conv2d ? a[1] : attrs.get_int("channels", 0);
+    out += " " + std::to_string(channels) + "->" + std::to_string(b[0]) + " " + std::to_string(a[2]) + "x" +
            std::to_string(a[3]);
     if (groups != 1) out += " g" + std::to_string(groups);
+    if (op == ops::OpId::conv2d_blocked) out += " blocked";
   } else {
     out += ops::op_name(op);
     out += " " + shape_str(a) + " @ " + shape_str(b);
@@ -52,7 +54,8 @@ void Plan::Impl::measure_steps() {
       for (int64_t e : k.inner) points *= e;
       for (const codegen::Expr& e : k.exprs) flops += e.kind == codegen::ExprKind::Call ? points : 0;
     }
-    const bool contraction_op = s.op == ops::OpId::matmul || s.op == ops::OpId::conv2d;
+    const bool contraction_op =
+        s.op == ops::OpId::matmul || s.op == ops::OpId::conv2d || s.op == ops::OpId::conv2d_blocked;
     std::string shape;  // the contraction's shape in the profile's name: which conv is slow
     if ((s.kind == StepKind::Op || s.kind == StepKind::TiledContraction) && contraction_op) {
       const std::vector<int>& operands = s.kind == StepKind::Op ? s.in_slots : s.op_slots;

@@ -34,7 +34,7 @@ constexpr std::string_view kFunctionalOnly[] = {
     "nll_loss", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
     "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad", "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_grad", "layer_norm", "batch_norm", "dropout", "embedding", "one_hot",
-    "cat", "slice_grad", "group"};
+    "cat", "slice_grad", "group", "conv2d_blocked", "to_blocked", "from_blocked", "max_pool2d_blocked"};
 
 constexpr bool functional_only(std::string_view name) {
   for (std::string_view n : kFunctionalOnly) {

@@ -125,6 +125,13 @@ std::vector<OpExample> examples() {
       {OpId::conv2d, {f32(image), f32({4, 1, 3, 3})}, conv_attrs()},
       {OpId::conv2d_grad_input, {f32({1, 4, 3, 5}), f32({4, 1, 3, 3})}, with(conv_attrs(), "input_shape", Ints{1, 2, 5, 5})},
       {OpId::conv2d_grad_weight, {f64(image), f64({1, 4, 3, 5})}, with(conv_attrs(), "weight_shape", Ints{4, 1, 3, 3})},
+      // the blocked channel layout (internal rows of compiled plans): 2 channels in blocks of 4
+      {OpId::to_blocked, {f32(image)}, {{"block", int64_t(4)}}},
+      {OpId::from_blocked, {f32({1, 1, 5, 5, 4})}, {{"channels", int64_t(2)}}},
+      {OpId::conv2d_blocked, {f32({1, 1, 5, 5, 4}), f32({4, 1, 3, 3})}, with(conv_attrs(), "channels", int64_t(2))},
+      {OpId::conv2d_blocked, {f32(image), f32({4, 1, 3, 3})}, with(conv_attrs(), "block", int64_t(4))},
+      {OpId::max_pool2d_blocked, {f32({1, 1, 5, 5, 4})},
+       {{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}, {"padding", Ints{0, 0}}, {"dilation", Ints{1, 1}}}},
       // pooling
       {OpId::max_pool2d, {f32(image)}, {{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}, {"padding", Ints{0, 0}}, {"dilation", Ints{1, 1}}}},
       {OpId::max_pool2d_grad, {f32({1, 2, 2, 2}), i64({1, 2, 2, 2}, 25)}, {{"input_shape", Ints{1, 2, 5, 5}}}},

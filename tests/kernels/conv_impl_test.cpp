@@ -113,6 +113,44 @@ TEST(ConvImpl, EveryImplementationMatchesTheReference) {
   EXPECT_GE(checked_depthwise, 2 * 13);  // the depthwise shapes above all reached their kernel
 }
 
+// Zero padding is zeros that take part in the products: a non-finite weight on a tap that falls in
+// the padding makes that output NaN (0 * inf), as the im2col + GEMM path computes it. Every
+// implementation gives the GEMM path's bits for NaN-ness and the same values elsewhere (oneDNN
+// and the own direct kernels skip padded taps, so they hand such weights to the GEMM path).
+TEST(ConvImpl, NonFiniteWeightsMeetThePaddingLikeTheGemmPath) {
+  const std::vector<Conv2dGeometry> shapes = {
+      make(1, 16, 12, 10, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1),    // 3x3 (Winograd where oneDNN has it)
+      make(1, 3, 20, 37, 10, 3, 3, 2, 2, 1, 1, 1, 1, 1),     // a stem (direct)
+      make(1, 24, 14, 13, 24, 3, 3, 2, 2, 1, 1, 1, 1, 24),   // depthwise stride 2
+      make(1, 24, 9, 9, 24, 3, 3, 1, 1, 1, 1, 1, 1, 24),     // depthwise stride 1
+      make(1, 8, 6, 6, 8, 1, 1, 1, 1, 0, 0, 1, 1, 1),        // pointwise: no padding at all
+  };
+  for (const Conv2dGeometry& g : shapes) {
+    for (float special : {INFINITY, -INFINITY, NAN}) {
+      Tensor x = randn({g.N, g.C, g.H, g.W}), w = randn({g.O, g.C / g.groups, g.kH, g.kW});
+      w.data<float>()[0] = special;  // tap (0, 0) of output channel 0: in the padding at the top-left
+      Tensor want = full({g.N, g.O, g.Ho, g.Wo}, 0.0, DType::Float32);
+      kernels::conv2d_forward_with(ConvImpl::Gemm, g, want, x, w);
+      for (ConvImpl impl : supported(g, DType::Float32)) {
+        for (bool constant : {false, true}) {
+          Tensor y = full({g.N, g.O, g.Ho, g.Wo}, 1.0, DType::Float32);
+          kernels::conv2d_forward_with(impl, g, y, x, w, nullptr, constant);
+          const std::vector<double> got = y.to_vector(), ref = want.to_vector();
+          int64_t differ = 0;
+          for (size_t i = 0; i < ref.size(); ++i) {
+            const bool nan_got = std::isnan(got[i]), nan_ref = std::isnan(ref[i]);
+            if (nan_got != nan_ref || (!nan_ref && std::fabs(got[i] - ref[i]) > 1e-3 * (1 + std::fabs(ref[i])))) {
+              ++differ;
+            }
+          }
+          EXPECT_EQ(differ, 0) << kernels::conv_impl_name(impl) << (constant ? " (constant w)" : "") << " on "
+                               << kernels::conv_tuning_key(g, DType::Float32) << " with w[0] = " << special;
+        }
+      }
+    }
+  }
+}
+
 // weight_constant lets oneDNN keep the converted weight; the second call reads it from its cache.
 // Another weight tensor of the same shape must not hit that entry.
 TEST(ConvImpl, ConstantWeightsGiveTheSameResults) {

@@ -98,7 +98,8 @@ std::vector<std::string> exportable_ops() {
   for (int i = 0; i < ops::kOpCount; ++i) {
     const OpId op = OpId(i);
     if (op == OpId::group || op == OpId::max_pool2d_grad || op == OpId::avg_pool2d_grad ||
-        op == OpId::adaptive_avg_pool2d_grad) {
+        op == OpId::adaptive_avg_pool2d_grad || op == OpId::conv2d_blocked || op == OpId::to_blocked ||
+        op == OpId::from_blocked || op == OpId::max_pool2d_blocked) {
       continue;
     }
     names.push_back(ops::op_name(op));

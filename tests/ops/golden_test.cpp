@@ -165,12 +165,15 @@ TEST(GoldenCoverage, EveryTableEntryHasACase) {
 
 // Each op of the table has a golden case, except the helper ops that only gradient rules
 // call (their results are checked through the gradients of the op they serve) and `group`,
-// which has no math of its own: it runs the subgraph it holds (tests/ir/group_test.cpp).
+// which has no math of its own: it runs the subgraph it holds (tests/ir/group_test.cpp), and the
+// blocked channel layout's rows, which PyTorch has no op for: tests/kernels/conv_blocked_test.cpp
+// checks them against conv2d and max_pool2d on NCHW.
 TEST(GoldenCoverage, EveryTableOpHasACase) {
   std::set<std::string> ops;
   for (const GoldenCase& c : all_cases()) ops.insert(c.op());
   for (const std::string& op : op_table_names()) {
     if (op.find("_grad") != std::string::npos || op == "group") continue;
+    if (op.find("blocked") != std::string::npos) continue;
     EXPECT_TRUE(ops.count(op)) << "op " << op << " has no golden case";
   }
 }

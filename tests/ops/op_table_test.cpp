@@ -169,6 +169,18 @@ void workload() {
   cumsum(x, 1, true, true);
   topk(x, 2, 1, false);
   cat({x, x}, 0);
+
+  // the blocked channel layout (internal rows of compiled plans): 2 channels in, 3 out, blocks of 2
+  Tensor blocked = ops::call1(OpId::to_blocked, {image}, {{"block", int64_t(2)}});
+  Tensor blocked_conv = ops::call1(OpId::conv2d_blocked, {blocked.detach(), weight.detach()},
+                                   {{"channels", int64_t(2)}, {"stride", std::vector<int64_t>{1, 1}},
+                                    {"padding", std::vector<int64_t>{1, 1}}, {"dilation", std::vector<int64_t>{1, 1}},
+                                    {"groups", int64_t(1)}});
+  sum(ops::call1(OpId::from_blocked, {blocked_conv}, {{"channels", int64_t(3)}})).detach();
+  sum(ops::call1(OpId::from_blocked, {blocked}, {{"channels", int64_t(2)}})).backward();
+  ops::call1(OpId::max_pool2d_blocked, {blocked_conv}, {{"kernel", std::vector<int64_t>{3, 3}},
+                                                       {"stride", std::vector<int64_t>{2, 2}},
+                                                       {"padding", std::vector<int64_t>{1, 1}}});
 }
 
 TEST(OpTable, EveryRowIsHonestAboutItsKernel) {

@@ -206,7 +206,7 @@ TEST_F(Cli, OptOnnxModel) {
   CliRun r = smelt("opt " + quote(kSmallResnet + "/model.onnx"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("values not shown>"), std::string::npos);
-  EXPECT_NE(r.out.find("conv2d("), std::string::npos);
+  EXPECT_NE(r.out.find("conv2d_blocked("), std::string::npos);  // passes/blocked_layout.h
   EXPECT_EQ(r.out.find("batch_norm"), std::string::npos);
   // The stem's MaxPool pads (1, 1) symmetrically: max_pool2d's own padding, no -inf borders.
   EXPECT_NE(r.out.find("padding=[1,1], dilation=[1,1]}"), std::string::npos) << r.out;

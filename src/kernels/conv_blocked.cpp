@@ -1,0 +1,132 @@
+#include "kernels/conv_blocked.h"
+
+#include <cstring>
+
+#include "base/parallel.h"
+#include "kernels/conv_onednn.h"
+#include "kernels/conv_select.h"
+#include "smelt/creation.h"
+
+namespace smelt::kernels {
+namespace {
+
+// One (image, channel block) pair per task: the plain image's B planes are gathered lane by lane.
+template <class T>
+void block_image(T* y /*(N, Cb, HW, B)*/, const T* x /*(N, C, HW)*/, int64_t N, int64_t C, int64_t HW, int64_t B) {
+  const int64_t Cb = blocks_of(C, B);
+  parallel_for(N * Cb, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, HW * B)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / Cb, cb = t % Cb, lanes = std::min(B, C - cb * B);
+      T* out = y + t * HW * B;
+      const T* in = x + (n * C + cb * B) * HW;
+      for (int64_t p = 0; p < HW; ++p) {
+        for (int64_t l = 0; l < lanes; ++l) out[p * B + l] = in[l * HW + p];
+        for (int64_t l = lanes; l < B; ++l) out[p * B + l] = T(0);
+      }
+    }
+  });
+}
+
+template <class T>
+void unblock_image(T* y /*(N, C, HW)*/, const T* x /*(N, Cb, HW, B)*/, int64_t N, int64_t C, int64_t HW, int64_t B) {
+  const int64_t Cb = blocks_of(C, B);
+  parallel_for(N * Cb, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, HW * B)), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / Cb, cb = t % Cb, lanes = std::min(B, C - cb * B);
+      const T* in = x + t * HW * B;
+      T* out = y + (n * C + cb * B) * HW;
+      for (int64_t l = 0; l < lanes; ++l) {
+        for (int64_t p = 0; p < HW; ++p) out[l * HW + p] = in[p * B + l];
+      }
+    }
+  });
+}
+
+// Zeros into the lanes past `channels` of y's last channel block.
+void clear_padding(const Tensor& y /*(N, Cb, Ho, Wo, B)*/, int64_t channels) {
+  const Shape& s = y.shape();
+  const int64_t B = s[4], pixels = s[2] * s[3], first = channels % B;
+  if (first == 0) return;
+  const size_t bytes = size_t(B - first) * dtype_size(y.dtype());
+  char* base = static_cast<char*>(y.raw_data());
+  for (int64_t n = 0; n < s[0]; ++n) {
+    for (int64_t p = 0; p < pixels; ++p) {
+      const int64_t at = ((n * s[1] + s[1] - 1) * pixels + p) * B + first;
+      std::memset(base + at * int64_t(dtype_size(y.dtype())), 0, bytes);
+    }
+  }
+}
+
+// The epilogue over all of y as (N Cb Ho Wo, B) rows, in parallel chunks.
+void run_epilogue(const GemmEpilogue& epilogue, const Tensor& y) {
+  const int64_t B = y.shape()[4], rows = y.numel() / B;
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / B);
+  parallel_for(rows, grain, [&](int64_t r0, int64_t r1) { epilogue(r0, r1, 0, B); });
+}
+
+}  // namespace
+
+void to_blocked_forward(const Tensor& y, const Tensor& x) {
+  const Shape& s = x.shape();
+  const int64_t B = y.shape()[4], HW = s[2] * s[3];
+  if (x.dtype() == DType::Float32) {
+    block_image(y.data<float>(), x.data<float>(), s[0], s[1], HW, B);
+  } else if (x.dtype() == DType::Float64) {
+    block_image(y.data<double>(), x.data<double>(), s[0], s[1], HW, B);
+  } else {
+    SMELT_INTERNAL_CHECK(false) << "to_blocked: floating dtypes only, got " << dtype_name(x.dtype());
+  }
+}
+
+void from_blocked_forward(const Tensor& y, const Tensor& x) {
+  const Shape& s = y.shape();
+  const int64_t B = x.shape()[4], HW = s[2] * s[3];
+  if (x.dtype() == DType::Float32) {
+    unblock_image(y.data<float>(), x.data<float>(), s[0], s[1], HW, B);
+  } else if (x.dtype() == DType::Float64) {
+    unblock_image(y.data<double>(), x.data<double>(), s[0], s[1], HW, B);
+  } else {
+    SMELT_INTERNAL_CHECK(false) << "from_blocked: floating dtypes only, got " << dtype_name(x.dtype());
+  }
+}
+
+bool conv2d_blocked_native(const Conv2dGeometry& g, DType dtype, int64_t block, bool plain_input) {
+  return block == kOneDnnBlock && dtype == DType::Float32 && g.N > 0 && g.C > 0 && g.O > 0 &&
+         conv2d_onednn_supports(g, dtype, /*winograd=*/false,
+                                plain_input ? ConvLayout::PlainToBlocked : ConvLayout::Blocked);
+}
+
+void conv2d_blocked_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
+                            const GemmEpilogue* epilogue, bool weight_constant) {
+  const int64_t B = y.shape()[4];
+  const bool plain_input = x.dim() == 4;
+  if (conv2d_blocked_native(g, y.dtype(), B, plain_input) && conv2d_onednn_exact(g, w, weight_constant)) {
+    const ConvLayout layout = plain_input ? ConvLayout::PlainToBlocked : ConvLayout::Blocked;
+    // Winograd where the plain layout's choice is Winograd (3x3 stride 1: oneDNN wants blocked
+    // channels for it anyway), else oneDNN's direct convolution.
+    const bool winograd = conv_choice(g, y.dtype(), weight_constant) == ConvImpl::OneDnnWinograd &&
+                          conv2d_onednn_supports(g, y.dtype(), /*winograd=*/true, layout);
+    if (g.O % B == 0) {
+      conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, winograd, layout);
+      return;
+    }
+    // oneDNN's padding lanes hold 0 * x sums: NaN where x holds an infinity, which a later blocked
+    // conv would spread through its zero weights. They are cleared before the epilogue.
+    conv2d_onednn_forward(g, y, x, w, nullptr, weight_constant, winograd, layout);
+    clear_padding(y, g.O);
+    if (epilogue) run_epilogue(*epilogue, y);
+    return;
+  }
+  // The reference path (also for a non-finite weight that meets the padding, which oneDNN would
+  // skip): back to NCHW, any plain implementation, blocked again.
+  Tensor x_plain = x, y_plain = empty({g.N, g.O, g.Ho, g.Wo}, y.dtype());
+  if (!plain_input) {
+    x_plain = empty({g.N, g.C, g.H, g.W}, x.dtype());
+    from_blocked_forward(x_plain, x);
+  }
+  conv2d_forward(g, y_plain, x_plain, w, nullptr, weight_constant);
+  to_blocked_forward(y, y_plain);
+  if (epilogue && y.numel() > 0) run_epilogue(*epilogue, y);
+}
+
+}  // namespace smelt::kernels

@@ -1,0 +1,193 @@
+// Compiled plans with convolutions in the blocked channel layout (passes/blocked_layout.h,
+// kernels/conv_blocked.h) against the same function compiled without the pass and run eagerly,
+// on random inputs (each conv with at least 4096 output elements, the pass's floor): ResNet- and
+// MobileNet-style blocks, a concat, global average pooling, channel
+// counts that are not multiples of 16, batches above 1. The blocked convolutions run through
+// oneDNN where the eager ones may take another implementation, so values agree to rounding (sums
+// in another order), not bit for bit. Each test runs in its own process (gtest_discover_tests).
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "kernels/conv_onednn.h"
+#include "smelt/compile.h"
+#include "support/check.h"
+#include "support/temp_dir.h"
+
+namespace smelt {
+namespace {
+
+using Fn = CompiledFunction::Fn;
+using testing::all_close;
+using testing::random_tensor;
+
+Tensor rand32(const Shape& shape, uint64_t seed, double scale = 1.0) {
+  return random_tensor(shape, -scale, scale, seed).to(DType::Float32);
+}
+
+// A conv weight scaled so that activations stay near 1 (1 / sqrt of the taps per output).
+Tensor weight(const Shape& shape, uint64_t seed) {
+  return rand32(shape, seed, 1.7 / std::sqrt(double(shape[1] * shape[2] * shape[3])));
+}
+
+std::string without_blocked_layout(std::string pipeline) {
+  const std::string pass = "blocked_layout,";
+  const size_t at = pipeline.find(pass);
+  if (at != std::string::npos) pipeline.erase(at, pass.size());
+  return pipeline;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class BlockedLayout : public testing::TempDirTest {
+ protected:
+  void SetUp() override {
+    TempDirTest::SetUp();
+    setenv("SMELT_CACHE_DIR", dir_.c_str(), 1);
+    if (kernels::onednn_version()[0] == '\0') GTEST_SKIP() << "built without oneDNN: nothing is blocked";
+  }
+
+  // Compiles fn with and without the pass, checks both against eager, and returns the blocked
+  // plan's text. `conversions`: how many to_blocked + from_blocked steps the blocked plan may hold.
+  std::string expect_matches_plain(const Fn& fn, const std::vector<Tensor>& inputs, size_t conversions) {
+    const std::vector<Tensor> eager = fn(inputs);
+    CompileOptions plain_options;
+    plain_options.passes = without_blocked_layout(Graph::default_pipeline());
+    CompiledFunction plain = compile(fn, plain_options);
+    const std::vector<Tensor> want = plain(inputs);
+    EXPECT_EQ(count(plain.report().plan, "blocked"), 0u) << plain.report().plan;
+    std::string plan;
+    for (const char* backend : {"interpreter", "cpp"}) {
+      CompileOptions o;
+      o.backend = backend;
+      CompiledFunction f = compile(fn, o);
+      for (int call = 0; call < 2; ++call) {  // the second call replays the plan
+        const std::vector<Tensor> got = f(inputs);
+        EXPECT_EQ(got.size(), eager.size());
+        for (size_t i = 0; i < got.size() && i < eager.size(); ++i) {
+          EXPECT_EQ(got[i].shape(), eager[i].shape());
+          EXPECT_TRUE(all_close(got[i], want[i], 1e-4, 1e-5)) << backend << " output " << i << "\n" << f.report().plan;
+          EXPECT_TRUE(all_close(got[i], eager[i], 1e-4, 1e-5)) << backend << " output " << i;
+        }
+      }
+      plan = f.report().plan;
+      EXPECT_GT(count(plan, "conv2d_blocked"), 0u) << plan;
+      EXPECT_EQ(count(plan, "conv2d"), count(plan, "conv2d_blocked")) << "a conv left plain\n" << plan;
+      EXPECT_LE(count(plan, "to_blocked") + count(plan, "from_blocked"), conversions) << plan;
+    }
+    return plan;
+  }
+};
+
+// conv3x3 + bias + relu, conv3x3 + bias, + the block's input, relu; twice (20 channels: the last
+// block holds 4 real lanes of 16). The input converts once, the output once.
+TEST_F(BlockedLayout, ResNetBlocksWithResidual) {
+  const Tensor w1 = weight({20, 20, 3, 3}, 1), b1 = rand32({20}, 2), w2 = weight({20, 20, 3, 3}, 3), b2 = rand32({20}, 4);
+  const Tensor w3 = weight({20, 20, 3, 3}, 5), w4 = weight({20, 20, 3, 3}, 6);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor x = in[0];
+    Tensor y = relu(conv2d(relu(conv2d(x, w1, b1, 1, 1)), w2, b2, 1, 1) + x);
+    Tensor z = relu(conv2d(relu(conv2d(y, w3, Tensor(), 1, 1)), w4, Tensor(), 1, 1) + y);
+    return std::vector<Tensor>{z};
+  };
+  expect_matches_plain(fn, {rand32({2, 20, 12, 11}, 7)}, 2);
+}
+
+// ResNet's stem: a 7x7 stride-2 conv on RGB (NCHW in, blocked out), relu, a 3x3 stride-2 max pool
+// on the blocked values, then a 3x3 conv to 24 channels: nothing converts before the output.
+TEST_F(BlockedLayout, StemAndMaxPool) {
+  const Tensor stem = weight({16, 3, 7, 7}, 61), b = rand32({16}, 62), w = weight({24, 16, 3, 3}, 63);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor y = max_pool2d(relu(conv2d(in[0], stem, b, 2, 3)), 3, 2, 1);
+    return std::vector<Tensor>{relu(conv2d(y, w, Tensor(), 1, 1))};
+  };
+  const std::string plan = expect_matches_plain(fn, {rand32({2, 3, 46, 44}, 64)}, 1);
+  EXPECT_EQ(count(plan, "max_pool2d_blocked"), 1u) << plan;
+}
+
+// MobileNetV2's inverted residual: 1x1 expand + relu6, depthwise 3x3 + relu6, 1x1 project, +x;
+// then a stride-2 block without the residual; global average pooling at the end.
+TEST_F(BlockedLayout, DepthwisePointwiseAndGlobalPool) {
+  const Tensor we = weight({72, 24, 1, 1}, 11), be = rand32({72}, 12), wd = weight({72, 1, 3, 3}, 13);
+  const Tensor bd = rand32({72}, 14), wp = weight({24, 72, 1, 1}, 15), bp = rand32({24}, 16);
+  const Tensor we2 = weight({40, 24, 1, 1}, 17), wd2 = weight({40, 1, 3, 3}, 18), wp2 = weight({36, 40, 1, 1}, 19);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor x = in[0];
+    Tensor h = clamp(conv2d(x, we, be), 0.0, 6.0);
+    h = clamp(conv2d(h, wd, bd, 1, 1, 1, 72), 0.0, 6.0);
+    Tensor y = conv2d(h, wp, bp) + x;
+    Tensor g = clamp(conv2d(y, we2), 0.0, 6.0);
+    g = clamp(conv2d(g, wd2, Tensor(), 2, 1, 1, 40), 0.0, 6.0);
+    g = conv2d(g, wp2);
+    return std::vector<Tensor>{mean(g, {2, 3}, false), mean(g, {-1, -2}, true)};
+  };
+  expect_matches_plain(fn, {rand32({3, 24, 14, 13}, 20)}, 3);
+}
+
+// SqueezeNet's fire module: squeeze 1x1, then 1x1 and 3x3 expands concatenated on channels
+// (the first a multiple of 16: the blocks line up), a conv after the concat; the concat is also
+// returned (NCHW).
+TEST_F(BlockedLayout, ConcatOnAlignedChannels) {
+  const Tensor ws = weight({12, 24, 1, 1}, 31), we1 = weight({32, 12, 1, 1}, 32), we3 = weight({20, 12, 3, 3}, 33);
+  const Tensor wn = weight({16, 52, 3, 3}, 34);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor s = relu(conv2d(in[0], ws));
+    Tensor c = cat({relu(conv2d(s, we1)), relu(conv2d(s, we3, Tensor(), 1, 1))}, 1);
+    return std::vector<Tensor>{relu(conv2d(c, wn, Tensor(), 1, 1)), c};
+  };
+  const std::string plan = expect_matches_plain(fn, {rand32({2, 24, 16, 16}, 35)}, 3);
+  EXPECT_EQ(count(plan, "op cat (arena"), 1u) << plan;  // on blocked values, one step
+}
+
+// A stem (3 input channels) reads its input on NCHW and writes blocked values (no to_blocked);
+// float64 convolutions stay plain; exp (not finite on finite inputs) runs on NCHW between two
+// blocked convs.
+TEST_F(BlockedLayout, NegativeCasesStayPlain) {
+  const Tensor stem = weight({16, 3, 3, 3}, 41), w = weight({16, 16, 3, 3}, 42), w2 = weight({16, 16, 1, 1}, 43);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor y = conv2d(relu(conv2d(in[0], stem, Tensor(), 1, 1)), w, Tensor(), 1, 1);
+    return std::vector<Tensor>{conv2d(exp(y * 0.1), w2)};
+  };
+  const std::vector<Tensor> inputs = {rand32({1, 3, 24, 24}, 44)};
+  const std::vector<Tensor> eager = fn(inputs);
+  CompiledFunction f = compile(fn, {});
+  const std::vector<Tensor> got = f(inputs);
+  EXPECT_TRUE(all_close(got[0], eager[0], 1e-4, 1e-5));
+  const std::string plan = f.report().plan;
+  EXPECT_EQ(count(plan, "conv2d_blocked"), 3u) << plan;
+  EXPECT_EQ(count(plan, "to_blocked"), 1u) << plan;
+  EXPECT_EQ(count(plan, "from_blocked"), 2u) << plan;
+
+  const Fn f64 = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{relu(conv2d(in[0], w.to(DType::Float64), Tensor(), 1, 1))};
+  };
+  CompiledFunction g = compile(f64, {});
+  g({rand32({1, 16, 24, 24}, 45).to(DType::Float64)});
+  EXPECT_EQ(count(g.report().plan, "blocked"), 0u) << g.report().plan;
+}
+
+// SMELT_BLOCKED_LAYOUT=0 leaves every conv plain; so does the pass for convs below its floor.
+TEST_F(BlockedLayout, SmallConvsStayPlain) {
+  const Tensor w = weight({16, 16, 3, 3}, 53);
+  const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
+  CompiledFunction f = compile(fn, {});
+  f({rand32({1, 16, 15, 17}, 54)});  // 16 * 15 * 17 = 4080 output elements
+  EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
+}
+
+TEST_F(BlockedLayout, SwitchedOffByEnvironment) {
+  setenv("SMELT_BLOCKED_LAYOUT", "0", 1);
+  const Tensor w = weight({16, 16, 3, 3}, 51);
+  const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
+  CompiledFunction f = compile(fn, {});
+  f({rand32({1, 16, 24, 24}, 52)});
+  EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
+  unsetenv("SMELT_BLOCKED_LAYOUT");
+}
+
+}  // namespace
+}  // namespace smelt
