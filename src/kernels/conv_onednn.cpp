@@ -110,6 +110,7 @@ struct CachedWeight {
   // For a weight not marked constant: its bytes when converted. A write through a raw pointer
   // (Tensor::data, a NumPy view) leaves the version alone; comparing the bytes sees it, at the
   // price of one read of w per call (far less than converting: a Winograd weight transform).
+  // Empty for a constant's conversion, which every caller may use (its memory never changes).
   std::vector<unsigned char> snapshot;
   size_t bytes;  // converted + snapshot
   uint64_t stamp;
@@ -129,8 +130,8 @@ memory cached_weight(const Conv2dGeometry& g, const std::string& primitive, cons
   // storage check still guards memory that two storages could share (wrapped external buffers).
   const size_t w_bytes = size_t(w.numel()) * sizeof(float);
   if (it != cache.end() && it->second.version == version && it->second.source.storage() == w.storage() &&
-      (weight_constant || (it->second.snapshot.size() == w_bytes &&
-                           std::memcmp(it->second.snapshot.data(), w.raw_data(), w_bytes) == 0))) {
+      (weight_constant || it->second.snapshot.empty() /* converted for a constant: the memory never changes */ ||
+       (it->second.snapshot.size() == w_bytes && std::memcmp(it->second.snapshot.data(), w.raw_data(), w_bytes) == 0))) {
     it->second.stamp = ++clock;
     return it->second.converted;
   }
