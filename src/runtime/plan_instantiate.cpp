@@ -18,7 +18,9 @@ std::string contraction_shape(ops::OpId op, const Shape& a, const Shape& b, cons
     const int64_t groups = attrs.get_int("groups", 1);
     out += "conv " + std::to_string(b[2]) + "x" + std::to_string(b[3]);
     if (stride[0] != 1) out += "/" + std::to_string(stride[0]);
-    const int64_t channels = op == ops::OpId::conv2d ? a[1] : attrs.get_int("channels", 0);
+    // a blocked input (N, Cb, H, W, 16) holds padding lanes: the real count is an attribute; a
+    // blocked conv reading NCHW (a stem) has it in a[1] like conv2d
+    const int64_t channels = a.size() == 4 ? a[1] : attrs.get_int("channels", 0);
     out += " " + std::to_string(channels) + "->" + std::to_string(b[0]) + " " + std::to_string(a[2]) + "x" +
            std::to_string(a[3]);
     if (groups != 1) out += " g" + std::to_string(groups);
