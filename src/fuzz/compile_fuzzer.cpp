@@ -4,8 +4,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "codegen/decompose.h"
 #include "fuzz/compare.h"
+#include "fuzz/judge.h"
 #include "ir/constant.h"
 #include "ir/printer.h"
 #include "passes/dce.h"
@@ -13,66 +13,6 @@
 
 namespace smelt::fuzz {
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// The comparison rule for compiled plans (the graph fuzzer's rule, compare.cpp, applied to a
-// plan instead of an optimized graph):
-//
-// BIT-EXACT for every output that no lowered reduction reaches (NaN matching any NaN, the sign
-// of zero checked, integers exact). A Kernel step evaluates the same scalar functions
-// (kernels/scalar.h, through the elementwise table) as the eager kernels the interpreter runs, in
-// both backends (generated C++ is built with -ffp-contract=off), and views are index maps, so
-// elementwise results are the same bits; Op steps run the eager kernels themselves.
-//
-// TOLERANCE (|got - want| <= kAtol + kRtol |want|, NaN matching NaN, an infinity only the same
-// infinity) for outputs that a group holding sum, mean, softmax, log_softmax or layer_norm
-// can reach: the lowering folds a row in its own order (the interpreter: in inner
-// order; generated C++: as the compiler vectorizes it) where the eager kernels sum in lanes. Both
-// accumulate float32 in double and the row ops decompose into the eager kernels' arithmetic
-// (codegen/decompose.h), so almost all of these outputs are still the same bits (the CLI counts
-// those that are not); and for outputs fold_batchnorm may reach (compare.cpp). amax and amin are
-// exact: the lowering folds with scalar maximum / minimum and the eager row kernels pick alike
-// (+0 above -0, NaN wins), so any order of folding gives the same bits.
-//
-// Two ways a correct plan still differs, each re-checked before a case fails:
-//   - layout: Op steps (matmul, conv, pools, unfused reductions) read contiguous arena slots and
-//     contiguous copies of strided inputs, where the interpreter may hand the same eager kernel a
-//     strided view, and their accumulation order follows the layout (compare.cpp). When every
-//     difference is within the tolerance, the reference runs again with contiguous operands for
-//     every reduction and contraction; matching it by the rule passes (layout_rounding).
-//   - conditioning: a reordered sum of terms that cancel (1e30 + 1 - 1e30, FLT_MAX + FLT_MAX -
-//     FLT_MAX), or a sum whose last bit a later cancellation magnifies (softplus(y) with beta 1
-//     minus softplus(y) with beta 1 + 2^-52, then rsqrt), differs by far more than the
-//     tolerance, or in being finite, in every correct order. When only tolerant outputs differ,
-//     the reference runs again with its sums folded in another order (row ops decomposed, sum
-//     operands transposed: with_reordered_sums); outputs that then move beyond the tolerance are
-//     ones no reference pins down, and are left out if the rest match. Failing that, the case
-//     runs again on ordinary inputs (the same shapes and layouts, no special values), judged the
-//     same way. Either passes as ill_conditioned; the exact outputs were still compared bit for
-//     bit on the special values.
-// ---------------------------------------------------------------------------------------------
-
-// `g` with its row ops decomposed into the eager kernels' arithmetic (codegen/decompose.h) and
-// every floating operand of rank >= 2 of a sum or mean handed over transposed (permuted, copied,
-// permuted back): the same function, its sums folded by the eager kernels in another order.
-std::unique_ptr<ir::Graph> with_reordered_sums(const ir::Graph& g) {
-  std::unique_ptr<ir::Graph> out = codegen::decompose_row_ops(g);
-  std::vector<ir::Node*> order;
-  for (const auto& n : out->nodes()) order.push_back(n.get());
-  for (ir::Node* n : order) {
-    if (n->op != ops::OpId::sum && n->op != ops::OpId::mean) continue;
-    ir::Value* x = n->inputs[0];
-    const int64_t rank = int64_t(x->meta.shape.size());
-    if (rank < 2 || !dtype_is_floating(x->meta.dtype)) continue;
-    std::vector<int64_t> reversed;  // its own inverse
-    for (int64_t d = rank - 1; d >= 0; --d) reversed.push_back(d);
-    ir::Value* t = out->insert_node(n, ops::OpId::permute, {x}, {{"dims", reversed}})->outputs[0];
-    t = out->insert_node(n, ops::OpId::contiguous, {t}, {})->outputs[0];
-    t = out->insert_node(n, ops::OpId::permute, {t}, {{"dims", reversed}})->outputs[0];
-    out->set_input(n, 0, t);
-  }
-  return out;
-}
 
 // The same bytes, NaN payloads included: a plan is deterministic (DESIGN.md "Purity").
 std::string same_bytes(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const char* what) {
@@ -82,17 +22,6 @@ std::string same_bytes(const std::vector<Tensor>& got, const std::vector<Tensor>
     if (a != b) return std::string(what) + ": output " + std::to_string(i) + " differs";
   }
   return "";
-}
-
-// `got` with the outputs `keep` does not select replaced by `want`'s: compare() then judges only
-// the selected outputs and still names them by their index.
-std::vector<Tensor> only(const std::vector<Tensor>& got, const std::vector<Tensor>& want,
-                         const std::vector<bool>& keep) {
-  std::vector<Tensor> out = got;
-  for (size_t i = 0; i < out.size() && i < want.size(); ++i) {
-    if (!keep[i]) out[i] = want[i];
-  }
-  return out;
 }
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -208,64 +137,19 @@ CompileCaseResult check_prepared(PreparedCase& p, uint64_t input_seed) {
   if (diff.empty()) diff = same_bytes(unplanned, first, "memory plan off vs on");
   if (!diff.empty()) return fail(diff);
 
-  // The rule at the top, for one set of inputs and one reference graph: `keep` selects the
-  // outputs judged.
-  std::vector<bool> exact(tolerant.size());
-  for (size_t i = 0; i < tolerant.size(); ++i) exact[i] = !tolerant[i];
-  const std::vector<bool> all_tolerant(tolerant.size(), true);
-  auto judge = [&](const ir::Graph& ref_graph, const std::vector<Tensor>& in, const std::vector<Tensor>& got,
-                   const std::vector<Tensor>& want, const std::vector<bool>& keep, int* rounded) {
-    const std::vector<Tensor> mine = only(got, want, keep);
-    std::string d = compare(mine, want, "compiled vs interpreter", tolerant, rounded);
-    if (d.empty() || !compare(mine, want, "", all_tolerant).empty()) return d;
-    try {
-      const std::vector<Tensor> want_c = trace::interpret(*with_contiguous_operands(ref_graph), in);
-      if (compare(only(got, want_c, keep), want_c, "", tolerant).empty()) {
-        r.layout_rounding = true;
-        return std::string();
-      }
-    } catch (const Error&) {
-    }
-    return d;
-  };
-  diff = judge(unoptimized, inputs, first, reference, exact, nullptr);
-  if (!diff.empty()) return fail(diff);
-  // The tolerant outputs; those that the reference itself cannot pin down within the tolerance
-  // (they move beyond it when only the order of its sums changes) are left out.
-  std::unique_ptr<ir::Graph> reordered;
-  auto judge_tolerant = [&](const std::vector<Tensor>& in, const std::vector<Tensor>& got,
-                            const std::vector<Tensor>& want, int* rounded) {
-    std::string d = judge(unoptimized, in, got, want, tolerant, rounded);
-    if (d.empty()) return d;
-    if (!reordered) reordered = with_reordered_sums(unoptimized);
-    const std::vector<Tensor> probe = trace::interpret(*reordered, in);
-    std::vector<bool> stable = tolerant;
-    for (size_t i = 0; i < tolerant.size(); ++i) {
-      if (tolerant[i] && !compare({probe[i]}, {want[i]}, "", {true}).empty()) stable[i] = false;
-    }
-    if (stable != tolerant && judge(unoptimized, in, got, want, stable, nullptr).empty()) {
-      r.ill_conditioned = true;
-      return std::string();
-    }
-    return d;
-  };
+  // The rule (judge.h), with its re-checks: the same case on ordinary inputs tells a cancellation
+  // in a reordered sum from a bug.
+  Judge judge(unoptimized, tolerant);
   try {
-    diff = judge_tolerant(inputs, first, reference, &r.rounded_outputs);
-    if (diff.empty()) return r;
-    // Still beyond the tolerance: cancellation in a reordered sum, or a bug. The same case on
-    // ordinary inputs tells them apart.
-    const std::vector<Tensor> ordinary = random_inputs(*p.graph, input_seed, 0.0);
-    const std::vector<Tensor> got = planned.run(ordinary);
-    int rounded = 0;
-    const std::string again = judge_tolerant(ordinary, got, trace::interpret(unoptimized, ordinary), &rounded);
-    if (again.empty()) {
-      r.ill_conditioned = true;
-      return r;
-    }
-    return fail(diff + "; on ordinary inputs: " + again);
+    diff = judge.verdict(inputs, first, reference, [&](const std::vector<Tensor>& in) { return planned.run(in); },
+                         random_inputs(*p.graph, input_seed, 0.0), &r.rounded_outputs);
   } catch (const Error& e) {
-    return fail(diff + "; then: " + e.what());
+    diff = judge.first_difference() + "; then: " + e.what();
   }
+  r.layout_rounding = judge.layout_rounding();
+  r.ill_conditioned = judge.ill_conditioned();
+  if (!diff.empty()) return fail(diff);
+  return r;
 }
 
 CompileCaseResult check_compiled(const ir::Graph& graph, const CompileCheckOptions& options, uint64_t input_seed) {

@@ -1,6 +1,7 @@
 #include "fuzz/second_batch.h"
 
 #include "fuzz/compare.h"
+#include "fuzz/judge.h"
 #include "ops/dispatch.h"
 #include "passes/dce.h"
 #include "smelt/compile.h"
@@ -65,34 +66,45 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
     passes::dce(*at[k]);
     const ir::Graph& g = *at[k];
     const std::string what = "batch " + std::to_string(b0) + " -> " + std::to_string(sizes[k]);
-    auto judge = [&](const std::vector<Tensor>& in) -> std::string {
-      std::vector<Tensor> got, want;
-      std::string got_error = run(in, &got), want_error;
-      try { want = trace::interpret(g, in); } catch (const Error& e) { want_error = e.what(); }
-      if (!got_error.empty() || !want_error.empty()) {
-        if (!got_error.empty() && !want_error.empty()) return "";  // failed alike (an index out of range)
-        return what + ": error in some runs only: interpreter: " + (want_error.empty() ? "ok" : want_error) +
-               "; compiled: " + (got_error.empty() ? "ok" : got_error);
+    const std::vector<Tensor> in = random_inputs(g, seed + uint64_t(k));
+    std::vector<Tensor> got, want;
+    const std::string got_error = run(in, &got);
+    std::string want_error, d;
+    try { want = trace::interpret(g, in); } catch (const Error& e) { want_error = e.what(); }
+    if (!got_error.empty() || !want_error.empty()) {
+      if (got_error.empty() || want_error.empty()) {  // (failing alike passes: an index out of range)
+        d = what + ": error in some runs only: interpreter: " + (want_error.empty() ? "ok" : want_error) +
+            "; compiled: " + (got_error.empty() ? "ok" : got_error);
       }
-      // The main check's rule (compile_fuzzer.cpp): exact unless a lowered reduction of the plan
-      // that ran (fused at this batch size) or a rounding-changing pass reaches the output.
+    } else {
+      // The main check's rule (judge.h): exact unless a lowered reduction of the plan that ran
+      // (fused at this batch size) or a rounding-changing pass reaches the output.
       std::vector<bool> tolerant = outputs_with_tolerance(g, options.passes);
       const std::vector<bool> lowered = outputs_reached_by_lowered_reductions(f.compiled_graph().ir_graph());
       SMELT_INTERNAL_CHECK(lowered.size() >= tolerant.size())
           << "second batch: the compiled graph has " << lowered.size() << " outputs, the function " << tolerant.size();
       for (size_t i = 0; i < tolerant.size(); ++i) tolerant[i] = tolerant[i] || lowered[i];
-      std::string d = compare(got, want, what.c_str(), tolerant);
-      if (d.empty()) return d;
-      // layout: the plan's op steps read contiguous operands (compile_fuzzer.cpp)
-      if (compare(got, trace::interpret(*with_contiguous_operands(g), in), "", tolerant).empty()) return "";
-      return d;
-    };
-    std::string d = judge(random_inputs(g, seed + uint64_t(k)));
+      Judge judge(g, tolerant);
+      auto run_plan = [&](const std::vector<Tensor>& x) {
+        std::vector<Tensor> out;
+        const std::string error = run(x, &out);
+        SMELT_CHECK(error.empty()) << "second batch: the plan failed on ordinary inputs: " << error;
+        return out;
+      };
+      try {
+        d = judge.verdict(in, got, want, run_plan, random_inputs(g, seed + uint64_t(k), 0.0), nullptr);
+      } catch (const Error& e) {
+        if (e.internal()) throw;
+        d = judge.first_difference() + "; then: " + e.what();
+      }
+      r.ill_conditioned |= judge.ill_conditioned();
+      if (!d.empty()) d = what + ": " + d;
+    }
     if (k == 0) {
       r.dynamic = f.report().dynamic_batch;
       if (!r.dynamic && !f.recompile_reasons().empty()) r.fallback = f.recompile_reasons().back();
     }
-    if (!d.empty() && !judge(random_inputs(g, seed + uint64_t(k), 0.0)).empty()) {
+    if (!d.empty()) {
       r.passed = false;
       r.message = d;
       return r;

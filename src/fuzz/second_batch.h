@@ -21,6 +21,7 @@ struct SecondBatchResult {
   bool applicable = false;  // the inputs share a leading dim and the graph runs at the other sizes
   bool dynamic = false;     // the dynamic plan ran (else the compile fell back, `fallback` says why)
   bool passed = true;
+  bool ill_conditioned = false;  // passed by the conditioning re-check (judge.h) at some batch size
   std::string message;   // what differed, for a failure
   std::string fallback;  // the recompile reason when the batch was not dynamic
 };

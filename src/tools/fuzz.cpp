@@ -51,7 +51,7 @@ void run_autograd_fuzz(uint64_t first_seed, int64_t cases) {
               "out-of-place program)\n",
               static_cast<long long>(cases - failed), static_cast<long long>(failed),
               static_cast<long long>(in_place_ops), static_cast<long long>(bitwise));
-  if (failed > 0) throw CLI::RuntimeError(1);
+  if (failed > 0) throw CLI::RuntimeError(std::to_string(failed) + " fuzz cases failed (the FAIL lines above)", 1);
 }
 
 }  // namespace
@@ -156,7 +156,7 @@ void register_fuzz(CLI::App& app) {
                 static_cast<long long>(exact_outputs), static_cast<long long>(tolerant_outputs),
                 static_cast<long long>(rounded_outputs), static_cast<long long>(layout_rounding),
                 static_cast<long long>(runtime_errors), static_cast<long long>(dead_errors));
-    if (failed > 0) throw CLI::RuntimeError(1);
+    if (failed > 0) throw CLI::RuntimeError(std::to_string(failed) + " fuzz cases failed (the FAIL lines above)", 1);
   });
 }
 

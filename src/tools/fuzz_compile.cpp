@@ -166,7 +166,7 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
   }
   std::printf("%lld passed, %lld failed\n", static_cast<long long>(args.cases - failed_cases),
               static_cast<long long>(failed_cases));
-  if (failed_cases > 0) throw CLI::RuntimeError(1);
+  if (failed_cases > 0) throw CLI::RuntimeError(std::to_string(failed_cases) + " of " + std::to_string(args.cases) + " fuzz cases failed (the FAIL lines above)", 1);
 }
 
 }  // namespace smelt::tools

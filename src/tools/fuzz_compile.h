@@ -20,7 +20,7 @@ struct CompileFuzzArgs {
 };
 
 // Prints one line per failure, counts and timings per backend, then "N passed, M failed".
-// Throws CLI::RuntimeError(1) when a case failed.
+// Throws CLI::RuntimeError (exit code 1, saying how many failed) when a case failed.
 void run_compile_fuzz(const CompileFuzzArgs& args);
 
 }  // namespace smelt::tools

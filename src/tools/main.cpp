@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
   try {
     check_environment();
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {
+    // A command that ran and failed (fuzz cases that failed): its output said what; one line more.
+    std::fflush(stdout);
+    std::fprintf(stderr, "smelt: %s\n", e.what());
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     // --help and --version print their text; a mistake on the command line is one line.
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);

@@ -17,6 +17,7 @@
 #include "fusion/pattern.h"
 #include "fuzz/compile_fuzzer.h"
 #include "fuzz/fuzzer.h"
+#include "fuzz/second_batch.h"
 #include "fuzz/special_values.h"
 #include "ir/constant.h"
 #include "ir/printer.h"
@@ -393,6 +394,11 @@ TEST(Fuzz, RegressionCases) {
       options.backend = b;
       fuzz::CompileCaseResult c = fuzz::check_compiled(*g, options, seed);
       EXPECT_TRUE(c.passed) << entry.path() << " compiled (" << fuzz::compile_backend_name(b) << "): " << c.message;
+      if (text.starts_with("# SECOND-BATCH")) {  // found at another batch size: replayed there too
+        const fuzz::SecondBatchResult s = fuzz::check_second_batch(*g, options, seed);
+        EXPECT_TRUE(s.applicable) << entry.path();
+        EXPECT_TRUE(s.passed) << entry.path() << " second batch (" << fuzz::compile_backend_name(b) << "): " << s.message;
+      }
     }
   }
 }
