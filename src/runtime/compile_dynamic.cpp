@@ -95,7 +95,7 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
   const codegen::KernelCacheStats before = codegen::KernelCache::global().stats();
   std::shared_ptr<Compiled> c;
   try {
-    c = instantiate(*d, b, sig);
+    c = instantiate(*d, b, sig, inputs);
   } catch (const Error& e) {
     if (e.internal()) throw;
     *note = std::string(" (batch not dynamic at this size: ") + e.what() + "; kernels specialized)";
@@ -127,28 +127,22 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
 // batch-independent.
 std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::vector<Tensor>& inputs) {
   int64_t batch = 0;
-  std::vector<std::unique_ptr<ir::Graph>> optimized;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (d.batch_inputs[i]) batch = inputs[i].size(0);
+  }
+  std::vector<std::unique_ptr<ir::Graph>> traced, optimized;
   for (int64_t p : kBatchProbes) {
-    std::vector<Tensor> in;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (!d.batch_inputs[i]) {
-        in.push_back(inputs[i]);
-        continue;
-      }
-      batch = inputs[i].size(0);
-      Shape shape = inputs[i].shape();
-      shape[0] = p;
-      // (the trace reads shapes only: a broadcast zero stands for the probe's input)
-      in.push_back(zeros({}, inputs[i].dtype()).expand(shape));
-    }
-    Compiled probe;
-    std::unique_ptr<ir::Graph> graph = trace_graph(probe, in);
-    if (probe.random) return "the function draws random numbers (how many depends on the batch size)";
-    if (!d.module_graph) d.module_graph = probe.module_graph;
-    runtime::optimize_graph(*graph, pipeline_options());
-    optimized.push_back(std::move(graph));
+    std::string why;
+    traced.push_back(traced_at(d, inputs, p, &why));
+    if (!traced.back()) return why;
+    optimized.push_back(traced.back()->clone());
+    runtime::optimize_graph(*optimized.back(), pipeline_options());
   }
   std::string why;
+  d.traced = runtime::BatchGraph::fit(*traced[0], kBatchProbes[0], *traced[1], kBatchProbes[1], &why);
+  if (!d.traced) return why;
+  why = d.traced->compare(*traced[2], kBatchProbes[2]);
+  if (!why.empty()) return why;
   std::optional<runtime::BatchGraph> fit =
       runtime::BatchGraph::fit(*optimized[0], kBatchProbes[0], *optimized[1], kBatchProbes[1], &why);
   if (!fit) return why;
@@ -171,9 +165,43 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::ve
   return d.kernels.fit();
 }
 
+std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d, const std::vector<Tensor>& inputs,
+                                                            int64_t b, std::string* why) {
+  std::vector<Tensor> in;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!d.batch_inputs[i]) {
+      in.push_back(inputs[i]);
+      continue;
+    }
+    Shape shape = inputs[i].shape();
+    shape[0] = b;
+    // (the trace reads shapes only: a broadcast zero stands for the input at batch b)
+    in.push_back(zeros({}, inputs[i].dtype()).expand(shape));
+  }
+  Compiled probe;
+  std::unique_ptr<ir::Graph> graph = trace_graph(probe, in);
+  if (probe.random) {
+    *why = "the function draws random numbers (how many depends on the batch size)";
+    return nullptr;
+  }
+  if (!d.module_graph) d.module_graph = probe.module_graph;
+  return graph;
+}
+
 // The plan at batch `b`: the fitted graph at b, planned anew (memory, bindings), its kernels the
-// dynamic-batch ones (the same cache keys at every size).
-std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, int64_t b, const Signature& sig) {
+// dynamic-batch ones (the same cache keys at every size). First the function is traced at b and
+// its graph checked against the fit of the traces at the probes (every integer and float bit for
+// bit; before the passes, which may rewrite a graph differently at sizes like 1 or a power of
+// two and stay right): a difference is an error, and the caller compiles b specialized. (No
+// compiler runs: a trace costs little next to compiling kernels.)
+std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, int64_t b, const Signature& sig,
+                                                              const std::vector<Tensor>& inputs) {
+  std::string why;
+  const std::unique_ptr<ir::Graph> traced = traced_at(d, inputs, b, &why);
+  if (traced) why = d.traced->compare(*traced, b);
+  SMELT_CHECK(why.empty()) << "dynamic batch: the function traced at batch " << b
+                           << " is not the graph fitted at the probe batch sizes: " << why
+                           << "; valid: functions whose graph is affine in the batch size";
   auto c = std::make_shared<Compiled>();
   c->module_graph = d.module_graph;
   runtime::PipelineOptions pipeline = pipeline_options();

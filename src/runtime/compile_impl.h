@@ -62,7 +62,11 @@ struct DynamicBatch {
   Signature key;  // the signature with the batch dims as -1
   std::vector<bool> batch_inputs;
   std::string why_not;  // set: the function is not batch-independent (then kernels are specialized)
-  std::optional<runtime::BatchGraph> graph;
+  // The fit of the function's traces (before the passes): each new batch size is traced and
+  // checked against it before its plan is instantiated (a fit through three probes is a guess:
+  // x[:100] gives B rows at every probe; a constant c / B may have two fits).
+  std::optional<runtime::BatchGraph> traced;
+  std::optional<runtime::BatchGraph> graph;  // the fused graphs' fit: what plans are made from
   runtime::BatchKernels kernels;
   std::shared_ptr<trace::ModuleGraph> module_graph;
   std::list<std::pair<int64_t, std::shared_ptr<Compiled>>> plans;  // most recently used first
@@ -118,7 +122,12 @@ struct CompiledFunction::Impl {
   // when that is the reason). compile_dynamic.cpp.
   std::shared_ptr<Compiled> dynamic_plan(const Signature& sig, const std::vector<Tensor>& inputs, std::string* note);
   std::string build_dynamic(DynamicBatch& d, const std::vector<Tensor>& inputs);
-  std::shared_ptr<Compiled> instantiate(DynamicBatch& d, int64_t b, const Signature& sig);
+  std::shared_ptr<Compiled> instantiate(DynamicBatch& d, int64_t b, const Signature& sig,
+                                        const std::vector<Tensor>& inputs);
+  // The function traced at batch `b` (inputs of `d`'s batch dims set to b); null with `why` when
+  // it draws random numbers.
+  std::unique_ptr<ir::Graph> traced_at(DynamicBatch& d, const std::vector<Tensor>& inputs, int64_t b,
+                                       std::string* why);
 };
 
 }  // namespace smelt

@@ -155,6 +155,43 @@ TEST_F(DynamicBatch, AGraphThatDependsOnTheBatchIsSpecializedAndSaysWhy) {
   }
 }
 
+TEST_F(DynamicBatch, AGraphTheProbesCannotSeeIsCheckedAtEachBatchSize) {
+  // x[:100] is a no-op at the probe batch sizes (17, 19, 23), where simplify removes it, so the
+  // fit holds no slice; at 128 rows the function gives 100. Each new batch size is traced and
+  // checked against the fit: 128 and 150 compile specialized and say why, 30 and 3 are dynamic.
+  // (Found by reading the fit; the dynamic plan used to return 128 rows.) And a constant c / B
+  // whose c has no short binary form, fitted at two probes, is checked the same way.
+  const std::vector<Fn> fns = {
+      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].slice(0, 0, 100) * 2.0}; },
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[0] * (0.1 / double(in[0].shape()[0])), in[0].slice(0, 0, 100)};
+      },
+  };
+  for (size_t k = 0; k < fns.size(); ++k) {
+    for (const char* backend : {"interpreter", "cpp"}) {
+      CompileOptions options;
+      options.backend = backend;
+      CompiledFunction f = compile(fns[k], options);
+      for (int64_t b : {64, 30, 128, 150, 3, 128}) {
+        Tensor x = input(b, 8, uint64_t(b));
+        const std::vector<Tensor> got = f({x}), want = fns[k]({x});
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t o = 0; o < got.size(); ++o) {
+          EXPECT_EQ(got[o].shape(), want[o].shape()) << k << " " << backend << " batch " << b;
+          EXPECT_TRUE(testing::same_bits(got[o], want[o])) << k << " " << backend << " batch " << b << " output " << o;
+        }
+        EXPECT_EQ(f.report().dynamic_batch, b != 64 && b < 100) << k << " " << backend << " batch " << b;
+      }
+      const std::vector<std::string> reasons = f.recompile_reasons();
+      ASSERT_GE(reasons.size(), 3u);
+      EXPECT_NE(reasons[1].find("30 -> 128 (batch not dynamic at this size: dynamic batch: the function traced at "
+                                "batch 128 is not the graph fitted"),
+                std::string::npos)
+          << reasons[1];
+    }
+  }
+}
+
 TEST_F(DynamicBatch, TrainingStep) {
   for (const char* backend : {"interpreter", "cpp"}) {
     manual_seed(3);
