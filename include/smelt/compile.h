@@ -18,6 +18,7 @@
 // a warning says so once. Compiled calls record no autograd history.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -52,6 +53,10 @@ struct CompileOptions {
   // every batch size compiles its own.
   bool dynamic_batch = true;
   int batch_plans = 8;      // dynamic batch: plans kept per batch size (least recently used dropped)
+  // dynamic batch: the batch sizes traced to fit (first two) and check (third) the graph; distinct,
+  // and best unlikely to equal or divide a model's other dims. Every other batch size is traced
+  // again and checked against the fit before it runs. (The fuzzer varies them.)
+  std::array<int64_t, 3> batch_probes = {17, 19, 23};
   bool profile = false;     // time every step of every call (profile_table, write_chrome_trace)
 };
 

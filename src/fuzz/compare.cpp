@@ -271,7 +271,13 @@ std::vector<Tensor> call_graph(const ir::Graph& g, const std::vector<Tensor>& in
   for (const auto& n : g.nodes()) {
     std::vector<Tensor> args;
     for (const ir::Value* v : n->inputs) args.push_back(env.at(v));
-    std::vector<Tensor> outs = ops::call(n->op, args, n->attrs);
+    // A slice as a user's x[a:b] (Tensor::slice clamps to the dim, the op does not): at another
+    // batch size (second_batch.h) x[:7] is x[:1] at batch 1, a no-op at batch 5, 7 rows at 13.
+    std::vector<Tensor> outs =
+        n->op == ops::OpId::slice
+            ? std::vector<Tensor>{args[0].slice(n->attrs.get_int("dim"), n->attrs.get_int("start"),
+                                                n->attrs.get_int("end"), n->attrs.get_int("step"))}
+            : ops::call(n->op, args, n->attrs);
     for (size_t k = 0; k < outs.size(); ++k) env[n->outputs[k]] = outs[k];
   }
   std::vector<Tensor> results;

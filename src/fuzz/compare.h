@@ -43,7 +43,8 @@ std::string compare(const std::vector<Tensor>& got, const std::vector<Tensor>& w
 // keep the ids of the values they leave in place; fusion never moves an op that checks values).
 // The graph as a function of its inputs: every node called through the public dispatcher (eager
 // kernels; shape rules see the shapes of this call, so it runs at any batch size), constants as
-// they are. The callers choose the grad mode (and a trace around it captures the calls).
+// they are; slices as Tensor::slice, which clamps the range to the dim as x[a:b] does. The callers
+// choose the grad mode (and a trace around it captures the calls).
 std::vector<Tensor> call_graph(const ir::Graph& g, const std::vector<Tensor>& inputs);
 
 // Ops whose kernels fold a row in an order a lowering may change: sum, mean, softmax,

@@ -48,6 +48,10 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
   CompileOptions compile_options;
   compile_options.passes = options.passes;
   compile_options.backend = compile_backend_name(options.backend);
+  // Half the cases fit the dynamic batch at sizes below the graph's own (2, 3, 5), so that numbers
+  // the graph took from its batch size (a slice's end, a reshape) lie above the probes: x[:k] is a
+  // no-op at every probe and not at b0 + 2, which the check of each new batch size must see.
+  if (b0 > 5 && seed % 2 == 1) compile_options.batch_probes = {2, 3, 5};
   CompiledFunction f = compile(fn, compile_options);
   auto run = [&](const std::vector<Tensor>& in, std::vector<Tensor>* out) -> std::string {
     try {

@@ -43,9 +43,6 @@ std::optional<BatchChange> batch_change(const Signature& before, const Signature
   return c;
 }
 
-// The probe batch sizes a dynamic batch is fitted (first two) and checked (third) at: distinct,
-// and unlikely to equal (or divide) a model's other dims, which could change what the passes do.
-constexpr int64_t kBatchProbes[3] = {17, 19, 23};
 }  // namespace
 
 // A plan for `sig` from a dynamic batch it belongs to, or from the second batch size of a signature
@@ -130,8 +127,13 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::ve
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (d.batch_inputs[i]) batch = inputs[i].size(0);
   }
+  const std::array<int64_t, 3>& probe_sizes = options.batch_probes;
+  SMELT_CHECK(probe_sizes[0] > 0 && probe_sizes[1] > 0 && probe_sizes[2] > 0 && probe_sizes[0] != probe_sizes[1] &&
+              probe_sizes[0] != probe_sizes[2] && probe_sizes[1] != probe_sizes[2])
+      << "CompileOptions::batch_probes: " << probe_sizes[0] << ", " << probe_sizes[1] << ", " << probe_sizes[2]
+      << "; valid: three distinct positive batch sizes";
   std::vector<std::unique_ptr<ir::Graph>> traced, optimized;
-  for (int64_t p : kBatchProbes) {
+  for (int64_t p : probe_sizes) {
     std::string why;
     traced.push_back(traced_at(d, inputs, p, &why));
     if (!traced.back()) return why;
@@ -139,14 +141,14 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::ve
     runtime::optimize_graph(*optimized.back(), pipeline_options());
   }
   std::string why;
-  d.traced = runtime::BatchGraph::fit(*traced[0], kBatchProbes[0], *traced[1], kBatchProbes[1], &why);
+  d.traced = runtime::BatchGraph::fit(*traced[0], probe_sizes[0], *traced[1], probe_sizes[1], &why);
   if (!d.traced) return why;
-  why = d.traced->compare(*traced[2], kBatchProbes[2]);
+  why = d.traced->compare(*traced[2], probe_sizes[2]);
   if (!why.empty()) return why;
   std::optional<runtime::BatchGraph> fit =
-      runtime::BatchGraph::fit(*optimized[0], kBatchProbes[0], *optimized[1], kBatchProbes[1], &why);
+      runtime::BatchGraph::fit(*optimized[0], probe_sizes[0], *optimized[1], probe_sizes[1], &why);
   if (!fit) return why;
-  why = fit->compare(*optimized[2], kBatchProbes[2]);
+  why = fit->compare(*optimized[2], probe_sizes[2]);
   if (!why.empty()) return why;
   const std::unique_ptr<ir::Graph> cost_shapes = fit->at(batch);
   std::vector<runtime::CompiledGraph> probes;
@@ -155,12 +157,12 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::ve
     pipeline.optimize = false;
     pipeline.fusion_cost_shapes = cost_shapes.get();
     pipeline.backend = runtime::KernelBackend::Interpreter;
-    pipeline.lower = d.kernels.record(kBatchProbes[i]);
+    pipeline.lower = d.kernels.record(probe_sizes[i]);
     probes.push_back(runtime::compile_graph(std::move(optimized[i]), pipeline));
   }
-  d.graph = runtime::BatchGraph::fit(*probes[0].graph, kBatchProbes[0], *probes[1].graph, kBatchProbes[1], &why);
+  d.graph = runtime::BatchGraph::fit(*probes[0].graph, probe_sizes[0], *probes[1].graph, probe_sizes[1], &why);
   if (!d.graph) return why;
-  why = d.graph->compare(*probes[2].graph, kBatchProbes[2]);
+  why = d.graph->compare(*probes[2].graph, probe_sizes[2]);
   if (!why.empty()) return why;
   return d.kernels.fit();
 }

@@ -73,5 +73,28 @@ TEST(SecondBatch, ACancellationInAFusedSumIsNoDifference) {
   EXPECT_TRUE(r.ill_conditioned);  // the re-check, not luck, passed it
 }
 
+TEST(SecondBatch, ASliceThatIsANoOpAtTheProbesIsCheckedAtTheOtherSizes) {
+  // x[:7] at batch 8, fitted at the small probes 2, 3, 5 (odd seeds): a no-op at every probe,
+  // 7 rows at 8 + 2 + seed % 5. Each new batch size is traced and checked against the fit, so
+  // that size compiles specialized (the dynamic plan would have given all its rows); batch 1 is
+  // dynamic.
+  auto g = ir::parse(R"(graph(%0: f32[8, 3]) {
+  %1: f32[7, 3] = slice(%0) {dim=0, start=0, end=7, step=1}
+  %2: f32[] = constant 2
+  %3: f32[7, 3] = mul(%1, %2)
+  return %3
+})");
+  for (fuzz::CompileBackend backend : {fuzz::CompileBackend::Interpreter, fuzz::CompileBackend::Cpp}) {
+    fuzz::CompileCheckOptions options;
+    options.passes = fuzz::kFuzzPipeline;
+    options.backend = backend;
+    const fuzz::SecondBatchResult r = fuzz::check_second_batch(*g, options, 3);
+    EXPECT_TRUE(r.applicable);
+    EXPECT_TRUE(r.passed) << r.message;
+    EXPECT_FALSE(r.dynamic);
+    EXPECT_NE(r.fallback.find("is not the graph fitted at the probe batch sizes"), std::string::npos) << r.fallback;
+  }
+}
+
 }  // namespace
 }  // namespace smelt
