@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "fuzz/random_graph_builder.h"
+#include "smelt/creation.h"
 
 namespace smelt::fuzz::detail {
 
@@ -165,6 +166,7 @@ void Builder::add_integer_block(ir::Value* a) {
 }
 
 void Builder::add_image_block(ir::Value* a) {
+  if (chance(0.3)) return add_conv_chain();
   const Shape& s = a->meta.shape;
   ir::Value* x = nullptr;
   if (s.size() == 4) {
@@ -211,6 +213,49 @@ void Builder::add_image_block(ir::Value* a) {
   } else {
     emit(OpId::adaptive_avg_pool2d, {x}, {{"output_size", Shape{pick(1, 3), pick(1, 3)}}});
   }
+}
+
+void Builder::add_conv_chain() {
+  // Every value a multiple of a power of two, small enough that each sum is exact in float32:
+  // then blocked and plain convolutions (oneDNN, im2col + GEMM, any order) give the same bits, and
+  // the comparison needs no tolerance to catch a wrong layout. Inputs clamp to [-4, 4] and round
+  // to quarters (NaN stays NaN, inf becomes 4); weights are halves in [-1, 1], biases eighths.
+  auto quantize = [&](ir::Value* v, double bound, double step) {
+    v = node(OpId::clamp, {v}, {{"min", -bound}, {"max", bound}});
+    ir::Value* inv = graph_->add_constant(full({}, 1 / step, DType::Float32));
+    ir::Value* st = graph_->add_constant(full({}, step, DType::Float32));
+    return node(OpId::mul, {node(OpId::round, {node(OpId::mul, {v, inv})}), st});
+  };
+  const int64_t h = pick(16, 18), w = pick(16, 18);
+  ir::Value* x = quantize(graph_->add_input({{1, pick(8, 20), h, w}, DType::Float32}), 4, 0.25);
+  // 3x3 with padding 1 or 1x1: the spatial size stays, so every conv has >= 16 * 16 outputs per
+  // channel and 16 or more channels. Largest sum: 24 * 9 terms below 720 in 1/16ths (22 bits).
+  auto conv = [&](ir::Value* in, int64_t out) {
+    const int64_t k = chance(0.6) ? 3 : 1;
+    const Shape weight_shape{out, in->meta.shape[1], k, k};
+    const Tensor halves = random_tensor(weight_shape, DType::Float32, {-2, 2, 0.0}, rng_).round() * 0.5;
+    ir::Value* weight = chance(0.8) ? graph_->add_constant(halves)
+                                    : quantize(graph_->add_input({weight_shape, DType::Float32}), 1, 0.5);
+    ir::Value* y = node(OpId::conv2d, {in, weight},
+                        {{"stride", Shape{1, 1}}, {"padding", Shape{k / 2, k / 2}}, {"dilation", Shape{1, 1}},
+                         {"groups", int64_t(1)}});
+    if (chance(0.7)) {
+      const Tensor eighths = random_tensor({out}, DType::Float32, {-16, 16, 0.0}, rng_).round() * 0.125;
+      ir::Value* b = graph_->add_constant(eighths);
+      y = node(OpId::add, {y, node(OpId::reshape, {b}, {{"shape", Shape{1, out, 1, 1}}})});
+    }
+    return chance(0.7) ? node(OpId::relu, {y}) : y;
+  };
+  const int64_t c1 = chance(0.5) ? 16 : pick(16, 24);
+  ir::Value* y = conv(x, c1);
+  ir::Value* z = chance(0.3) ? y : conv(y, chance(0.5) ? c1 : pick(16, 24));
+  if (z != y && z->meta.shape == y->meta.shape && chance(0.5)) z = node(OpId::add, {z, y});  // a residual
+  if (chance(0.3)) z = node(OpId::cat, {z, conv(y, 16)}, {{"dim", int64_t(1)}});
+  if (chance(0.3)) {
+    z = node(OpId::max_pool2d, {z}, {{"kernel", Shape{3, 3}}, {"stride", Shape{1, 1}}, {"padding", Shape{1, 1}},
+                                     {"dilation", Shape{1, 1}}});
+  }
+  pool_.push_back(z);
 }
 
 }  // namespace smelt::fuzz::detail

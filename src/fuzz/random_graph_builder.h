@@ -226,6 +226,10 @@ class Builder {
   // A 4-D image (a reshaped to (N, 1, H, W), or a new input) through conv2d (+ bias, + eval
   // batch norm, + relu, as nn::Conv2d / BatchNorm2d / ReLU trace) or a pooling op.
   void add_image_block(ir::Value* a);
+  // float32 convs large enough (>= 4096 outputs, >= 8 channels: passes/blocked_layout.cpp) for
+  // the blocked channel layout: conv -> relu -> conv, with a residual add, a max pool or a
+  // channel cat of two convs now and then; channel counts that are and are not multiples of 16.
+  void add_conv_chain();
 
   void add_view(ir::Value* a);
 

@@ -110,6 +110,22 @@ TEST(Fuzz, RandomGraphsReachNllGathers) {
   EXPECT_GE(graphs_with_gathers, 5);  // 9 at this writing: about 18 cases per CI run of 2000
 }
 
+// The generator's conv chains are large enough for the blocked channel layout
+// (passes/blocked_layout.cpp), so both fuzzers compare blocked convolutions with plain ones: a
+// graph whose default pipeline leaves a conv2d_blocked.
+TEST(Fuzz, RandomGraphsReachBlockedConvolutions) {
+  int graphs_with_blocked = 0;
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
+    auto g = fuzz::random_graph(seed);
+    passes::run_pipeline(*g, passes::kDefaultPipeline);
+    bool found = false;
+    for (const auto& n : g->nodes()) found |= n->op == ops::OpId::conv2d_blocked;
+    graphs_with_blocked += found;
+  }
+  std::printf("%d of 1000 random graphs hold a blocked convolution\n", graphs_with_blocked);
+  EXPECT_GE(graphs_with_blocked, 5);
+}
+
 // What the special-value draws put into the graphs' constants, by kind.
 struct SpecialCounts {
   int nan = 0, inf = 0, negative_zero = 0, subnormal = 0, huge = 0, int64_extreme = 0, beyond_2_53 = 0;
