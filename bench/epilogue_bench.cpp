@@ -59,9 +59,10 @@ void BM_EagerLinearRelu(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kN * kN * kN, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// `linear`: relu(linear(x, w, b)) as the bench suite writes it (today the plan copies w^T every
-// call: the permute of the captured weight is not folded); else relu(matmul(x, w^T) + b) with w^T
-// captured contiguous: the contraction group alone, comparable with BM_PlainGemm.
+// `linear`: relu(linear(x, w, b)) as the bench suite writes it (the permute of the captured
+// weight is computed once when the plan is built: "nodes computed once at build 1"); else
+// relu(matmul(x, w^T) + b) with w^T captured contiguous: the contraction group alone, comparable
+// with BM_PlainGemm.
 void BM_Compiled(benchmark::State& state, bool linear_form, bool tiled) {
   Operands& o = operands();
   if (tiled) {
