@@ -41,7 +41,7 @@ class Judge {
 
   const ir::Graph& reference_;
   std::vector<bool> tolerant_;
-  std::unique_ptr<ir::Graph> reordered_;  // made when first needed
+  std::vector<std::unique_ptr<ir::Graph>> reordered_;  // with_reordered_sums' two, made when first needed
   bool layout_rounding_ = false;
   bool ill_conditioned_ = false;
   std::string first_difference_;
@@ -49,7 +49,10 @@ class Judge {
 
 // `g` with its row ops decomposed into the eager kernels' arithmetic (codegen/decompose.h) and
 // every floating operand of rank >= 2 of a sum or mean handed over transposed (permuted, copied,
-// permuted back): the same function, its sums folded by the eager kernels in another order.
-std::unique_ptr<ir::Graph> with_reordered_sums(const ir::Graph& g);
+// permuted back); with `reverse`, also each reduced dim reversed first (a short row's sum folds in
+// its logical order whatever the layout): the same function, its sums folded by the eager
+// kernels in another order. An output either order moves beyond the tolerance is one no
+// reference pins down.
+std::unique_ptr<ir::Graph> with_reordered_sums(const ir::Graph& g, bool reverse);
 
 }  // namespace smelt::fuzz
