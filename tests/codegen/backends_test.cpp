@@ -189,6 +189,30 @@ TEST(CodegenBackends, Float64ToFloat32RoundTripKeepsItsRounding) {
   }
 }
 
+// softplus(x) - sigmoid(minimum(x, 0.25)) over one value broadcast along the row (fuzz --compile
+// seed 20299646): GCC 12 with AVX-512 vectorized the loop with a select whose branches code
+// hoisting had merged, and took sigmoid of 0.25's magnitude with x's sign (0.4378 for 0.1802 at
+// x = -1.515); generated code is compiled with -fno-code-hoisting since (codegen/compiler.cpp).
+// Every row extent up to 19 and values on both sides of the clamp, bit for bit against eager.
+TEST(CodegenBackends, SoftplusMinusSigmoidOfAClampKeepsEachLane) {
+  std::mt19937_64 rng(12);
+  for (int64_t inner = 1; inner <= 19; ++inner) {
+    const int64_t rows = 5;
+    Tensor x = fuzz::random_tensor({rows}, DType::Float32, fuzz::ElementDraw{-3, 3, 0.2}, rng);
+    x.data<float>()[0] = -1.515281081199646f;
+    KernelBuilder kb({rows}, {inner});
+    int lx = kb.load(kb.access(kb.arg(DType::Float32, rows, false), 0, {1}, {0}));  // broadcast along the row
+    int sp = kb.call(ScalarFn::softplus, {lx}, 1.0, 20.0);
+    int clamped = kb.call(ScalarFn::minimum, {lx, kb.constant(DType::Float32, 0.25)});
+    int out = kb.call(ScalarFn::sub, {sp, kb.call(ScalarFn::sigmoid, {clamped})});
+    kb.store(out, kb.access(kb.arg(DType::Float32, rows * inner, true), 0, {inner}, {1}));
+    Tensor xb = x.reshape({rows, 1}).expand({rows, inner});
+    Tensor want = sub(softplus(xb, 1.0, 20.0), sigmoid(minimum(xb, full({}, 0.25, DType::Float32))));
+    expect_bit_exact(run_both(kb.k, {x, zeros({rows * inner}, DType::Float32)}), {want.contiguous().reshape({rows * inner})},
+                     {"inner extent " + std::to_string(inner)});
+  }
+}
+
 // int32 through both backends: 32-bit wrap-around (INT32_MAX + 1, INT32_MIN / -1), saturating
 // float -> int32 (NaN -> 0, ±inf and beyond ±2^31 to the extremes), wrapping int64 -> int32 and
 // the integer reduction start values (max of no element: INT32_MIN).
