@@ -94,6 +94,8 @@ int Plan::Impl::new_value_slot(const ir::Value* v, int step, const std::map<cons
     s.meta = v->meta;
     s.index = out->second;
     slot = add_slot(std::move(s));
+  } else if (cat_slices.count(v)) {
+    slot = cat_slice_slot(v, step);
   } else {
     std::string label = "%";
     label += std::to_string(v->id);
@@ -124,6 +126,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
     input_metas.push_back(s.meta);
   }
   for (const ir::Value* c : graph.constants()) slot_of[c] = constant_slot(c->constant);
+  if (options.cat_in_place) plan_cat_slices(graph, output_index);
   for (const auto& node_ptr : graph.nodes()) {
     const ir::Node& node = *node_ptr;
     const int step = int(steps.size());
@@ -142,6 +145,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
       continue;
     }
     if (hoist_constant_node(node, in, output_index)) continue;
+    if (add_cat(node, in)) continue;
     // A transpose read only as a matmul operand is handed over as a strided view: the GEMM takes
     // any strides, and the copy would cost a pass over the operand on every call.
     if (strided_operand_only(node, output_index)) {
