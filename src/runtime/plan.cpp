@@ -59,7 +59,8 @@ void Plan::Impl::run_step(Step& step) {
       std::vector<Tensor> in;
       for (int s : step.op_slots) in.push_back(tensors[size_t(s)]);
       step.kernel->bind(pointers, step.arg_slots);
-      run_tiled_contraction(step.op, step.attrs, in, tensors[size_t(step.product_slot)], *step.kernel);
+      run_tiled_contraction(step.op, step.attrs, in, tensors[size_t(step.product_slot)], *step.kernel,
+                            step.post_ops ? &step.post_ops->ops : nullptr);
       return;
     }
     case StepKind::Interpret: {

@@ -369,6 +369,20 @@ bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string&
   for (const Tensor& c : tiled->lowered.constants) s.arg_slots.push_back(constant_slot(c));
   s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
   s.kernel = std::make_unique<KernelStep>(std::move(*tiled->lowered.kernel));
+  // The product finished in place in the group's one output: oneDNN may apply the epilogue itself.
+  if (s.op == ops::OpId::conv2d_blocked && tiled->product_output == 0 && out.size() == 1) {
+    s.post_ops = conv_epilogue_as_post_ops(body, [&](const ir::Value* v) -> const Tensor* {
+      for (size_t i = 0; i < body.inputs().size(); ++i) {
+        const Slot& slot = slots[size_t(in[i])];
+        if (body.inputs()[i] == v && slot.kind == SlotKind::Constant) return &slot.constant;
+      }
+      return nullptr;
+    });
+    if (s.post_ops) {
+      s.post_ops->ops.bias = s.post_ops->bias.defined() ? s.post_ops->bias.data<float>() : nullptr;
+      s.what += " [bias/clamp as oneDNN post-ops]";
+    }
+  }
   steps.push_back(std::move(s));
   ++stats.kernels;
   ++stats.op_steps;

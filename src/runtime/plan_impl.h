@@ -5,12 +5,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ops/attrs.h"
 #include "ops/op_table.h"
 #include "runtime/kernel_step.h"
+#include "runtime/contraction_step.h"
 #include "runtime/memory_plan.h"
 #include "runtime/plan.h"
 #include "runtime/profile.h"
@@ -53,6 +55,9 @@ struct Step {
   // `kernel` (tiled) is the epilogue, run on each finished tile (in_slots: the group's inputs).
   std::vector<int> op_slots;
   int product_slot = -1;
+  // TiledContraction of a blocked conv whose epilogue is a bias and a clamp: that epilogue as data
+  // (runtime/contraction_step.h, conv_epilogue_as_post_ops), for oneDNN to apply in its kernel.
+  std::optional<ConvPostOps> post_ops;
 };
 
 struct Plan::Impl {
