@@ -1,5 +1,6 @@
 #include "kernels/conv_onednn.h"
 
+#include "base/env.h"
 #include "base/parallel.h"
 
 #include "smelt/error.h"
@@ -18,7 +19,10 @@
 #include <new>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <unordered_map>
 
 namespace smelt::kernels {
 namespace {
@@ -60,14 +64,29 @@ std::string key_of(const Conv2dGeometry& g, bool winograd, ConvLayout layout) {
   return key_of(g) + (winograd ? ",winograd" : ",direct") + formats[int(layout)];
 }
 
+// The post-ops a primitive applies after the convolution (kernels/gemm.h EpilogueAsPostOps): a bias
+// and a clamp [lo, hi] (none when unbounded).
+struct PostOps {
+  bool bias = false;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  bool clamp() const { return lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity(); }
+  std::string key() const {
+    if (!bias && !clamp()) return "";
+    std::ostringstream k;
+    k << std::hexfloat << (bias ? ",bias" : "") << ",clamp " << lo << " " << hi;
+    return k.str();
+  }
+};
+
 // nullptr when oneDNN has no implementation for g (with `winograd`: no Winograd one; oneDNN has
 // them for 3x3 stride-1 float32 convolutions on AVX-512 machines).
 // Blocked layouts: x and y fixed to nChw16c (kernels/conv_blocked.h; PlainToBlocked: x nchw)
 // instead of chosen by oneDNN.
-std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, ConvLayout layout) {
+std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, ConvLayout layout,
+                                        const PostOps& post = {}) {
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const Prepared>> cache;
-  const std::string key = key_of(g, winograd, layout);
+  const std::string key = key_of(g, winograd, layout) + post.key();
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -83,10 +102,21 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, 
     // oneDNN counts dilation from 0 (no gap) where smelt counts from 1.
     const dnnl::algorithm algorithm =
         winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm,
-                                         x_any, w_any, y_any, {g.stride_h, g.stride_w}, {g.dil_h - 1, g.dil_w - 1},
-                                         {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
-    auto pd = dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
+    const memory::desc bias_desc({g.O}, f32, Tag::a);
+    const dnnl::convolution_forward::desc desc =
+        post.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, algorithm, x_any, w_any,
+                                                    bias_desc, y_any, {g.stride_h, g.stride_w},
+                                                    {g.dil_h - 1, g.dil_w - 1}, {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w})
+                  : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, algorithm, x_any, w_any, y_any,
+                                                    {g.stride_h, g.stride_w}, {g.dil_h - 1, g.dil_w - 1},
+                                                    {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
+    dnnl::primitive_attr attr;
+    if (post.clamp()) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, post.lo, post.hi);
+      attr.set_post_ops(ops);
+    }
+    auto pd = dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
     p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, x_user),
                                             memory::desc(w_dims, f32, g.groups == 1 ? Tag::oihw : Tag::goihw),
                                             memory::desc(y_dims, f32, y_user)});
@@ -213,6 +243,12 @@ memory as_format(const memory& user, const memory::desc& wanted, dnnl::stream& s
 // those of the other implementations.
 constexpr float kWinogradMaxMagnitude = 0x1p40f;
 
+// SMELT_CONV_POST_OPS=0 keeps every epilogue out of oneDNN (for measuring and bisecting).
+bool post_ops_enabled() {
+  static const bool on = env_int("SMELT_CONV_POST_OPS", 1, 0, 1) != 0;
+  return on;
+}
+
 bool all_moderate(const float* p, int64_t n) {
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) bad += !(std::fabs(p[i]) <= kWinogradMaxMagnitude);  // NaN: bad
@@ -289,10 +325,34 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
                            const GemmEpilogue* epilogue, bool weight_constant, bool winograd, ConvLayout layout) {
   SMELT_INTERNAL_CHECK(x.dtype() == DType::Float32) << "conv2d (onednn): float32 only";
   const bool keep_weight = weight_reusable(w, weight_constant);
-  if (winograd && !(all_moderate(x.data<float>(), x.numel()) && weight_scan(w, weight_constant).moderate)) {
-    return conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, /*winograd=*/false, layout);
+  // x is scanned at most once a call: Winograd and the post-ops both ask.
+  std::optional<bool> x_moderate;
+  auto moderate_x = [&] {
+    if (!x_moderate) x_moderate = all_moderate(x.data<float>(), x.numel());
+    return *x_moderate;
+  };
+  if (winograd && !(moderate_x() && weight_scan(w, weight_constant).moderate)) winograd = false;
+  // The epilogue as oneDNN post-ops (bias, clamp) where it computes the same: on moderate operands
+  // no NaN or infinity reaches it, and the clamp then agrees with smelt's relu, maximum and minimum
+  // (up to the sign of a zero; oneDNN's clamp maps NaN to lo where smelt keeps it). The epilogue's
+  // pass over y is saved.
+  const EpilogueAsPostOps* as_data = epilogue ? epilogue->post_ops : nullptr;
+  PostOps post;
+  // The scan of x must cost less than the epilogue's pass over y it saves: x already scanned (for
+  // Winograd), or no larger than y (measured on MobileNetV2 and SqueezeNet, one thread: scanning
+  // larger inputs too saved nothing more).
+  if (as_data && layout != ConvLayout::Plain && post_ops_enabled() && (x_moderate || x.numel() <= y.numel()) &&
+      (!as_data->bias || all_moderate(as_data->bias, g.O)) && weight_scan(w, weight_constant).moderate &&
+      moderate_x()) {
+    post.bias = as_data->bias != nullptr;
+    post.lo = as_data->lo;
+    post.hi = as_data->hi;
   }
-  std::shared_ptr<const Prepared> p = prepare(g, winograd, layout);
+  std::shared_ptr<const Prepared> p = prepare(g, winograd, layout, post);
+  if (!p && (post.bias || post.clamp())) {  // no implementation takes these post-ops: the epilogue runs
+    post = PostOps{};
+    p = prepare(g, winograd, layout);
+  }
   SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
   dnnl::stream stream(cpu_engine());
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
@@ -305,10 +365,15 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
                                         : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
-  p->conv.execute(stream, {{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}});
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}};
+  if (post.bias) {
+    args.emplace(DNNL_ARG_BIAS, memory(memory::desc({g.O}, memory::data_type::f32, Tag::a), cpu_engine(),
+                                       const_cast<float*>(as_data->bias)));
+  }
+  p->conv.execute(stream, args);
   if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
   stream.wait();
-  if (!epilogue) return;
+  if (!epilogue || post.bias || post.clamp()) return;
   // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
   // over y on one thread cost as much as the stem convolution itself): every thread gets rows
   // when y is large enough to pay for the fork.

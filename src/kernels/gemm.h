@@ -41,9 +41,20 @@ namespace smelt::kernels {
 enum class GemmImpl : uint8_t { Auto, Own, OpenBlas };
 const char* gemm_impl_name(GemmImpl impl);
 
+// An epilogue that is y = min(max(y + bias[o], lo), hi) on every output channel o, as data: a
+// library that can apply it while the output is still in registers (oneDNN's bias and eltwise
+// post-ops, kernels/conv_onednn.cpp) may do so instead of calling GemmEpilogue::fn. Whoever sets
+// it promises that fn computes exactly this; the library uses it only where the two agree up to
+// rounding (no NaN or infinity can reach the epilogue; the sign of a zero may differ).
+struct EpilogueAsPostOps {
+  const float* bias = nullptr;  // (O) real channels; nullptr: none
+  float lo = -__builtin_inff(), hi = __builtin_inff();
+};
+
 struct GemmEpilogue {
   void (*fn)(void* ctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1) = nullptr;
   void* ctx = nullptr;
+  const EpilogueAsPostOps* post_ops = nullptr;  // fn's math as data, when it is that simple
   void operator()(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const { fn(ctx, r0, r1, c0, c1); }
 };
 

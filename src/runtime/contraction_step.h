@@ -14,11 +14,13 @@
 // planner): the GEMM writes C at a tile before the epilogue reads the other inputs there.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/lower.h"
+#include "kernels/gemm.h"
 #include "ir/graph.h"
 #include "runtime/kernel_step.h"
 
@@ -32,6 +34,20 @@ struct TiledContraction {
   int product_output = -1;          // the body output the GEMM writes the product into; -1: a temporary
 };
 
+// A blocked conv group whose epilogue is y = min(max(y + bias, lo), hi) (an add of a per-channel
+// constant, then relu, clamp, maximum or minimum with scalar constants, each optional), finished
+// in place in the product: that epilogue as data (kernels/gemm.h EpilogueAsPostOps). `bias` keeps
+// the constant's memory.
+struct ConvPostOps {
+  Tensor bias;  // (1, Cb, 1, 1, B) float32, or undefined
+  kernels::EpilogueAsPostOps ops;
+};
+// nullopt unless `body` (a contraction group's, its first node a conv2d_blocked) is exactly that,
+// its one output the epilogue's result. `constant_of` gives the value of a body input bound to a
+// plan constant (or nullptr): fusion leaves a bias either there or in the body.
+std::optional<ConvPostOps> conv_epilogue_as_post_ops(const ir::Graph& body,
+                                                     const std::function<const Tensor*(const ir::Value*)>& constant_of);
+
 // nullopt when the tile form does not apply to this group (the op cannot take a tile epilogue,
 // or the epilogue does not lower to the tile form).
 std::optional<TiledContraction> lower_tiled_contraction(const ir::Graph& body, const std::string& name,
@@ -42,7 +58,9 @@ std::optional<TiledContraction> lower_tiled_contraction(const ir::Graph& body, c
 std::unique_ptr<ir::Graph> contraction_epilogue_body(const ir::Graph& body);
 
 // Runs `op` on `operands` into `product` with `epilogue` (bound to its arguments) on every tile.
+// `post_ops`: the epilogue as data too (may be nullptr).
 void run_tiled_contraction(ops::OpId op, const ops::Attrs& attrs, const std::vector<Tensor>& operands,
-                           const Tensor& product, const KernelStep& epilogue);
+                           const Tensor& product, const KernelStep& epilogue,
+                           const kernels::EpilogueAsPostOps* post_ops = nullptr);
 
 }  // namespace smelt::runtime

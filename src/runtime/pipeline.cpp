@@ -78,6 +78,7 @@ void plan_stage(CompiledGraph& c, const PipelineOptions& options, std::chrono::s
                                         ? options.compile_after_runs
                                         : int(env_int("SMELT_COMPILE_AFTER", 2, 1, 1 << 30));
   plan_options.epilogue_in_tile = env_int("SMELT_NO_EPILOGUE_IN_TILE", 0, 0, 1) == 0;
+  plan_options.cat_in_place = env_int("SMELT_NO_CAT_IN_PLACE", 0, 0, 1) == 0;
   const codegen::KernelCacheStats cache_before = codegen::KernelCache::global().stats();
   c.plan = Plan::build(*c.graph, plan_options);
   const codegen::KernelCacheStats cache_after = codegen::KernelCache::global().stats();

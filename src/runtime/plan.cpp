@@ -27,7 +27,7 @@ void Plan::Impl::bind(const std::vector<Tensor>& inputs, std::vector<Tensor>& ou
         const Tensor& base = tensors[size_t(s.index)];  // aliases follow the slot they alias
         if (s.permute.empty()) {
           tensors[i] = make_tensor(base.storage(), s.meta.shape, contiguous_strides(s.meta.shape),
-                                   base.offset(), s.meta.dtype);
+                                   base.offset() + s.alias_offset, s.meta.dtype);
         } else {
           tensors[i] = base.permute(s.permute);  // a strided view: a matmul operand (plan_build.cpp)
         }
@@ -59,7 +59,8 @@ void Plan::Impl::run_step(Step& step) {
       std::vector<Tensor> in;
       for (int s : step.op_slots) in.push_back(tensors[size_t(s)]);
       step.kernel->bind(pointers, step.arg_slots);
-      run_tiled_contraction(step.op, step.attrs, in, tensors[size_t(step.product_slot)], *step.kernel);
+      run_tiled_contraction(step.op, step.attrs, in, tensors[size_t(step.product_slot)], *step.kernel,
+                            step.post_ops ? &step.post_ops->ops : nullptr);
       return;
     }
     case StepKind::Interpret: {
@@ -176,6 +177,7 @@ std::string Plan::describe() const {
     t << kinds[int(slot.kind)];
     if (slot.kind == SlotKind::Input || slot.kind == SlotKind::Output) t << slot.index;
     if (slot.kind == SlotKind::Arena) t << "@" << slot.offset;
+    if (slot.kind == SlotKind::Alias && slot.alias_offset != 0) t << "+" << slot.alias_offset;
     t << ":" << ops::dtype_short_name(slot.meta.dtype) << shape_str(slot.meta.shape);
     return t.str();
   };

@@ -52,6 +52,9 @@ struct PlanOptions {
   // requests (lifetimes, sizes) before they are planned, as a bug in their computation would.
   std::function<void(std::vector<BufferRequest>&)> edit_requests;
   bool epilogue_in_tile = true;  // false (SMELT_NO_EPILOGUE_IN_TILE=1): contraction groups in two steps
+  // A cat whose operands' producers write straight into their slices of its buffer, instead of a
+  // copy (plan_cat.cpp); false (SMELT_NO_CAT_IN_PLACE=1): every cat copies.
+  bool cat_in_place = true;
   // Replaces codegen::lower for every group, in build order: a dynamic batch records the kernels
   // of its probe builds and hands their fitted dynamic-batch kernels to later builds
   // (runtime/batch_graph.h).
@@ -64,6 +67,7 @@ struct PlanStats {
   int op_steps = 0;         // Op steps
   int interpreted = 0;      // groups the lowering refused
   int hoisted = 0;          // pure nodes reading only constants, computed once at build
+  int cat_slices = 0;       // cat operands written in place into the cat's buffer (no copy)
   int tiled_contractions = 0;  // contraction groups run as one step, epilogue in the GEMM's tiles
                                // (each also counts as a kernel and an op step)
   int64_t arena_bytes = 0;  // planned peak

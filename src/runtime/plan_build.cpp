@@ -94,6 +94,8 @@ int Plan::Impl::new_value_slot(const ir::Value* v, int step, const std::map<cons
     s.meta = v->meta;
     s.index = out->second;
     slot = add_slot(std::move(s));
+  } else if (cat_slices.count(v)) {
+    slot = cat_slice_slot(v, step);
   } else {
     std::string label = "%";
     label += std::to_string(v->id);
@@ -124,6 +126,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
     input_metas.push_back(s.meta);
   }
   for (const ir::Value* c : graph.constants()) slot_of[c] = constant_slot(c->constant);
+  if (options.cat_in_place) plan_cat_slices(graph, output_index);
   for (const auto& node_ptr : graph.nodes()) {
     const ir::Node& node = *node_ptr;
     const int step = int(steps.size());
@@ -142,6 +145,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
       continue;
     }
     if (hoist_constant_node(node, in, output_index)) continue;
+    if (add_cat(node, in)) continue;
     // A transpose read only as a matmul operand is handed over as a strided view: the GEMM takes
     // any strides, and the copy would cost a pass over the operand on every call.
     if (strided_operand_only(node, output_index)) {
@@ -365,6 +369,20 @@ bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string&
   for (const Tensor& c : tiled->lowered.constants) s.arg_slots.push_back(constant_slot(c));
   s.arg_slots.insert(s.arg_slots.end(), out.begin(), out.end());
   s.kernel = std::make_unique<KernelStep>(std::move(*tiled->lowered.kernel));
+  // The product finished in place in the group's one output: oneDNN may apply the epilogue itself.
+  if (s.op == ops::OpId::conv2d_blocked && tiled->product_output == 0 && out.size() == 1) {
+    s.post_ops = conv_epilogue_as_post_ops(body, [&](const ir::Value* v) -> const Tensor* {
+      for (size_t i = 0; i < body.inputs().size(); ++i) {
+        const Slot& slot = slots[size_t(in[i])];
+        if (body.inputs()[i] == v && slot.kind == SlotKind::Constant) return &slot.constant;
+      }
+      return nullptr;
+    });
+    if (s.post_ops) {
+      s.post_ops->ops.bias = s.post_ops->bias.defined() ? s.post_ops->bias.data<float>() : nullptr;
+      s.what += " [bias/clamp as oneDNN post-ops]";
+    }
+  }
   steps.push_back(std::move(s));
   ++stats.kernels;
   ++stats.op_steps;

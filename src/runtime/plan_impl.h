@@ -5,12 +5,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ops/attrs.h"
 #include "ops/op_table.h"
 #include "runtime/kernel_step.h"
+#include "runtime/contraction_step.h"
 #include "runtime/memory_plan.h"
 #include "runtime/plan.h"
 #include "runtime/profile.h"
@@ -27,6 +29,9 @@ struct Slot {
   // being its base viewed with permuted strides. Only matmul operands read such a slot
   // (Plan::Impl::strided_operand_only): every other step takes contiguous memory.
   std::vector<int64_t> permute;
+  // Alias without permute: where it starts in the aliased slot, in elements (0 for a reshape; a
+  // cat operand's slice of the cat's buffer otherwise, plan_cat.cpp).
+  int64_t alias_offset = 0;
   int64_t offset = 0;  // Arena: byte offset (after planning)
   int request = -1;    // Arena: its memory-plan request
   Tensor constant;     // Constant
@@ -50,6 +55,9 @@ struct Step {
   // `kernel` (tiled) is the epilogue, run on each finished tile (in_slots: the group's inputs).
   std::vector<int> op_slots;
   int product_slot = -1;
+  // TiledContraction of a blocked conv whose epilogue is a bias and a clamp: that epilogue as data
+  // (runtime/contraction_step.h, conv_epilogue_as_post_ops), for oneDNN to apply in its kernel.
+  std::optional<ConvPostOps> post_ops;
 };
 
 struct Plan::Impl {
@@ -100,6 +108,18 @@ struct Plan::Impl {
 
   // Records that `slot` is read at step `step` (extends its buffer's lifetime).
   void read_at(int slot, int step);
+
+  // plan_cat.cpp: cats whose operands are written straight into their slices of the cat's buffer.
+  struct CatSlice {
+    const ir::Node* cat = nullptr;
+    int64_t offset = 0;  // elements from the start of the cat's output
+    int slot = -1;       // the slice's alias slot, once its producer made it
+  };
+  std::map<const ir::Value*, CatSlice> cat_slices;  // by operand
+  std::map<const ir::Node*, int> cat_buffers;       // by cat: its output's arena slot, once made
+  void plan_cat_slices(const ir::Graph& graph, const std::map<const ir::Value*, int>& output_index);
+  int cat_slice_slot(const ir::Value* v, int step);
+  bool add_cat(const ir::Node& node, const std::vector<int>& in);
 
   // plan_build.cpp: the graph's nodes as steps over slots.
   void build(const ir::Graph& graph);

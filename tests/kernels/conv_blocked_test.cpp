@@ -96,27 +96,40 @@ namespace smelt {
 namespace {
 
 // Every real lane has max_pool2d's bits (special values included: NaN wins, -inf, ±0), the
-// padding lanes are zero; windows with padding, stride 2, and a dilated one.
+// padding lanes are zero; windows with padding, stride 2, and a dilated one. Specials at every
+// 5th element put a NaN in nearly every window (the full rule); at every 97th most windows hold
+// none, and some only an infinity or a signed zero (the ordered max, which must keep the same bits);
+// "every 0" is a tensor of +0, -0 and -1 only, where the first of tied zeros must win.
 TEST(ConvBlocked, MaxPoolMatchesThePlainKernelBitForBit) {
   struct Window {
     int64_t k, stride, pad, dil;
   };
+  auto signed_zeros = [](DType dtype) {
+    std::vector<double> v(2 * 21 * 9 * 10);
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = (i * 2654435761u >> 7) % 3 == 0 ? -0.0 : (i * 40503u >> 5) % 4 == 0 ? -1.0 : 0.0;
+    }
+    return from_vector(v, {2, 21, 9, 10}, DType::Float64).to(dtype);
+  };
   for (DType dtype : {DType::Float32, DType::Float64}) {
-    for (Window w : {Window{3, 2, 1, 1}, Window{2, 2, 0, 1}, Window{3, 1, 1, 2}}) {
-      const Tensor x = testing::special_values({2, 21, 9, 10}, 7, 5, dtype);
-      const kernels::Pool2dWindow win{w.k, w.k, w.stride, w.stride, w.pad, w.pad, w.dil, w.dil};
-      const int64_t Ho = kernels::conv_output_size(9, w.k, w.stride, w.pad, w.dil);
-      const int64_t Wo = kernels::conv_output_size(10, w.k, w.stride, w.pad, w.dil);
-      Tensor want = empty({2, 21, Ho, Wo}, dtype);
-      kernels::max_pool2d_values_forward(win, want, x);
-      Tensor xb = empty({2, 2, 9, 10, 16}, dtype);
-      kernels::to_blocked_forward(xb, x);
-      Tensor yb = filled_nan({2, 2, Ho, Wo, 16}, dtype);
-      kernels::max_pool2d_blocked_forward(win, yb, xb);
-      for (int64_t c = 21; c < 32; ++c) ASSERT_EQ(yb.index({1, 1, Ho - 1, Wo - 1, c % 16}).item(), 0.0);
-      Tensor got = filled_nan({2, 21, Ho, Wo}, dtype);
-      kernels::from_blocked_forward(got, yb);
-      EXPECT_TRUE(testing::same_bits(got, want)) << dtype_name(dtype) << " k=" << w.k << " dil=" << w.dil;
+    for (Window w : {Window{3, 2, 1, 1}, Window{2, 2, 0, 1}, Window{3, 1, 1, 2}, Window{3, 2, 0, 1}}) {
+      for (int every : {5, 97, 0}) {
+        SCOPED_TRACE("specials at every " + std::to_string(every) + "th element");
+        const Tensor x = every ? testing::special_values({2, 21, 9, 10}, 7, every, dtype) : signed_zeros(dtype);
+        const kernels::Pool2dWindow win{w.k, w.k, w.stride, w.stride, w.pad, w.pad, w.dil, w.dil};
+        const int64_t Ho = kernels::conv_output_size(9, w.k, w.stride, w.pad, w.dil);
+        const int64_t Wo = kernels::conv_output_size(10, w.k, w.stride, w.pad, w.dil);
+        Tensor want = empty({2, 21, Ho, Wo}, dtype);
+        kernels::max_pool2d_values_forward(win, want, x);
+        Tensor xb = empty({2, 2, 9, 10, 16}, dtype);
+        kernels::to_blocked_forward(xb, x);
+        Tensor yb = filled_nan({2, 2, Ho, Wo, 16}, dtype);
+        kernels::max_pool2d_blocked_forward(win, yb, xb);
+        for (int64_t c = 21; c < 32; ++c) ASSERT_EQ(yb.index({1, 1, Ho - 1, Wo - 1, c % 16}).item(), 0.0);
+        Tensor got = filled_nan({2, 21, Ho, Wo}, dtype);
+        kernels::from_blocked_forward(got, yb);
+        EXPECT_TRUE(testing::same_bits(got, want)) << dtype_name(dtype) << " k=" << w.k << " dil=" << w.dil;
+      }
     }
   }
 }

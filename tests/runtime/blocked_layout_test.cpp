@@ -191,3 +191,50 @@ TEST_F(BlockedLayout, SwitchedOffByEnvironment) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// The blocked conv's epilogue as oneDNN post-ops (runtime/contraction_step.h
+// conv_epilogue_as_post_ops): bias + relu, bias + ReLU6 as maximum/minimum, and a clamp, each
+// against the plain pipeline and eager on moderate inputs; with a NaN and infinities in the input
+// the post-ops must step aside (oneDNN's clamp would turn NaN into 0): NaN stays where the plain
+// path has it. An epilogue with a residual add, or whose product is also returned, is not taken.
+TEST_F(BlockedLayout, EpilogueAsPostOps) {
+  const Tensor w1 = weight({32, 16, 1, 1}, 61), b1 = rand32({32}, 62), w2 = weight({32, 32, 3, 3}, 63);
+  const Tensor b2 = rand32({32}, 64), w3 = weight({32, 32, 3, 3}, 65), w4 = weight({16, 32, 1, 1}, 66);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor a = relu(conv2d(in[0], w1, b1));                                           // expand: x smaller than y
+    Tensor r6 = minimum(maximum(conv2d(a, w2, b2, 1, 1), full({}, 0.0)), full({}, 6.0));  // ReLU6
+    Tensor c = clamp(conv2d(r6, w3, Tensor(), 1, 1), -0.5, 1.5);
+    return std::vector<Tensor>{conv2d(c, w4)};
+  };
+  const std::string plan = expect_matches_plain(fn, {rand32({1, 16, 20, 20}, 67)}, 2);
+  EXPECT_EQ(count(plan, "as oneDNN post-ops"), 3u) << plan;
+
+  // NaN and infinities: every conv reads one (directly or through its producer); the plain path's
+  // NaNs must survive the blocked one.
+  Tensor x = rand32({1, 16, 20, 20}, 68);
+  x.data<float>()[5] = NAN;
+  x.data<float>()[400 * 3 + 57] = INFINITY;
+  x.data<float>()[400 * 9 + 222] = -INFINITY;
+  CompileOptions plain_options;
+  plain_options.passes = without_blocked_layout(Graph::default_pipeline());
+  const Tensor want = compile(fn, plain_options)({x})[0];
+  CompiledFunction f = compile(fn, {});
+  const Tensor got = f({x})[0];
+  EXPECT_TRUE(all_close(got, want, 1e-4, 1e-5)) << f.report().plan;
+  int64_t nans = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) nans += std::isnan(want.data<float>()[i]);
+  EXPECT_GT(nans, 0);
+
+  const Fn residual = [&](const std::vector<Tensor>& in) {
+    Tensor p = conv2d(in[0], w1, b1);
+    return std::vector<Tensor>{relu(conv2d(relu(p), w2, b2, 1, 1) + p), p};
+  };
+  const std::string plan2 = expect_matches_plain(residual, {rand32({1, 16, 20, 20}, 69)}, 3);
+  EXPECT_EQ(count(plan2, "as oneDNN post-ops"), 0u) << plan2;
+}
+
+}  // namespace
+}  // namespace smelt
