@@ -137,6 +137,23 @@ inline float exp(float x) {
   return ldexp2(exp_poly(r), n);
 }
 
+// exp(x) for x <= 0 or NaN, the same bits as exp(x) there (checked for every such float), in
+// fewer instructions: softmax's terms exp(x - max) never have a positive argument, and their exp
+// is most of a softmax's time. Only the lower clamp is needed (a NaN passes it: it compares
+// false). The scaling by 2^n, n in [-217, 0], is one exact step to 2^(n + 92), always normal,
+// then a multiply by the constant 2^-92 that rounds once where the result is subnormal: the
+// correctly rounded mant * 2^n, as ldexp2 gives it in two variable steps. A NaN x makes mant NaN,
+// whatever the garbage n then scales it by.
+inline float exp_nonpositive(float x) {
+  x = x < -150.0f ? -150.0f : x;
+  float shifted = fma(x, kExpLog2e, kExpRoundShift);
+  int32_t n = int32_t(bits(shifted) - bits(kExpRoundShift));
+  float nf = shifted - kExpRoundShift;
+  float r = fma(nf, -kExpLn2Lo, fma(nf, -kExpLn2Hi, x));
+  const float up = from_bits(uint32_t(n + 92 + 127) << 23);
+  return exp_poly(r) * up * 0x1p-92f;
+}
+
 // x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = log1p(f), f = m - 1, through s = f / (2 + f)
 // (log1p(f) = 2 atanh(s)), written as f - (f^2/2 - s (f^2/2 + R(s^2))) so that the leading terms
 // are exact-ish and the polynomial only corrects.
@@ -365,6 +382,9 @@ template <class T> inline T neg(T x) {
 }
 template <class T> inline T exp(T x) { return libm::exp(x); }
 template <> inline float exp<float>(float x) { return f32::exp(x); }
+// exp(x) for x <= 0 or NaN (softmax's terms): the same bits as exp; float takes a shorter path.
+template <class T> inline T exp_nonpositive(T x) { return exp(x); }
+template <> inline float exp_nonpositive<float>(float x) { return f32::exp_nonpositive(x); }
 template <class T> inline T log(T x) { return libm::log(x); }
 template <> inline float log<float>(float x) { return f32::log(x); }
 template <class T> inline T sqrt(T x) { return std::sqrt(x); }
