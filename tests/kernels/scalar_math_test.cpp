@@ -165,6 +165,28 @@ TEST(ScalarMath, ExpNonpositiveIsExpBitForBit) {
   EXPECT_EQ(scalar::exp_nonpositive(2.0), std::exp(2.0));  // other types: exp itself
 }
 
+// ldexp_down (one exact step and a constant) rounds v * 2^n as ldexp2 (two variable steps) does,
+// subnormal and underflowing results included, over its range of n for the magnitudes of v its
+// callers scale (below 16); and keeps 0, inf and NaN.
+TEST(ScalarMath, LdexpDownIsLdexp2BitForBit) {
+  int64_t mismatches = 0;
+  for (float v = 0.2f; v < 16.0f && mismatches < 5; v *= 1.0001373f) {
+    for (int32_t n = -218; n <= 31; ++n) {  // v * 2^(n + 92) stays below 2^128
+      for (float sv : {v, -v}) {
+        const float got = scalar::f32::ldexp_down(sv, n), want = scalar::f32::ldexp2(sv, n);
+        if (bits_of(got) != bits_of(want)) {
+          ++mismatches;
+          ADD_FAILURE() << sv << " * 2^" << n << ": got " << got << ", want " << want;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bits_of(scalar::f32::ldexp_down(-0.0f, -100)), bits_of(-0.0f));
+  EXPECT_EQ(scalar::f32::ldexp_down(kInf, -100), kInf);
+  EXPECT_TRUE(std::isnan(scalar::f32::ldexp_down(kNaN, -100)));
+  EXPECT_GT(scalar::f32::ldexp_down(1.0f, -149), 0.0f);  // the smallest subnormal, not flushed
+}
+
 TEST(ScalarMath, LogSpecialValues) {
   EXPECT_EQ(scalar::log(0.0f), -kInf);
   EXPECT_EQ(scalar::log(-0.0f), -kInf);
