@@ -203,7 +203,7 @@ class Emitter {
     }
     out_ << indent << "{\n" << indent << "  const " << t << " sh = smelt::scalar::sumexp_rescale(m" << r << ", r" << r
          << ", smelt::scalar::sumexp_block_max(" << t << "(-INFINITY), e" << v << "));\n";
-    out_ << indent << "  r" << r << " += double(smelt::scalar::exp(" << t << "(e" << v << " - sh)));\n"
+    out_ << indent << "  r" << r << " += double(smelt::scalar::exp_nonpositive(" << t << "(e" << v << " - sh)));\n"
          << indent << "}\n";
   }
 
@@ -465,7 +465,7 @@ class Emitter {
       out_ << in << "  const " << t << " sh = smelt::scalar::sumexp_rescale(m" << R << ", r" << R << ", bm" << R << ");\n";
       out_ << in << "  double part = 0;\n";
       out_ << in << "  #pragma omp simd reduction(+ : part)\n";
-      out_ << in << "  for (int64_t j = 0; j < cn; ++j) part += double(smelt::scalar::exp(" << t << "(vb" << R
+      out_ << in << "  for (int64_t j = 0; j < cn; ++j) part += double(smelt::scalar::exp_nonpositive(" << t << "(vb" << R
            << "[j] - sh)));\n";
       out_ << in << "  r" << R << " += part;\n" << in << "}\n";
     }

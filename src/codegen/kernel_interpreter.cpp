@@ -183,7 +183,8 @@ void fold_sumexp(const LoopKernel& k, Frame& f, int r, int64_t n) {
     for (int64_t j = 0; j < n; ++j) block_max = scalar::sumexp_block_max(block_max, v[j]);
     const T shift = scalar::sumexp_rescale(f.running_max<T>(r), f.acc<double>(r), block_max);
     double part = 0;
-    for (int64_t j = 0; j < n; ++j) part += double(scalar::exp(T(v[j] - shift)));
+    // v - shift <= 0 or NaN: shift is the running maximum, which includes this block's
+    for (int64_t j = 0; j < n; ++j) part += double(scalar::exp_nonpositive(T(v[j] - shift)));
     f.acc<double>(r) += part;
   });
 }

@@ -80,6 +80,15 @@ inline float ldexp2(float v, int32_t n) {
   return v * first * second;
 }
 
+// ldexp2's result in fewer instructions, for n >= -218 where v * 2^(n + 92) is a normal float (or
+// v is 0, inf, NaN; so n <= 31 for |v| < 16): that step is exact, and the constant 2^-92 after it
+// rounds once where the result is subnormal. The callers below scale values of magnitude in
+// [~0.2, ~220] by n in [-218, 1], or smaller values by n near 0 (only lanes whose result is
+// discarded may break this); checked against ldexp2 over all float inputs of each caller.
+inline float ldexp_down(float v, int32_t n) {
+  return v * from_bits(uint32_t(n + 92 + 127) << 23) * 0x1p-92f;
+}
+
 // exp(hi + mid + lo) = mant * 2^n, for |mid|, |lo| <= ~2: the argument may come in pieces that
 // one float cannot hold without rounding (a large square and its rounding error, a polynomial's
 // constant term and the rest). Cody-Waite reduction: n = round(argument / ln 2), r = argument -
@@ -135,6 +144,23 @@ inline float exp(float x) {
   float nf = shifted - kExpRoundShift;
   float r = fma(nf, -kExpLn2Lo, fma(nf, -kExpLn2Hi, x));
   return ldexp2(exp_poly(r), n);
+}
+
+// exp(x) for x <= 0 or NaN, the same bits as exp(x) there (checked for every such float), in
+// fewer instructions: softmax's terms exp(x - max) never have a positive argument, and their exp
+// is most of a softmax's time. Only the lower clamp is needed (a NaN passes it: it compares
+// false). The scaling by 2^n, n in [-217, 0], is one exact step to 2^(n + 92), always normal,
+// then a multiply by the constant 2^-92 that rounds once where the result is subnormal: the
+// correctly rounded mant * 2^n, as ldexp2 gives it in two variable steps. A NaN x makes mant NaN,
+// whatever the garbage n then scales it by.
+inline float exp_nonpositive(float x) {
+  x = x < -150.0f ? -150.0f : x;
+  float shifted = fma(x, kExpLog2e, kExpRoundShift);
+  int32_t n = int32_t(bits(shifted) - bits(kExpRoundShift));
+  float nf = shifted - kExpRoundShift;
+  float r = fma(nf, -kExpLn2Lo, fma(nf, -kExpLn2Hi, x));
+  const float up = from_bits(uint32_t(n + 92 + 127) << 23);
+  return exp_poly(r) * up * 0x1p-92f;
 }
 
 // x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) = log1p(f), f = m - 1, through s = f / (2 + f)
@@ -237,7 +263,7 @@ inline float erf(float x) {
   float near_zero = fma(x, erf_q(x), x);
   float z = select(ax < 4.0f, ax, 4.0f);  // erf(4) rounds to 1; keeps the tail's arithmetic finite
   ExpParts c = erfc_tail(2.0f / (2.0f + z), square_split(z));
-  float far = 1.0f - ldexp2(c.mant, c.n);       // >= 0
+  float far = 1.0f - ldexp_down(c.mant, c.n);   // >= 0; n in [-25, 0]
   far = from_bits(bits(far) | (bits(x) & 0x80000000u));  // x's sign (x >= 1 in magnitude here)
   float y = select(ax < 1.0f, near_zero, far);
   return select(x != x, x, y);
@@ -246,7 +272,7 @@ inline float erf(float x) {
 // 1 / (1 + exp(-x)), through e = exp(-|x|) so that nothing overflows: sigmoid(x) = 1/(1+e) for
 // x >= 0 and e/(1+e) below.
 inline float sigmoid(float x) {
-  float e = exp(-fabs(x));
+  float e = exp_nonpositive(-fabs(x));
   float s = 1.0f / (1.0f + e);
   return x >= 0.0f ? s : e * s;
 }
@@ -259,9 +285,9 @@ inline float sigmoid(float x) {
 // costs a microcode assist on AMD Zen and others.
 inline float x_sigmoid(float x, float v_hi, float v_lo) {
   ExpParts e = exp_parts(-fabs(v_hi), v_hi < 0.0f ? v_lo : -v_lo, 0.0f);
-  float s = 1.0f / (1.0f + ldexp2(e.mant, e.n < -40 ? -40 : e.n));
+  float s = 1.0f / (1.0f + ldexp_down(e.mant, e.n < -40 ? -40 : e.n));
   float xc = x < -150.0f ? -150.0f : x;
-  return x >= 0.0f ? x * s : ldexp2(xc * e.mant * s, x < 0.0f ? e.n : 0);
+  return x >= 0.0f ? x * s : ldexp_down(xc * e.mant * s, x < 0.0f ? e.n : 0);
 }
 
 inline float silu(float x) { return x_sigmoid(x, x, 0.0f); }
@@ -297,7 +323,7 @@ inline float gelu_erf(float x) {
   // others). Beyond x = -14.8 the product underflows to -0; a NaN x reaches y through x * (...).
   const bool neg = x < 0.0f;
   float xc = select(x < -14.8f, -14.8f, x);
-  float scaled = ldexp2(0.5f * select(neg, xc, 1.0f) * c.mant, neg ? c.n : (c.n < -40 ? -40 : c.n));
+  float scaled = ldexp_down(0.5f * select(neg, xc, 1.0f) * c.mant, neg ? c.n : (c.n < -40 ? -40 : c.n));
   float far = select(neg, scaled, x * (1.0f - scaled));
   float zs = x * kSqrtHalf, half_x = 0.5f * x;
   float near_zero = fma(half_x, fma(zs, erf_q(zs), zs), half_x);  // x/2 (1 + erf(zs))
@@ -307,7 +333,7 @@ inline float gelu_erf(float x) {
 // log(1 + exp(bx)) / beta = (max(bx, 0) + log1p(exp(-|bx|))) / beta, x above the threshold.
 inline float softplus(float x, float beta, float threshold) {
   float bx = beta * x;
-  float sp = (bx > 0.0f ? bx : 0.0f) + log1p_nonneg(exp(-fabs(bx)));
+  float sp = (bx > 0.0f ? bx : 0.0f) + log1p_nonneg(exp_nonpositive(-fabs(bx)));
   return bx > threshold ? x : sp / beta;
 }
 
@@ -365,6 +391,9 @@ template <class T> inline T neg(T x) {
 }
 template <class T> inline T exp(T x) { return libm::exp(x); }
 template <> inline float exp<float>(float x) { return f32::exp(x); }
+// exp(x) for x <= 0 or NaN (softmax's terms): the same bits as exp; float takes a shorter path.
+template <class T> inline T exp_nonpositive(T x) { return exp(x); }
+template <> inline float exp_nonpositive<float>(float x) { return f32::exp_nonpositive(x); }
 template <class T> inline T log(T x) { return libm::log(x); }
 template <> inline float log<float>(float x) { return f32::log(x); }
 template <class T> inline T sqrt(T x) { return std::sqrt(x); }

@@ -32,7 +32,7 @@ void softmax_columns(const T* x, T* y, int64_t n, int64_t inner, int64_t width, 
     const T* xk = x + k * inner;
     T* yk = y + k * inner;
     for (int64_t j = 0; j < width; ++j) {
-      yk[j] = scalar::exp(xk[j] - m[j]);
+      yk[j] = scalar::exp_nonpositive(T(xk[j] - m[j]));  // x <= its column's maximum
       s[j] += double(yk[j]);
     }
   }

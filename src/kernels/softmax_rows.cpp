@@ -41,7 +41,7 @@ int64_t block_length(int64_t n) {
 // a block's maximum is never depends on how its elements were visited.
 template <class T>
 inline T max_ignoring_nan(T m, T v) {
-  return scalar::sumexp_block_max(m, v);  // the same select the generated kernels use
+  return m < v ? v : m;  // one vmaxps(v, m) (x86's max returns its second operand on NaN)
 }
 
 // The maximum of lanes (count, a power of two; modified) as a tree of halves: log2(count) vector
@@ -87,7 +87,7 @@ template <class T, bool kStore, bool kLook>
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (int64_t l = 0; l < kLanes; ++l) {
-      const T v = scalar::exp(T(x[i + l] - shift));
+      const T v = scalar::exp_nonpositive(T(x[i + l] - shift));
       if constexpr (kStore) e[i + l] = v;
       part[l] += v;
       if constexpr (kLook) look[l] = max_ignoring_nan(look[l], next[i + l]);
@@ -95,7 +95,7 @@ template <class T, bool kStore, bool kLook>
   }
   // The row's tail: element i still goes to lane i % kLanes (chunks are multiples of kLanes).
   for (int64_t l = 0; i < n; ++i, ++l) {
-    const T v = scalar::exp(T(x[i] - shift));
+    const T v = scalar::exp_nonpositive(T(x[i] - shift));
     if constexpr (kStore) e[i] = v;
     part[l] += v;
     if constexpr (kLook) look[l] = max_ignoring_nan(look[l], next[i]);

@@ -187,6 +187,23 @@ void online_rescaling() {
 TEST(RowKernels, Float32OnlineRescaling) { online_rescaling<float>(); }
 TEST(RowKernels, Float64OnlineRescaling) { online_rescaling<double>(); }
 
+// Terms exp(x - max) over exp's whole lower range: normal, subnormal (x - max in [-104, -87]),
+// underflowing to 0 (below -104) and clamped (below -150), with -inf and -0 among them; the
+// kernels' exponential takes a shorter path for these non-positive arguments (exp_nonpositive).
+template <class T>
+void terms_down_to_underflow() {
+  for (int64_t cols : {17, 1024, 3000}) {
+    std::vector<T> x(static_cast<size_t>(cols));
+    for (int64_t i = 0; i < cols; ++i) x[size_t(i)] = T(5.0 - 170.0 * double(i) / double(cols - 1));
+    x[size_t(cols / 2)] = T(-std::numeric_limits<T>::infinity());
+    x[size_t(cols / 3)] = T(-0.0);
+    check_softmax(x, 1, cols, "x - max from 0 to -170");
+  }
+}
+
+TEST(RowKernels, Float32TermsDownToUnderflow) { terms_down_to_underflow<float>(); }
+TEST(RowKernels, Float64TermsDownToUnderflow) { terms_down_to_underflow<double>(); }
+
 // Rows of special values, each placed in the first, a middle and the last block of a long row.
 template <class T>
 void special_values() {

@@ -133,6 +133,60 @@ TEST(ScalarMath, ExpSpecialValues) {
   EXPECT_EQ(scalar::exp(-1000.0f), 0.0f);
 }
 
+// exp_nonpositive (softmax's terms) gives exp's bits for every x <= 0 and NaN: a strided sweep of
+// all non-positive floats, every float whose exp is subnormal or underflows ([-105, -86]), and the
+// special values. (bench/scalar_ulp_sweep.cpp checks all 2^31 non-positive floats at once.)
+TEST(ScalarMath, ExpNonpositiveIsExpBitForBit) {
+  auto check = [](float x) {
+    const float got = scalar::exp_nonpositive(x), want = scalar::exp(x);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << "x = " << x;
+    } else {
+      EXPECT_EQ(bits_of(got), bits_of(want)) << "x = " << x << ": got " << got << ", want " << want;
+    }
+    return bits_of(got) == bits_of(want) || (std::isnan(got) && std::isnan(want));
+  };
+  int64_t mismatches = 0;
+  for (uint64_t u = 0x80000000u; u <= 0xffffffffu && mismatches < 5; u += 127) {
+    float x;
+    const uint32_t b = uint32_t(u);
+    std::memcpy(&x, &b, sizeof x);
+    mismatches += !check(x);
+  }
+  for (float x = -105.0f; x <= -86.0f && mismatches < 5; x = std::nextafter(x, 0.0f)) mismatches += !check(x);
+  for (float x : {-0.0f, 0.0f, -kInf, kNaN, -kNaN, -150.0f, -149.99998f, -150.00002f, -1e-45f, -87.33655f,
+                  -103.97208f, -103.27893f, -1000.0f}) {
+    mismatches += !check(x);
+  }
+  EXPECT_EQ(scalar::exp_nonpositive(-kInf), 0.0f);
+  EXPECT_EQ(scalar::exp_nonpositive(-0.0f), 1.0f);
+  EXPECT_GT(scalar::exp_nonpositive(-103.0f), 0.0f);  // subnormal, not flushed
+  EXPECT_EQ(scalar::exp_nonpositive(-103.0f), float(std::exp(-103.0)));
+  EXPECT_EQ(scalar::exp_nonpositive(2.0), std::exp(2.0));  // other types: exp itself
+}
+
+// ldexp_down (one exact step and a constant) rounds v * 2^n as ldexp2 (two variable steps) does,
+// subnormal and underflowing results included, over its range of n for the magnitudes of v its
+// callers scale (below 16); and keeps 0, inf and NaN.
+TEST(ScalarMath, LdexpDownIsLdexp2BitForBit) {
+  int64_t mismatches = 0;
+  for (float v = 0.2f; v < 16.0f && mismatches < 5; v *= 1.0001373f) {
+    for (int32_t n = -218; n <= 31; ++n) {  // v * 2^(n + 92) stays below 2^128
+      for (float sv : {v, -v}) {
+        const float got = scalar::f32::ldexp_down(sv, n), want = scalar::f32::ldexp2(sv, n);
+        if (bits_of(got) != bits_of(want)) {
+          ++mismatches;
+          ADD_FAILURE() << sv << " * 2^" << n << ": got " << got << ", want " << want;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(bits_of(scalar::f32::ldexp_down(-0.0f, -100)), bits_of(-0.0f));
+  EXPECT_EQ(scalar::f32::ldexp_down(kInf, -100), kInf);
+  EXPECT_TRUE(std::isnan(scalar::f32::ldexp_down(kNaN, -100)));
+  EXPECT_GT(scalar::f32::ldexp_down(1.0f, -149), 0.0f);  // the smallest subnormal, not flushed
+}
+
 TEST(ScalarMath, LogSpecialValues) {
   EXPECT_EQ(scalar::log(0.0f), -kInf);
   EXPECT_EQ(scalar::log(-0.0f), -kInf);
