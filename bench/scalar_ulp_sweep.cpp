@@ -17,38 +17,18 @@
 #include <vector>
 
 #include "kernels/scalar.h"
+#include "support/ulp.h"  // tests/support: the references the CI test uses
 
 namespace {
 
 using namespace smelt;
 
-int64_t ordered(float x) {
-  int32_t i;
-  std::memcpy(&i, &x, sizeof i);
-  return i < 0 ? -int64_t(i & 0x7fffffff) : int64_t(i);
-}
-
-// ulps between `got` and the float nearest to `ref`; NaN and inf must match exactly.
-int64_t ulp_error(float got, double ref) {
-  const float want = float(ref);
-  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got) ? 0 : INT64_MAX;
-  if (std::isinf(want) || std::isinf(got)) return want == got ? 0 : INT64_MAX;
-  const int64_t d = ordered(got) - ordered(want);
-  return d < 0 ? -d : d;
-}
-
-// The references of tests/kernels/scalar_math_test.cpp, accurate where the results are tiny.
-double sigmoid_ref(double x) { return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x)); }
-double silu_ref(double x) { return std::isinf(x) && x < 0 ? -0.0 : x * sigmoid_ref(x); }
-double gelu_erf_ref(double x) {
-  if (std::isinf(x) && x < 0) return -0.0;
-  return x < 0 ? 0.5 * x * std::erfc(-x * M_SQRT1_2) : 0.5 * x * (1 + std::erf(x * M_SQRT1_2));
-}
-double gelu_tanh_ref(double x) {
-  if (std::isinf(x) && x < 0) return -0.0;
-  return x * sigmoid_ref(2 * 0.7978845608028654 * (x + 0.044715 * x * x * x));
-}
-double softplus_ref(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+using testing::gelu_erf_ref;
+using testing::gelu_tanh_ref;
+using testing::sigmoid_ref;
+using testing::silu_ref;
+using testing::softplus_ref;
+using testing::ulp_error;
 
 // y (n) = f(x) in a loop that vectorizes as the kernels' loops do.
 #define SMELT_SWEEP_KERNEL(name, expr)                                            \

@@ -14,6 +14,7 @@
 
 #include "kernels/scalar.h"
 #include "smelt/smelt.h"
+#include "support/ulp.h"
 
 namespace smelt {
 namespace {
@@ -21,43 +22,18 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// Floats mapped to integers in value order, so that the distance between two is in ulps (one ulp of
-// a subnormal is the smallest subnormal).
-int64_t ordered(float x) {
-  int32_t i;
-  std::memcpy(&i, &x, sizeof i);
-  return i < 0 ? -int64_t(i & 0x7fffffff) : int64_t(i);
-}
-
-// ulps between `got` and the float nearest to `ref`; NaN/inf must match exactly.
 uint32_t bits_of(float x) {
   uint32_t b;
   std::memcpy(&b, &x, sizeof b);
   return b;
 }
 
-int64_t ulp_error(float got, double ref) {
-  float want = float(ref);
-  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got) ? 0 : INT64_MAX;
-  if (std::isinf(want) || std::isinf(got)) return want == got ? 0 : INT64_MAX;
-  int64_t d = ordered(got) - ordered(want);
-  return d < 0 ? -d : d;
-}
-
-// References in float64, written so that they stay accurate where the float32 results are tiny.
-double sigmoid_ref(double x) { return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x)); }
-// x times a CDF tends to -0 as x -> -inf (where the formula would give -inf * 0 = NaN)
-double silu_ref(double x) { return std::isinf(x) && x < 0 ? -0.0 : x * sigmoid_ref(x); }
-double gelu_erf_ref(double x) {
-  if (std::isinf(x) && x < 0) return -0.0;
-  return x < 0 ? 0.5 * x * std::erfc(-x * M_SQRT1_2) : 0.5 * x * (1 + std::erf(x * M_SQRT1_2));
-}
-// 0.5 x (1 + tanh(u)) = x sigmoid(2u)
-double gelu_tanh_ref(double x) {
-  if (std::isinf(x) && x < 0) return -0.0;
-  return x * sigmoid_ref(2 * 0.7978845608028654 * (x + 0.044715 * x * x * x));
-}
-double softplus_ref(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+using testing::gelu_erf_ref;
+using testing::gelu_tanh_ref;
+using testing::sigmoid_ref;
+using testing::silu_ref;
+using testing::softplus_ref;
+using testing::ulp_error;
 
 struct Case {
   std::string name;
