@@ -13,6 +13,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libopenblas-dev          # library GEMM candidate
   libdnnl-dev              # oneDNN: library convolution candidate (kernels/conv_onednn.h)
+  ocl-icd-opencl-dev       # oneDNN's CMake config looks for OpenCL (a Recommends of libdnnl-dev)
   nlohmann-json3-dev       # safetensors headers, reports
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev

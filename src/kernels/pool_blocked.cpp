@@ -73,7 +73,9 @@ void pool_rows16(const Pool2dWindow& win, T* y, const T* x, int64_t planes, int6
       const int64_t plane = r / Ho, oh = r % Ho;
       const T* xp = x + plane * H * W * 16;
       T* yr = y + r * Wo * 16;
-      const auto [ki0, ki1] = tap_range(oh, win.stride_h, win.pad_h, win.dil_h, win.kH, H);
+      // Plain variables, not a structured binding: clang 14 cannot capture a binding in a lambda.
+      const std::pair<int64_t, int64_t> rows = tap_range(oh, win.stride_h, win.pad_h, win.dil_h, win.kH, H);
+      const int64_t ki0 = rows.first, ki1 = rows.second;
       // Input row ki of the window, at column 0 of output 0's window (may lie left of the row).
       auto row = [&](int64_t ki) { return xp + ((oh * win.stride_h - win.pad_h + ki * win.dil_h) * W - win.pad_w) * 16; };
       Vec sum = Vec{};
