@@ -41,9 +41,12 @@ inline int64_t conv_output_size(int64_t in, int64_t kernel, int64_t stride, int6
   return room < 0 ? 0 : room / stride + 1;
 }
 
-// A compiled plan writes its arena through raw pointers, which leave storage versions as they are.
-// While a scope is open on this thread (Plan::run opens one around its steps), implementations
-// keep no converted copy of a weight that is not marked constant.
+// While a scope is open on this thread, implementations keep no converted copy of a weight that
+// is not marked constant: every call converts afresh (tests compare kept conversions with fresh
+// ones). A compiled plan needs none: its generated kernels write the arena through raw pointers,
+// which leave storage versions as they are, but a kept conversion of a weight that is not constant
+// is used only while the weight's bytes equal a copy taken when it was converted
+// (kernels/conv_onednn.h).
 class UnversionedWritesScope {
  public:
   UnversionedWritesScope();

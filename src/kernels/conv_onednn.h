@@ -37,11 +37,12 @@ bool conv2d_onednn_exact(const Conv2dGeometry& g, const Tensor& w, bool weight_c
 // to w (so the memory cannot be freed and reused by another tensor while cached) and converts
 // again when w's storage version changed (an in-place smelt op); at most kWeightCacheBytes, the
 // oldest entries dropped first, and entries that only the cache still holds dropped at the next
-// conversion. Kept for weight_constant (kernels/conv.h) and for eager calls on memory smelt
-// allocated outside an UnversionedWritesScope (a compiled plan's arena). Writes through raw
-// pointers (Tensor::data, a NumPy view of a smelt tensor) leave the version alone: a kept weight
-// that is not constant is used only while w's bytes equal a copy taken when it was converted (one
-// read of w per call); a constant is trusted.
+// conversion. Kept for weight_constant (kernels/conv.h) and for calls on memory smelt allocated
+// (eager calls, and a compiled plan's inputs and arena) outside an UnversionedWritesScope. Writes
+// through raw pointers (Tensor::data, a NumPy view of a smelt tensor, a plan's generated kernels
+// writing its arena) leave the version alone: a kept weight that is not constant is used only
+// while w's bytes equal a copy taken when it was converted (one read of w per call, much cheaper
+// than a conversion: a Winograd weight transform); a constant is trusted.
 void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho, Wo)*/, const Tensor& x /*(N, C, H, W)*/,
                            const Tensor& w /*(O, Cg, kH, kW)*/, const GemmEpilogue* epilogue = nullptr,
                            bool weight_constant = false, bool winograd = false,

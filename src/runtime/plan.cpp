@@ -108,8 +108,6 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs) {
   }
   std::lock_guard<std::mutex> lock(p.mutex);
   NoGradGuard no_grad;  // a plan computes values; autograd of compiled code is the joint graph's
-  // Generated kernels write the arena without version bumps: no conv may key a cache on it.
-  kernels::UnversionedWritesScope raw_arena_writes;
   std::vector<Tensor> outputs;
   for (int s : p.output_slots) {
     const Slot& slot = p.slots[size_t(s)];

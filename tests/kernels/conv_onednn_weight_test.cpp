@@ -1,7 +1,7 @@
 // oneDNN's converted weights on eager calls (kernels/conv_onednn.h): a weight smelt allocated is
 // converted once and reused while its storage, version and bytes stay the same; an in-place write
 // (to the tensor or to a view of its storage) or a raw write to its memory converts again; memory written behind smelt's back (a
-// wrapped buffer, a plan's arena inside UnversionedWritesScope) is converted on every call. The
+// wrapped buffer, or anything inside an UnversionedWritesScope) is converted on every call. The
 // results always have the bits of a fresh conversion of the weight's current values.
 #include <gtest/gtest.h>
 
@@ -102,7 +102,7 @@ TEST(ConvOneDnnWeight, MemoryWrittenBehindSmeltsBackIsConvertedEveryCall) {
   EXPECT_EQ(conversions_of(x, wrapped), 1u);
   buffer[5] = 7.0f;  // seen, since nothing was kept
   EXPECT_EQ(conversions_of(x, wrapped), 1u);
-  // Smelt's own memory inside a scope of unversioned writes (a plan's arena): the same.
+  // Smelt's own memory inside a scope of unversioned writes: the same.
   Tensor w = randn({32, 16, 3, 3});
   kernels::UnversionedWritesScope scope;
   EXPECT_EQ(conversions_of(x, w), 1u);

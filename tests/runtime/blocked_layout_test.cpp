@@ -179,6 +179,21 @@ TEST_F(BlockedLayout, SmallConvsStayPlain) {
   EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
 }
 
+// One conv large enough for the layout, and nothing else to share its conversions with: plain.
+// The same conv followed by a second one is blocked (the pass is on).
+TEST_F(BlockedLayout, ALoneConvStaysPlain) {
+  const Tensor w = weight({16, 16, 3, 3}, 55), w2 = weight({16, 16, 1, 1}, 56);
+  const Tensor x = rand32({1, 16, 24, 24}, 57);
+  const Fn lone = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
+  CompiledFunction f = compile(lone, {});
+  f({x});
+  EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
+  const Fn two = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{conv2d(relu(conv2d(in[0], w, Tensor(), 1, 1)), w2)};
+  };
+  expect_matches_plain(two, {x}, 2);
+}
+
 TEST_F(BlockedLayout, SwitchedOffByEnvironment) {
   setenv("SMELT_BLOCKED_LAYOUT", "0", 1);
   const Tensor w = weight({16, 16, 3, 3}, 51);
