@@ -15,6 +15,8 @@
 //     (global average pooling; without keepdim, a reshape follows);
 //   - cat(from_blocked(a), from_blocked(b), ..., dim 1) -> from_blocked(cat(a, b, ..., dim 1))
 //     when every operand but the last has a multiple of 16 channels.
+// A graph with fewer than two convolutions the layout can take stays plain: a lone conv would pay
+// both conversions as separate steps and gain nothing.
 // Graph outputs stay NCHW (a from_blocked feeds them). SMELT_BLOCKED_LAYOUT=0 turns the pass off.
 // Run after fold_batchnorm (it sees conv2d only) and before dce (which drops what it replaced).
 #pragma once
