@@ -117,15 +117,16 @@ inline float clamp_exp_arg(float hi) {
   return from_bits(hi_bits);
 }
 
-// exp(r) = 1 + r + r^2 q(r), q a minimax fit of (exp(r) - 1 - r) / r^2 on [-ln2/2, ln2/2]
-inline float exp_poly(float r) {
+// exp(r) - 1 = r + r^2 q(r), q a minimax fit of (exp(r) - 1 - r) / r^2 on [-ln2/2, ln2/2]
+inline float exp_poly_m1(float r) {
   float q = 0.00139061525f;
   q = fma(q, r, 0.00836294983f);
   q = fma(q, r, 0.0416667573f);
   q = fma(q, r, 0.166665792f);
   q = fma(q, r, 0.5f);
-  return 1.0f + fma(r * r, q, r);
+  return fma(r * r, q, r);
 }
+inline float exp_poly(float r) { return 1.0f + exp_poly_m1(r); }
 
 inline ExpParts exp_parts(float hi, float mid, float lo) {
   hi = clamp_exp_arg(hi);
@@ -305,29 +306,47 @@ inline float gelu_tanh(float x) {
   return x_sigmoid(x, v_hi, v_lo);
 }
 
-// x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) near 0; for |x| >= sqrt(1/2) through erfc(|x| / sqrt 2)
-// (no cancellation in 1 + erf for x < 0: the negative tail keeps full relative precision), z^2 =
-// x^2 / 2 taken from x's exact square split (x / sqrt 2 itself is rounded, and erfc would
-// amplify that by 2 z^2).
+// x Phi(x) through one path for every x (no near-zero branch): for a = |x| (clamped, see below),
+// Phi(-a) = exp(-a^2/2) g(a) with g smooth (1/2 at 0, ~ 1 / (a sqrt(2 pi)) for large a), so
+// x Phi(x) = x e g for x < 0 and x (1 - e g) for x >= 0, e = exp(-a^2/2) (e g <= 1/2: no
+// cancellation). g = r Q(u) with r = 1 / (3.5 + a) and u = 3.5 r - 0.625 = 0.375 - a r (one
+// rounding from the exact product a r): Q is a degree-9 fit (scripts/fit_gelu_erf.py). An error
+// in r moves u by -a r times it, which cancels the factor r's own error where g ~ 1/a and matters
+// little near 0 where a r is small; so g keeps ~1 ulp. e comes from a's exact square split as
+// exp_parts does (exp amplifies its argument's rounding by a^2/2), its polynomial's e - 1 folded
+// into e g = q + q (e - 1) without rounding 1 + (e - 1) first.
+// The clamp: beyond a = 14.8 x < 0 underflows to -0 (also -inf, where inf * 0 would be NaN); x >=
+// 0 stops at a = 9, where e g = 2^-63 already leaves 1 - e g = 1, so that no lane computes a
+// subnormal it then discards (a subnormal result costs a microcode assist on AMD Zen and others).
+// The scaling by 2^n, n in [-158, 0], is ldexp_down's, with 2^(n + 92) read off the shifted
+// exponent's bits directly (its 1.5 * 2^23 part shifts out). A NaN x reaches y through x * (...).
 inline float gelu_erf(float x) {
-  constexpr float kSqrtHalf = 0.707106781f;
-  float ax = fabs(x);
-  float z_exact_x = select(ax < 14.8f, ax, 14.8f);  // z = 10.47: beyond, x Phi(x) underflows
-  Square sq = square_split(z_exact_x);
-  // t = 2 / (2 + z) = 2 sqrt 2 / (2 sqrt 2 + |x|), which skips rounding z = |x| / sqrt 2
-  ExpParts c = erfc_tail(2.82842712f / (2.82842712f + z_exact_x), {0.5f * sq.hi, 0.5f * sq.lo});
-  // One scaling for both branches, as far as each needs: x < 0 scales 0.5 x erfc (x first, so
-  // that the product keeps its precision where erfc alone would be subnormal); x >= 0 scales
-  // 0.5 erfc only down to 2^-40, below which 1 - 0.5 erfc is 1 anyway, so that no lane computes a
-  // subnormal it then discards (a subnormal result costs a microcode assist on AMD Zen and
-  // others). Beyond x = -14.8 the product underflows to -0; a NaN x reaches y through x * (...).
   const bool neg = x < 0.0f;
-  float xc = select(x < -14.8f, -14.8f, x);
-  float scaled = ldexp_down(0.5f * select(neg, xc, 1.0f) * c.mant, neg ? c.n : (c.n < -40 ? -40 : c.n));
-  float far = select(neg, scaled, x * (1.0f - scaled));
-  float zs = x * kSqrtHalf, half_x = 0.5f * x;
-  float near_zero = fma(half_x, fma(zs, erf_q(zs), zs), half_x);  // x/2 (1 + erf(zs))
-  return select(ax < 0.707106781f, near_zero, far);
+  float limit = select(neg, 14.8f, 9.0f);
+  float ax = fabs(x);
+  float a = select(ax < limit, ax, limit);
+  float minus_half_a = -0.5f * a;
+  float h = minus_half_a * a;  // -a^2/2 = h + l exactly
+  float l = fma(minus_half_a, a, -h);
+  float shifted = fma(h, kExpLog2e, kExpRoundShift);
+  float nf = shifted - kExpRoundShift;
+  float em1 = exp_poly_m1(fma(nf, -kExpLn2Hi, h) + fma(nf, -kExpLn2Lo, l));  // e = (1 + em1) 2^n
+  float r = 1.0f / (a + 3.5f);
+  float u = fma(-a, r, 0.375f);
+  float q = -0.056810163f;
+  q = fma(q, u, 0.0451000966f);
+  q = fma(q, u, 0.139906064f);
+  q = fma(q, u, -0.110071227f);
+  q = fma(q, u, -0.329442918f);
+  q = fma(q, u, 0.106990784f);
+  q = fma(q, u, 1.02798736f);
+  q = fma(q, u, 1.63121688f);
+  q = fma(q, u, 1.49195528f);
+  q = fma(q, u, 0.907394826f);
+  q *= r;  // g
+  float v = select(neg, a, 1.0f) * fma(q, em1, q);
+  float s = v * from_bits((bits(shifted) << 23) + ((92u + 127u) << 23)) * 0x1p-92f;
+  return select(neg, -s, x * (1.0f - s));
 }
 
 // log(1 + exp(bx)) / beta = (max(bx, 0) + log1p(exp(-|bx|))) / beta, x above the threshold.
