@@ -10,7 +10,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +24,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace smelt::kernels {
@@ -50,19 +53,17 @@ memory::dims weight_dims(const Conv2dGeometry& g) {
   return {g.groups, g.O / g.groups, g.C / g.groups, g.kH, g.kW};
 }
 
-std::string key_of(const Conv2dGeometry& g) {
-  return std::to_string(g.N) + "," + std::to_string(g.C) + "," + std::to_string(g.H) + "," + std::to_string(g.W) +
-         "," + std::to_string(g.O) + "," + std::to_string(g.kH) + "," + std::to_string(g.kW) + "," +
-         std::to_string(g.stride_h) + "," + std::to_string(g.stride_w) + "," + std::to_string(g.pad_h) + "," +
-         std::to_string(g.pad_w) + "," + std::to_string(g.dil_h) + "," + std::to_string(g.dil_w) + "," +
-         std::to_string(g.groups);
-}
-
-// The primitive's key: the geometry and the algorithm (their weight layouts differ too).
-std::string key_of(const Conv2dGeometry& g, bool winograd, ConvLayout layout) {
-  const char* formats[] = {"", ",blocked", ",plain-to-blocked"};
-  return key_of(g) + (winograd ? ",winograd" : ",direct") + formats[int(layout)];
-}
+// A primitive's key: the geometry, the algorithm and the layouts (their weight layouts differ
+// too), and the post-ops. Compared as plain numbers: a conv call looks its primitive up every
+// time, and building text keys (with a stream for the clamp's bounds) cost microseconds a call.
+struct PrimitiveKey {
+  std::array<int64_t, 14> dims;
+  int32_t flags;         // winograd, layout
+  uint32_t lo, hi;       // the clamp's bounds' bits ([-inf, inf]: none; -0 and +0 differ)
+  bool bias;
+  auto tie() const { return std::tie(dims, flags, lo, hi, bias); }
+  bool operator<(const PrimitiveKey& o) const { return tie() < o.tie(); }
+};
 
 // The post-ops a primitive applies after the convolution (kernels/gemm.h EpilogueAsPostOps): a bias
 // and a clamp [lo, hi] (none when unbounded).
@@ -70,13 +71,16 @@ struct PostOps {
   bool bias = false;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   bool clamp() const { return lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity(); }
-  std::string key() const {
-    if (!bias && !clamp()) return "";
-    std::ostringstream k;
-    k << std::hexfloat << (bias ? ",bias" : "") << ",clamp " << lo << " " << hi;
-    return k.str();
-  }
 };
+
+PrimitiveKey key_of(const Conv2dGeometry& g, bool winograd, ConvLayout layout, const PostOps& post = {}) {
+  PrimitiveKey k{{g.N, g.C, g.H, g.W, g.O, g.kH, g.kW, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h, g.dil_w, g.groups},
+                 int32_t(winograd) | int32_t(layout) << 1,
+                 std::bit_cast<uint32_t>(post.lo),
+                 std::bit_cast<uint32_t>(post.hi),
+                 post.bias};
+  return k;
+}
 
 // nullptr when oneDNN has no implementation for g (with `winograd`: no Winograd one; oneDNN has
 // them for 3x3 stride-1 float32 convolutions on AVX-512 machines).
@@ -85,8 +89,8 @@ struct PostOps {
 std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, ConvLayout layout,
                                         const PostOps& post = {}) {
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const Prepared>> cache;
-  const std::string key = key_of(g, winograd, layout) + post.key();
+  static std::map<PrimitiveKey, std::shared_ptr<const Prepared>> cache;
+  const PrimitiveKey key = key_of(g, winograd, layout, post);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -146,10 +150,10 @@ struct CachedWeight {
   uint64_t stamp;
 };
 
-memory cached_weight(const Conv2dGeometry& g, const std::string& primitive, const Prepared& p, const Tensor& w,
-                     bool weight_constant, dnnl::stream& stream) {
+memory cached_weight(const PrimitiveKey& primitive, const Prepared& p, const Tensor& w, bool weight_constant,
+                     dnnl::stream& stream) {
   static std::mutex mutex;
-  static std::map<std::pair<const void*, std::string>, CachedWeight> cache;
+  static std::map<std::pair<const void*, PrimitiveKey>, CachedWeight> cache;
   static size_t total = 0;
   static uint64_t clock = 0;
   const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), primitive);
@@ -242,6 +246,8 @@ memory as_format(const memory& user, const memory::desc& wanted, dnnl::stream& s
 // only in rounding. Anything else takes the direct algorithm, whose special-value semantics are
 // those of the other implementations.
 constexpr float kWinogradMaxMagnitude = 0x1p40f;
+// Elements per thread of a scan at least: a fork costs about as much as reading 64K floats.
+constexpr int64_t kScanGrain = int64_t(1) << 16;
 
 // SMELT_CONV_POST_OPS=0 keeps every epilogue out of oneDNN (for measuring and bisecting).
 bool post_ops_enabled() {
@@ -253,6 +259,16 @@ bool all_moderate(const float* p, int64_t n) {
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) bad += !(std::fabs(p[i]) <= kWinogradMaxMagnitude);  // NaN: bad
   return bad == 0;
+}
+
+// all_moderate over threads: the scan of a conv's input is on every call's path (the post-ops),
+// and one thread reading a 112x112 activation cost as much as a small conv.
+bool all_moderate_parallel(const float* p, int64_t n) {
+  std::atomic<bool> bad{false};
+  parallel_for(n, kScanGrain, [&](int64_t begin, int64_t end) {
+    if (!all_moderate(p + begin, end - begin)) bad.store(true, std::memory_order_relaxed);
+  });
+  return !bad.load(std::memory_order_relaxed);
 }
 
 bool all_finite(const float* p, int64_t n) {
@@ -328,7 +344,7 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   // x is scanned at most once a call: Winograd and the post-ops both ask.
   std::optional<bool> x_moderate;
   auto moderate_x = [&] {
-    if (!x_moderate) x_moderate = all_moderate(x.data<float>(), x.numel());
+    if (!x_moderate) x_moderate = all_moderate_parallel(x.data<float>(), x.numel());
     return *x_moderate;
   };
   if (winograd && !(moderate_x() && weight_scan(w, weight_constant).moderate)) winograd = false;
@@ -354,14 +370,15 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
     p = prepare(g, winograd, layout);
   }
   SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
-  dnnl::stream stream(cpu_engine());
+  // One stream per thread, kept: creating one on every call cost an allocation.
+  static thread_local dnnl::stream stream(cpu_engine());
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
   memory y_user(p->y_user, cpu_engine(), y.raw_data());
   static thread_local Scratch x_scratch, y_scratch;
   memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
   const bool convert = p->pd.weights_desc() != p->w_user;
   if (convert && !keep_weight) g_weight_conversions.fetch_add(1, std::memory_order_relaxed);
-  memory w_mem = convert && keep_weight ? cached_weight(g, key_of(g, winograd, layout), *p, w, weight_constant, stream)
+  memory w_mem = convert && keep_weight ? cached_weight(key_of(g, winograd, layout), *p, w, weight_constant, stream)
                                         : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
