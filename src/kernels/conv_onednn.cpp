@@ -347,6 +347,8 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
     if (!x_moderate) x_moderate = all_moderate_parallel(x.data<float>(), x.numel());
     return *x_moderate;
   };
+  // The step before (in a plan) may have written x through a clamp to moderate bounds.
+  if (plan_step_moderate_known(x.data<float>(), x.numel())) x_moderate = true;
   if (winograd && !(moderate_x() && weight_scan(w, weight_constant).moderate)) winograd = false;
   // The epilogue as oneDNN post-ops (bias, clamp) where it computes the same: on moderate operands
   // no NaN or infinity reaches it, and the clamp then agrees with smelt's relu, maximum and minimum
@@ -390,6 +392,10 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   p->conv.execute(stream, args);
   if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
   stream.wait();
+  // oneDNN's clamp puts every output in [lo, hi] (NaN becomes lo): moderate when both bounds are.
+  if (post.clamp() && std::fabs(post.lo) <= kWinogradMaxMagnitude && std::fabs(post.hi) <= kWinogradMaxMagnitude) {
+    plan_step_record_moderate(y.data<float>(), y.numel());
+  }
   if (!epilogue || post.bias || post.clamp()) return;
   // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
   // over y on one thread cost as much as the stem convolution itself): every thread gets rows
