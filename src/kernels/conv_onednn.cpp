@@ -208,6 +208,19 @@ memory cached_weight(const PrimitiveKey& primitive, const Prepared& p, const Ten
   return converted;
 }
 
+// Zeros into the lanes past g.O of y's last channel block (blocked y: (N, Ob, Ho, Wo, 16)).
+// oneDNN's padding lanes hold 0 * x sums: NaN where x holds an infinity, which a later blocked conv
+// would spread through its zero weights (and a clamp post-op with lo > 0 would leave lo there).
+void clear_padding(const Conv2dGeometry& g, const Tensor& y) {
+  const int64_t B = kOneDnnBlock, first = g.O % B, blocks = (g.O + B - 1) / B, pixels = g.Ho * g.Wo;
+  if (first == 0) return;
+  float* base = y.data<float>();
+  for (int64_t n = 0; n < g.N; ++n) {
+    float* lanes = base + (n * blocks + blocks - 1) * pixels * B + first;
+    for (int64_t p = 0; p < pixels; ++p) std::fill(lanes + p * B, lanes + p * B + (B - first), 0.0f);
+  }
+}
+
 // A thread's buffer for converted activations, grown on demand and kept: a fresh allocation per
 // call would page-fault its way through megabytes every time.
 class Scratch {
@@ -392,6 +405,7 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   p->conv.execute(stream, args);
   if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
   stream.wait();
+  if (layout != ConvLayout::Plain) clear_padding(g, y);
   // oneDNN's clamp puts every output in [lo, hi] (NaN becomes lo): moderate when both bounds are.
   if (post.clamp() && std::fabs(post.lo) <= kWinogradMaxMagnitude && std::fabs(post.hi) <= kWinogradMaxMagnitude) {
     plan_step_record_moderate(y.data<float>(), y.numel());
