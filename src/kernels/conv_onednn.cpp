@@ -46,6 +46,9 @@ struct Prepared {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward conv;
   memory::desc x_user, w_user, y_user;
+  // Whether the primitive reads x and writes y in the user formats (no reorder around the call),
+  // and whether w needs one: asked once here instead of querying oneDNN on every call.
+  bool x_direct = false, y_direct = false, w_convert = true;
 };
 
 memory::dims weight_dims(const Conv2dGeometry& g) {
@@ -124,6 +127,9 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, 
     p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, x_user),
                                             memory::desc(w_dims, f32, g.groups == 1 ? Tag::oihw : Tag::goihw),
                                             memory::desc(y_dims, f32, y_user)});
+    p->x_direct = pd.src_desc() == p->x_user;
+    p->y_direct = pd.dst_desc() == p->y_user;
+    p->w_convert = pd.weights_desc() != p->w_user;
   } catch (const dnnl::error&) {
     p = nullptr;  // no implementation for this geometry
   }
@@ -219,6 +225,59 @@ void clear_padding(const Conv2dGeometry& g, const Tensor& y) {
     float* lanes = base + (n * blocks + blocks - 1) * pixels * B + first;
     for (int64_t p = 0; p < pixels; ++p) std::fill(lanes + p * B, lanes + p * B + (B - first), 0.0f);
   }
+}
+
+// The arguments of one call site of a plan: a plan calls each conv with the same memory every
+// time, so the oneDNN memory objects around x, the converted constant w, y and the bias, and the
+// argument map, are kept per (primitive, x, w, y, bias) instead of created on every call (each
+// call allocated a dozen small objects). Only for constant weights, whose conversion may be kept
+// (weight_reusable); an entry holds w (its memory cannot be freed and reused while kept) and is
+// rebuilt when w's storage version moved (an in-place smelt op). x, y and the bias are plain
+// pointers wrapped with the primitive's formats: the same pointers give the same arguments.
+struct ArgsKey {
+  const Prepared* p;
+  const void *x, *w, *y;
+  const float* bias;
+  auto tie() const { return std::tie(p, x, w, y, bias); }
+  bool operator<(const ArgsKey& o) const { return tie() < o.tie(); }
+};
+
+struct KeptArgs {
+  std::shared_ptr<const Prepared> p;
+  Tensor w;
+  uint64_t w_version;
+  std::unordered_map<int, memory> args;
+};
+
+// Entries a thread keeps at most (a plan has one per conv step).
+constexpr size_t kKeptArgsMax = 1024;
+
+const std::unordered_map<int, memory>& kept_args(const std::shared_ptr<const Prepared>& p, const PrimitiveKey& weight_key,
+                                                 const Tensor& x, const Tensor& w, const Tensor& y, const float* bias,
+                                                 int64_t O, dnnl::stream& stream) {
+  static thread_local std::map<ArgsKey, KeptArgs> kept;
+  const ArgsKey key{p.get(), x.raw_data(), w.raw_data(), y.raw_data(), bias};
+  auto it = kept.find(key);
+  if (it != kept.end() && it->second.w.storage() == w.storage() && it->second.w_version == w.storage()->version()) {
+    return it->second.args;
+  }
+  if (it != kept.end()) kept.erase(it);
+  // Weights no one else holds any more (a freed plan's constants) can never be asked for again.
+  std::erase_if(kept, [](const auto& e) {
+    return e.second.w.impl()->ref_count() == 1 && e.second.w.storage()->ref_count() == 1;
+  });
+  if (kept.size() >= kKeptArgsMax) kept.clear();
+  const uint64_t version = w.storage()->version();
+  memory w_mem = p->w_convert ? cached_weight(weight_key, *p, w, /*weight_constant=*/true, stream)
+                              : memory(p->w_user, cpu_engine(), w.raw_data());
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p->x_user, cpu_engine(), x.raw_data())},
+                                       {DNNL_ARG_WEIGHTS, w_mem},
+                                       {DNNL_ARG_DST, memory(p->y_user, cpu_engine(), y.raw_data())}};
+  if (bias) {
+    args.emplace(DNNL_ARG_BIAS,
+                 memory(memory::desc({O}, memory::data_type::f32, Tag::a), cpu_engine(), const_cast<float*>(bias)));
+  }
+  return kept.insert_or_assign(key, KeptArgs{p, w, version, std::move(args)}).first->second.args;
 }
 
 // A thread's buffer for converted activations, grown on demand and kept: a fresh allocation per
@@ -336,6 +395,33 @@ bool weight_reusable(const Tensor& w, bool weight_constant) {
   return weight_constant || (w.storage()->owned() && !UnversionedWritesScope::active());
 }
 
+// After the convolution: the padding lanes cleared, the step fact recorded, the epilogue run
+// where the post-ops did not take it.
+void finish(const Conv2dGeometry& g, const Tensor& y, const GemmEpilogue* epilogue, const PostOps& post,
+            ConvLayout layout) {
+  if (layout != ConvLayout::Plain) clear_padding(g, y);
+  // oneDNN's clamp puts every output in [lo, hi] (NaN becomes lo): moderate when both bounds are.
+  if (post.clamp() && std::fabs(post.lo) <= kWinogradMaxMagnitude && std::fabs(post.hi) <= kWinogradMaxMagnitude) {
+    plan_step_record_moderate(y.data<float>(), y.numel());
+  }
+  if (!epilogue || post.bias || post.clamp()) return;
+  // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
+  // over y on one thread cost as much as the stem convolution itself): every thread gets rows
+  // when y is large enough to pay for the fork.
+  // Blocked, a row is one pixel's block of 16 channels: (N Ob Ho Wo, 16).
+  const bool blocked = layout != ConvLayout::Plain;
+  const int64_t HoWo = blocked ? kOneDnnBlock : g.Ho * g.Wo;
+  const int64_t rows = blocked ? g.N * ((g.O + kOneDnnBlock - 1) / kOneDnnBlock) * g.Ho * g.Wo : g.N * g.O;
+  int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
+  const int threads = num_threads();
+  if (rows * HoWo >= kParallelGrain && threads > 1) step = std::min(step, (rows + threads - 1) / threads);
+  parallel_for((rows + step - 1) / step, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      (*epilogue)(chunk * step, std::min(rows, (chunk + 1) * step), 0, HoWo);
+    }
+  });
+}
+
 }  // namespace
 
 bool conv2d_onednn_exact(const Conv2dGeometry& g, const Tensor& w, bool weight_constant) {
@@ -387,6 +473,13 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
   // One stream per thread, kept: creating one on every call cost an allocation.
   static thread_local dnnl::stream stream(cpu_engine());
+  const float* bias = post.bias ? as_data->bias : nullptr;
+  if (weight_constant && keep_weight && p->x_direct && p->y_direct) {
+    p->conv.execute(stream, kept_args(p, key_of(g, winograd, layout), x, w, y, bias, g.O, stream));
+    stream.wait();
+    finish(g, y, epilogue, post, layout);
+    return;
+  }
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
   memory y_user(p->y_user, cpu_engine(), y.raw_data());
   static thread_local Scratch x_scratch, y_scratch;
@@ -398,34 +491,14 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}};
-  if (post.bias) {
-    args.emplace(DNNL_ARG_BIAS, memory(memory::desc({g.O}, memory::data_type::f32, Tag::a), cpu_engine(),
-                                       const_cast<float*>(as_data->bias)));
+  if (bias) {
+    args.emplace(DNNL_ARG_BIAS,
+                 memory(memory::desc({g.O}, memory::data_type::f32, Tag::a), cpu_engine(), const_cast<float*>(bias)));
   }
   p->conv.execute(stream, args);
   if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
   stream.wait();
-  if (layout != ConvLayout::Plain) clear_padding(g, y);
-  // oneDNN's clamp puts every output in [lo, hi] (NaN becomes lo): moderate when both bounds are.
-  if (post.clamp() && std::fabs(post.lo) <= kWinogradMaxMagnitude && std::fabs(post.hi) <= kWinogradMaxMagnitude) {
-    plan_step_record_moderate(y.data<float>(), y.numel());
-  }
-  if (!epilogue || post.bias || post.clamp()) return;
-  // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
-  // over y on one thread cost as much as the stem convolution itself): every thread gets rows
-  // when y is large enough to pay for the fork.
-  // Blocked, a row is one pixel's block of 16 channels: (N Ob Ho Wo, 16).
-  const bool blocked = layout != ConvLayout::Plain;
-  const int64_t HoWo = blocked ? kOneDnnBlock : g.Ho * g.Wo;
-  const int64_t rows = blocked ? g.N * ((g.O + kOneDnnBlock - 1) / kOneDnnBlock) * g.Ho * g.Wo : g.N * g.O;
-  int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
-  const int threads = num_threads();
-  if (rows * HoWo >= kParallelGrain && threads > 1) step = std::min(step, (rows + threads - 1) / threads);
-  parallel_for((rows + step - 1) / step, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t chunk = begin; chunk < end; ++chunk) {
-      (*epilogue)(chunk * step, std::min(rows, (chunk + 1) * step), 0, HoWo);
-    }
-  });
+  finish(g, y, epilogue, post, layout);
 }
 
 uint64_t onednn_weight_conversions() { return g_weight_conversions.load(std::memory_order_relaxed); }
