@@ -291,6 +291,35 @@ UnversionedWritesScope::UnversionedWritesScope() { ++t_unversioned_writes; }
 UnversionedWritesScope::~UnversionedWritesScope() { --t_unversioned_writes; }
 bool UnversionedWritesScope::active() { return t_unversioned_writes > 0; }
 
+namespace {
+thread_local int t_plan_scopes = 0;
+thread_local uint64_t t_plan_step = 0;
+struct ModerateFact {
+  const float* p = nullptr;
+  int64_t n = 0;
+  uint64_t step = 0;
+};
+thread_local ModerateFact t_moderate;
+}  // namespace
+
+PlanStepScope::PlanStepScope() {
+  ++t_plan_scopes;
+  t_moderate = {};
+}
+PlanStepScope::~PlanStepScope() {
+  --t_plan_scopes;
+  t_moderate = {};
+}
+void PlanStepScope::next() { ++t_plan_step; }
+
+void plan_step_record_moderate(const float* p, int64_t n) {
+  if (t_plan_scopes > 0) t_moderate = {p, n, t_plan_step};
+}
+
+bool plan_step_moderate_known(const float* p, int64_t n) {
+  return t_plan_scopes > 0 && p && t_moderate.p == p && t_moderate.n == n && t_moderate.step + 1 == t_plan_step;
+}
+
 void conv2d_forward_with(ConvImpl impl, const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
                          const GemmEpilogue* epilogue, bool weight_constant) {
   if (impl == ConvImpl::Auto) impl = conv_choice(g, x.dtype(), weight_constant);

@@ -56,6 +56,27 @@ class UnversionedWritesScope {
   static bool active();
 };
 
+// What a compiled plan's step knows about the values it wrote, kept for the next step only. A plan
+// runs its steps one after another on one thread, and nothing writes its arena between the end of
+// one step and the start of the next: a fact about the memory a step wrote still holds when the
+// next step starts, and no later (a later step may reuse that memory). Plan::run opens a scope
+// around its steps and calls next() before each one. Outside a scope (eager calls, whose tensors
+// the caller may write at any time) nothing is recorded or trusted; a scope forgets every fact
+// when it opens and when it closes (a plan run from inside another plan's step).
+class PlanStepScope {
+ public:
+  PlanStepScope();
+  ~PlanStepScope();
+  PlanStepScope(const PlanStepScope&) = delete;
+  PlanStepScope& operator=(const PlanStepScope&) = delete;
+  static void next();  // a step starts
+};
+// The running step wrote `n` floats at `p`, every one with |v| <= 2^40 (no NaN, no infinity): a
+// oneDNN clamp to such bounds (conv_onednn.cpp), which the next step's conv need not scan again.
+void plan_step_record_moderate(const float* p, int64_t n);
+// Whether the step just before the running one recorded exactly these n floats at p.
+bool plan_step_moderate_known(const float* p, int64_t n);
+
 // All tensors contiguous, same floating dtype; outputs allocated by the caller.
 // `epilogue` (kernels/gemm.h) gets tiles of y seen as the matrix (N O, Ho Wo).
 // `weight_constant`: the caller promises that w's memory never changes while the tensor lives (a

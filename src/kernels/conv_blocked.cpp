@@ -42,21 +42,6 @@ void unblock_image(T* y /*(N, C, HW)*/, const T* x /*(N, Cb, HW, B)*/, int64_t N
   });
 }
 
-// Zeros into the lanes past `channels` of y's last channel block.
-void clear_padding(const Tensor& y /*(N, Cb, Ho, Wo, B)*/, int64_t channels) {
-  const Shape& s = y.shape();
-  const int64_t B = s[4], pixels = s[2] * s[3], first = channels % B;
-  if (first == 0) return;
-  const size_t bytes = size_t(B - first) * dtype_size(y.dtype());
-  char* base = static_cast<char*>(y.raw_data());
-  for (int64_t n = 0; n < s[0]; ++n) {
-    for (int64_t p = 0; p < pixels; ++p) {
-      const int64_t at = ((n * s[1] + s[1] - 1) * pixels + p) * B + first;
-      std::memset(base + at * int64_t(dtype_size(y.dtype())), 0, bytes);
-    }
-  }
-}
-
 // The epilogue over all of y as (N Cb Ho Wo, B) rows, in parallel chunks.
 void run_epilogue(const GemmEpilogue& epilogue, const Tensor& y) {
   const int64_t B = y.shape()[4], rows = y.numel() / B;
@@ -103,18 +88,15 @@ void conv2d_blocked_forward(const Conv2dGeometry& g, const Tensor& y, const Tens
   if (conv2d_blocked_native(g, y.dtype(), B, plain_input) && conv2d_onednn_exact(g, w, weight_constant)) {
     const ConvLayout layout = plain_input ? ConvLayout::PlainToBlocked : ConvLayout::Blocked;
     // Winograd where the plain layout's choice is Winograd (3x3 stride 1: oneDNN wants blocked
-    // channels for it anyway), else oneDNN's direct convolution.
-    const bool winograd = conv_choice(g, y.dtype(), weight_constant) == ConvImpl::OneDnnWinograd &&
+    // channels for it anyway), else oneDNN's direct convolution. The choice is asked only where
+    // Winograd could apply: its key is text, built on every call (1x1 and depthwise convs, most of
+    // MobileNetV2, skip it).
+    const bool winograd_shape = g.kH == 3 && g.kW == 3 && g.stride_h == 1 && g.stride_w == 1 && g.dil_h == 1 &&
+                                g.dil_w == 1 && g.groups == 1;
+    const bool winograd = winograd_shape && conv_choice(g, y.dtype(), weight_constant) == ConvImpl::OneDnnWinograd &&
                           conv2d_onednn_supports(g, y.dtype(), /*winograd=*/true, layout);
-    if (g.O % B == 0) {
-      conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, winograd, layout);
-      return;
-    }
-    // oneDNN's padding lanes hold 0 * x sums: NaN where x holds an infinity, which a later blocked
-    // conv would spread through its zero weights. They are cleared before the epilogue.
-    conv2d_onednn_forward(g, y, x, w, nullptr, weight_constant, winograd, layout);
-    clear_padding(y, g.O);
-    if (epilogue) run_epilogue(*epilogue, y);
+    // (oneDNN's padding lanes, past g.O, are cleared in there before any epilogue sees them.)
+    conv2d_onednn_forward(g, y, x, w, epilogue, weight_constant, winograd, layout);
     return;
   }
   // The reference path (also for a non-finite weight that meets the padding, which oneDNN would

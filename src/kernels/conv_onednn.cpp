@@ -10,7 +10,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +24,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 namespace smelt::kernels {
@@ -43,6 +46,9 @@ struct Prepared {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward conv;
   memory::desc x_user, w_user, y_user;
+  // Whether the primitive reads x and writes y in the user formats (no reorder around the call),
+  // and whether w needs one: asked once here instead of querying oneDNN on every call.
+  bool x_direct = false, y_direct = false, w_convert = true;
 };
 
 memory::dims weight_dims(const Conv2dGeometry& g) {
@@ -50,19 +56,17 @@ memory::dims weight_dims(const Conv2dGeometry& g) {
   return {g.groups, g.O / g.groups, g.C / g.groups, g.kH, g.kW};
 }
 
-std::string key_of(const Conv2dGeometry& g) {
-  return std::to_string(g.N) + "," + std::to_string(g.C) + "," + std::to_string(g.H) + "," + std::to_string(g.W) +
-         "," + std::to_string(g.O) + "," + std::to_string(g.kH) + "," + std::to_string(g.kW) + "," +
-         std::to_string(g.stride_h) + "," + std::to_string(g.stride_w) + "," + std::to_string(g.pad_h) + "," +
-         std::to_string(g.pad_w) + "," + std::to_string(g.dil_h) + "," + std::to_string(g.dil_w) + "," +
-         std::to_string(g.groups);
-}
-
-// The primitive's key: the geometry and the algorithm (their weight layouts differ too).
-std::string key_of(const Conv2dGeometry& g, bool winograd, ConvLayout layout) {
-  const char* formats[] = {"", ",blocked", ",plain-to-blocked"};
-  return key_of(g) + (winograd ? ",winograd" : ",direct") + formats[int(layout)];
-}
+// A primitive's key: the geometry, the algorithm and the layouts (their weight layouts differ
+// too), and the post-ops. Compared as plain numbers: a conv call looks its primitive up every
+// time, and building text keys (with a stream for the clamp's bounds) cost microseconds a call.
+struct PrimitiveKey {
+  std::array<int64_t, 14> dims;
+  int32_t flags;         // winograd, layout
+  uint32_t lo, hi;       // the clamp's bounds' bits ([-inf, inf]: none; -0 and +0 differ)
+  bool bias;
+  auto tie() const { return std::tie(dims, flags, lo, hi, bias); }
+  bool operator<(const PrimitiveKey& o) const { return tie() < o.tie(); }
+};
 
 // The post-ops a primitive applies after the convolution (kernels/gemm.h EpilogueAsPostOps): a bias
 // and a clamp [lo, hi] (none when unbounded).
@@ -70,13 +74,16 @@ struct PostOps {
   bool bias = false;
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   bool clamp() const { return lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity(); }
-  std::string key() const {
-    if (!bias && !clamp()) return "";
-    std::ostringstream k;
-    k << std::hexfloat << (bias ? ",bias" : "") << ",clamp " << lo << " " << hi;
-    return k.str();
-  }
 };
+
+PrimitiveKey key_of(const Conv2dGeometry& g, bool winograd, ConvLayout layout, const PostOps& post = {}) {
+  PrimitiveKey k{{g.N, g.C, g.H, g.W, g.O, g.kH, g.kW, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h, g.dil_w, g.groups},
+                 int32_t(winograd) | int32_t(layout) << 1,
+                 std::bit_cast<uint32_t>(post.lo),
+                 std::bit_cast<uint32_t>(post.hi),
+                 post.bias};
+  return k;
+}
 
 // nullptr when oneDNN has no implementation for g (with `winograd`: no Winograd one; oneDNN has
 // them for 3x3 stride-1 float32 convolutions on AVX-512 machines).
@@ -85,8 +92,8 @@ struct PostOps {
 std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, ConvLayout layout,
                                         const PostOps& post = {}) {
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const Prepared>> cache;
-  const std::string key = key_of(g, winograd, layout) + post.key();
+  static std::map<PrimitiveKey, std::shared_ptr<const Prepared>> cache;
+  const PrimitiveKey key = key_of(g, winograd, layout, post);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
@@ -120,6 +127,9 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, 
     p = std::make_shared<Prepared>(Prepared{pd, dnnl::convolution_forward(pd), memory::desc(x_dims, f32, x_user),
                                             memory::desc(w_dims, f32, g.groups == 1 ? Tag::oihw : Tag::goihw),
                                             memory::desc(y_dims, f32, y_user)});
+    p->x_direct = pd.src_desc() == p->x_user;
+    p->y_direct = pd.dst_desc() == p->y_user;
+    p->w_convert = pd.weights_desc() != p->w_user;
   } catch (const dnnl::error&) {
     p = nullptr;  // no implementation for this geometry
   }
@@ -146,10 +156,10 @@ struct CachedWeight {
   uint64_t stamp;
 };
 
-memory cached_weight(const Conv2dGeometry& g, const std::string& primitive, const Prepared& p, const Tensor& w,
-                     bool weight_constant, dnnl::stream& stream) {
+memory cached_weight(const PrimitiveKey& primitive, const Prepared& p, const Tensor& w, bool weight_constant,
+                     dnnl::stream& stream) {
   static std::mutex mutex;
-  static std::map<std::pair<const void*, std::string>, CachedWeight> cache;
+  static std::map<std::pair<const void*, PrimitiveKey>, CachedWeight> cache;
   static size_t total = 0;
   static uint64_t clock = 0;
   const auto key = std::make_pair(static_cast<const void*>(w.raw_data()), primitive);
@@ -204,6 +214,72 @@ memory cached_weight(const Conv2dGeometry& g, const std::string& primitive, cons
   return converted;
 }
 
+// Zeros into the lanes past g.O of y's last channel block (blocked y: (N, Ob, Ho, Wo, 16)).
+// oneDNN's padding lanes hold 0 * x sums: NaN where x holds an infinity, which a later blocked conv
+// would spread through its zero weights (and a clamp post-op with lo > 0 would leave lo there).
+void clear_padding(const Conv2dGeometry& g, const Tensor& y) {
+  const int64_t B = kOneDnnBlock, first = g.O % B, blocks = (g.O + B - 1) / B, pixels = g.Ho * g.Wo;
+  if (first == 0) return;
+  float* base = y.data<float>();
+  for (int64_t n = 0; n < g.N; ++n) {
+    float* lanes = base + (n * blocks + blocks - 1) * pixels * B + first;
+    for (int64_t p = 0; p < pixels; ++p) std::fill(lanes + p * B, lanes + p * B + (B - first), 0.0f);
+  }
+}
+
+// The arguments of one call site of a plan: a plan calls each conv with the same memory every
+// time, so the oneDNN memory objects around x, the converted constant w, y and the bias, and the
+// argument map, are kept per (primitive, x, w, y, bias) instead of created on every call (each
+// call allocated a dozen small objects). Only for constant weights, whose conversion may be kept
+// (weight_reusable); an entry holds w (its memory cannot be freed and reused while kept) and is
+// rebuilt when w's storage version moved (an in-place smelt op). x, y and the bias are plain
+// pointers wrapped with the primitive's formats: the same pointers give the same arguments.
+struct ArgsKey {
+  const Prepared* p;
+  const void *x, *w, *y;
+  const float* bias;
+  auto tie() const { return std::tie(p, x, w, y, bias); }
+  bool operator<(const ArgsKey& o) const { return tie() < o.tie(); }
+};
+
+struct KeptArgs {
+  std::shared_ptr<const Prepared> p;
+  Tensor w;
+  uint64_t w_version;
+  std::unordered_map<int, memory> args;
+};
+
+// Entries a thread keeps at most (a plan has one per conv step).
+constexpr size_t kKeptArgsMax = 1024;
+
+const std::unordered_map<int, memory>& kept_args(const std::shared_ptr<const Prepared>& p, const PrimitiveKey& weight_key,
+                                                 const Tensor& x, const Tensor& w, const Tensor& y, const float* bias,
+                                                 int64_t O, dnnl::stream& stream) {
+  static thread_local std::map<ArgsKey, KeptArgs> kept;
+  const ArgsKey key{p.get(), x.raw_data(), w.raw_data(), y.raw_data(), bias};
+  auto it = kept.find(key);
+  if (it != kept.end() && it->second.w.storage() == w.storage() && it->second.w_version == w.storage()->version()) {
+    return it->second.args;
+  }
+  if (it != kept.end()) kept.erase(it);
+  // Weights no one else holds any more (a freed plan's constants) can never be asked for again.
+  std::erase_if(kept, [](const auto& e) {
+    return e.second.w.impl()->ref_count() == 1 && e.second.w.storage()->ref_count() == 1;
+  });
+  if (kept.size() >= kKeptArgsMax) kept.clear();
+  const uint64_t version = w.storage()->version();
+  memory w_mem = p->w_convert ? cached_weight(weight_key, *p, w, /*weight_constant=*/true, stream)
+                              : memory(p->w_user, cpu_engine(), w.raw_data());
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p->x_user, cpu_engine(), x.raw_data())},
+                                       {DNNL_ARG_WEIGHTS, w_mem},
+                                       {DNNL_ARG_DST, memory(p->y_user, cpu_engine(), y.raw_data())}};
+  if (bias) {
+    args.emplace(DNNL_ARG_BIAS,
+                 memory(memory::desc({O}, memory::data_type::f32, Tag::a), cpu_engine(), const_cast<float*>(bias)));
+  }
+  return kept.insert_or_assign(key, KeptArgs{p, w, version, std::move(args)}).first->second.args;
+}
+
 // A thread's buffer for converted activations, grown on demand and kept: a fresh allocation per
 // call would page-fault its way through megabytes every time.
 class Scratch {
@@ -242,6 +318,8 @@ memory as_format(const memory& user, const memory::desc& wanted, dnnl::stream& s
 // only in rounding. Anything else takes the direct algorithm, whose special-value semantics are
 // those of the other implementations.
 constexpr float kWinogradMaxMagnitude = 0x1p40f;
+// Elements per thread of a scan at least: a fork costs about as much as reading 64K floats.
+constexpr int64_t kScanGrain = int64_t(1) << 16;
 
 // SMELT_CONV_POST_OPS=0 keeps every epilogue out of oneDNN (for measuring and bisecting).
 bool post_ops_enabled() {
@@ -249,10 +327,29 @@ bool post_ops_enabled() {
   return on;
 }
 
+// On the bits: a float's magnitude orders as its bits without the sign, and NaN and the
+// infinities lie above every finite value, so one unsigned maximum answers (twice as fast as
+// counting float comparisons on a conv's input in L2: 75K floats 4.6 -> 2.2 us).
 bool all_moderate(const float* p, int64_t n) {
-  int64_t bad = 0;
-  for (int64_t i = 0; i < n; ++i) bad += !(std::fabs(p[i]) <= kWinogradMaxMagnitude);  // NaN: bad
-  return bad == 0;
+  constexpr uint32_t kLimit = std::bit_cast<uint32_t>(kWinogradMaxMagnitude);
+  uint32_t top = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, p + i, sizeof bits);
+    bits &= 0x7fffffffu;
+    top = bits > top ? bits : top;
+  }
+  return top <= kLimit;
+}
+
+// all_moderate over threads: the scan of a conv's input is on every call's path (the post-ops),
+// and one thread reading a 112x112 activation cost as much as a small conv.
+bool all_moderate_parallel(const float* p, int64_t n) {
+  std::atomic<bool> bad{false};
+  parallel_for(n, kScanGrain, [&](int64_t begin, int64_t end) {
+    if (!all_moderate(p + begin, end - begin)) bad.store(true, std::memory_order_relaxed);
+  });
+  return !bad.load(std::memory_order_relaxed);
 }
 
 bool all_finite(const float* p, int64_t n) {
@@ -307,6 +404,33 @@ bool weight_reusable(const Tensor& w, bool weight_constant) {
   return weight_constant || (w.storage()->owned() && !UnversionedWritesScope::active());
 }
 
+// After the convolution: the padding lanes cleared, the step fact recorded, the epilogue run
+// where the post-ops did not take it.
+void finish(const Conv2dGeometry& g, const Tensor& y, const GemmEpilogue* epilogue, const PostOps& post,
+            ConvLayout layout) {
+  if (layout != ConvLayout::Plain) clear_padding(g, y);
+  // oneDNN's clamp puts every output in [lo, hi] (NaN becomes lo): moderate when both bounds are.
+  if (post.clamp() && std::fabs(post.lo) <= kWinogradMaxMagnitude && std::fabs(post.hi) <= kWinogradMaxMagnitude) {
+    plan_step_record_moderate(y.data<float>(), y.numel());
+  }
+  if (!epilogue || post.bias || post.clamp()) return;
+  // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
+  // over y on one thread cost as much as the stem convolution itself): every thread gets rows
+  // when y is large enough to pay for the fork.
+  // Blocked, a row is one pixel's block of 16 channels: (N Ob Ho Wo, 16).
+  const bool blocked = layout != ConvLayout::Plain;
+  const int64_t HoWo = blocked ? kOneDnnBlock : g.Ho * g.Wo;
+  const int64_t rows = blocked ? g.N * ((g.O + kOneDnnBlock - 1) / kOneDnnBlock) * g.Ho * g.Wo : g.N * g.O;
+  int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
+  const int threads = num_threads();
+  if (rows * HoWo >= kParallelGrain && threads > 1) step = std::min(step, (rows + threads - 1) / threads);
+  parallel_for((rows + step - 1) / step, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      (*epilogue)(chunk * step, std::min(rows, (chunk + 1) * step), 0, HoWo);
+    }
+  });
+}
+
 }  // namespace
 
 bool conv2d_onednn_exact(const Conv2dGeometry& g, const Tensor& w, bool weight_constant) {
@@ -328,9 +452,11 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   // x is scanned at most once a call: Winograd and the post-ops both ask.
   std::optional<bool> x_moderate;
   auto moderate_x = [&] {
-    if (!x_moderate) x_moderate = all_moderate(x.data<float>(), x.numel());
+    if (!x_moderate) x_moderate = all_moderate_parallel(x.data<float>(), x.numel());
     return *x_moderate;
   };
+  // The step before (in a plan) may have written x through a clamp to moderate bounds.
+  if (plan_step_moderate_known(x.data<float>(), x.numel())) x_moderate = true;
   if (winograd && !(moderate_x() && weight_scan(w, weight_constant).moderate)) winograd = false;
   // The epilogue as oneDNN post-ops (bias, clamp) where it computes the same: on moderate operands
   // no NaN or infinity reaches it, and the clamp then agrees with smelt's relu, maximum and minimum
@@ -354,41 +480,34 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
     p = prepare(g, winograd, layout);
   }
   SMELT_INTERNAL_CHECK(p) << "conv2d (onednn): no oneDNN implementation for this geometry";
-  dnnl::stream stream(cpu_engine());
+  // One stream per thread, kept: creating one on every call cost an allocation.
+  static thread_local dnnl::stream stream(cpu_engine());
+  const float* bias = post.bias ? as_data->bias : nullptr;
+  if (weight_constant && keep_weight && p->x_direct && p->y_direct) {
+    p->conv.execute(stream, kept_args(p, key_of(g, winograd, layout), x, w, y, bias, g.O, stream));
+    stream.wait();
+    finish(g, y, epilogue, post, layout);
+    return;
+  }
   memory x_user(p->x_user, cpu_engine(), x.raw_data()), w_user(p->w_user, cpu_engine(), w.raw_data());
   memory y_user(p->y_user, cpu_engine(), y.raw_data());
   static thread_local Scratch x_scratch, y_scratch;
   memory x_mem = as_format(x_user, p->pd.src_desc(), stream, &x_scratch);
   const bool convert = p->pd.weights_desc() != p->w_user;
   if (convert && !keep_weight) g_weight_conversions.fetch_add(1, std::memory_order_relaxed);
-  memory w_mem = convert && keep_weight ? cached_weight(g, key_of(g, winograd, layout), *p, w, weight_constant, stream)
+  memory w_mem = convert && keep_weight ? cached_weight(key_of(g, winograd, layout), *p, w, weight_constant, stream)
                                         : as_format(w_user, p->pd.weights_desc(), stream);
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}};
-  if (post.bias) {
-    args.emplace(DNNL_ARG_BIAS, memory(memory::desc({g.O}, memory::data_type::f32, Tag::a), cpu_engine(),
-                                       const_cast<float*>(as_data->bias)));
+  if (bias) {
+    args.emplace(DNNL_ARG_BIAS,
+                 memory(memory::desc({g.O}, memory::data_type::f32, Tag::a), cpu_engine(), const_cast<float*>(bias)));
   }
   p->conv.execute(stream, args);
   if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
   stream.wait();
-  if (!epilogue || post.bias || post.clamp()) return;
-  // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
-  // over y on one thread cost as much as the stem convolution itself): every thread gets rows
-  // when y is large enough to pay for the fork.
-  // Blocked, a row is one pixel's block of 16 channels: (N Ob Ho Wo, 16).
-  const bool blocked = layout != ConvLayout::Plain;
-  const int64_t HoWo = blocked ? kOneDnnBlock : g.Ho * g.Wo;
-  const int64_t rows = blocked ? g.N * ((g.O + kOneDnnBlock - 1) / kOneDnnBlock) * g.Ho * g.Wo : g.N * g.O;
-  int64_t step = std::max<int64_t>(1, kEpilogueRowElements / std::max<int64_t>(1, HoWo));
-  const int threads = num_threads();
-  if (rows * HoWo >= kParallelGrain && threads > 1) step = std::min(step, (rows + threads - 1) / threads);
-  parallel_for((rows + step - 1) / step, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t chunk = begin; chunk < end; ++chunk) {
-      (*epilogue)(chunk * step, std::min(rows, (chunk + 1) * step), 0, HoWo);
-    }
-  });
+  finish(g, y, epilogue, post, layout);
 }
 
 uint64_t onednn_weight_conversions() { return g_weight_conversions.load(std::memory_order_relaxed); }

@@ -32,7 +32,8 @@ bool conv2d_onednn_supports(const Conv2dGeometry& g, DType dtype, bool winograd 
 bool conv2d_onednn_exact(const Conv2dGeometry& g, const Tensor& w, bool weight_constant);
 
 // The epilogue is called on the NCHW result, one image's channels at a time in groups of rows
-// (blocked: on (N Ob Ho Wo, 16), pixels' channel blocks in groups of rows).
+// (blocked: on (N Ob Ho Wo, 16), pixels' channel blocks in groups of rows; the lanes past O of the
+// last block are zero, before the epilogue and when it runs as oneDNN post-ops alike).
 // w converted to oneDNN's layout is kept, keyed by its memory, in a cache that holds a reference
 // to w (so the memory cannot be freed and reused by another tensor while cached) and converts
 // again when w's storage version changed (an in-place smelt op); at most kWeightCacheBytes, the

@@ -115,11 +115,17 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs) {
   }
   if (++p.runs == p.options.compile_after_runs && p.defer_compile()) p.request_kernels();
   p.bind(in, outputs);
+  // Steps pass facts about what they wrote to the next step (a conv's input known to be moderate).
+  kernels::PlanStepScope step_facts;
   if (!p.profile.enabled()) {
-    for (Step& step : p.steps) p.run_step(step);
+    for (Step& step : p.steps) {
+      kernels::PlanStepScope::next();
+      p.run_step(step);
+    }
     return outputs;
   }
   for (size_t i = 0; i < p.steps.size(); ++i) {
+    kernels::PlanStepScope::next();
     ProfileScope timed(p.profile, p.step_profile_id[i], p.step_bytes[i], p.step_flops[i]);
     p.run_step(p.steps[i]);
   }

@@ -126,16 +126,16 @@ std::string Profile::table() const {
   };
   std::ostringstream o;
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-*s %9s %11s %11s %9s %9s %7s\n", int(width), "kernel", "calls",
-                "total ms", "mean us", "GB/s", "GFLOP/s", "time %");
+  std::snprintf(buf, sizeof buf, "%-*s %9s %11s %11s %11s %9s %9s %7s\n", int(width), "kernel", "calls",
+                "total ms", "mean us", "min us", "GB/s", "GFLOP/s", "time %");
   o << buf;
   for (const KernelProfile& k : ks) {
     // Names longer than the column are cut with "..." so the columns stay aligned.
     const std::string name =
         k.name.size() <= width ? k.name : k.name.substr(0, width - 3) + "...";
-    std::snprintf(buf, sizeof buf, "%-*s %9lld %11.3f %11.3f %9.2f %9.2f %6.1f%%\n", int(width),
+    std::snprintf(buf, sizeof buf, "%-*s %9lld %11.3f %11.3f %11.3f %9.2f %9.2f %6.1f%%\n", int(width),
                   name.c_str(), (long long)k.calls, double(k.total_ns) * 1e-6,
-                  double(k.total_ns) * 1e-3 / double(k.calls), per_ns(k.bytes, k.total_ns),
+                  double(k.total_ns) * 1e-3 / double(k.calls), double(k.min_ns) * 1e-3, per_ns(k.bytes, k.total_ns),
                   per_ns(k.flops, k.total_ns),
                   total_ns > 0 ? 100.0 * double(k.total_ns) / double(total_ns) : 0.0);
     o << buf;

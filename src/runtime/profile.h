@@ -65,7 +65,8 @@ class Profile {
   int64_t dropped_events() const;            // calls beyond max_events, missing from the trace
   void clear();                              // forgets calls and events, keeps kernel ids
 
-  // Columns: kernel, calls, total ms, mean us, GB/s, GFLOP/s, share of the total time.
+  // Columns: kernel, calls, total ms, mean us, min us (the fastest call: under load the mean
+  // mostly measures the other work), GB/s, GFLOP/s, share of the total time.
   std::string table() const;
   // {"traceEvents": [...]} with one complete ("X") event per call, timestamps in microseconds.
   std::string chrome_trace_json() const;

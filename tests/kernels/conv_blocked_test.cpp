@@ -189,5 +189,37 @@ TEST(ConvBlocked, NonFiniteWeightsMeetThePaddingLikeThePlainConvolution) {
   }
 }
 
+
+// A constant weight's conversion and a call site's oneDNN arguments are kept, keyed by the memory
+// of x, w and y (kernels/conv_onednn.cpp, kept_args): a weight written in place by a smelt op (its
+// storage version moves) is seen by the next call at the same memory, and a call with another
+// weight at the same x and y uses that weight.
+TEST(ConvBlocked, ConstantWeightWrittenInPlaceIsSeenAtTheSameCallSite) {
+  for (int64_t k : {1, 3}) {
+    Conv2dGeometry g;
+    g.N = 1, g.C = 16, g.H = g.W = 8, g.O = 32, g.kH = g.kW = k, g.pad_h = g.pad_w = k / 2, g.Ho = g.Wo = 8;
+    const Tensor x = testing::random_tensor({1, 16, 8, 8}, -1, 1, 21).to(DType::Float32);
+    Tensor xb = empty({1, 1, 8, 8, 16}, DType::Float32);
+    kernels::to_blocked_forward(xb, x);
+    Tensor w = testing::random_tensor({32, 16, k, k}, -0.3, 0.3, 22).to(DType::Float32);
+    const Tensor w2 = testing::random_tensor({32, 16, k, k}, -0.3, 0.3, 23).to(DType::Float32);
+    const Tensor other = testing::random_tensor({32, 16, k, k}, -0.3, 0.3, 24).to(DType::Float32);
+    Tensor yb = empty({1, 2, 8, 8, 16}, DType::Float32);
+    auto expect_conv_with = [&](const Tensor& weight, const Tensor& used, const char* what) {
+      Tensor want = empty({1, 32, 8, 8}, DType::Float32), got = empty({1, 32, 8, 8}, DType::Float32);
+      kernels::conv2d_forward_with(kernels::ConvImpl::Gemm, g, want, x, weight);
+      kernels::conv2d_blocked_forward(g, yb, xb, used, nullptr, /*weight_constant=*/true);
+      kernels::from_blocked_forward(got, yb);
+      EXPECT_TRUE(testing::all_close(got, want, 1e-4, 1e-5)) << what << " k=" << k;
+    };
+    expect_conv_with(w, w, "first call");
+    expect_conv_with(w, w, "second call");
+    w.copy_(w2);  // in place: the version moves
+    expect_conv_with(w2, w, "after an in-place write");
+    expect_conv_with(other, other, "another weight at the same x and y");
+    expect_conv_with(w2, w, "the first weight again");
+  }
+}
+
 }  // namespace
 }  // namespace smelt

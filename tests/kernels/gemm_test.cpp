@@ -242,8 +242,12 @@ TEST(Gemm, AutoDecidesAfterMeasuring) {
   GemmImpl chosen = gemm_choice<float>(200, 200, 200);
   EXPECT_TRUE(chosen == GemmImpl::Own || chosen == GemmImpl::OpenBlas);
   EXPECT_NE(gemm_selection_report().find("M<=2^8"), std::string::npos) << gemm_selection_report();
-  // Small problems are never measured.
+  // Small problems are never measured, nor is a single row of A (a classifier at batch 1).
   EXPECT_EQ(gemm_choice<float>(8, 8, 8), GemmImpl::Own);
+  EXPECT_EQ(gemm_choice<float>(1, 1000, 1280), GemmImpl::Own);
+  std::vector<float> a(1280, 1.f), b(1280 * 1000, 1.f), c(1000);
+  gemm<float>(1, 1000, 1280, 1.f, a.data(), 1280, 1, b.data(), 1, 1280, 0.f, c.data(), 1000, 1);
+  EXPECT_EQ(gemm_selection_report().find("M<=2^0"), std::string::npos) << gemm_selection_report();
 }
 
 }  // namespace

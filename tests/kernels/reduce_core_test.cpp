@@ -2,6 +2,7 @@
 // naive references: random shapes (empty and size-1 dims included), random sets of reduced dims,
 // permuted, sliced and broadcast (stride-0) inputs, NaN and ±inf.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -146,6 +147,50 @@ TEST(ReduceCore, RandomShapesLayoutsAndDimsAgainstNaiveReferences) {
     ++cases;
   }
   EXPECT_EQ(cases, 400);
+}
+
+// Pooling a blocked activation (N, C/16, H, W, 16) over (H, W): neighbouring outputs are the 16
+// lanes, which take a loop of known trip count. float32 sums accumulate in double, element by
+// element in row-major order: the results must be those bits exactly, specials included.
+TEST(ReduceCore, BlockedPoolingSumsInOrderBitForBit) {
+  std::mt19937_64 rng(20261126);
+  std::uniform_real_distribution<float> value(-3, 3);
+  for (const Shape& shape : {Shape{1, 5, 7, 7, 16}, Shape{2, 3, 4, 5, 16}, Shape{1, 2, 1, 3, 16}}) {
+    std::vector<float> v(size_t(shape_numel(shape)));
+    for (float& e : v) {
+      e = value(rng);
+      const uint64_t r = rng() % 50;
+      if (r == 0) e = NAN;
+      if (r == 1) e = std::numeric_limits<float>::infinity();
+      if (r == 2) e = -std::numeric_limits<float>::infinity();
+      if (r == 3) e = -0.0f;
+      if (r == 4) e = 3e38f;  // sums past float's range are fine in double
+    }
+    const Tensor x = from_vector(std::vector<double>(v.begin(), v.end()), shape, DType::Float32);
+    const int64_t N = shape[0], Cb = shape[1], HW = shape[2] * shape[3], B = shape[4];
+    std::vector<float> want_sum, want_mean;
+    for (int64_t n = 0; n < N; ++n) {
+      for (int64_t c = 0; c < Cb; ++c) {
+        for (int64_t l = 0; l < B; ++l) {
+          double acc = 0;
+          for (int64_t p = 0; p < HW; ++p) acc += double(v[size_t(((n * Cb + c) * HW + p) * B + l)]);
+          want_sum.push_back(float(acc));
+          want_mean.push_back(float(acc / double(HW)));
+        }
+      }
+    }
+    for (bool is_mean : {false, true}) {
+      const Tensor got = is_mean ? mean(x, {2, 3}) : sum(x, {2, 3});
+      const std::vector<float>& want = is_mean ? want_mean : want_sum;
+      ASSERT_EQ(got.numel(), int64_t(want.size()));
+      const float* g = got.contiguous().data<float>();
+      int64_t same = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        same += (std::isnan(want[i]) && std::isnan(g[i])) || std::memcmp(&want[i], &g[i], sizeof(float)) == 0;
+      }
+      EXPECT_EQ(same, int64_t(want.size())) << shape_str(shape) << (is_mean ? " mean" : " sum");
+    }
+  }
 }
 
 TEST(ReduceCore, ArgmaxAlongAnyDimOfAnyLayout) {

@@ -251,5 +251,47 @@ TEST_F(BlockedLayout, EpilogueAsPostOps) {
   EXPECT_EQ(count(plan2, "as oneDNN post-ops"), 0u) << plan2;
 }
 
+// A MobileNetV2 inverted residual: expand (ReLU6) -> depthwise stride 2 (ReLU6) -> project. The
+// depthwise and the projection read more than they write, so they scan no input of their own:
+// each trusts its producer's clamp to moderate bounds (kernels/conv.h PlanStepScope), which holds
+// only where that clamp ran in oneDNN. With NaN and infinities in the input the expand's scan
+// fails, its own epilogue keeps the NaNs, and nothing downstream may take them for moderate.
+TEST_F(BlockedLayout, PostOpsTrustTheStepBeforeOnlyWhenItClamped) {
+  const Tensor w1 = weight({96, 16, 1, 1}, 71), b1 = rand32({96}, 72), w2 = weight({96, 1, 3, 3}, 73);
+  const Tensor b2 = rand32({96}, 74), w3 = weight({24, 96, 1, 1}, 75), b3 = rand32({24}, 76);
+  auto relu6 = [](const Tensor& t) { return minimum(maximum(t, full({}, 0.0)), full({}, 6.0)); };
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor e = relu6(conv2d(in[0], w1, b1));
+    Tensor d = relu6(conv2d(e, w2, b2, 2, 1, 1, 96));
+    return std::vector<Tensor>{conv2d(d, w3, b3)};
+  };
+  const std::string plan = expect_matches_plain(fn, {rand32({1, 16, 32, 32}, 77)}, 2);
+  EXPECT_EQ(count(plan, "as oneDNN post-ops"), 3u) << plan;
+
+  CompileOptions plain_options;
+  plain_options.passes = without_blocked_layout(Graph::default_pipeline());
+  CompiledFunction plain = compile(fn, plain_options), blocked = compile(fn, {});
+  for (int round = 0; round < 2; ++round) {
+    Tensor x = rand32({1, 16, 32, 32}, 78 + uint64_t(round));
+    x.data<float>()[7] = NAN;
+    x.data<float>()[1024 * 5 + 300] = INFINITY;
+    x.data<float>()[1024 * 11 + 901] = -INFINITY;
+    x.data<float>()[1024 * 2 + 64] = -0.0f;
+    for (int call = 0; call < 2; ++call) {  // after a moderate run, then again
+      const Tensor want = plain({x})[0], got = blocked({x})[0];
+      EXPECT_TRUE(all_close(got, want, 1e-4, 1e-5)) << blocked.report().plan;
+      int64_t nans = 0, same = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const bool n = std::isnan(want.data<float>()[i]);
+        nans += n;
+        same += n == std::isnan(got.data<float>()[i]);
+      }
+      EXPECT_GT(nans, 0);
+      EXPECT_EQ(same, want.numel()) << "NaN where the plain path has none, or none where it has one";
+      (void)blocked({rand32({1, 16, 32, 32}, 90)});  // a moderate run in between
+    }
+  }
+}
+
 }  // namespace
 }  // namespace smelt

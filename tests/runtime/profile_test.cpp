@@ -67,18 +67,18 @@ TEST(Profile, AggregatesPerKernel) {
   EXPECT_EQ(ks[2].name, "never");
   EXPECT_EQ(p.events().size(), 4u);
 
-  // gemm: 2 calls, 0.004 ms, mean 2 us, 8000 B / 4000 ns = 2 GB/s, 3 GFLOP/s, 4000/4600 of the time.
+  // gemm: 2 calls, 0.004 ms, mean 2 us, min 1 us, 8000 B / 4000 ns = 2 GB/s, 3 GFLOP/s, 4000/4600 of the time.
   const std::string table = p.table();
   EXPECT_EQ(row(table, "gemm"),
-            (std::vector<std::string>{"gemm", "2", "0.004", "2.000", "2.00", "3.00", "87.0%"}))
+            (std::vector<std::string>{"gemm", "2", "0.004", "2.000", "1.000", "2.00", "3.00", "87.0%"}))
       << table;
   EXPECT_EQ(row(table, "add"),
-            (std::vector<std::string>{"add", "1", "0.001", "0.600", "6.67", "0.00", "13.0%"}))
+            (std::vector<std::string>{"add", "1", "0.001", "0.600", "0.600", "6.67", "0.00", "13.0%"}))
       << table;
   EXPECT_EQ(row(table, "total"), (std::vector<std::string>{"total", "4", "0.005"})) << table;
   EXPECT_EQ(row(table, "never"),
-            (std::vector<std::string>{"never", "1", "0.000", "0.000", "0.00", "0.00", "0.0%"}));
-  EXPECT_EQ(row(table, "kernel").size(), 10u) << table;  // the header: "total ms", "mean us"
+            (std::vector<std::string>{"never", "1", "0.000", "0.000", "0.000", "0.00", "0.00", "0.0%"}));
+  EXPECT_EQ(row(table, "kernel").size(), 12u) << table;  // the header: "total ms", "mean us", "min us"
 
   p.clear();
   EXPECT_TRUE(p.kernels().empty());
