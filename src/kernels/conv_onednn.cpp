@@ -228,6 +228,11 @@ void clear_padding(const Conv2dGeometry& g, const Tensor& y) {
   }
 }
 
+// The bias post-op's argument: O floats at bias, wrapped (oneDNN reads it, never writes it).
+memory bias_memory(const float* bias, int64_t O) {
+  return memory(memory::desc({O}, memory::data_type::f32, Tag::a), cpu_engine(), const_cast<float*>(bias));
+}
+
 // The arguments of one call site of a plan: a plan calls each conv with the same memory every
 // time, so the oneDNN memory objects around x, the converted constant w, y and the bias, and the
 // argument map, are kept per (primitive, x, w, y, bias) instead of created on every call (each
@@ -274,10 +279,7 @@ const std::unordered_map<int, memory>& kept_args(const std::shared_ptr<const Pre
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p->x_user, cpu_engine(), x.raw_data())},
                                        {DNNL_ARG_WEIGHTS, w_mem},
                                        {DNNL_ARG_DST, memory(p->y_user, cpu_engine(), y.raw_data())}};
-  if (bias) {
-    args.emplace(DNNL_ARG_BIAS,
-                 memory(memory::desc({O}, memory::data_type::f32, Tag::a), cpu_engine(), const_cast<float*>(bias)));
-  }
+  if (bias) args.emplace(DNNL_ARG_BIAS, bias_memory(bias, O));
   return kept.insert_or_assign(key, KeptArgs{p, w, version, std::move(args)}).first->second.args;
 }
 
@@ -420,10 +422,7 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}};
-  if (bias) {
-    args.emplace(DNNL_ARG_BIAS,
-                 memory(memory::desc({g.O}, memory::data_type::f32, Tag::a), cpu_engine(), const_cast<float*>(bias)));
-  }
+  if (bias) args.emplace(DNNL_ARG_BIAS, bias_memory(bias, g.O));
   p->conv.execute(stream, args);
   if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
   stream.wait();

@@ -207,6 +207,27 @@ TEST(ScalarMath, SaturatingFunctions) {
 // erf at the edges of its range: signed zeros keep their sign, subnormals give 2/sqrt(pi) x
 // correctly rounded (the near-zero polynomial, no underflow to 0), the infinities +-1, NaN itself;
 // and erf is odd bit for bit (the far branch takes x's sign from its bits).
+// gelu_erf's one path clamps a = |x| at 9 for x >= 0 (where 1 - e g is already 1) and at 14.8 for
+// x < 0 (beyond, x Phi(x) underflows to -0), and its negative tail passes through the subnormal
+// range: every float around those edges stays within the exhaustive bound (the strided sweep
+// steps over most of them).
+TEST(ScalarMath, GeluErfAtItsClampsAndInTheSubnormalTail) {
+  std::vector<float> xs;
+  for (float edge : {9.0f, -9.0f, -14.8f, -13.1905f /* result near the smallest normal */, -14.05f}) {
+    float x = edge;
+    for (int i = 0; i < 2000; ++i) x = std::nextafter(x, -kInf);
+    for (int i = 0; i < 4000; ++i, x = std::nextafter(x, kInf)) xs.push_back(x);
+  }
+  for (float x = -14.9f; x < -12.0f; x += 1e-4f) xs.push_back(x);
+  int64_t worst = 0;
+  float at = 0;
+  for (float x : xs) {
+    const int64_t e = testing::ulp_error(scalar::gelu_erf(x), gelu_erf_ref(double(x)));
+    if (e > worst) worst = e, at = x;
+  }
+  EXPECT_LE(worst, 5) << "at x = " << at;
+}
+
 TEST(ScalarMath, ErfSpecialValues) {
   EXPECT_EQ(scalar::erf(0.0f), 0.0f);
   EXPECT_FALSE(std::signbit(scalar::erf(0.0f)));
