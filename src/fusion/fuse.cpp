@@ -91,6 +91,7 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
   for (auto it = schedule.rbegin(); it != schedule.rend(); ++it) {
     if (it->group < 0) {
       const ir::Node* node = plan.nodes[size_t(it->node)];
+      node_live[size_t(it->node)] = node->must_run();  // (unread: it may raise, as in eager)
       for (const ir::Value* out : node->outputs) node_live[size_t(it->node)] = node_live[size_t(it->node)] || needed.count(out);
       if (node_live[size_t(it->node)]) needed.insert(node->inputs.begin(), node->inputs.end());
       continue;

@@ -73,6 +73,16 @@ Role classify(const ir::Node& n, std::string* why) {
   if (info.flags & ops::kRandom) return none("random op: each draw must run exactly once, so it is never fused");
   if (ops::mutates_any(n.op)) return none("writes an input in place (ops::mutates): never fused");
   if (!ops::is_pure(n.op)) return none("impure op: never fused");
+  // An op that may refuse its operands' values raises in eager even when nothing reads it, so it
+  // stays in the graph unread (Node::must_run); a group would drop it with its unread value.
+  if (n.must_run() && std::all_of(n.outputs.begin(), n.outputs.end(), [](const ir::Value* v) { return v->is_dead(); })) {
+    return none("nothing reads it, but it may refuse its operands' values: it runs on its own so that its error stays");
+  }
+  // A generated kernel's integer x / 0 is 0 (kernels/scalar.h) and its divisor may be computed in
+  // the kernel, where nothing checks it first: only the eager div refuses a zero divisor.
+  if (n.op == OpId::div && n.must_run()) {
+    return none("an integer division whose divisor may hold 0: its eager kernel refuses a zero divisor");
+  }
   const bool floating = !n.inputs.empty() && dtype_is_floating(n.inputs[0]->meta.dtype);
   switch (info.kind) {
     case ops::OpKind::Elementwise: return Role::Pointwise;

@@ -231,39 +231,6 @@ std::string compare(const std::vector<Tensor>& got, const std::vector<Tensor>& w
   return "";
 }
 
-// The first node of `g` whose kernel throws on `inputs` (null when none does).
-const ir::Node* failing_node(const ir::Graph& g, const std::vector<Tensor>& inputs) {
-  std::unordered_map<const ir::Value*, Tensor> values;
-  for (size_t i = 0; i < g.inputs().size(); ++i) values[g.inputs()[i]] = inputs[i];
-  for (const ir::Value* c : g.constants()) values[c] = c->constant;
-  for (const auto& n : g.nodes()) {
-    std::vector<Tensor> in;
-    for (const ir::Value* v : n->inputs) in.push_back(values.at(v));
-    std::vector<ops::TensorMeta> metas;
-    for (const Tensor& t : in) metas.push_back(ops::meta_of(t));
-    std::vector<Tensor> out;
-    try {
-      out = n->body ? trace::interpret(*n->body, in)
-                    : ops::compute(n->op, in, n->attrs, ops::infer_shape(n->op, metas, n->attrs));
-    } catch (const Error&) {
-      return n.get();
-    }
-    for (size_t k = 0; k < out.size(); ++k) values[n->outputs[k]] = out[k];
-  }
-  return nullptr;
-}
-
-// Whether `g` still holds `node`: a node of its op computing a value of the same id (passes keep
-// the ids of the values they leave in place; fusion never moves an op that checks values).
-bool still_holds(const ir::Graph& g, const ir::Node& node) {
-  for (const auto& n : g.nodes()) {
-    if (n->op == node.op && n->outputs[0]->id == node.outputs[0]->id) return true;
-    if (n->body && still_holds(*n->body, node)) return true;
-  }
-  return false;
-}
-
-
 std::vector<Tensor> call_graph(const ir::Graph& g, const std::vector<Tensor>& inputs) {
   std::unordered_map<const ir::Value*, Tensor> env;
   for (size_t i = 0; i < inputs.size(); ++i) env[g.inputs()[i]] = inputs[i];

@@ -56,7 +56,5 @@ bool is_reordering(ops::OpId op);
 // fuzzers compare within the tolerance; every other output is compared bit for bit.
 std::vector<bool> outputs_reached_by_lowered_reductions(const ir::Graph& g);
 
-const ir::Node* failing_node(const ir::Graph& g, const std::vector<Tensor>& inputs);
-bool still_holds(const ir::Graph& g, const ir::Node& node);
 
 }  // namespace smelt::fuzz

@@ -32,8 +32,6 @@ struct CaseResult {
   int rounded_outputs = 0;     // ... of which differed in some bits (within the tolerance)
   bool layout_rounding = false;  // outputs matched only once reductions and contractions read
                                  // contiguous operands (an accumulation order, not a pass bug)
-  bool error_removed_as_dead = false;  // only the unoptimized graph failed, in an op the
-                                       // pipeline removed as dead (its value was not needed)
   bool runtime_error = false;  // the graph fails when run (integer division by zero), and every
                                // way of running it failed alike
 };

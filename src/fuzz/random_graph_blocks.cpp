@@ -148,8 +148,12 @@ void Builder::add_integer_block(ir::Value* a) {
     } else if (which <= 2) {
       ir::Value* b = chance(0.3) ? x : constant_like(x);
       x = chance(0.5) ? node(pick_from(kIntegerBinary), {x, b}) : node(pick_from(kIntegerBinary), {b, x});
+    } else if (which == 3 && chance(0.15)) {
+      // a computed divisor, which may hold 0: the graph then fails when run, and every way of
+      // running it must fail alike (a fused integer x / 0 would give 0, kernels/scalar.h)
+      x = node(OpId::div, {constant_like(x), node(OpId::sub, {x, constant_like(x)})});
     } else if (which == 3) {
-      // a divisor without zeros: a zero integer divisor is an error when the graph runs
+      // a constant divisor without zeros (the graph runs; the division may fuse)
       constexpr int64_t kDivisors[] = {1, -1, 2, -3, 7, std::numeric_limits<int64_t>::min(),
                                        std::numeric_limits<int64_t>::max()};
       x = node(OpId::div, {x, graph_->add_constant(from_vector(std::vector<int64_t>{pick_from(kDivisors)}, Shape{}))});

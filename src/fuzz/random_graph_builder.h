@@ -129,9 +129,12 @@ class Builder {
     return graph_->add_constant(random_tensor(shape, dtype, {lo, hi, 0.0}, rng_));
   }
   // Int64 indices in [0, high).
-  ir::Value* index_constant(const Shape& shape, int64_t high) {
+  // Indices in [0, high); `top`: the first one is high - 1.
+  ir::Value* index_constant(const Shape& shape, int64_t high, bool top = false) {
     Generator gen(rng_());
-    return graph_->add_constant(randint(0, high, shape, &gen));
+    Tensor t = randint(0, high, shape, &gen);
+    if (top && t.numel() > 0) t.data<int64_t>()[0] = high - 1;
+    return graph_->add_constant(t);
   }
   // A weight-like operand: a constant (foldable) or a new graph input.
   ir::Value* constant_or_input(const Shape& shape, DType dtype) {

@@ -53,4 +53,14 @@ bool all_elements_are(const Value* v, double value) {
   return false;
 }
 
+bool is_integer_constant_without_zeros(const Value* v) {
+  if (v->kind != ValueKind::Constant || dtype_is_floating(v->meta.dtype)) return false;
+  const std::string bytes = constant_bytes(v->constant);
+  const size_t size = dtype_size(v->meta.dtype);
+  for (size_t at = 0; at + size <= bytes.size(); at += size) {
+    if (bytes.find_first_not_of('\0', at) >= at + size) return false;  // every byte 0: the element is 0
+  }
+  return true;
+}
+
 }  // namespace smelt::ir

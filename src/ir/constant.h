@@ -19,5 +19,8 @@ bool same_constant(const Value* a, const Value* b);
 // exactly: floating elements by bits after rounding `value` to the dtype (so -0.0 matches only
 // -0 and 0.0 only +0), integer and bool elements by value.
 bool all_elements_are(const Value* v, double value);
+// True when `v` is an integer (or bool) constant none of whose elements is 0: a divisor that the
+// eager div cannot refuse.
+bool is_integer_constant_without_zeros(const Value* v);
 
 }  // namespace smelt::ir

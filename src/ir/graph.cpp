@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "ir/constant.h"
 #include "ir/printer.h"
 #include "ops/dispatch.h"
 
@@ -158,6 +159,18 @@ void Graph::replace_all_uses(Value* from, Value* to) {
   }
   to->output_refs += from->output_refs;
   from->output_refs = 0;
+}
+
+bool Node::must_run() const {
+  if (body) {
+    for (const auto& n : body->nodes()) if (n->must_run()) return true;
+    return false;
+  }
+  if (ops::mutates_any(op)) return true;
+  if (op == ops::OpId::div && inputs.size() == 2 && is_integer_constant_without_zeros(inputs[1])) return false;
+  std::vector<ops::TensorMeta> in;
+  for (const Value* v : inputs) in.push_back(v->meta);
+  return ops::may_refuse_values(op, in);
 }
 
 void Graph::erase_node(Node* node) {

@@ -78,6 +78,11 @@ class Node {
 
   const char* name() const { return ops::op_name(op); }
   bool is_group() const { return body != nullptr; }
+  // Whether the node must run even when nothing reads its outputs: it writes an input, or it may
+  // refuse its operands' values with an error (ops::may_refuse_values: eager raises there, so the
+  // compiled graph must too; not a division by an integer constant without zeros); a group when a
+  // node of its body must. dce and fusion keep it.
+  bool must_run() const;
 
  private:
   friend class Graph;

@@ -71,6 +71,11 @@ int aliases(OpId op, int out) {
 bool mutates(OpId op, int in) { return in >= 0 && in < 32 && ((op_info(op).writes >> in) & 1u); }
 bool mutates_any(OpId op) { return op_info(op).writes != 0; }
 bool is_pure(OpId op) { return !mutates_any(op) && !(op_info(op).flags & kRandom); }
+bool may_refuse_values(OpId op, const std::vector<TensorMeta>& in) {
+  if (!(op_info(op).flags & kRefusesValues)) return false;
+  if (op == OpId::div) return in.size() == 2 && !dtype_is_floating(in[1].dtype);  // IEEE: x / 0 is inf or nan
+  return true;
+}
 bool is_view_op(OpId op) { return op_info(op).views != 0; }
 bool is_differentiable(OpId op) { return op_impl(op).grad != nullptr; }
 

@@ -28,6 +28,7 @@ const char* op_kind_name(OpKind kind);
 enum OpFlags : uint32_t {
   kCommutative = 1u << 0,
   kRandom = 1u << 1,
+  kRefusesValues = 1u << 2,
 };
 
 // The memory columns of ops.def. `views` packs, per output k < kMaxViewOutputs, 4 bits holding
@@ -73,6 +74,13 @@ struct TensorMeta {
   DType dtype = DType::Float32;
   bool operator==(const TensorMeta& o) const { return shape == o.shape && dtype == o.dtype; }
 };
+
+// Whether a call of `op` on operands `in` may refuse their values with an error (ops.def's
+// kRefusesValues: an index out of range, a class target out of range; div only when its divisor
+// is an integer). Such a call is an effect as well as a value: eager raises there, so a compiled
+// graph must too — passes keep it when nothing reads it (ir::must_run), and a fused kernel runs it
+// only where it checks the same values first.
+bool may_refuse_values(OpId op, const std::vector<TensorMeta>& in);
 
 // What a gradient rule sees. `grads[k]` is the gradient of output k (zeros when none flowed).
 struct GradContext {

@@ -15,7 +15,7 @@ bool dce(ir::Graph& graph) {
     for (const ir::Value* out : node->outputs) {
       if (!out->uses.empty() || graph.is_output(out)) { dead = false; break; }
     }
-    if (dead && !ops::mutates_any(node->op)) {  // a write is an effect even when unread
+    if (dead && !node->must_run()) {  // a write, or a check that may raise, is an effect unread
       graph.erase_node(node);
       changed = true;
     }

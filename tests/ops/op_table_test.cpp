@@ -239,9 +239,9 @@ TEST(OpTable, DifferentiableRowsHaveWorkingGradientRules) {
 
 // Every flag of the table is read by some pass; this lists the readers so that a flag nobody
 // reads shows up here (kCommutative: canonicalize, cse, the pattern matcher; kRandom: is_pure,
-// hence cse, dce and fold).
+// hence cse, dce and fold; kRefusesValues: may_refuse_values, hence Node::must_run, dce and fusion).
 TEST(OpTable, FlagsDescribeOps) {
-  std::set<std::string> commutative, random;
+  std::set<std::string> commutative, random, refusing;
   for (int i = 0; i < ops::kOpCount; ++i) {
     const ops::OpInfo& info = ops::op_info(static_cast<OpId>(i));
     if (info.flags & ops::kCommutative) {
@@ -252,9 +252,46 @@ TEST(OpTable, FlagsDescribeOps) {
       random.insert(info.name);
       EXPECT_FALSE(ops::is_pure(static_cast<OpId>(i))) << info.name;
     }
+    if (info.flags & ops::kRefusesValues) refusing.insert(info.name);
   }
   EXPECT_EQ(commutative, (std::set<std::string>{"add", "mul", "maximum", "minimum", "eq", "ne"}));
   EXPECT_EQ(random, (std::set<std::string>{"dropout"}));
+  EXPECT_EQ(refusing, (std::set<std::string>{"div", "nll_loss", "max_pool2d_grad", "embedding", "index_select",
+                                             "index_add", "gather", "scatter_add", "one_hot"}));
+}
+
+// Each row flagged kRefusesValues does refuse a value (so the flag is not a guess), and div only
+// with an integer divisor: may_refuse_values says so by the operands' dtypes.
+TEST(OpTable, RefusingRowsRefuseAValue) {
+  auto i64 = [](std::vector<int64_t> v, Shape s) { return from_vector(v, s); };
+  const Tensor x = testing::random_tensor({3, 4}, -1, 1, 7);
+  const std::vector<std::pair<OpId, std::pair<std::vector<Tensor>, ops::Attrs>>> cases = {
+      {OpId::div, {{i64({1, 2}, {2}), i64({1, 0}, {2})}, {}}},
+      {OpId::nll_loss, {{x, i64({0, 4, 1}, {3})}, {{"ignore_index", int64_t(-100)}, {"reduction", std::string("mean")}}}},
+      {OpId::max_pool2d_grad, {{testing::random_tensor({1, 1, 1, 1}, -1, 1, 8), i64({4}, {1, 1, 1, 1})},
+                               {{"input_shape", std::vector<int64_t>{1, 1, 2, 2}}}}},
+      {OpId::embedding, {{x, i64({3}, {1})}, {}}},
+      {OpId::index_select, {{x, i64({4}, {1})}, {{"dim", int64_t(1)}}}},
+      {OpId::index_add, {{x, i64({-1}, {1}), testing::random_tensor({3, 1}, -1, 1, 9)}, {{"dim", int64_t(1)}}}},
+      {OpId::gather, {{x, i64({0, 5}, {1, 2})}, {{"dim", int64_t(1)}}}},
+      {OpId::scatter_add, {{x, i64({3}, {1, 1}), testing::random_tensor({1, 1}, -1, 1, 10)}, {{"dim", int64_t(0)}}}},
+      {OpId::one_hot, {{i64({0, 3}, {2})}, {{"num_classes", int64_t(3)}}}},
+  };
+  std::set<OpId> seen;
+  for (const auto& [op, call] : cases) {
+    seen.insert(op);
+    std::vector<ops::TensorMeta> metas;
+    for (const Tensor& t : call.first) metas.push_back(ops::meta_of(t));
+    EXPECT_TRUE(ops::may_refuse_values(op, metas)) << ops::op_name(op);
+    EXPECT_THROW(ops::call(op, call.first, call.second), Error) << ops::op_name(op) << " accepted a bad value";
+  }
+  for (int i = 0; i < ops::kOpCount; ++i) {
+    if (ops::op_info(static_cast<OpId>(i)).flags & ops::kRefusesValues) {
+      EXPECT_TRUE(seen.count(static_cast<OpId>(i))) << ops::op_info(static_cast<OpId>(i)).name << ": no case here";
+    }
+  }
+  EXPECT_FALSE(ops::may_refuse_values(OpId::div, {ops::meta_of(x), ops::meta_of(x)})) << "float division is IEEE";
+  EXPECT_FALSE(ops::may_refuse_values(OpId::add, {ops::meta_of(x), ops::meta_of(x)}));
 }
 
 }  // namespace
