@@ -64,8 +64,8 @@ struct PrimitiveKey {
   std::array<int64_t, 14> dims;
   int32_t flags;         // winograd, layout
   uint32_t lo, hi;       // the clamp's bounds' bits ([-inf, inf]: none; -0 and +0 differ)
-  bool bias;
-  auto tie() const { return std::tie(dims, flags, lo, hi, bias); }
+  bool bias, residual;
+  auto tie() const { return std::tie(dims, flags, lo, hi, bias, residual); }
   bool operator<(const PrimitiveKey& o) const { return tie() < o.tie(); }
 };
 
@@ -73,8 +73,10 @@ struct PrimitiveKey {
 // and a clamp [lo, hi] (none when unbounded).
 struct PostOps {
   bool bias = false;
+  bool residual = false;  // a binary add of a tensor laid out like y, after the bias
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
   bool clamp() const { return lo > -std::numeric_limits<float>::infinity() || hi < std::numeric_limits<float>::infinity(); }
+  bool any() const { return bias || residual || clamp(); }
 };
 
 PrimitiveKey key_of(const Conv2dGeometry& g, bool winograd, ConvLayout layout, const PostOps& post = {}) {
@@ -82,7 +84,8 @@ PrimitiveKey key_of(const Conv2dGeometry& g, bool winograd, ConvLayout layout, c
                  int32_t(winograd) | int32_t(layout) << 1,
                  std::bit_cast<uint32_t>(post.lo),
                  std::bit_cast<uint32_t>(post.hi),
-                 post.bias};
+                 post.bias,
+                 post.residual};
   return k;
 }
 
@@ -119,9 +122,10 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, 
                                                     {g.stride_h, g.stride_w}, {g.dil_h - 1, g.dil_w - 1},
                                                     {g.pad_h, g.pad_w}, {g.pad_h, g.pad_w});
     dnnl::primitive_attr attr;
-    if (post.clamp()) {
-      dnnl::post_ops ops;
-      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, post.lo, post.hi);
+    if (post.residual || post.clamp()) {
+      dnnl::post_ops ops;  // in smelt's order: (conv + bias) + residual, then the clamp
+      if (post.residual) ops.append_binary(dnnl::algorithm::binary_add, memory::desc(y_dims, f32, y_user));
+      if (post.clamp()) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, post.lo, post.hi);
       attr.set_post_ops(ops);
     }
     auto pd = dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
@@ -233,6 +237,17 @@ memory bias_memory(const float* bias, int64_t O) {
   return memory(memory::desc({O}, memory::data_type::f32, Tag::a), cpu_engine(), const_cast<float*>(bias));
 }
 
+// The post-op arguments beside the convolution's own: the bias, and the residual (the binary
+// add, post-op 0, laid out like y).
+void add_post_op_args(std::unordered_map<int, memory>* args, const Prepared& p, const float* bias,
+                      const float* residual, int64_t O) {
+  if (bias) args->emplace(DNNL_ARG_BIAS, bias_memory(bias, O));
+  if (residual) {
+    args->emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                  memory(p.y_user, cpu_engine(), const_cast<float*>(residual)));
+  }
+}
+
 // The arguments of one call site of a plan: a plan calls each conv with the same memory every
 // time, so the oneDNN memory objects around x, the converted constant w, y and the bias, and the
 // argument map, are kept per (primitive, x, w, y, bias) instead of created on every call (each
@@ -243,8 +258,8 @@ memory bias_memory(const float* bias, int64_t O) {
 struct ArgsKey {
   const Prepared* p;
   const void *x, *w, *y;
-  const float* bias;
-  auto tie() const { return std::tie(p, x, w, y, bias); }
+  const float *bias, *residual;
+  auto tie() const { return std::tie(p, x, w, y, bias, residual); }
   bool operator<(const ArgsKey& o) const { return tie() < o.tie(); }
 };
 
@@ -260,9 +275,9 @@ constexpr size_t kKeptArgsMax = 1024;
 
 const std::unordered_map<int, memory>& kept_args(const std::shared_ptr<const Prepared>& p, const PrimitiveKey& weight_key,
                                                  const Tensor& x, const Tensor& w, const Tensor& y, const float* bias,
-                                                 int64_t O, dnnl::stream& stream) {
+                                                 const float* residual, int64_t O, dnnl::stream& stream) {
   static thread_local std::map<ArgsKey, KeptArgs> kept;
-  const ArgsKey key{p.get(), x.raw_data(), w.raw_data(), y.raw_data(), bias};
+  const ArgsKey key{p.get(), x.raw_data(), w.raw_data(), y.raw_data(), bias, residual};
   auto it = kept.find(key);
   if (it != kept.end() && it->second.w.storage() == w.storage() && it->second.w_version == w.storage()->version()) {
     return it->second.args;
@@ -279,7 +294,7 @@ const std::unordered_map<int, memory>& kept_args(const std::shared_ptr<const Pre
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(p->x_user, cpu_engine(), x.raw_data())},
                                        {DNNL_ARG_WEIGHTS, w_mem},
                                        {DNNL_ARG_DST, memory(p->y_user, cpu_engine(), y.raw_data())}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, bias_memory(bias, O));
+  add_post_op_args(&args, *p, bias, residual, O);
   return kept.insert_or_assign(key, KeptArgs{p, w, version, std::move(args)}).first->second.args;
 }
 
@@ -313,6 +328,11 @@ memory as_format(const memory& user, const memory::desc& wanted, dnnl::stream& s
   return converted;
 }
 
+// Whether a residual of n floats is moderate: the step before recorded it so, or a scan says.
+bool residual_moderate(const float* r, int64_t n) {
+  return plan_step_moderate_known(r, n) || all_moderate_parallel(r, n);
+}
+
 // SMELT_CONV_POST_OPS=0 keeps every epilogue out of oneDNN (for measuring and bisecting).
 bool post_ops_enabled() {
   static const bool on = env_int("SMELT_CONV_POST_OPS", 1, 0, 1) != 0;
@@ -335,7 +355,7 @@ void finish(const Conv2dGeometry& g, const Tensor& y, const GemmEpilogue* epilog
   if (post.clamp() && std::fabs(post.lo) <= kWinogradMaxMagnitude && std::fabs(post.hi) <= kWinogradMaxMagnitude) {
     plan_step_record_moderate(y.data<float>(), y.numel());
   }
-  if (!epilogue || post.bias || post.clamp()) return;
+  if (!epilogue || post.any()) return;
   // The epilogue over threads (oneDNN used them all for the convolution; the bias and activation
   // over y on one thread cost as much as the stem convolution itself): every thread gets rows
   // when y is large enough to pay for the fork.
@@ -389,15 +409,19 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   // The scan of x must cost less than the epilogue's pass over y it saves: x already scanned (for
   // Winograd), or no larger than y (measured on MobileNetV2 and SqueezeNet, one thread: scanning
   // larger inputs too saved nothing more).
+  // A residual (laid out like y, never y itself) must be moderate too: the scan reads it once where
+  // the epilogue's pass would read it and y and write y.
+  const float* residual = as_data ? as_data->residual : nullptr;
   if (as_data && layout != ConvLayout::Plain && post_ops_enabled() && (x_moderate || x.numel() <= y.numel()) &&
       (!as_data->bias || all_moderate(as_data->bias, g.O)) && weight_scan(w, weight_constant).moderate &&
-      moderate_x()) {
+      moderate_x() && (!residual || (residual != y.data<float>() && residual_moderate(residual, y.numel())))) {
     post.bias = as_data->bias != nullptr;
+    post.residual = residual != nullptr;
     post.lo = as_data->lo;
     post.hi = as_data->hi;
   }
   std::shared_ptr<const Prepared> p = prepare(g, winograd, layout, post);
-  if (!p && (post.bias || post.clamp())) {  // no implementation takes these post-ops: the epilogue runs
+  if (!p && post.any()) {  // no implementation takes these post-ops: the epilogue runs
     post = PostOps{};
     p = prepare(g, winograd, layout);
   }
@@ -405,8 +429,9 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   // One stream per thread, kept: creating one on every call cost an allocation.
   static thread_local dnnl::stream stream(cpu_engine());
   const float* bias = post.bias ? as_data->bias : nullptr;
+  if (!post.residual) residual = nullptr;
   if (weight_constant && keep_weight && p->x_direct && p->y_direct) {
-    p->conv.execute(stream, kept_args(p, key_of(g, winograd, layout), x, w, y, bias, g.O, stream));
+    p->conv.execute(stream, kept_args(p, key_of(g, winograd, layout), x, w, y, bias, residual, g.O, stream));
     stream.wait();
     finish(g, y, epilogue, post, layout);
     return;
@@ -422,7 +447,7 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   const bool y_direct = p->pd.dst_desc() == p->y_user;
   memory y_mem = y_direct ? y_user : memory(p->pd.dst_desc(), cpu_engine(), y_scratch.get(p->pd.dst_desc().get_size()));
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, x_mem}, {DNNL_ARG_WEIGHTS, w_mem}, {DNNL_ARG_DST, y_mem}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, bias_memory(bias, g.O));
+  add_post_op_args(&args, *p, bias, residual, g.O);
   p->conv.execute(stream, args);
   if (!y_direct) dnnl::reorder(y_mem, y_user).execute(stream, y_mem, y_user);
   stream.wait();

@@ -41,13 +41,15 @@ namespace smelt::kernels {
 enum class GemmImpl : uint8_t { Auto, Own, OpenBlas };
 const char* gemm_impl_name(GemmImpl impl);
 
-// An epilogue that is y = min(max(y + bias[o], lo), hi) on every output channel o, as data: a
-// library that can apply it while the output is still in registers (oneDNN's bias and eltwise
-// post-ops, kernels/conv_onednn.cpp) may do so instead of calling GemmEpilogue::fn. Whoever sets
-// it promises that fn computes exactly this; the library uses it only where the two agree up to
-// rounding (no NaN or infinity can reach the epilogue; the sign of a zero may differ).
+// An epilogue that is y = min(max((y + bias[o]) + residual, lo), hi) on every output channel o,
+// as data: a library that can apply it while the output is still in registers (oneDNN's bias,
+// binary and eltwise post-ops, kernels/conv_onednn.cpp) may do so instead of calling
+// GemmEpilogue::fn. Whoever sets it promises that fn computes exactly this; the library uses it
+// only where the two agree up to rounding (no NaN or infinity can reach the epilogue; the sign of
+// a zero may differ).
 struct EpilogueAsPostOps {
-  const float* bias = nullptr;  // (O) real channels; nullptr: none
+  const float* bias = nullptr;      // (O) real channels; nullptr: none
+  const float* residual = nullptr;  // y's shape and layout (a residual connection); nullptr: none
   float lo = -__builtin_inff(), hi = __builtin_inff();
 };
 

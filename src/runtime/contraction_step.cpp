@@ -54,12 +54,24 @@ std::optional<ConvPostOps> conv_epilogue_as_post_ops(const ir::Graph& body,
     return v->kind == ir::ValueKind::Constant ? &v->constant : constant_of(v);
   };
   ConvPostOps out;
+  bool clamped = false;  // a residual add must come before every clamp (oneDNN's post-op order)
+  // y + r for a body input r laid out like y (not a constant: a bias broadcasts, a residual does
+  // not; it may be the conv's input too): it becomes the binary post-op's operand.
+  auto residual = [&](const ir::Value* r) {
+    if (constant(r) || !r->is_graph_input() || !(r->meta == conv.outputs[0]->meta)) return false;
+    for (size_t i = 0; i < body.inputs().size(); ++i) {
+      if (body.inputs()[i] == r) out.residual_input = int(i);
+    }
+    return out.residual_input >= 0;
+  };
   // max(min(max(x, lo), hi), c) = min(max(x, max(lo, c)), max(hi, c)), and min alike.
   auto at_least = [&](float c) {
+    clamped = true;
     out.ops.lo = std::max(out.ops.lo, c);
     out.ops.hi = std::max(out.ops.hi, c);
   };
   auto at_most = [&](float c) {
+    clamped = true;
     out.ops.lo = std::min(out.ops.lo, c);
     out.ops.hi = std::min(out.ops.hi, c);
   };
@@ -78,8 +90,13 @@ std::optional<ConvPostOps> conv_epilogue_as_post_ops(const ir::Graph& body,
       // y + bias: the bias blocked like y's channels, (1, Cb, 1, 1, B).
       const Tensor* b = constant(other);
       const Shape want{1, y.shape[1], 1, 1, y.shape[4]};
-      if (!b || b->dtype() != DType::Float32 || b->shape() != want) return std::nullopt;
-      out.bias = b->contiguous();
+      if (b && b->dtype() == DType::Float32 && b->shape() == want) {
+        out.bias = b->contiguous();
+      } else if (!residual(other)) {
+        return std::nullopt;
+      }
+    } else if (n.op == ops::OpId::add && other && !clamped && out.residual_input < 0) {
+      if (!residual(other)) return std::nullopt;
     } else if (n.op == ops::OpId::relu && n.inputs.size() == 1) {
       at_least(0.0f);
     } else if ((n.op == ops::OpId::maximum || n.op == ops::OpId::minimum) && other) {

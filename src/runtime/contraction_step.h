@@ -34,12 +34,14 @@ struct TiledContraction {
   int product_output = -1;          // the body output the GEMM writes the product into; -1: a temporary
 };
 
-// A blocked conv group whose epilogue is y = min(max(y + bias, lo), hi) (an add of a per-channel
-// constant, then relu, clamp, maximum or minimum with scalar constants, each optional), finished
-// in place in the product: that epilogue as data (kernels/gemm.h EpilogueAsPostOps). `bias` keeps
-// the constant's memory.
+// A blocked conv group whose epilogue is y = min(max((y + bias) + residual, lo), hi) (an add of a
+// per-channel constant, an add of a group input of y's shape, then relu, clamp, maximum or minimum
+// with scalar constants, each optional), finished in place in the product: that epilogue as data
+// (kernels/gemm.h EpilogueAsPostOps). `bias` keeps the constant's memory; the residual's memory is
+// the plan's to bind on each run (ops.residual).
 struct ConvPostOps {
   Tensor bias;  // (1, Cb, 1, 1, B) float32, or undefined
+  int residual_input = -1;  // the body input added as the residual; -1: none
   kernels::EpilogueAsPostOps ops;
 };
 // nullopt unless `body` (a contraction group's, its first node a conv2d_blocked) is exactly that,

@@ -59,8 +59,15 @@ void Plan::Impl::run_step(Step& step) {
       std::vector<Tensor> in;
       for (int s : step.op_slots) in.push_back(tensors[size_t(s)]);
       step.kernel->bind(pointers, step.arg_slots);
-      run_tiled_contraction(step.op, step.attrs, in, tensors[size_t(step.product_slot)], *step.kernel,
-                            step.post_ops ? &step.post_ops->ops : nullptr);
+      const kernels::EpilogueAsPostOps* post_ops = step.post_ops ? &step.post_ops->ops : nullptr;
+      kernels::EpilogueAsPostOps with_residual;
+      if (post_ops && step.post_ops->residual_input >= 0) {  // bound here: a graph input's memory changes
+        with_residual = *post_ops;
+        const Tensor& r = tensors[size_t(step.in_slots[size_t(step.post_ops->residual_input)])];
+        with_residual.residual = r.is_contiguous() ? r.data<float>() : nullptr;
+        post_ops = with_residual.residual ? &with_residual : nullptr;
+      }
+      run_tiled_contraction(step.op, step.attrs, in, tensors[size_t(step.product_slot)], *step.kernel, post_ops);
       return;
     }
     case StepKind::Interpret: {

@@ -380,7 +380,8 @@ bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string&
     });
     if (s.post_ops) {
       s.post_ops->ops.bias = s.post_ops->bias.defined() ? s.post_ops->bias.data<float>() : nullptr;
-      s.what += " [bias/clamp as oneDNN post-ops]";
+      s.what += s.post_ops->residual_input >= 0 ? " [bias/residual/clamp as oneDNN post-ops]"
+                                                : " [bias/clamp as oneDNN post-ops]";
     }
   }
   steps.push_back(std::move(s));

@@ -214,7 +214,8 @@ namespace {
 // conv_epilogue_as_post_ops): bias + relu, bias + ReLU6 as maximum/minimum, and a clamp, each
 // against the plain pipeline and eager on moderate inputs; with a NaN and infinities in the input
 // the post-ops must step aside (oneDNN's clamp would turn NaN into 0): NaN stays where the plain
-// path has it. An epilogue with a residual add, or whose product is also returned, is not taken.
+// path has it. An epilogue with a residual add is taken (a binary post-op); one whose product is
+// also returned is not.
 TEST_F(BlockedLayout, EpilogueAsPostOps) {
   const Tensor w1 = weight({32, 16, 1, 1}, 61), b1 = rand32({32}, 62), w2 = weight({32, 32, 3, 3}, 63);
   const Tensor b2 = rand32({32}, 64), w3 = weight({32, 32, 3, 3}, 65), w4 = weight({16, 32, 1, 1}, 66);
@@ -248,7 +249,54 @@ TEST_F(BlockedLayout, EpilogueAsPostOps) {
     return std::vector<Tensor>{relu(conv2d(relu(p), w2, b2, 1, 1) + p), p};
   };
   const std::string plan2 = expect_matches_plain(residual, {rand32({1, 16, 20, 20}, 69)}, 3);
-  EXPECT_EQ(count(plan2, "as oneDNN post-ops"), 0u) << plan2;
+  EXPECT_EQ(count(plan2, "as oneDNN post-ops"), 1u) << plan2;
+  EXPECT_EQ(count(plan2, "[bias/residual/clamp as oneDNN post-ops]"), 1u) << plan2;
+}
+
+// A residual add as oneDNN's binary post-op: conv + bias, + the residual, then relu (ResNet's
+// block end) and with no activation (MobileNetV2's); both against the plain pipeline and eager. A
+// residual holding NaN or an infinity (a graph input's, where this conv's input is moderate)
+// makes the post-ops step aside: the NaNs stay where the plain path has them. And a residual that
+// comes after the relu (relu(conv) + r) or before the bias is not a post-op in oneDNN's order.
+TEST_F(BlockedLayout, ResidualAddAsPostOp) {
+  const Tensor w1 = weight({32, 16, 3, 3}, 81), b1 = rand32({32}, 82), w2 = weight({32, 16, 1, 1}, 83);
+  const Tensor b2 = rand32({32}, 84), w3 = weight({32, 32, 3, 3}, 85);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor r = conv2d(in[1], w2, b2);                      // the residual, also returned
+    Tensor y = relu(conv2d(in[0], w1, b1, 1, 1) + r);      // bias, residual, relu
+    Tensor z = conv2d(y, w3, Tensor(), 1, 1) + y;          // residual alone (y is the conv's input too)
+    return std::vector<Tensor>{z, r};
+  };
+  const std::string plan = expect_matches_plain(fn, {rand32({1, 16, 16, 16}, 86), rand32({1, 16, 16, 16}, 87)}, 4);
+  EXPECT_EQ(count(plan, "[bias/residual/clamp as oneDNN post-ops]"), 2u) << plan;
+
+  CompileOptions plain_options;
+  plain_options.passes = without_blocked_layout(Graph::default_pipeline());
+  CompiledFunction plain = compile(fn, plain_options), blocked = compile(fn, {});
+  const Tensor x = rand32({1, 16, 16, 16}, 88);
+  Tensor bad = rand32({1, 16, 16, 16}, 89);
+  bad.data<float>()[17] = NAN;
+  bad.data<float>()[256 * 4 + 100] = INFINITY;
+  bad.data<float>()[256 * 12 + 3] = -INFINITY;
+  int64_t nans = 0;
+  for (const Tensor& r_in : {bad, rand32({1, 16, 16, 16}, 90), bad}) {  // bad, moderate, bad again
+    const Tensor want = plain({x, r_in})[0], got = blocked({x, r_in})[0];
+    EXPECT_TRUE(all_close(got, want, 1e-4, 1e-5)) << blocked.report().plan;
+    int64_t same = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      nans += std::isnan(want.data<float>()[i]);
+      same += std::isnan(want.data<float>()[i]) == std::isnan(got.data<float>()[i]);
+    }
+    EXPECT_EQ(same, want.numel()) << "NaN where the plain path has none, or none where it has one";
+  }
+  EXPECT_GT(nans, 0);
+
+  const Fn after_relu = [&](const std::vector<Tensor>& in) {
+    Tensor r = conv2d(in[1], w2, b2);
+    return std::vector<Tensor>{relu(conv2d(in[0], w1, b1, 1, 1)) + r, conv2d(in[0], w1, Tensor(), 1, 1) + r + b1.reshape({32, 1, 1})};
+  };
+  const std::string plan2 = expect_matches_plain(after_relu, {rand32({1, 16, 16, 16}, 91), rand32({1, 16, 16, 16}, 92)}, 4);
+  EXPECT_EQ(count(plan2, "residual"), 0u) << plan2;
 }
 
 // A MobileNetV2 inverted residual: expand (ReLU6) -> depthwise stride 2 (ReLU6) -> project. The
