@@ -147,6 +147,16 @@ void conv_set_tuning_store(ConvTuningStore* store) {
   choices().clear();
 }
 
+std::optional<std::string> tuning_store_lookup(const std::string& key) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_store ? g_store->lookup(key) : std::nullopt;
+}
+
+void tuning_store_record(const std::string& key, const std::string& choice, const std::string& detail) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_store) g_store->record(key, choice, detail);
+}
+
 ConvImpl conv_choice(const Conv2dGeometry& g, DType dtype, bool weight_constant) {
   if (auto forced = forced_impl(); forced && conv_impl_supports(*forced, g, dtype)) return *forced;
   const std::string key = conv_tuning_key(g, dtype, weight_constant);

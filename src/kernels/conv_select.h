@@ -58,6 +58,11 @@ class ConvTuningStore {
 };
 // nullptr uninstalls. The store must outlive every later conv call.
 void conv_set_tuning_store(ConvTuningStore* store);
+// The installed store's decision for `key`, or records one (and persists it): decisions other than
+// a conv's implementation (the blocked layout's, runtime/layout_choice.h) keep to the same file.
+// Without a store: nullopt, and nothing recorded.
+std::optional<std::string> tuning_store_lookup(const std::string& key);
+void tuning_store_record(const std::string& key, const std::string& choice, const std::string& detail);
 
 // The implementation conv2d_forward uses for (g, dtype) (never Auto).
 ConvImpl conv_choice(const Conv2dGeometry& g, DType dtype, bool weight_constant = false);

@@ -10,6 +10,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"
+#include "runtime/layout_choice.h"
 #include "runtime/memory_plan.h"
 
 namespace smelt::runtime {
@@ -31,8 +32,11 @@ void optimize_graph(ir::Graph& graph, const PipelineOptions& options) {
   ir::verify(graph);
   // (Printing a graph costs as much as its constants' text: only at the level that shows it.)
   if (debug_level() >= 4) debug_log(4, "IR before the pipeline:\n" + ir::print(graph));
-  // Stage 2: the canonical passes to a fixed point.
-  passes::run_pipeline(graph, options.passes.empty() ? passes::kDefaultPipeline : options.passes);
+  // Stage 2: the canonical passes to a fixed point; the blocked layout as tuned for this graph.
+  std::string pipeline = options.passes.empty() ? passes::kDefaultPipeline : options.passes;
+  const std::string plain = pipeline_without(pipeline, "blocked_layout");
+  if (options.follow_layout_tuning && plain != pipeline && tuned_layout(graph) == LayoutChoice::Plain) pipeline = plain;
+  passes::run_pipeline(graph, pipeline);
   if (debug_level() >= 4) debug_log(4, "IR after passes:\n" + ir::print(graph));
 }
 

@@ -24,6 +24,10 @@ struct PipelineOptions {
   LowerFn lower;  // PlanOptions::lower (a dynamic batch's, runtime/batch_graph.h)
   bool optimize = true;  // false: the graph comes optimized (optimize_graph), compile_graph fuses and plans
   const ir::Graph* fusion_cost_shapes = nullptr;  // fusion::FusionOptions::cost_shapes (a dynamic batch's)
+  // Follow the tuning file's layout choice for this graph (runtime/layout_choice.h): a recorded
+  // "plain" drops blocked_layout from the pipeline. False: the pipeline as given (the tuner's own
+  // compiles, which measure both).
+  bool follow_layout_tuning = true;
 };
 
 struct CompiledGraph {

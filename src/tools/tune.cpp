@@ -5,16 +5,25 @@
 //   smelt tune model.onnx                       batch and other symbolic dims: --dim NAME=VALUE
 //   OMP_NUM_THREADS=2 smelt tune model.onnx     tune for 2 threads (the thread count is in the key)
 //
-// One line per distinct shape: the candidates' best times and the choice.
+// One line per distinct shape: the candidates' best times and the choice. Then the model itself,
+// compiled with and without the blocked channel layout (runtime/layout_choice.h) and run with
+// random inputs: the faster layout is recorded for the whole graph.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <set>
+#include <sstream>
 
 #include "ir/graph.h"
 #include "kernels/conv_select.h"
 #include "ops/conv_geometry.h"
+#include "passes/pass_manager.h"
+#include "runtime/layout_choice.h"
+#include "runtime/pipeline.h"
 #include "runtime/tuning_file.h"
+#include "smelt/creation.h"
 #include "smelt/onnx.h"
 #include "tools/commands.h"
 
@@ -35,6 +44,57 @@ void collect(const ir::Graph& g, std::vector<std::pair<kernels::Conv2dGeometry, 
     const kernels::Conv2dGeometry geo = ops::conv2d_geometry(n->inputs[0]->meta.shape, n->inputs[1]->meta.shape, n->attrs);
     if (seen->insert(kernels::conv_tuning_key(geo, dtype)).second) out->push_back({geo, dtype});
   }
+}
+
+// The compiled plan of `graph` with or without the blocked layout, on the C++ backend.
+runtime::CompiledGraph compile_layout(const ir::Graph& graph, bool blocked) {
+  runtime::PipelineOptions options;
+  options.backend = runtime::KernelBackend::Compiled;
+  options.follow_layout_tuning = false;  // both ways, whatever is recorded
+  if (!blocked) options.passes = runtime::pipeline_without(passes::kDefaultPipeline, "blocked_layout");
+  return runtime::compile_graph(graph.clone(), options);
+}
+
+bool runs_blocked(const ir::Graph& g) {
+  for (const auto& n : g.nodes()) {
+    if (n->op == ops::OpId::conv2d_blocked || (n->body && runs_blocked(*n->body))) return true;
+  }
+  return false;
+}
+
+// Measures the graph both ways (alternating, the best run of each counts) and records the faster.
+void tune_layout(const ir::Graph& graph, int runs) {
+  const std::string key = runtime::layout_tuning_key(graph);
+  if (key.empty()) return;
+  runtime::CompiledGraph blocked = compile_layout(graph, true), plain = compile_layout(graph, false);
+  if (!runs_blocked(*blocked.graph)) {
+    std::printf("layout: the blocked layout pass keeps this graph plain (fewer than two convolutions it "
+                "can take); nothing to choose\n");
+    return;
+  }
+  Generator gen(1);
+  std::vector<Tensor> inputs;
+  for (const ir::Value* v : graph.inputs()) {
+    inputs.push_back(dtype_is_floating(v->meta.dtype) ? randn(v->meta.shape, v->meta.dtype, &gen)
+                                                      : zeros(v->meta.shape, v->meta.dtype));
+  }
+  auto time_once = [&](runtime::Plan& plan) {
+    const auto start = std::chrono::steady_clock::now();
+    plan.run(inputs);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  for (int warm = 0; warm < 2; ++warm) time_once(*blocked.plan), time_once(*plain.plan);
+  double blocked_ms = 1e300, plain_ms = 1e300;
+  for (int run = 0; run < 3 * runs; ++run) {
+    blocked_ms = std::min(blocked_ms, time_once(*blocked.plan));
+    plain_ms = std::min(plain_ms, time_once(*plain.plan));
+  }
+  const runtime::LayoutChoice choice = blocked_ms <= plain_ms ? runtime::LayoutChoice::Blocked : runtime::LayoutChoice::Plain;
+  std::ostringstream detail;
+  detail << "blocked=" << blocked_ms << "ms plain=" << plain_ms << "ms";
+  runtime::record_layout_choice(key, choice, detail.str());
+  std::printf("%s: blocked %.3f ms plain %.3f ms -> %s\n", key.c_str(), blocked_ms, plain_ms,
+              runtime::layout_choice_name(choice));
 }
 
 void run_tune(const TuneArgs& args) {
@@ -60,6 +120,7 @@ void run_tune(const TuneArgs& args) {
       std::printf(" -> %s\n", kernels::conv_impl_name(r.best));
     }
   }
+  tune_layout(model.graph.ir_graph(), args.runs);
   std::printf("%zu convolution shapes tuned; tuning file %s\n", shapes.size(), runtime::tuning_file_path().c_str());
 }
 

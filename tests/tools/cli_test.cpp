@@ -187,6 +187,26 @@ TEST_F(Cli, BenchOnnxModel) {
   expect_refused(smelt("bench " + quote(kSmallResnet + "/model.onnx") + " --reps 0"), {"--reps", "'0'"});
 }
 
+// `smelt tune`: each conv shape, then the model both ways (blocked and plain layout) and the
+// faster recorded for the whole graph; a later compile of the model follows that record.
+TEST_F(Cli, TuneRecordsTheLayoutAndCompilesFollowIt) {
+  const std::string cache = "SMELT_CACHE_DIR=" + quote(dir_.string());
+  CliRun tune = smelt("tune " + quote(kSmallResnet + "/model.onnx") + " --runs 1", cache);
+  ASSERT_EQ(tune.exit_code, 0) << tune.out << tune.err;
+  const size_t at = tune.out.find("layout threads=");
+  ASSERT_NE(at, std::string::npos) << tune.out;
+  const std::string line = tune.out.substr(at, tune.out.find('\n', at) - at);
+  const std::string key = line.substr(0, line.find(':'));
+  const bool plain = line.ends_with("-> plain");
+  EXPECT_TRUE(plain || line.ends_with("-> blocked")) << line;
+  EXPECT_NE(line.find(" blocked "), std::string::npos) << line;
+  CliRun bench = smelt("bench " + quote(kSmallResnet + "/model.onnx") + " --warmup 0 --reps 1 --backend interpreter",
+                       cache + " SMELT_DEBUG=2");
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_NE(bench.err.find(key + " -> " + (plain ? "plain" : "blocked") + " (tuning file)"), std::string::npos)
+      << key << "\n" << bench.err.substr(0, 2000);
+}
+
 // `smelt run` and `smelt check` through the compiled plan; --optimize and --compile exclude each other.
 TEST_F(Cli, RunAndCheckCompiled) {
   CliRun run = smelt("run " + quote(kSmallResnet + "/model.onnx") + " --random --compile --backend interpreter");
