@@ -147,7 +147,11 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
         auto found = map.find(w);
         if (found == map.end()) {
           ir::Value* inner;
-          if (w->kind == ir::ValueKind::Constant && w->constant.numel() <= kMaxImmediateElements) {
+          // (An integer divisor goes in whatever its size: inside the body, a divisor that is a
+          // body input may hold 0, and the group's contract refuses such a division.)
+          const bool divisor = node->op == ops::OpId::div && node->inputs.size() == 2 && w == node->inputs[1] &&
+                               dtype_is_signed_integer(w->meta.dtype);
+          if (w->kind == ir::ValueKind::Constant && (w->constant.numel() <= kMaxImmediateElements || divisor)) {
             inner = body->add_constant(w->constant);
           } else {
             inner = body->add_input(w->meta);

@@ -153,10 +153,14 @@ void Builder::add_integer_block(ir::Value* a) {
       // running it must fail alike (a fused integer x / 0 would give 0, kernels/scalar.h)
       x = node(OpId::div, {constant_like(x), node(OpId::sub, {x, constant_like(x)})});
     } else if (which == 3) {
-      // a constant divisor without zeros (the graph runs; the division may fuse)
+      // a constant divisor without zeros (the graph runs; the division may fuse), a scalar or one
+      // of several elements (copied into a fused body whatever its size: found by review)
       constexpr int64_t kDivisors[] = {1, -1, 2, -3, 7, std::numeric_limits<int64_t>::min(),
                                        std::numeric_limits<int64_t>::max()};
-      x = node(OpId::div, {x, graph_->add_constant(from_vector(std::vector<int64_t>{pick_from(kDivisors)}, Shape{}))});
+      const Shape shape = chance(0.6) ? Shape{} : broadcastable_to(x->meta.shape);
+      std::vector<int64_t> values(size_t(shape_numel(shape)));
+      for (int64_t& v : values) v = pick_from(kDivisors);
+      x = node(OpId::div, {x, graph_->add_constant(from_vector(values, shape))});
     } else if (which == 4 && !x->meta.shape.empty()) {
       constexpr OpId kIntegerReduce[] = {OpId::sum, OpId::amax, OpId::amin};
       x = node(pick_from(kIntegerReduce), {x}, {{"dims", std::vector<int64_t>{random_dim(x->meta.shape)}},

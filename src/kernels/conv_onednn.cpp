@@ -147,6 +147,7 @@ std::shared_ptr<const Prepared> prepare(const Conv2dGeometry& g, bool winograd, 
 constexpr size_t kWeightCacheBytes = size_t(512) << 20;
 
 std::atomic<uint64_t> g_weight_conversions{0};
+std::atomic<uint64_t> g_residual_post_ops{0};
 
 struct CachedWeight {
   Tensor source;
@@ -410,11 +411,14 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   // Winograd), or no larger than y (measured on MobileNetV2 and SqueezeNet, one thread: scanning
   // larger inputs too saved nothing more).
   // A residual (laid out like y, never y itself) must be moderate too: the scan reads it once where
-  // the epilogue's pass would read it and y and write y.
+  // the epilogue's pass would read it and y and write y (x itself, the conv's input read again as
+  // its residual, was scanned above).
   const float* residual = as_data ? as_data->residual : nullptr;
   if (as_data && layout != ConvLayout::Plain && post_ops_enabled() && (x_moderate || x.numel() <= y.numel()) &&
       (!as_data->bias || all_moderate(as_data->bias, g.O)) && weight_scan(w, weight_constant).moderate &&
-      moderate_x() && (!residual || (residual != y.data<float>() && residual_moderate(residual, y.numel())))) {
+      moderate_x() &&
+      (!residual || (residual != y.data<float>() &&
+                     ((residual == x.data<float>() && x.numel() == y.numel()) || residual_moderate(residual, y.numel()))))) {
     post.bias = as_data->bias != nullptr;
     post.residual = residual != nullptr;
     post.lo = as_data->lo;
@@ -430,6 +434,7 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
   static thread_local dnnl::stream stream(cpu_engine());
   const float* bias = post.bias ? as_data->bias : nullptr;
   if (!post.residual) residual = nullptr;
+  if (residual) g_residual_post_ops.fetch_add(1, std::memory_order_relaxed);
   if (weight_constant && keep_weight && p->x_direct && p->y_direct) {
     p->conv.execute(stream, kept_args(p, key_of(g, winograd, layout), x, w, y, bias, residual, g.O, stream));
     stream.wait();
@@ -455,6 +460,7 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y, const Tenso
 }
 
 uint64_t onednn_weight_conversions() { return g_weight_conversions.load(std::memory_order_relaxed); }
+uint64_t onednn_residual_post_ops() { return g_residual_post_ops.load(std::memory_order_relaxed); }
 
 const char* onednn_version() {
   static const std::string v = [] {
@@ -479,6 +485,7 @@ void conv2d_onednn_forward(const Conv2dGeometry&, const Tensor&, const Tensor&, 
 }
 const char* onednn_version() { return ""; }
 uint64_t onednn_weight_conversions() { return 0; }
+uint64_t onednn_residual_post_ops() { return 0; }
 
 }  // namespace smelt::kernels
 

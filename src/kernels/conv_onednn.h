@@ -52,6 +52,9 @@ void conv2d_onednn_forward(const Conv2dGeometry& g, const Tensor& y /*(N, O, Ho,
 // How many times a weight was converted to oneDNN's layout (kept ones: cache misses), for tests
 // and statistics; 0 without oneDNN.
 uint64_t onednn_weight_conversions();
+// How many convolutions ran with a residual add as a post-op (EpilogueAsPostOps::residual taken),
+// since the process started: what tests read to see the post-op path taken, not only offered.
+uint64_t onednn_residual_post_ops();
 
 // "oneDNN 2.6.3", or "" when built without it.
 const char* onednn_version();

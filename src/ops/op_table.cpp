@@ -73,7 +73,8 @@ bool mutates_any(OpId op) { return op_info(op).writes != 0; }
 bool is_pure(OpId op) { return !mutates_any(op) && !(op_info(op).flags & kRandom); }
 bool may_refuse_values(OpId op, const std::vector<TensorMeta>& in) {
   if (!(op_info(op).flags & kRefusesValues)) return false;
-  if (op == OpId::div) return in.size() == 2 && !dtype_is_floating(in[1].dtype);  // IEEE: x / 0 is inf or nan
+  // (IEEE: a float x / 0 is inf or NaN; an unsigned or bool divisor of 0 gives 0, as in the kernel)
+  if (op == OpId::div) return in.size() == 2 && dtype_is_signed_integer(in[1].dtype);
   return true;
 }
 bool is_view_op(OpId op) { return op_info(op).views != 0; }

@@ -77,7 +77,7 @@ struct TensorMeta {
 
 // Whether a call of `op` on operands `in` may refuse their values with an error (ops.def's
 // kRefusesValues: an index out of range, a class target out of range; div only when its divisor
-// is an integer). Such a call is an effect as well as a value: eager raises there, so a compiled
+// is a signed integer, as its kernel checks). Such a call is an effect as well as a value: eager raises there, so a compiled
 // graph must too — passes keep it when nothing reads it (ir::must_run), and a fused kernel runs it
 // only where it checks the same values first.
 bool may_refuse_values(OpId op, const std::vector<TensorMeta>& in);

@@ -41,6 +41,7 @@ bool cse(ir::Graph& graph) {
     }
   }
   std::map<NodeKey, ir::Node*> seen;
+  std::vector<ir::Node*> merged;  // duplicates that must run unread: their twin checks the same values
   for (const auto& n : graph.nodes()) {
     if (!ops::is_pure(n->op)) continue;  // random or writing an input: never merged
     std::vector<int> ids;
@@ -61,8 +62,12 @@ bool cse(ir::Graph& graph) {
       graph.replace_all_uses(n->outputs[k], it->second->outputs[k]);
       changed = true;
     }
+    if (n->must_run()) merged.push_back(n.get());
   }
-  return changed;
+  // (dce keeps a node that may refuse its values even unread; this one's twin stays and refuses
+  // exactly what it would, so it goes.)
+  for (ir::Node* n : merged) graph.erase_node(n);
+  return changed || !merged.empty();
 }
 
 }  // namespace smelt::passes

@@ -89,6 +89,9 @@ bool sink_through(ir::Graph& g, ir::Node* node) {
   ir::Value* f = g.insert_node(node, node->op, operands, node->attrs)->outputs[0];
   ir::Value* moved = g.insert_node(node, OpId::permute, {f}, {{"dims", *perm}})->outputs[0];
   g.replace_all_uses(out, moved);
+  // An integer division must run even unread (ir::Node::must_run); its moved copy divides by the
+  // same values, so the original goes now rather than stay for nothing.
+  if (node->must_run()) g.erase_node(node);
   return true;
 }
 

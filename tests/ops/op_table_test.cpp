@@ -291,6 +291,9 @@ TEST(OpTable, RefusingRowsRefuseAValue) {
     }
   }
   EXPECT_FALSE(ops::may_refuse_values(OpId::div, {ops::meta_of(x), ops::meta_of(x)})) << "float division is IEEE";
+  const Tensor u8 = i64({1, 0}, {2}).to(DType::UInt8);
+  // (div refuses uint8 operands by dtype, in its shape rule, never by value)
+  EXPECT_FALSE(ops::may_refuse_values(OpId::div, {ops::meta_of(u8), ops::meta_of(u8)}));
   EXPECT_FALSE(ops::may_refuse_values(OpId::add, {ops::meta_of(x), ops::meta_of(x)}));
 }
 

@@ -254,33 +254,40 @@ TEST_F(BlockedLayout, EpilogueAsPostOps) {
 }
 
 // A residual add as oneDNN's binary post-op: conv + bias, + the residual, then relu (ResNet's
-// block end) and with no activation (MobileNetV2's); both against the plain pipeline and eager. A
+// block end) and with no activation (MobileNetV2's), batch 2, 24 channels (the last block half
+// padding); both against the plain pipeline and eager, and counted as taken at run time. A
 // residual holding NaN or an infinity (a graph input's, where this conv's input is moderate)
 // makes the post-ops step aside: the NaNs stay where the plain path has them. And a residual that
 // comes after the relu (relu(conv) + r) or before the bias is not a post-op in oneDNN's order.
 TEST_F(BlockedLayout, ResidualAddAsPostOp) {
-  const Tensor w1 = weight({32, 16, 3, 3}, 81), b1 = rand32({32}, 82), w2 = weight({32, 16, 1, 1}, 83);
-  const Tensor b2 = rand32({32}, 84), w3 = weight({32, 32, 3, 3}, 85);
+  const Tensor w1 = weight({24, 16, 3, 3}, 81), b1 = rand32({24}, 82), w2 = weight({24, 16, 1, 1}, 83);
+  const Tensor b2 = rand32({24}, 84), w3 = weight({24, 24, 3, 3}, 85);
   const Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor r = conv2d(in[1], w2, b2);                      // the residual, also returned
     Tensor y = relu(conv2d(in[0], w1, b1, 1, 1) + r);      // bias, residual, relu
     Tensor z = conv2d(y, w3, Tensor(), 1, 1) + y;          // residual alone (y is the conv's input too)
     return std::vector<Tensor>{z, r};
   };
-  const std::string plan = expect_matches_plain(fn, {rand32({1, 16, 16, 16}, 86), rand32({1, 16, 16, 16}, 87)}, 4);
+  const uint64_t taken_before = kernels::onednn_residual_post_ops();
+  const std::string plan = expect_matches_plain(fn, {rand32({2, 16, 16, 16}, 86), rand32({2, 16, 16, 16}, 87)}, 4);
   EXPECT_EQ(count(plan, "[bias/residual/clamp as oneDNN post-ops]"), 2u) << plan;
+  // Two steps, two backends, two calls each: every one took its residual as a post-op.
+  EXPECT_EQ(kernels::onednn_residual_post_ops() - taken_before, 8u);
 
   CompileOptions plain_options;
   plain_options.passes = without_blocked_layout(Graph::default_pipeline());
   CompiledFunction plain = compile(fn, plain_options), blocked = compile(fn, {});
-  const Tensor x = rand32({1, 16, 16, 16}, 88);
-  Tensor bad = rand32({1, 16, 16, 16}, 89);
+  const Tensor x = rand32({2, 16, 16, 16}, 88);
+  Tensor bad = rand32({2, 16, 16, 16}, 89);
   bad.data<float>()[17] = NAN;
   bad.data<float>()[256 * 4 + 100] = INFINITY;
   bad.data<float>()[256 * 12 + 3] = -INFINITY;
   int64_t nans = 0;
-  for (const Tensor& r_in : {bad, rand32({1, 16, 16, 16}, 90), bad}) {  // bad, moderate, bad again
-    const Tensor want = plain({x, r_in})[0], got = blocked({x, r_in})[0];
+  for (const Tensor& r_in : {bad, rand32({2, 16, 16, 16}, 90), bad}) {  // bad, moderate, bad again
+    const Tensor want = plain({x, r_in})[0];
+    const uint64_t before = kernels::onednn_residual_post_ops();
+    const Tensor got = blocked({x, r_in})[0];
+    EXPECT_EQ(kernels::onednn_residual_post_ops() - before, r_in.data<float>() == bad.data<float>() ? 0u : 2u);
     EXPECT_TRUE(all_close(got, want, 1e-4, 1e-5)) << blocked.report().plan;
     int64_t same = 0;
     for (int64_t i = 0; i < want.numel(); ++i) {
@@ -293,7 +300,7 @@ TEST_F(BlockedLayout, ResidualAddAsPostOp) {
 
   const Fn after_relu = [&](const std::vector<Tensor>& in) {
     Tensor r = conv2d(in[1], w2, b2);
-    return std::vector<Tensor>{relu(conv2d(in[0], w1, b1, 1, 1)) + r, conv2d(in[0], w1, Tensor(), 1, 1) + r + b1.reshape({32, 1, 1})};
+    return std::vector<Tensor>{relu(conv2d(in[0], w1, b1, 1, 1)) + r, conv2d(in[0], w1, Tensor(), 1, 1) + r + b1.reshape({24, 1, 1})};
   };
   const std::string plan2 = expect_matches_plain(after_relu, {rand32({1, 16, 16, 16}, 91), rand32({1, 16, 16, 16}, 92)}, 4);
   EXPECT_EQ(count(plan2, "residual"), 0u) << plan2;
