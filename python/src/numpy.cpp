@@ -152,7 +152,7 @@ void bind_numpy(py::module_& m, py::class_<Tensor>& cls) {
           "An array sharing this tensor's memory (no copy).");
   cls.def("__array__", [](const Tensor& t, py::handle dtype) -> py::object {
     py::array a = to_numpy(t, "__array__");
-    if (dtype.is_none()) return std::move(a);
+    if (dtype.is_none()) return py::object(a);
     return a.attr("astype")(dtype);
   }, py::arg("dtype") = py::none());
 }

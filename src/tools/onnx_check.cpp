@@ -54,8 +54,6 @@ std::vector<fs::path> sorted_entries(const fs::path& dir, const std::string& pre
   return out;
 }
 
-std::string values_str(const std::vector<double>& v, size_t at) { return std::to_string(v[at]); }
-
 // Empty when equal; otherwise what differs.
 std::string compare(const Tensor& got, const Tensor& want, const CheckArgs& args) {
   std::ostringstream why;

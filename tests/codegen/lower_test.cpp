@@ -138,7 +138,9 @@ TEST(Lower, SumOfExpWithoutKeptMaxIsNotOnline) {
   ir::Value* e = g->add_node(OpId::exp, {g->add_node(OpId::sub, {x, m})->outputs[0]})->outputs[0];
   g->add_output(g->add_node(OpId::sum, {e}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", int64_t(1)}})->outputs[0]);
   LowerResult lowered = lower(*g, "not_online");
-  if (lowered.kernel) EXPECT_EQ(print_kernel(*lowered.kernel).find("sumexp"), std::string::npos);
+  if (lowered.kernel) {
+    EXPECT_EQ(print_kernel(*lowered.kernel).find("sumexp"), std::string::npos);
+  }
 }
 
 // A row epilogue reading an argument of the reduced shape (sum(x) + b[row]; a mean's count in the
@@ -190,7 +192,9 @@ TEST(Lower, AnArgumentVaryingWithinTheRowIsReadInALaterStage) {
   ASSERT_TRUE(lowered.kernel) << lowered.reason;
   EXPECT_EQ(lowered.kernel->stages, 2);
   for (const Access& a : lowered.kernel->accesses) {
-    if (a.arg == 1) EXPECT_NE(a.inner_strides, std::vector<int64_t>(a.inner_strides.size(), 0));
+    if (a.arg == 1) {
+      EXPECT_NE(a.inner_strides, std::vector<int64_t>(a.inner_strides.size(), 0));
+    }
   }
   std::mt19937_64 rng(11);
   Tensor xv = fuzz::random_tensor({4, 6}, DType::Float32, fuzz::ElementDraw{-2, 2, 0.0}, rng);

@@ -154,7 +154,9 @@ TEST(CompileModule, FrozenAndUnusedParametersGetNoGradientAsInEagerBackward) {
   for (const auto& [name, p] : eager->named_parameters()) {
     const Tensor g = param(*compiled_model, name).grad();
     EXPECT_EQ(g.defined(), p.grad().defined()) << name;
-    if (g.defined() && p.grad().defined()) EXPECT_TRUE(testing::all_close(g, p.grad(), 1e-5, 1e-6)) << name;
+    if (g.defined() && p.grad().defined()) {
+      EXPECT_TRUE(testing::all_close(g, p.grad(), 1e-5, 1e-6)) << name;
+    }
   }
   EXPECT_FALSE(param(*compiled_model, "0.bias").grad().defined());
   EXPECT_FALSE(param(*compiled_model, "3.weight").grad().defined());

@@ -34,13 +34,17 @@ TEST(InterpreterConvWeight, ConstantWeightConvertedOnceAndWritesInPlaceAreSeen) 
     EXPECT_TRUE(testing::all_close(trace::interpret(*g, {x})[0], conv2d(x, held, b, 1, 1), 1e-4, 1e-5)) << run;
   }
   // Four runs, one conversion (the eager reference reuses it too: the same memory and version).
-  if (onednn) EXPECT_EQ(kernels::onednn_weight_conversions(), before + 1);
+  if (onednn) {
+    EXPECT_EQ(kernels::onednn_weight_conversions(), before + 1);
+  }
 
   held.mul_(-2.0);  // in place: the storage version changes
   const Tensor changed = trace::interpret(*g, {x})[0];
   EXPECT_TRUE(testing::all_close(changed, conv2d(x, held, b, 1, 1), 1e-4, 1e-5));
   EXPECT_FALSE(testing::all_close(changed, first, 1e-4, 1e-5));
-  if (onednn) EXPECT_EQ(kernels::onednn_weight_conversions(), before + 2);
+  if (onednn) {
+    EXPECT_EQ(kernels::onednn_weight_conversions(), before + 2);
+  }
 }
 
 }  // namespace
