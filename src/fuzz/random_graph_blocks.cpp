@@ -236,9 +236,14 @@ void Builder::add_conv_chain() {
   };
   const int64_t h = pick(16, 18), w = pick(16, 18);
   ir::Value* x = quantize(graph_->add_input({{1, pick(8, 20), h, w}, DType::Float32}), 4, 0.25);
+  if (chance(0.5)) {
+    // NaN -> 0 (x == x is false only for NaN): every operand moderate, so the blocked convs take
+    // their epilogues (bias, residual, clamp) as oneDNN post-ops, which the special values skip.
+    x = node(OpId::where, {node(OpId::eq, {x, x}), x, graph_->add_constant(full({}, 0.0, DType::Float32))});
+  }
   // 3x3 with padding 1 or 1x1: the spatial size stays, so every conv has >= 16 * 16 outputs per
   // channel and 16 or more channels. Largest sum: 24 * 9 terms below 720 in 1/16ths (22 bits).
-  auto conv = [&](ir::Value* in, int64_t out) {
+  auto conv = [&](ir::Value* in, int64_t out, bool may_relu = true) {
     const int64_t k = chance(0.6) ? 3 : 1;
     const Shape weight_shape{out, in->meta.shape[1], k, k};
     const Tensor halves = random_tensor(weight_shape, DType::Float32, {-2, 2, 0.0}, rng_).round() * 0.5;
@@ -252,12 +257,19 @@ void Builder::add_conv_chain() {
       ir::Value* b = graph_->add_constant(eighths);
       y = node(OpId::add, {y, node(OpId::reshape, {b}, {{"shape", Shape{1, out, 1, 1}}})});
     }
-    return chance(0.7) ? node(OpId::relu, {y}) : y;
+    return may_relu && chance(0.7) ? node(OpId::relu, {y}) : y;
   };
   const int64_t c1 = chance(0.5) ? 16 : pick(16, 24);
   ir::Value* y = conv(x, c1);
   ir::Value* z = chance(0.3) ? y : conv(y, chance(0.5) ? c1 : pick(16, 24));
-  if (z != y && z->meta.shape == y->meta.shape && chance(0.5)) z = node(OpId::add, {z, y});  // a residual
+  if (chance(0.35)) {
+    // conv(y) (+ bias) + y, then relu or not (ResNet's block end): the residual is oneDNN's binary
+    // post-op of the blocked conv's epilogue, before the clamp
+    z = node(OpId::add, {conv(y, c1, /*may_relu=*/false), y});
+    if (chance(0.5)) z = node(OpId::relu, {z});
+  } else if (z != y && z->meta.shape == y->meta.shape && chance(0.5)) {
+    z = node(OpId::add, {z, y});  // a residual after the activation (not a post-op: the order)
+  }
   if (chance(0.3)) z = node(OpId::cat, {z, conv(y, 16)}, {{"dim", int64_t(1)}});
   if (chance(0.3)) {
     z = node(OpId::max_pool2d, {z}, {{"kernel", Shape{3, 3}}, {"stride", Shape{1, 1}}, {"padding", Shape{1, 1}},
