@@ -161,6 +161,13 @@ void Graph::replace_all_uses(Value* from, Value* to) {
   from->output_refs = 0;
 }
 
+bool holds_op(const Graph& g, ops::OpId op) {
+  for (const auto& n : g.nodes()) {
+    if (n->op == op || (n->body && holds_op(*n->body, op))) return true;
+  }
+  return false;
+}
+
 bool Node::must_run() const {
   if (body) {
     for (const auto& n : body->nodes()) if (n->must_run()) return true;

@@ -94,6 +94,9 @@ class Node {
   size_t use_slot(size_t i) const { return use_slot_[i]; }  // for the verifier
 };
 
+// Whether a node of `g`, or of a group body inside it, runs `op`.
+bool holds_op(const Graph& g, ops::OpId op);
+
 class Graph {
  public:
   Graph();

@@ -9,17 +9,6 @@
 #include "kernels/conv_select.h"
 
 namespace smelt::runtime {
-namespace {
-
-bool holds_conv(const ir::Graph& g) {
-  for (const auto& n : g.nodes()) {
-    if (n->op == ops::OpId::conv2d || (n->body && holds_conv(*n->body))) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 const char* layout_choice_name(LayoutChoice choice) {
   switch (choice) {
     case LayoutChoice::Heuristic: return "heuristic";
@@ -30,7 +19,7 @@ const char* layout_choice_name(LayoutChoice choice) {
 }
 
 std::string layout_tuning_key(const ir::Graph& graph) {
-  if (!holds_conv(graph)) return "";
+  if (!ir::holds_op(graph, ops::OpId::conv2d)) return "";
   ir::PrintOptions options;
   options.max_constant_elements = 0;  // shapes and dtypes only: weights do not change the choice
   return "layout threads=" + std::to_string(num_threads()) + " graph=" + codegen::disk::hash_hex(ir::print(graph, options));

@@ -55,19 +55,12 @@ runtime::CompiledGraph compile_layout(const ir::Graph& graph, bool blocked) {
   return runtime::compile_graph(graph.clone(), options);
 }
 
-bool runs_blocked(const ir::Graph& g) {
-  for (const auto& n : g.nodes()) {
-    if (n->op == ops::OpId::conv2d_blocked || (n->body && runs_blocked(*n->body))) return true;
-  }
-  return false;
-}
-
 // Measures the graph both ways (alternating, the best run of each counts) and records the faster.
 void tune_layout(const ir::Graph& graph, int runs) {
   const std::string key = runtime::layout_tuning_key(graph);
   if (key.empty()) return;
   runtime::CompiledGraph blocked = compile_layout(graph, true), plain = compile_layout(graph, false);
-  if (!runs_blocked(*blocked.graph)) {
+  if (!ir::holds_op(*blocked.graph, ops::OpId::conv2d_blocked)) {
     std::printf("layout: the blocked layout pass keeps this graph plain (fewer than two convolutions it "
                 "can take); nothing to choose\n");
     return;

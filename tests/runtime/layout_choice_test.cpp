@@ -32,31 +32,14 @@ std::string two_convs(int channels, const std::string& scale) {
          "}\n";
 }
 
-bool runs_blocked(const ir::Graph& g) {
-  for (const auto& n : g.nodes()) {
-    if (n->op == ops::OpId::conv2d_blocked || (n->body && runs_blocked(*n->body))) return true;
-  }
-  return false;
-}
-
-class LayoutChoiceTest : public testing::TempDirTest {
+class LayoutChoiceTest : public testing::CacheDirTest {
  protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    setenv("SMELT_CACHE_DIR", dir_.c_str(), 1);
-    runtime::tuning_file_reload();
-  }
-  void TearDown() override {
-    unsetenv("SMELT_CACHE_DIR");
-    runtime::tuning_file_reload();
-    TempDirTest::TearDown();
-  }
   // Whether `text` compiles to a plan with blocked convs.
   static bool compiles_blocked(const std::string& text, bool follow = true) {
     runtime::PipelineOptions options;
     options.backend = runtime::KernelBackend::Interpreter;
     options.follow_layout_tuning = follow;
-    return runs_blocked(*runtime::compile_graph(ir::parse(text), options).graph);
+    return ir::holds_op(*runtime::compile_graph(ir::parse(text), options).graph, ops::OpId::conv2d_blocked);
   }
 };
 

@@ -6,6 +6,8 @@
 #include "smelt/compile.h"
 
 #include <cstdlib>
+#include <limits>
+#include <string>
 
 #include "support/check.h"
 #include "support/temp_dir.h"
@@ -82,6 +84,19 @@ TEST_P(RefusedValues, AnUnreadIndexSelectStillChecksItsIndex) {
   };
   Tensor x = testing::random_tensor({2, 5}, -1, 1, 2);
   expect_refused_alike(fn, {x, ints({4, 0}, {2})}, {x, ints({0, 5}, {2})}, "index_select: index 5");
+}
+
+// The same with the int64 extremes as indices: INT64_MIN (no wrap to a valid negative index) and
+// INT64_MAX.
+TEST_P(RefusedValues, AnUnreadIndexSelectRefusesTheInt64Extremes) {
+  Fn fn = [](const std::vector<Tensor>& in) {
+    index_select(in[0], 0, in[1]);
+    return std::vector<Tensor>{in[0] + 1.0};
+  };
+  Tensor x = testing::random_tensor({3, 2}, -1, 1, 3);
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  expect_refused_alike(fn, {x, ints({2}, {1})}, {x, ints({1, lo}, {2})}, "index_select: index " + std::to_string(lo));
+  expect_refused_alike(fn, {x, ints({0}, {1})}, {x, ints({hi}, {1})}, "index_select: index " + std::to_string(hi));
 }
 
 // An integer division by a computed divisor inside an elementwise chain that fuses into one

@@ -42,19 +42,7 @@ std::string valid_file(const std::string& key, const std::string& impl) {
   return body + "checksum " + codegen::disk::hash_hex(body) + "\n";
 }
 
-class TuningFile : public testing::TempDirTest {
- protected:
-  void SetUp() override {
-    TempDirTest::SetUp();
-    setenv("SMELT_CACHE_DIR", dir_.c_str(), 1);
-    runtime::tuning_file_reload();
-  }
-  void TearDown() override {
-    unsetenv("SMELT_CACHE_DIR");
-    runtime::tuning_file_reload();
-    TempDirTest::TearDown();
-  }
-};
+class TuningFile : public testing::CacheDirTest {};
 
 TEST_F(TuningFile, PathIsInTheCacheDirAndKeyed) {
   const std::string path = runtime::tuning_file_path();

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+
+#include "runtime/tuning_file.h"
 
 namespace smelt::testing {
 
@@ -18,6 +21,18 @@ void TempDirTest::TearDown() {
   if (dir_.empty()) return;
   for (const std::string& f : files()) std::remove(path(f).c_str());
   rmdir(dir_.c_str());
+}
+
+void CacheDirTest::SetUp() {
+  TempDirTest::SetUp();
+  setenv("SMELT_CACHE_DIR", dir_.c_str(), 1);
+  runtime::tuning_file_reload();
+}
+
+void CacheDirTest::TearDown() {
+  unsetenv("SMELT_CACHE_DIR");
+  runtime::tuning_file_reload();
+  TempDirTest::TearDown();
 }
 
 std::vector<std::string> TempDirTest::files() const {

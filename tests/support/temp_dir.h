@@ -21,4 +21,12 @@ class TempDirTest : public ::testing::Test {
   std::string dir_;
 };
 
+// The directory as $SMELT_CACHE_DIR, the tuning file (runtime/tuning_file.h) read again from it:
+// each test starts with an empty kernel cache and tuning table, and leaves the variable unset.
+class CacheDirTest : public TempDirTest {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+};
+
 }  // namespace smelt::testing
