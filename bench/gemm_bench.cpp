@@ -2,6 +2,7 @@
 //
 //   build/bench/gemm_bench --benchmark_filter=1024
 //   OMP_NUM_THREADS=1 build/bench/gemm_bench --benchmark_filter=row_vector   (M = 1, both layouts of B)
+//                                                                            (_cold: B from DRAM)
 //
 // Implementations:
 //   own           kernels::gemm_own (OpenMP strips, OMP_NUM_THREADS)
@@ -122,6 +123,24 @@ void sgemm_row_vector(benchmark::State& state) {
   state.SetLabel(transposed ? "B columns contiguous" : "B rows contiguous");
 }
 BENCHMARK(sgemm_row_vector)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond)->MinTime(0.3);
+
+// The same shape with B coming from DRAM, as in a model, where the layers before the classifier
+// have evicted its weight: each call reads the next of enough copies of B to overflow the last
+// level cache (B rows contiguous).
+void sgemm_row_vector_cold(benchmark::State& state) {
+  const int64_t N = 1000, K = 1280, copies = 24;  // 24 x 5 MiB: beyond a 32 MiB L3
+  auto A = random_matrix<float>(K, 1), B = random_matrix<float>(K * N * copies, 2);
+  std::vector<float> C(static_cast<size_t>(N));
+  int64_t i = 0;
+  for (auto _ : state) {
+    const float* b = B.data() + (i++ % copies) * K * N;
+    smelt::kernels::gemm<float>(1, N, K, 1.0f, A.data(), K, 1, b, N, 1, 0.0f, C.data(), N, 1, GemmImpl::Own);
+    benchmark::DoNotOptimize(C.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * K * N * int64_t(sizeof(float)));
+}
+BENCHMARK(sgemm_row_vector_cold)->Unit(benchmark::kMicrosecond)->MinTime(0.5);
 
 }  // namespace
 
