@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <fstream>
 
@@ -17,21 +16,6 @@
 
 extern char** environ;
 
-#ifndef SMELT_CODEGEN_SOURCE_INCLUDE
-#define SMELT_CODEGEN_SOURCE_INCLUDE ""
-#endif
-#ifndef SMELT_CODEGEN_BUILD_DIR
-#define SMELT_CODEGEN_BUILD_DIR ""
-#endif
-#ifndef SMELT_CODEGEN_LIBDIR
-#define SMELT_CODEGEN_LIBDIR "lib"
-#endif
-#ifndef SMELT_CODEGEN_INCLUDEDIR
-#define SMELT_CODEGEN_INCLUDEDIR "include"
-#endif
-#ifndef SMELT_CODEGEN_INSTALL_INCLUDE
-#define SMELT_CODEGEN_INSTALL_INCLUDE ""
-#endif
 
 namespace smelt::codegen {
 namespace {
@@ -39,11 +23,6 @@ namespace {
 bool is_executable(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-bool file_exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
 }
 
 // `name` as an absolute executable path: itself when it has a '/', else looked up in PATH.
@@ -104,32 +83,7 @@ RunResult run_program(const std::vector<std::string>& argv) {
   return result;
 }
 
-// The directory libsmelt was loaded from, to tell a build tree from an installation.
-std::string library_path() {
-  Dl_info info;
-  if (::dladdr(reinterpret_cast<void*>(&codegen_include_dir), &info) == 0 || !info.dli_fname) return "";
-  char real[PATH_MAX];
-  return ::realpath(info.dli_fname, real) ? real : info.dli_fname;
-}
-
 }  // namespace
-
-std::string codegen_include_dir() {
-  const std::string source = SMELT_CODEGEN_SOURCE_INCLUDE, build = SMELT_CODEGEN_BUILD_DIR,
-                    installed = SMELT_CODEGEN_INSTALL_INCLUDE;
-  const std::string lib = library_path();
-  const bool from_build_tree = !build.empty() && lib.rfind(build, 0) == 0;
-  if (from_build_tree && file_exists(source + "/kernels/scalar.h")) return source;
-  // An installation, possibly moved since: <prefix>/<libdir>/libsmelt.so -> <prefix>/<includedir>.
-  const std::string libdir = std::string("/") + SMELT_CODEGEN_LIBDIR + "/";
-  const size_t at = lib.rfind(libdir);
-  if (!from_build_tree && at != std::string::npos) {
-    std::string relocated = lib.substr(0, at) + "/" + SMELT_CODEGEN_INCLUDEDIR + "/smelt/codegen";
-    if (file_exists(relocated + "/kernels/scalar.h")) return relocated;
-  }
-  if (file_exists(installed + "/kernels/scalar.h")) return installed;
-  return source;  // a relocated build: the source tree, if it is still there
-}
 
 Compiler find_compiler(const std::optional<std::string>& cxx) {
   Compiler c;
@@ -172,8 +126,7 @@ Compiler find_compiler(const std::optional<std::string>& cxx) {
   // -O1, with clang, without AVX-512, and with hoisting off, which keeps every loop vectorized).
   // Test CodegenBackends.SoftplusMinusSigmoidOfAClampKeepsEachLane.
   c.flags = {"-O3", "-march=native", "-ffp-contract=off", "-fno-tree-slp-vectorize", "-fno-code-hoisting", "-fPIC", "-shared", "-fopenmp",
-             "-std=c++20",
-             "-I" + codegen_include_dir()};
+             "-std=c++20"};
   for (const char* fn : {"pow", "exp", "log", "log1p", "erf", "erfc", "tanh", "sin", "cos", "tan", "sinh", "cosh",
                          "asin", "acos", "atan", "asinh", "acosh", "atanh"}) {
     c.flags.push_back(std::string("-fno-builtin-") + fn);
@@ -183,7 +136,7 @@ Compiler find_compiler(const std::optional<std::string>& cxx) {
 }
 
 void compile_shared_object(const Compiler& compiler, const std::string& source, const std::string& source_path,
-                           const std::string& so_path) {
+                           const std::string& so_path, const std::string& include_dir) {
   SMELT_INTERNAL_CHECK(compiler.available()) << "compile_shared_object without a compiler";
   {
     std::ofstream out(source_path, std::ios::binary | std::ios::trunc);
@@ -193,7 +146,7 @@ void compile_shared_object(const Compiler& compiler, const std::string& source, 
   }
   std::vector<std::string> argv = {compiler.path};
   argv.insert(argv.end(), compiler.flags.begin(), compiler.flags.end());
-  argv.insert(argv.end(), {"-o", so_path, source_path});
+  argv.insert(argv.end(), {"-I" + include_dir, "-o", so_path, source_path});
   RunResult r = run_program(argv);
   if (r.status != 0) {
     std::string command;

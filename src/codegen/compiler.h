@@ -4,10 +4,9 @@
 // The compiler is `$SMELT_CXX` when set (a path, or a name looked up in PATH), else `c++`, else
 // `g++`. Its version (the first line of `--version`) is read once. Every kernel is compiled with
 // the same recorded flags, `-O3 -march=native -ffp-contract=off -fno-builtin-pow -fno-builtin-powf
-// -fPIC -shared -fopenmp -std=c++20 -I<dir>` (no contraction, as smelt itself is built, and no
-// rewriting of pow with a constant exponent, so the roundings are the eager ones), where <dir>
-// holds kernels/scalar.h: the source tree for a smelt run from its build tree, the installed
-// copy (<includedir>/smelt/codegen) otherwise.
+// ... -fPIC -shared -fopenmp -std=c++20` (no contraction, as smelt itself is built, and no
+// rewriting of pow with a constant exponent, so the roundings are the eager ones), plus -I<dir>,
+// where <dir> holds the headers embedded in libsmelt (codegen/kernel_headers.h).
 #pragma once
 
 #include <memory>
@@ -30,13 +29,11 @@ struct Compiler {
 // else g++. Never throws for a missing compiler: the result is then !available().
 Compiler find_compiler(const std::optional<std::string>& cxx = std::nullopt);
 
-// The directory passed with -I: it contains kernels/scalar.h.
-std::string codegen_include_dir();
-
 // Compiles `source` into the shared object `so_path`, writing the source next to it as
-// `source_path`. Throws smelt::Error with the compiler's messages when it fails.
+// `source_path`; `include_dir` (write_kernel_headers) is passed with -I. Throws smelt::Error with
+// the compiler's messages when it fails.
 void compile_shared_object(const Compiler& compiler, const std::string& source, const std::string& source_path,
-                           const std::string& so_path);
+                           const std::string& so_path, const std::string& include_dir);
 
 // A dlopen()ed shared object, closed when the last reference goes.
 class SharedLibrary {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -195,6 +197,18 @@ int64_t disk_cache_clear(const std::string& dir) {
     if (ours(name) && ::unlink((dir + "/" + name).c_str()) == 0) ++removed;
   }
   ::closedir(d);
+  // The kernel headers of this and earlier builds (include/<16 hex digits>/, kernel_headers.h).
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/include", ec)) {
+    const std::string name = e.path().filename().string();
+    const bool hashed = name.size() == 16 && std::all_of(name.begin(), name.end(), [](char c) {
+                          return std::isxdigit(static_cast<unsigned char>(c));
+                        });
+    if (!hashed || !e.is_directory(ec)) continue;
+    for (const auto& f : std::filesystem::recursive_directory_iterator(e.path(), ec)) removed += f.is_regular_file(ec);
+    std::filesystem::remove_all(e.path(), ec);
+  }
+  ::rmdir((dir + "/include").c_str());  // only when nothing else is in it
   return removed;
 }
 

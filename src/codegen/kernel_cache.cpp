@@ -19,6 +19,7 @@
 #include "codegen/disk_cache.h"
 #include "codegen/emit_cpp.h"
 #include "codegen/emitter_revision.h"  // generated (cmake/emitter_revision.cmake)
+#include "codegen/kernel_headers.h"
 #include "codegen/kernel_interpreter.h"
 #include "smelt/error.h"
 
@@ -63,12 +64,12 @@ std::string cpu_features() {
 
 const char* emitter_revision() { return kEmitterRevision; }
 
-std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu, const std::string& scalar_h_hash,
+std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu, const std::string& headers_hash,
                             const std::string& emitter_revision) {
   std::string flags;
   for (const std::string& f : compiler.flags) flags += f + " ";
   return "compiler " + compiler.path + "\nversion " + compiler.version + "\nflags " + flags + "\ncpu " + cpu +
-         "\nsmelt " + SMELT_VERSION + "\nscalar.h " + scalar_h_hash + "\nemitter " + emitter_revision + "\n";
+         "\nsmelt " + SMELT_VERSION + "\nheaders " + headers_hash + "\nemitter " + emitter_revision + "\n";
 }
 
 std::string kernel_key(const std::string& salt, const LoopKernel& kernel) { return hash_hex(salt + print_kernel(kernel)); }
@@ -122,11 +123,9 @@ KernelCache::KernelCache(KernelCacheOptions options) : options_(std::move(option
                                             << "; valid: at least 1";
   compiler_ = find_compiler(options_.cxx);
   debug_ = int(env_int("SMELT_DEBUG", 0, 0, 4));
-  // The scalar math the kernels #include, as found at run time (an installed copy may differ
-  // from the one the build hashed into emitter_revision()).
-  std::string scalar_header;
-  read_file(codegen_include_dir() + "/kernels/scalar.h", &scalar_header);
-  key_salt_ = kernel_key_salt(compiler_, cpu_features(), hash_hex(scalar_header), emitter_revision());
+  // The headers the kernels #include are the library's own (kernel_headers.h); their hash is also
+  // in emitter_revision(), and is named here as well so that the salt says what it covers.
+  key_salt_ = kernel_key_salt(compiler_, cpu_features(), kernel_headers_hash(), emitter_revision());
 }
 
 KernelCache::~KernelCache() {
@@ -243,7 +242,9 @@ std::vector<KernelCache::Built> KernelCache::build_batch(const std::vector<Job>&
   const std::string tmp = options_.dir + "/" + keys[0] + unique_suffix();
   const auto start = std::chrono::steady_clock::now();
   try {
-    compile_shared_object(compiler_, source, tmp + ".cpp", tmp + ".so");
+    // Checked before every batch: the cache dir may have been cleared or tampered with since.
+    const std::string include_dir = write_kernel_headers(options_.dir);
+    compile_shared_object(compiler_, source, tmp + ".cpp", tmp + ".so", include_dir);
   } catch (const Error&) {
     ::unlink((tmp + ".cpp").c_str());
     ::unlink((tmp + ".so").c_str());
@@ -296,6 +297,7 @@ void KernelCache::dump(const LoopKernel& kernel, const std::string& key) {
     if (!dumped_.insert(key).second) return;
   }
   make_dirs(options_.dump_dir);
+  write_kernel_headers(options_.dump_dir);  // what the dumped sources #include, for compiling them by hand
   const std::string path = options_.dump_dir + "/" + safe_name(kernel.name) + "_" + key + ".cpp";
   write_file(path, emit_cpp(kernel, "smelt_kernel_" + key));
   if (debug_ >= 3) std::fprintf(stderr, "smelt: kernel %s source %s\n", kernel.name.c_str(), path.c_str());

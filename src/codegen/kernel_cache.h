@@ -2,7 +2,8 @@
 //
 // A kernel's key is a hash of its canonical text (print_kernel: shapes, strides, dtypes, math),
 // the compiler's path, version and flags, the CPU's features, smelt's version and the contents
-// of the kernels/scalar.h that generated kernels include. Compiled
+// of the headers that generated kernels include (embedded in libsmelt and written into
+// <dir>/include/<hash>/ before a compile: codegen/kernel_headers.h). Compiled
 // kernels live
 //   - in memory: an LRU of loaded kernels (KernelCacheOptions::memory_entries, default 1000);
 //   - on disk, in `$SMELT_CACHE_DIR` (default ~/.cache/smelt): <key>.so, the shared object with
@@ -196,14 +197,16 @@ std::string cpu_features();
 // generated kernels include, taken when smelt was built (cmake/emitter_revision.cmake).
 const char* emitter_revision();
 // Everything in a kernel's cache key but the kernel's own text: the compiler (path, version,
-// flags), the CPU, smelt's version, the hash of the scalar.h the kernels will include, and the
-// emitter's revision (KernelCache passes emitter_revision(); tests pass others).
-std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu, const std::string& scalar_h_hash,
+// flags), the CPU, smelt's version, the hash of the headers the kernels will include
+// (kernel_headers_hash()), and the emitter's revision (KernelCache passes emitter_revision(); tests
+// pass others).
+std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu, const std::string& headers_hash,
                             const std::string& emitter_revision);
 // A kernel's key under `salt`: 32 hex digits.
 std::string kernel_key(const std::string& salt, const LoopKernel& kernel);
 DiskCacheSummary disk_cache_summary(const std::string& dir);
-// Removes the entries, sources, temporaries and the event log; returns how many files it removed.
+// Removes the entries, sources, temporaries, the event log and the written kernel headers
+// (include/<hash>/); returns how many files it removed.
 int64_t disk_cache_clear(const std::string& dir);
 
 }  // namespace smelt::codegen

@@ -2,7 +2,8 @@
 //
 //   smelt cache stats   where it is, how many kernels and bytes, the compiler and flags that key
 //                       it, and the compiles, disk hits and corrupt entries logged by all processes
-//   smelt cache clear   removes the compiled kernels, their sources and the log
+//   smelt cache clear   removes the compiled kernels, their sources, the headers they include and
+//                       the log
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

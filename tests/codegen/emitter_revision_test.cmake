@@ -1,6 +1,7 @@
 # cmake/emitter_revision.cmake: the revision changes with any byte of the emitter's sources and of
 # the headers the generated kernels include (also those scalar.h includes), and the header it
-# writes is left alone when nothing changed; the depfile names every file hashed.
+# writes is left alone when nothing changed; the depfile names every file hashed; the embedded
+# headers are those followed from scalar.h, byte for byte.
 #   cmake -DSOURCE_DIR=<checkout> -DWORK=<scratch dir> -P emitter_revision_test.cmake
 cmake_minimum_required(VERSION 3.20)
 file(REMOVE_RECURSE ${WORK})
@@ -8,10 +9,11 @@ file(MAKE_DIRECTORY ${WORK}/src/codegen ${WORK}/src/kernels)
 file(COPY ${SOURCE_DIR}/src/codegen/emit_cpp.cpp DESTINATION ${WORK}/src/codegen)
 file(COPY ${SOURCE_DIR}/src/kernels/scalar.h DESTINATION ${WORK}/src/kernels)
 set(out ${WORK}/emitter_revision.h)
+set(headers_out ${WORK}/kernel_headers.cpp)
 
 function(revision var)
   execute_process(COMMAND ${CMAKE_COMMAND} -DSRC=${WORK}/src -DOUT=${out} -DINPUTS=codegen/emit_cpp.cpp
-                          -DDEPFILE=${out}.d -P ${SOURCE_DIR}/cmake/emitter_revision.cmake RESULT_VARIABLE rc)
+                          -DDEPFILE=${out}.d -DHEADERS_OUT=${headers_out} -P ${SOURCE_DIR}/cmake/emitter_revision.cmake RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "emitter_revision.cmake failed: ${rc}")
   endif()
@@ -62,5 +64,27 @@ foreach(f src/kernels/extra.h src/kernels/scalar.h src/codegen/emit_cpp.cpp)
 endforeach()
 if(NOT deps MATCHES "^${out}:")
   message(FATAL_ERROR "the depfile's target is not ${out}:\n${deps}")
+endif()
+# HEADERS_OUT embeds every followed header as it is now (and not the emitter's own sources), each
+# as a raw string holding the file byte for byte.
+file(READ ${headers_out} embedded)
+foreach(f kernels/scalar.h kernels/extra.h)
+  file(READ ${WORK}/src/${f} body)
+  string(FIND "${embedded}" "{\"${f}\", R\"smelt_header_(${body})smelt_header_\"}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${headers_out} does not embed ${f} as it is now")
+  endif()
+endforeach()
+string(FIND "${embedded}" "codegen/emit_cpp.cpp" at)
+if(NOT at EQUAL -1)
+  message(FATAL_ERROR "${headers_out} embeds the emitter's source")
+endif()
+# a header holding the raw string's delimiter is refused, not embedded cut short
+file(APPEND ${WORK}/src/kernels/extra.h "// )smelt_header_\"\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -DSRC=${WORK}/src -DOUT=${out} -DINPUTS=codegen/emit_cpp.cpp
+                        -DHEADERS_OUT=${headers_out} -P ${SOURCE_DIR}/cmake/emitter_revision.cmake
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "a header with the raw-string delimiter was embedded")
 endif()
 message(STATUS "emitter revision follows its sources")

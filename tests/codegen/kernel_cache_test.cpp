@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "codegen/kernel_builder.h"
+#include "codegen/kernel_headers.h"
 
 namespace smelt::codegen::testing {
 namespace {
@@ -87,6 +88,9 @@ TEST(KernelCache, TieredThenDiskHitThenCorruptEntriesRebuilt) {
     std::ifstream in(dumped[0]);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("// fused: mul, tanh"), std::string::npos);
+    // ... and the headers it includes, so that it compiles by hand with -I<dump>/include/<hash>
+    std::ifstream header(dump + "/include/" + kernel_headers_hash().substr(0, 16) + "/kernels/scalar.h");
+    EXPECT_TRUE(header.good());
     so = dir + "/" + cache.key(kb.k) + ".so";
   }
   {
@@ -119,6 +123,27 @@ TEST(KernelCache, TieredThenDiskHitThenCorruptEntriesRebuilt) {
     ASSERT_TRUE(compiled);
     EXPECT_TRUE(runs_correctly(compiled->entry, x, 1.5));
   }
+}
+
+// The kernels compile against the library's own headers: what the cache dir's include directory
+// holds (here a header that stops any compile) is replaced before every compiler run, also after
+// the cache wrote it once.
+TEST(KernelCache, ATamperedHeaderInTheCacheIsRepairedBeforeCompiling) {
+  const std::string dir = temp_dir("tampered");
+  const std::filesystem::path scalar =
+      dir + "/include/" + kernel_headers_hash().substr(0, 16) + "/kernels/scalar.h";
+  std::filesystem::create_directories(scalar.parent_path());
+  KernelCache cache(options_in(dir));
+  for (double c : {0.625, 0.375}) {
+    std::ofstream(scalar) << "#error tampered\n";
+    KernelBuilder kb = scaled_tanh(8, 256, c);
+    auto compiled = cache.compile(kb.k);
+    ASSERT_TRUE(compiled);
+    EXPECT_TRUE(runs_correctly(compiled->entry, randn({8, 256}), c));
+  }
+  // The include directory is not in the recorded flags (nor, so, in the keys): a cache moved or
+  // shared between checkouts keeps its hits.
+  for (const std::string& flag : cache.compiler().flags) EXPECT_NE(flag.rfind("-I", 0), 0u) << flag;
 }
 
 // Two processes compile the same kernel into one cache directory at the same time: both get a
@@ -161,8 +186,10 @@ TEST(KernelCache, ConcurrentProcessesCompileTheSameKernel) {
   DiskCacheSummary summary = disk_cache_summary(dir);
   EXPECT_EQ(summary.entries, 1);
   EXPECT_GE(summary.compiles, 1);  // each child logged its compile
-  EXPECT_EQ(disk_cache_clear(dir), 2 + 1);  // <key>.so, <key>.cpp, events.log
+  // <key>.so, <key>.cpp, events.log, and the headers the compile wrote (include/<hash>/...)
+  EXPECT_EQ(disk_cache_clear(dir), 2 + 1 + int64_t(kernel_headers().size()));
   EXPECT_EQ(disk_cache_summary(dir).entries, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/include"));
 }
 
 // SMELT_CXX=/nonexistent: everything runs on the interpreter, after exactly one warning.

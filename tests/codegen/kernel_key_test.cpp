@@ -7,6 +7,7 @@
 #include "codegen/compiler.h"
 #include "codegen/disk_cache.h"
 #include "codegen/kernel_builder.h"
+#include "codegen/kernel_headers.h"
 
 namespace smelt::codegen::testing {
 namespace {
@@ -47,12 +48,11 @@ TEST(KernelKey, TheCacheKeysWithTheBuildsRevision) {
   KernelCacheOptions o;
   o.dir = "/nonexistent-smelt-cache";  // nothing is compiled or read
   KernelCache cache(o);
-  std::string scalar;
-  ASSERT_TRUE(disk::read_file(codegen_include_dir() + "/kernels/scalar.h", &scalar));
-  const std::string scalar_hash = disk::hash_hex(scalar);
+  const std::string headers = kernel_headers_hash();
   const LoopKernel k = negate_kernel(16);
-  EXPECT_EQ(cache.key(k), kernel_key(kernel_key_salt(cache.compiler(), cpu_features(), scalar_hash, emitter_revision()), k));
-  EXPECT_NE(cache.key(k), kernel_key(kernel_key_salt(cache.compiler(), cpu_features(), scalar_hash, std::string(64, '0')), k));
+  EXPECT_EQ(cache.key(k), kernel_key(kernel_key_salt(cache.compiler(), cpu_features(), headers, emitter_revision()), k));
+  EXPECT_NE(cache.key(k), kernel_key(kernel_key_salt(cache.compiler(), cpu_features(), headers, std::string(64, '0')), k));
+  EXPECT_NE(cache.key(k), kernel_key(kernel_key_salt(cache.compiler(), cpu_features(), "other", emitter_revision()), k));
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ execute_process(COMMAND ${CMAKE_COMMAND} --build ${build} --target installed_hea
 if(rc)
   message(FATAL_ERROR "an installed header does not compile on its own: ${rc}")
 endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/lib ${build}/consumer RESULT_VARIABLE rc)
+execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/lib SMELT_CACHE_DIR=${build}/kernel-cache
+                        ${build}/consumer RESULT_VARIABLE rc)
 if(rc)
   message(FATAL_ERROR "the consumer failed: ${rc}")
 endif()

@@ -151,6 +151,9 @@ TEST_F(Cli, CacheStatsAndClear) {
   std::ofstream(cache / "0123456789abcdef0123456789abcdef.cpp") << "// source";
   std::ofstream(cache / "events.log") << "compile 0.5\ncompile 0.25\ndisk_hit\ncorrupt\n";
   std::ofstream(cache / "notes.txt") << "not the cache's";
+  fs::create_directories(cache / "include/0123456789abcdef/kernels");  // the headers kernels include
+  std::ofstream(cache / "include/0123456789abcdef/kernels/scalar.h") << "// header";
+  fs::create_directories(cache / "include/mine");
   const std::string env = "SMELT_CACHE_DIR=" + quote(cache.string());
   CliRun stats = smelt("cache stats", env);
   EXPECT_EQ(stats.exit_code, 0) << stats.err;
@@ -161,8 +164,10 @@ TEST_F(Cli, CacheStatsAndClear) {
   EXPECT_NE(stats.out.find("corrupt entries rebuilt: 1"), std::string::npos) << stats.out;
   CliRun clear = smelt("cache clear", env);
   EXPECT_EQ(clear.exit_code, 0) << clear.err;
-  EXPECT_NE(clear.out.find("removed 3 files"), std::string::npos) << clear.out;
+  EXPECT_NE(clear.out.find("removed 4 files"), std::string::npos) << clear.out;
   EXPECT_TRUE(fs::exists(cache / "notes.txt"));
+  EXPECT_FALSE(fs::exists(cache / "include/0123456789abcdef"));
+  EXPECT_TRUE(fs::exists(cache / "include/mine"));
   EXPECT_NE(smelt("cache stats", env).out.find("entries: 0 "), std::string::npos);
   expect_refused(smelt("cache stats", "SMELT_KERNEL_CACHE_ENTRIES=0"), {"SMELT_KERNEL_CACHE_ENTRIES", "'0'"});
 }
