@@ -18,14 +18,20 @@ set(queue kernels/scalar.h)
 set(followed "")  # the headers generated code includes
 while(queue)
   list(POP_FRONT queue f)
-  if(NOT EXISTS ${SRC}/${f})
-    continue()  # a standard header or one from elsewhere: not smelt's to hash
-  endif()
   list(APPEND files ${f})
   list(APPEND followed ${f})
   file(STRINGS ${SRC}/${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  get_filename_component(here ${f} DIRECTORY)
   foreach(line ${includes})
     string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" inc "${line}")
+    # As the compiler resolves a quoted include: next to the including file first, then on the
+    # include path (SRC, where generated code's -I directory mirrors it). One found nowhere would
+    # be missing from the embedded headers, and every kernel would fail to compile at run time.
+    if(here AND EXISTS ${SRC}/${here}/${inc})
+      set(inc ${here}/${inc})
+    elseif(NOT EXISTS ${SRC}/${inc})
+      message(FATAL_ERROR "${f} includes \"${inc}\", found neither next to it nor in ${SRC}")
+    endif()
     if(NOT inc IN_LIST followed AND NOT inc IN_LIST queue)
       list(APPEND queue ${inc})
     endif()

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -179,6 +178,31 @@ DiskCacheSummary disk_cache_summary(const std::string& dir) {
   return s;
 }
 
+namespace {
+// Under a kernel-header directory (kernel_headers.h), the headers and temporaries smelt wrote
+// (*.h, *.tmp.*), then every directory left empty; anything else stays. Returns the files removed.
+int64_t remove_headers(const std::string& dir) {
+  int64_t removed = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name, path = dir + "/" + name;
+    if (name == "." || name == "..") continue;
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      removed += remove_headers(path);
+    } else if (S_ISREG(st.st_mode) && ((name.size() > 2 && name.compare(name.size() - 2, 2, ".h") == 0) ||
+                                       name.find(".tmp.") != std::string::npos)) {
+      removed += ::unlink(path.c_str()) == 0;
+    }
+  }
+  ::closedir(d);
+  ::rmdir(dir.c_str());  // only when nothing else is in it
+  return removed;
+}
+}  // namespace
+
 int64_t disk_cache_clear(const std::string& dir) {
   int64_t removed = 0;
   DIR* d = ::opendir(dir.c_str());
@@ -198,17 +222,18 @@ int64_t disk_cache_clear(const std::string& dir) {
   }
   ::closedir(d);
   // The kernel headers of this and earlier builds (include/<16 hex digits>/, kernel_headers.h).
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir + "/include", ec)) {
-    const std::string name = e.path().filename().string();
-    const bool hashed = name.size() == 16 && std::all_of(name.begin(), name.end(), [](char c) {
-                          return std::isxdigit(static_cast<unsigned char>(c));
-                        });
-    if (!hashed || !e.is_directory(ec)) continue;
-    for (const auto& f : std::filesystem::recursive_directory_iterator(e.path(), ec)) removed += f.is_regular_file(ec);
-    std::filesystem::remove_all(e.path(), ec);
+  const std::string include = dir + "/include";
+  if (DIR* inc = ::opendir(include.c_str())) {
+    while (dirent* e = ::readdir(inc)) {
+      const std::string name = e->d_name;
+      const bool hashed = name.size() == 16 && std::all_of(name.begin(), name.end(), [](char c) {
+                            return std::isxdigit(static_cast<unsigned char>(c));
+                          });
+      if (hashed) removed += remove_headers(include + "/" + name);
+    }
+    ::closedir(inc);
+    ::rmdir(include.c_str());  // only when nothing else is in it
   }
-  ::rmdir((dir + "/include").c_str());  // only when nothing else is in it
   return removed;
 }
 

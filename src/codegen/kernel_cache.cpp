@@ -239,11 +239,21 @@ std::vector<KernelCache::Built> KernelCache::build_batch(const std::vector<Job>&
     source += sources.back() + "\n";  // each kernel's source guards what it shares (emit_cpp)
     keys.push_back(job.key);
   }
+  // Checked before every batch: the cache dir may have been cleared or tampered with since. When
+  // they cannot be written, no kernel of the batch can compile: one failure for all of them.
+  std::string include_dir;
+  try {
+    include_dir = write_kernel_headers(options_.dir);
+  } catch (const Error&) {
+    const std::exception_ptr failure = std::current_exception();
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.misses += int64_t(jobs.size());
+    ++stats_.compile_failures;
+    return std::vector<Built>(jobs.size(), Built{nullptr, failure});
+  }
   const std::string tmp = options_.dir + "/" + keys[0] + unique_suffix();
   const auto start = std::chrono::steady_clock::now();
   try {
-    // Checked before every batch: the cache dir may have been cleared or tampered with since.
-    const std::string include_dir = write_kernel_headers(options_.dir);
     compile_shared_object(compiler_, source, tmp + ".cpp", tmp + ".so", include_dir);
   } catch (const Error&) {
     ::unlink((tmp + ".cpp").c_str());
@@ -292,12 +302,14 @@ std::vector<KernelCache::Built> KernelCache::build_batch(const std::vector<Job>&
 
 void KernelCache::dump(const LoopKernel& kernel, const std::string& key) {
   if (options_.dump_dir.empty()) return;
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    first = dumped_.empty();
     if (!dumped_.insert(key).second) return;
   }
   make_dirs(options_.dump_dir);
-  write_kernel_headers(options_.dump_dir);  // what the dumped sources #include, for compiling them by hand
+  if (first) write_kernel_headers(options_.dump_dir);  // what the sources #include, to compile them by hand
   const std::string path = options_.dump_dir + "/" + safe_name(kernel.name) + "_" + key + ".cpp";
   write_file(path, emit_cpp(kernel, "smelt_kernel_" + key));
   if (debug_ >= 3) std::fprintf(stderr, "smelt: kernel %s source %s\n", kernel.name.c_str(), path.c_str());

@@ -79,6 +79,25 @@ string(FIND "${embedded}" "codegen/emit_cpp.cpp" at)
 if(NOT at EQUAL -1)
   message(FATAL_ERROR "${headers_out} embeds the emitter's source")
 endif()
+# a quoted include resolves next to the including file first (as the compiler does it), and is
+# embedded under that path
+file(APPEND ${WORK}/src/kernels/extra.h "#include \"sibling.h\"\n")
+file(WRITE ${WORK}/src/kernels/sibling.h "// three\n")
+revision(r4)
+file(READ ${headers_out} embedded)
+string(FIND "${embedded}" "{\"kernels/sibling.h\", R\"smelt_header_(// three\n)smelt_header_\"}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "${headers_out} does not embed kernels/sibling.h")
+endif()
+# a quoted include found nowhere stops the build (else the kernels would fail at run time)
+file(WRITE ${WORK}/src/kernels/sibling.h "#include \"nowhere.h\"\n")
+execute_process(COMMAND ${CMAKE_COMMAND} -DSRC=${WORK}/src -DOUT=${out} -DINPUTS=codegen/emit_cpp.cpp
+                        -DHEADERS_OUT=${headers_out} -P ${SOURCE_DIR}/cmake/emitter_revision.cmake
+                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "an include found nowhere was accepted")
+endif()
+file(WRITE ${WORK}/src/kernels/sibling.h "// three\n")
 # a header holding the raw string's delimiter is refused, not embedded cut short
 file(APPEND ${WORK}/src/kernels/extra.h "// )smelt_header_\"\n")
 execute_process(COMMAND ${CMAKE_COMMAND} -DSRC=${WORK}/src -DOUT=${out} -DINPUTS=codegen/emit_cpp.cpp

@@ -146,6 +146,31 @@ TEST(KernelCache, ATamperedHeaderInTheCacheIsRepairedBeforeCompiling) {
   for (const std::string& flag : cache.compiler().flags) EXPECT_NE(flag.rfind("-I", 0), 0u) << flag;
 }
 
+// Headers that cannot be written (here `include` is a file) fail the whole batch once, with the
+// reason on every handle, and no compiler runs; each handle still runs on the interpreter.
+TEST(KernelCache, UnwritableHeadersFailTheBatchOnce) {
+  const std::string dir = temp_dir("no-headers");
+  std::ofstream(dir + "/include") << "in the way";
+  KernelCacheOptions o = options_in(dir);
+  o.compile_threads = 1;
+  std::vector<KernelBuilder> kbs;
+  for (int i = 0; i < 3; ++i) kbs.push_back(scaled_tanh(4, 32, 0.25 + i));
+  std::vector<const LoopKernel*> request;
+  for (const KernelBuilder& kb : kbs) request.push_back(&kb.k);
+  KernelCache cache(o);
+  ::testing::internal::CaptureStderr();
+  std::vector<std::shared_ptr<KernelHandle>> handles = cache.get_many(request);
+  for (const auto& h : handles) h->wait();
+  ::testing::internal::GetCapturedStderr();
+  for (size_t i = 0; i < handles.size(); ++i) {
+    EXPECT_EQ(handles[i]->compiled_entry(), nullptr);
+    EXPECT_NE(handles[i]->error().find("include"), std::string::npos) << handles[i]->error();
+    EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[i]->run(args); }, randn({4, 32}), 0.25 + double(i)));
+  }
+  EXPECT_EQ(cache.stats().compiler_runs, 0);
+  EXPECT_EQ(cache.stats().compile_failures, 1);
+}
+
 // Two processes compile the same kernel into one cache directory at the same time: both get a
 // working kernel, one complete entry remains, no temporaries.
 TEST(KernelCache, ConcurrentProcessesCompileTheSameKernel) {

@@ -153,6 +153,7 @@ TEST_F(Cli, CacheStatsAndClear) {
   std::ofstream(cache / "notes.txt") << "not the cache's";
   fs::create_directories(cache / "include/0123456789abcdef/kernels");  // the headers kernels include
   std::ofstream(cache / "include/0123456789abcdef/kernels/scalar.h") << "// header";
+  std::ofstream(cache / "include/0123456789abcdef/readme.txt") << "not the cache's";
   fs::create_directories(cache / "include/mine");
   const std::string env = "SMELT_CACHE_DIR=" + quote(cache.string());
   CliRun stats = smelt("cache stats", env);
@@ -166,7 +167,8 @@ TEST_F(Cli, CacheStatsAndClear) {
   EXPECT_EQ(clear.exit_code, 0) << clear.err;
   EXPECT_NE(clear.out.find("removed 4 files"), std::string::npos) << clear.out;
   EXPECT_TRUE(fs::exists(cache / "notes.txt"));
-  EXPECT_FALSE(fs::exists(cache / "include/0123456789abcdef"));
+  EXPECT_FALSE(fs::exists(cache / "include/0123456789abcdef/kernels"));
+  EXPECT_TRUE(fs::exists(cache / "include/0123456789abcdef/readme.txt"));
   EXPECT_TRUE(fs::exists(cache / "include/mine"));
   EXPECT_NE(smelt("cache stats", env).out.find("entries: 0 "), std::string::npos);
   expect_refused(smelt("cache stats", "SMELT_KERNEL_CACHE_ENTRIES=0"), {"SMELT_KERNEL_CACHE_ENTRIES", "'0'"});
