@@ -33,6 +33,16 @@ function(expect_change what before)
   endif()
 endfunction()
 
+# The script must stop with an error (and not write a header missing something).
+function(expect_refused what)
+  execute_process(COMMAND ${CMAKE_COMMAND} -DSRC=${WORK}/src -DOUT=${out} -DINPUTS=codegen/emit_cpp.cpp
+                          -DHEADERS_OUT=${headers_out} -P ${SOURCE_DIR}/cmake/emitter_revision.cmake
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "${what} was accepted")
+  endif()
+endfunction()
+
 revision(r0)
 file(TIMESTAMP ${out} t0 "%s")
 execute_process(COMMAND ${CMAKE_COMMAND} -E sleep 1.1)
@@ -91,19 +101,9 @@ if(at EQUAL -1)
 endif()
 # a quoted include found nowhere stops the build (else the kernels would fail at run time)
 file(WRITE ${WORK}/src/kernels/sibling.h "#include \"nowhere.h\"\n")
-execute_process(COMMAND ${CMAKE_COMMAND} -DSRC=${WORK}/src -DOUT=${out} -DINPUTS=codegen/emit_cpp.cpp
-                        -DHEADERS_OUT=${headers_out} -P ${SOURCE_DIR}/cmake/emitter_revision.cmake
-                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
-if(rc EQUAL 0)
-  message(FATAL_ERROR "an include found nowhere was accepted")
-endif()
+expect_refused("an include found nowhere")
 file(WRITE ${WORK}/src/kernels/sibling.h "// three\n")
 # a header holding the raw string's delimiter is refused, not embedded cut short
 file(APPEND ${WORK}/src/kernels/extra.h "// )smelt_header_\"\n")
-execute_process(COMMAND ${CMAKE_COMMAND} -DSRC=${WORK}/src -DOUT=${out} -DINPUTS=codegen/emit_cpp.cpp
-                        -DHEADERS_OUT=${headers_out} -P ${SOURCE_DIR}/cmake/emitter_revision.cmake
-                RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
-if(rc EQUAL 0)
-  message(FATAL_ERROR "a header with the raw-string delimiter was embedded")
-endif()
+expect_refused("a header with the raw-string delimiter")
 message(STATUS "emitter revision follows its sources")
