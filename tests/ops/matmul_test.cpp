@@ -1,6 +1,9 @@
 // matmul and linear: forward against a naive reference (NumPy semantics: 1-D promotion, broadcast
 // batch dims), gradchecks (broadcast, non-contiguous, second order) and error messages.
 #include <string>
+#include <vector>
+
+#include "smelt/compile.h"
 
 #include "support/check.h"
 #include "support/errors.h"
@@ -66,6 +69,49 @@ TEST(Matmul, LargeAndNonContiguousOperands) {
   EXPECT_TRUE(all_close(matmul(s, b.t()), naive_matmul(s, b.t()), 1e-4, 1e-4));
   Tensor big_a = randn({3, 130, 150}), big_b = randn({150, 170});
   EXPECT_TRUE(all_close(matmul(big_a, big_b), naive_matmul(big_a, big_b), 1e-4, 1e-4));
+}
+
+// b shared by the whole batch and a's rows evenly spaced across it: one GEMM over count * M rows
+// (a sequence-first transformer's (L, 1, K) @ (K, N)); rows that are not evenly spaced (a
+// permuted batch, a broadcast one) still run per batch entry. Every case against the naive loop.
+TEST(Matmul, BatchAgainstASharedMatrix) {
+  struct Case {
+    std::string what;
+    Tensor a, b;
+  };
+  const std::vector<Case> cases = {
+      {"(64, 1, 40) @ (40, 30)", randn({64, 1, 40}), randn({40, 30})},
+      {"(2, 3, 4, 5) @ (5, 6)", randn({2, 3, 4, 5}), randn({5, 6})},
+      {"(3, 4, 5) @ (1, 5, 6)", randn({3, 4, 5}), randn({1, 5, 6})},
+      {"rows every other row of a (3, 8, 5)", randn({3, 8, 5}).slice(1, 0, 8, 2), randn({5, 6})},
+      {"a permuted (6, 4, 5)", randn({4, 6, 5}).permute({1, 0, 2}), randn({5, 7})},
+      {"a broadcast over the batch", randn({1, 4, 5}).expand({3, 4, 5}), randn({5, 6})},
+      {"b transposed", randn({9, 2, 33}), randn({17, 33}).t()},
+      {"(200, 1, 64) @ (64, 96): above the batch-parallel limit", randn({200, 1, 64}), randn({64, 96})},
+  };
+  for (const Case& c : cases) {
+    for (DType dt : {DType::Float32, DType::Float64}) {
+      Tensor a = c.a.to(dt), b = c.b.to(dt);
+      EXPECT_TRUE(all_close(matmul(a, b), naive_matmul(a, b), 1e-4, 1e-5)) << c.what;
+    }
+  }
+}
+
+// The same shapes compiled with a bias and ReLU applied in the GEMM's tiles: the epilogue's rows
+// are those of the one (count * M, N) product, as they were of the batch's products.
+TEST(Matmul, BatchAgainstASharedMatrixWithAnEpilogue) {
+  Tensor x = randn({48, 1, 64}), w = randn({64, 96}), bias = randn({96});
+  CompileOptions options;
+  options.backend = "interpreter";
+  CompiledFunction f = compile(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], w) + bias)}; }, options);
+  Tensor want;
+  {
+    NoGradGuard no_grad;
+    want = relu(matmul(x, w) + bias);
+  }
+  EXPECT_TRUE(testing::same_bits(f({x})[0], want));
+  EXPECT_TRUE(all_close(want, relu(naive_matmul(x, w) + bias), 1e-4, 1e-5));
 }
 
 TEST(Matmul, GradcheckMatrices) {
