@@ -222,7 +222,13 @@ std::string check_pattern(Pattern p, const GroupView& g) {
       continue;
     }
     if (anchor[i]) {
-      if (dep[i]) return ref + " depends on another anchor of the group";
+      // A later statistic of the same rows may read a broadcast epilogue value (the variance
+      // mean((x - m)^2) after the mean m): the lowering gives it a later pass over each row.
+      const long in0 = producer_index(node.inputs[0]);
+      if (dep[i] && !(p == Pattern::Reduction && in0 >= 0 && broadcast_epilogue(size_t(in0)))) {
+        return ref + " depends on another anchor of the group" +
+               (p == Pattern::Reduction ? std::string(" other than through a value of the rows' shape") : "");
+      }
       if (p == Pattern::Reduction) {
         if (reduce_signature(node) != reduce_signature(a0) ||
             node.inputs[0]->meta.shape != a0.inputs[0]->meta.shape) {

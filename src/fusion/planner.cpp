@@ -354,7 +354,17 @@ class Planner {
     while (!work.empty()) {
       const int u = work.top();
       work.pop();
-      if (p_.owner[u] >= 0 || p_.roles[u] != Role::Pointwise) continue;
+      if (p_.owner[u] >= 0) continue;
+      if (p_.roles[u] == Role::Reduce && broadcast && later_statistic(g, u)) {
+        // A later statistic of the same rows, e.g. the variance mean((x - m)^2) after the mean m
+        // (a layer norm as exporters write it out): the lowering gives it another pass over each
+        // row, and the normalization after it joins as the epilogue.
+        std::string why;
+        if (try_extend(g, {u}, {}, &why)) push_readers(p_.nodes[u]->outputs[0]);
+        else reason(u, g, why);
+        continue;
+      }
+      if (p_.roles[u] != Role::Pointwise) continue;
       const ir::Node* n = p_.nodes[u];
       const Shape& shape = n->outputs[0]->meta.shape;
       const bool wide = shape != domain && shape == rows;
@@ -372,6 +382,16 @@ class Planner {
       if (wide) grow_producers(g, n->inputs, false);
       push_readers(n->outputs[0]);
     }
+  }
+
+  // Whether reduction u reduces the rows of keepdim reduction group g again (same dims, same input
+  // shape) and reads a value the group computes on them (a broadcast epilogue value).
+  bool later_statistic(int g, int u) const {
+    const ir::Node* a = p_.nodes[p_.groups[g].anchor];
+    const ir::Node* n = p_.nodes[u];
+    const ir::Value* in = n->inputs[0];
+    return reduce_signature(*n) == reduce_signature(*a) && in->meta.shape == a->inputs[0]->meta.shape &&
+           in->producer && is_member(g, pos(in->producer));
   }
 
   // nll_loss nodes reading row group g's log_softmax output: each picks one value per row of it,

@@ -87,7 +87,7 @@ void Builder::add_row_block(ir::Value* a) {
   if (broadcast_shapes(s, g->meta.shape, "fuzz") != s || g->meta.dtype != a->meta.dtype) {
     g = graph_->add_input({s, a->meta.dtype});
   }
-  const int form = pick(0, 3);
+  const int form = pick(0, 4);
   if (form == 1) {  // softmax's backward: y (g - sum(g y))
     ir::Value* y = node(OpId::softmax, {a}, {{"dim", int64_t(-1)}});
     ir::Value* r = node(OpId::sum, {node(OpId::mul, {g, y})}, keep);
@@ -104,6 +104,12 @@ void Builder::add_row_block(ir::Value* a) {
     ir::Value* m2 = node(OpId::mean, {node(OpId::mul, {gx, a})}, keep);
     ir::Value* t = node(OpId::sub, {node(OpId::mul, {gx, graph_->add_constant(scalar_constant(a->meta.dtype))}), m1});
     emit(OpId::sub, {t, node(OpId::mul, {a, m2})});
+  } else if (form == 4) {  // a layer norm written out: a statistic, then another one of the deviations
+    constexpr OpId kRowReduce[] = {OpId::sum, OpId::mean, OpId::amax, OpId::amin};
+    ir::Value* d = node(OpId::sub, {a, node(pick_from(kRowReduce), {a}, keep)});
+    ir::Value* v = node(pick_from(kRowReduce), {node(OpId::mul, {d, chance(0.5) ? d : g})}, keep);
+    if (chance(0.5)) v = node(OpId::rsqrt, {node(OpId::add, {v, graph_->add_constant(scalar_constant(a->meta.dtype))})});
+    emit(OpId::mul, {d, v});
   } else {  // generic: a prologue, a reduction, an epilogue reading the row again
     ir::Value* p = chance(0.5) ? a : node(pick_from(kBinary), {a, g});
     if (chance(0.3)) p = node(pick_from(kPlainUnary), {p});
