@@ -30,6 +30,8 @@ const WORKLOADS = [
   {name: 'ResNet-18 inference b1 224x224', dir: 'resnet18', flops: 2 * 1.814e9},
   {name: 'MobileNetV2 inference b1 224x224', dir: 'mobilenetv2', flops: 2 * 0.300e9},
   {name: 'SqueezeNet 1.1 inference b1 224x224', dir: 'squeezenet1_1', flops: 2 * 0.349e9},
+  {name: 'Transformer encoder d256 l4 s128 inference b1', dir: 'transformer_encoder_d256_l4_s128',
+   flops: 4 * (2 * 128 * 256 * (768 + 256 + 2 * 1024) + 2 * 2 * 4 * 128 * 128 * 64)},
 ];
 
 function modelPath(w) { return path.join(modelsDir, w.dir, 'model.onnx'); }
@@ -42,7 +44,8 @@ async function build(w) {
     interOpNumThreads: 1,
     executionMode: 'sequential',
   });
-  // Random normal inputs of the declared shapes (the CNNs: float32 [1, 3, 224, 224]).
+  // Random normal inputs of the declared shapes (the CNNs: float32 [1, 3, 224, 224]; the encoder
+  // [1, 128, 256]).
   const feeds = {};
   const meta = session.inputMetadata || [];
   for (const name of session.inputNames) {

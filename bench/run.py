@@ -147,7 +147,7 @@ def l3_bytes():
 
 
 MODEL_WORKLOADS = ("ResNet-18 inference b1 224x224", "MobileNetV2 inference b1 224x224",
-                   "SqueezeNet 1.1 inference b1 224x224")
+                   "SqueezeNet 1.1 inference b1 224x224", "Transformer encoder d256 l4 s128 inference b1")
 
 
 # Calls of each compiled model with the plan's per-step profile on, for the report's list of the

@@ -122,6 +122,16 @@ def vision_model(constructor):
     return build
 
 
+def encoder_model():
+    """The transformer encoder tests/models/make_models.py exports as transformer_encoder_d256_l4_s128
+    (4 post-norm layers, d 256, 4 heads, FFN 1024, no dropout; random weights, eval mode) on one
+    sequence of 128 tokens."""
+    layer = torch.nn.TransformerEncoderLayer(256, 4, dim_feedforward=1024, dropout=0.0, batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).eval()
+    x = torch.randn(1, 128, 256)
+    return (lambda: model(x)), model, (x,)
+
+
 def train_step(model, x, y, opt):
     def step():
         opt.zero_grad(set_to_none=True)
@@ -213,6 +223,8 @@ WORKLOADS = [
     Workload("ResNet-18 inference b1 224x224", vision_model("resnet18"), flops=2 * 1.814e9, freeze=True),
     Workload("MobileNetV2 inference b1 224x224", vision_model("mobilenet_v2"), flops=2 * 0.300e9, freeze=True),
     Workload("SqueezeNet 1.1 inference b1 224x224", vision_model("squeezenet1_1"), flops=2 * 0.349e9, freeze=True),
+    Workload("Transformer encoder d256 l4 s128 inference b1", encoder_model,
+             flops=4 * (2 * 128 * 256 * (768 + 256 + 2 * 1024) + 2 * 2 * 4 * 128 * 128 * 64), freeze=True),
     Workload("dispatch: 1000 tiny adds", tiny_op, scriptable=False),
     Workload("chain: 1000 tiny adds", tiny_chain),
     Workload("python: 1000 tiny a + b", python_tiny_adds, scriptable=False),

@@ -1,5 +1,6 @@
 // Real models from ONNX files (tests/models/make_models.py large, in $SMELT_BENCH_MODELS; run.py
-// makes them in build/models): ResNet-18, MobileNetV2 and SqueezeNet 1.1, batch 1, 224x224.
+// makes them in build/models): ResNet-18, MobileNetV2 and SqueezeNet 1.1, batch 1, 224x224, and a
+// transformer encoder (d 256, 4 layers) over one sequence of 128 tokens.
 //   smelt-eager     the imported graph on the IR interpreter (one eager kernel per node: what
 //                   `smelt run` does without --compile)
 //   smelt-compiled  the compile pipeline (passes with batch-norm folding, fusion, memory plan,
@@ -32,6 +33,11 @@ constexpr ModelCase kModels[] = {
     {"ResNet-18 inference b1 224x224", "resnet18", 2 * 1.814e9},
     {"MobileNetV2 inference b1 224x224", "mobilenetv2", 2 * 0.300e9},
     {"SqueezeNet 1.1 inference b1 224x224", "squeezenet1_1", 2 * 0.349e9},
+    // 4 post-norm layers, d 256, 4 heads, FFN 1024, over one sequence of 128 tokens: per layer the
+    // QKV, output and two FFN projections (2 x 128 x 256 x (768 + 256 + 2 x 1024)) and attention's
+    // two batched products (2 x 2 x 4 x 128 x 128 x 64).
+    {"Transformer encoder d256 l4 s128 inference b1", "transformer_encoder_d256_l4_s128",
+     4 * (2.0 * 128 * 256 * (768 + 256 + 2 * 1024) + 2.0 * 2 * 4 * 128 * 128 * 64)},
 };
 
 fs::path models_dir() {
