@@ -386,10 +386,19 @@ class Planner {
 
   // Whether reduction u reduces the rows of keepdim reduction group g again (same dims, same input
   // shape) and reads a value the group computes on them (a broadcast epilogue value).
+  // Not a sum of exponentials: after a row maximum that is the online softmax the lowering
+  // recognizes (codegen/online_sumexp.h) and computes by rescaling partial sums, which agrees with
+  // the graph's arithmetic inside the row ops it decomposes but not for a sum written out by hand:
+  // a row of -inf sums to 0 there and to NaN in the graph (log(sum(exp(x - max))) + max, a
+  // hand-written logsumexp, would give -inf for NaN).
   bool later_statistic(int g, int u) const {
     const ir::Node* a = p_.nodes[p_.groups[g].anchor];
     const ir::Node* n = p_.nodes[u];
     const ir::Value* in = n->inputs[0];
+    if (n->op == ops::OpId::sum) {
+      const ir::Value* v = in->producer && in->producer->op == ops::OpId::cast ? in->producer->inputs[0] : in;
+      if (v->producer && v->producer->op == ops::OpId::exp) return false;
+    }
     return reduce_signature(*n) == reduce_signature(*a) && in->meta.shape == a->inputs[0]->meta.shape &&
            in->producer && is_member(g, pos(in->producer));
   }

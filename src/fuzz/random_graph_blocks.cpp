@@ -87,7 +87,7 @@ void Builder::add_row_block(ir::Value* a) {
   if (broadcast_shapes(s, g->meta.shape, "fuzz") != s || g->meta.dtype != a->meta.dtype) {
     g = graph_->add_input({s, a->meta.dtype});
   }
-  const int form = pick(0, 4);
+  const int form = pick(0, 5);
   if (form == 1) {  // softmax's backward: y (g - sum(g y))
     ir::Value* y = node(OpId::softmax, {a}, {{"dim", int64_t(-1)}});
     ir::Value* r = node(OpId::sum, {node(OpId::mul, {g, y})}, keep);
@@ -106,10 +106,20 @@ void Builder::add_row_block(ir::Value* a) {
     emit(OpId::sub, {t, node(OpId::mul, {a, m2})});
   } else if (form == 4) {  // a layer norm written out: a statistic, then another one of the deviations
     constexpr OpId kRowReduce[] = {OpId::sum, OpId::mean, OpId::amax, OpId::amin};
-    ir::Value* d = node(OpId::sub, {a, node(pick_from(kRowReduce), {a}, keep)});
-    ir::Value* v = node(pick_from(kRowReduce), {node(OpId::mul, {d, chance(0.5) ? d : g})}, keep);
+    // the later statistics' dims spelled the other way (-1 or rank - 1), as exporters vary
+    ops::Attrs keep2 = keep;
+    if (dims.size() == 1 && chance(0.5)) keep2 = {{"dims", std::vector<int64_t>{rank - 1}}, {"keepdim", int64_t(1)}};
+    // the deviations, sometimes offered as a value of their own (a group output stored mid-row)
+    ir::Value* d = chance(0.3) ? emit(OpId::sub, {a, node(pick_from(kRowReduce), {a}, keep)})
+                               : node(OpId::sub, {a, node(pick_from(kRowReduce), {a}, keep)});
+    ir::Value* v = node(pick_from(kRowReduce), {node(OpId::mul, {d, chance(0.5) ? d : g})}, keep2);
     if (chance(0.5)) v = node(OpId::rsqrt, {node(OpId::add, {v, graph_->add_constant(scalar_constant(a->meta.dtype))})});
+    if (chance(0.3)) v = node(OpId::add, {v, node(pick_from(kRowReduce), {node(OpId::mul, {d, v})}, keep2)});  // a third
     emit(OpId::mul, {d, v});
+  } else if (form == 5) {  // a logsumexp written out (masked attention, a CRF): log(sum(exp(x - m))) + m
+    ir::Value* m = node(OpId::amax, {a}, keep);
+    ir::Value* s = node(OpId::sum, {node(OpId::exp, {node(OpId::sub, {a, m})})}, keep);
+    emit(chance(0.5) ? OpId::add : OpId::sub, {node(OpId::log, {s}), m});
   } else {  // generic: a prologue, a reduction, an epilogue reading the row again
     ir::Value* p = chance(0.5) ? a : node(pick_from(kBinary), {a, g});
     if (chance(0.3)) p = node(pick_from(kPlainUnary), {p});

@@ -368,5 +368,54 @@ TEST_F(CompileCpp, ReductionsAndRowOps) {
       {special_values({24, 40}, 5), testing::random_tensor({24}, 1, 2, 6).to(DType::Float32)}, false);
 }
 
+// A layer norm written out (mean, deviations, their mean, rsqrt, scale): one row kernel over three
+// passes of each row (fusion: a later statistic of the same rows joins the group), on both
+// backends; the sums run in another order than eager mean's, so within rounding.
+TEST_F(CompileCpp, ALayerNormWrittenOutIsOneRowKernel) {
+  Tensor w = testing::random_tensor({48}, -1, 1, 11).to(DType::Float32);
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor d = in[0] - mean(in[0], {1}, true);
+    return std::vector<Tensor>{d * rsqrt(mean(d * d, {-1}, true) + 1e-5) * w + 0.5};
+  };
+  Tensor x = testing::random_tensor({32, 48}, -3, 3, 12).to(DType::Float32);
+  expect_cpp_matches_interpreter(fn, {x}, false);
+  expect_matches_eager(fn, {x}, false);
+  CompiledFunction f = compile(fn, interpreter());
+  f({x});
+  EXPECT_EQ(f.report().kernels, 1) << f.report().plan;
+  EXPECT_EQ(f.report().op_steps, 0) << f.report().plan;
+}
+
+// A logsumexp written out, log(sum(exp(x - m))) + m with m the row maximum, over a row of -inf:
+// x - m is NaN there, so the result is NaN, as eager computes it. (The lowering's online softmax
+// sum treats such a row as 0, which is right only inside the row ops it decomposes: the sum stays
+// out of the maximum's group.) Rows with +inf and NaN too.
+TEST_F(CompileCpp, AHandWrittenLogsumexpKeepsTheNaNOfARowOfMinusInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v(4 * 6, 0.0f);
+  for (int j = 0; j < 6; ++j) v[size_t(j)] = -inf;        // row 0: every element -inf
+  for (int j = 0; j < 6; ++j) v[size_t(6 + j)] = float(j) * 0.5f - 1;
+  v[12] = inf;                                              // row 2: one +inf
+  v[18] = std::numeric_limits<float>::quiet_NaN();          // row 3: one NaN
+  Tensor x = from_vector(v, {4, 6});
+  Fn fn = [](const std::vector<Tensor>& in) {
+    Tensor m = amax(in[0], {1}, true);
+    return std::vector<Tensor>{log(sum(exp(in[0] - m), {1}, true)) + m};
+  };
+  std::vector<Tensor> want = fn({x});
+  for (const char* backend : {"interpreter", "cpp"}) {
+    CompileOptions o;
+    o.backend = backend;
+    CompiledFunction f = compile(fn, o);
+    std::vector<double> got = f({x})[0].to_vector(), ref = want[0].to_vector();
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(std::isnan(got[i]), std::isnan(ref[i])) << backend << " row " << i << ": " << got[i] << " vs " << ref[i];
+      if (!std::isnan(ref[i])) EXPECT_NEAR(got[i], ref[i], 1e-5) << backend << " row " << i;
+    }
+  }
+  EXPECT_TRUE(std::isnan(want[0].to_vector()[0]));  // the reference itself: NaN for the -inf row
+}
+
 }  // namespace
 }  // namespace smelt
