@@ -144,6 +144,9 @@ void Builder::add_nll_loss(ir::Value* y) {
 void Builder::add_rule_bait() {
   const auto& inputs = graph_->inputs();
   ir::Value* x = chance(0.5) ? inputs[size_t(pick(0, int(inputs.size()) - 1))] : any_value();
+  // Now and then an operand full of -0 (neg(relu(x)) is -0 wherever x <= 0): the zeros' sign is what
+  // rules such as x + 0 -> x get wrong, and an input draws -0 only among its special values.
+  if (dtype_is_floating(x->meta.dtype) && chance(0.3)) x = node(OpId::neg, {node(OpId::relu, {x})});
   constexpr OpId kRuleOps[] = {OpId::add, OpId::sub, OpId::mul, OpId::div};
   OpId op = pick_from(kRuleOps);
   if (op == OpId::div && !dtype_is_floating(x->meta.dtype)) op = OpId::mul;  // no division by an int 0
