@@ -25,6 +25,10 @@ void Builder::add_matmul(ir::Value* a) {
     add_linear_batch_norm(a);
     return;
   }
+  if (rank >= 2 && rank <= 3 && k >= 2 && chance(0.2)) {
+    add_attention_split(a);
+    return;
+  }
   const int64_t n = pick(1, 4);
   Shape b_shape{k, n};
   const double r = std::uniform_real_distribution<double>(0, 1)(rng_);
@@ -44,6 +48,39 @@ void Builder::add_matmul(ir::Value* a) {
   } else {
     emit(OpId::matmul, {a, b});
   }
+}
+
+// Attention's split of a projection into queries, keys and heads: slices of a computed (..., M, K)
+// value, reshaped into heads and permuted, multiplied — views of one buffer the plan may hand to
+// the matmul as strided operands (runtime/plan_build.cpp, strided_view); sometimes the queries are
+// scaled first (an elementwise op reading the strided view).
+void Builder::add_attention_split(ir::Value* a) {
+  const Shape& s = a->meta.shape;
+  const int64_t r = int64_t(s.size()), k = s.back(), half = k / 2;
+  ir::Value* base = node(OpId::mul, {a, graph_->add_constant(scalar_constant(a->meta.dtype))});
+  ir::Value* q = node(OpId::slice, {base}, {{"dim", r - 1}, {"start", int64_t(0)}, {"end", half}, {"step", int64_t(1)}});
+  ir::Value* key = node(OpId::slice, {base}, {{"dim", r - 1}, {"start", k - half}, {"end", k}, {"step", int64_t(1)}});
+  if (chance(0.5)) q = node(OpId::mul, {q, graph_->add_constant(scalar_constant(a->meta.dtype))});
+  const int64_t heads = half % 2 == 0 && chance(0.7) ? 2 : 1;
+  if (heads == 1 && chance(0.5)) {  // no heads: q @ key^T over the last two dims
+    std::vector<int64_t> perm(static_cast<size_t>(r));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[size_t(r - 1)], perm[size_t(r - 2)]);
+    emit(OpId::matmul, {q, node(OpId::permute, {key}, {{"dims", perm}})});
+    return;
+  }
+  Shape split(s.begin(), s.end() - 1);
+  split.push_back(heads);
+  split.push_back(half / heads);  // (..., M, heads, d)
+  const int64_t R = r + 1;
+  std::vector<int64_t> lead(static_cast<size_t>(R - 3));
+  std::iota(lead.begin(), lead.end(), 0);
+  std::vector<int64_t> q_perm = lead, k_perm = lead;
+  q_perm.insert(q_perm.end(), {R - 2, R - 3, R - 1});  // (..., heads, M, d)
+  k_perm.insert(k_perm.end(), {R - 2, R - 1, R - 3});  // (..., heads, d, M)
+  ir::Value* qh = node(OpId::permute, {node(OpId::reshape, {q}, {{"shape", split}})}, {{"dims", q_perm}});
+  ir::Value* kh = node(OpId::permute, {node(OpId::reshape, {key}, {{"shape", split}})}, {{"dims", k_perm}});
+  emit(OpId::matmul, {qh, kh});
 }
 
 ir::Value* Builder::wide(ir::Value* x) {

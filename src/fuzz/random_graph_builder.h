@@ -165,6 +165,7 @@ class Builder {
   // elementwise epilogue that also reads `a` or the prologue: generic, or literally softmax's,
   // log_softmax's or a layer norm's backward rule. `a` is floating.
   void add_row_block(ir::Value* a);
+  void add_attention_split(ir::Value* a);
   void add_nll_loss(ir::Value* y);
 
   // softmax / log_softmax over a random dim, or layer_norm over the last one or two dims; or a

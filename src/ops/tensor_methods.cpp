@@ -11,10 +11,6 @@
 
 namespace smelt {
 
-namespace ops {
-bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape, Shape* out);
-}
-
 Tensor Tensor::reshape(const Shape& shape) const { return smelt::reshape(*this, shape); }
 
 Tensor Tensor::view(const Shape& shape) const {

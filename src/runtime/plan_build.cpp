@@ -4,6 +4,7 @@
 
 #include "codegen/lower.h"
 #include "ops/dispatch.h"
+#include "ops/op_util.h"
 #include "runtime/contraction_step.h"
 #include "runtime/plan_impl.h"
 #include "smelt/autograd.h"
@@ -135,6 +136,27 @@ void Plan::Impl::build(const ir::Graph& graph) {
       in.push_back(slot_of.at(v));
       read_at(in.back(), step);
     }
+    // A slice, reshape or permute of a computed value whose readers all take strided operands (a
+    // transformer's QKV split on its way to the attention products): a view, no copy.
+    if (!in.empty() && strided_view(node, in[0], output_index)) {
+      Slot s;
+      s.kind = SlotKind::Alias;
+      s.meta = node.outputs[0]->meta;
+      s.index = in[0];
+      s.strided_view = true;
+      s.view_op = node.op;
+      s.view_attrs = node.attrs;
+      slot_of[node.outputs[0]] = add_slot(s);
+      continue;
+    }
+    // Only strided_view's readers ever read a strided alias (it checked the whole chain).
+    for (int slot : in) {
+      SMELT_INTERNAL_CHECK(!is_strided(slot) || node.op == ops::OpId::matmul ||
+                           (!node.is_group() && ops::op_info(node.op).kind == ops::OpKind::Elementwise) ||
+                           (node.is_group() && node.attrs.has("fusion") &&
+                            node.attrs.get_string("fusion") == "contraction"))
+          << "plan: " << node.name() << " would read a strided view as contiguous memory";
+    }
     // A reshape of a contiguous value that is not a graph output is the same memory.
     if (is_free_view(node.op) && !output_index.count(node.outputs[0])) {
       Slot s;
@@ -209,27 +231,6 @@ void Plan::Impl::build(const ir::Graph& graph) {
     output_slots.push_back(slot);
   }
   stats.steps = int(steps.size());
-}
-
-// Whether `node` is a permute whose output only ever reaches a matmul as one of its two operands:
-// directly, or as an input of a contraction group that its first node (the matmul) alone reads.
-// Such a value can stay a strided view of its input (Slot::permute). Never for graph outputs.
-bool Plan::Impl::strided_operand_only(const ir::Node& node, const std::map<const ir::Value*, int>& output_index) const {
-  if (node.op != ops::OpId::permute || output_index.count(node.outputs[0])) return false;
-  const ir::Value* v = node.outputs[0];
-  if (v->uses.empty()) return false;
-  for (const ir::Use& u : v->uses) {
-    const ir::Node& user = *u.node;
-    if (user.op == ops::OpId::matmul && !user.is_group()) continue;
-    if (!user.is_group() || !user.attrs.has("fusion") || user.attrs.get_string("fusion") != "contraction") return false;
-    const ir::Graph& body = *user.body;
-    if (body.nodes().empty() || body.nodes().front()->op != ops::OpId::matmul) return false;
-    const ir::Value* inner = body.inputs()[size_t(u.index)];
-    for (const ir::Use& iu : inner->uses) {
-      if (iu.node != body.nodes().front().get()) return false;
-    }
-  }
-  return true;
 }
 
 // A pure node reading only constants (a transpose of a captured weight that `fold` left because

@@ -26,12 +26,18 @@ struct Slot {
   ops::TensorMeta meta;
   int index = 0;       // Input: graph input; Output: graph output; Alias: the slot it aliases
   // Alias: empty for a reshape (the same contiguous memory); else a permute's dims, the alias
-  // being its base viewed with permuted strides. Only matmul operands read such a slot
-  // (Plan::Impl::strided_operand_only): every other step takes contiguous memory.
+  // being its base viewed with permuted strides. Only matmul operands read such a slot, and
+  // strided views (below) only the readers strided_view checked (plan_views.cpp): every other
+  // step takes contiguous memory.
   std::vector<int64_t> permute;
   // Alias without permute: where it starts in the aliased slot, in elements (0 for a reshape; a
   // cat operand's slice of the cat's buffer otherwise, plan_cat.cpp).
   int64_t alias_offset = 0;
+  // Alias of a view chain whose every reader takes strided operands (Plan::Impl::strided_view):
+  // this slice or reshape of the aliased slot's tensor, made when binding.
+  bool strided_view = false;
+  ops::OpId view_op{};
+  ops::Attrs view_attrs;
   int64_t offset = 0;  // Arena: byte offset (after planning)
   int request = -1;    // Arena: its memory-plan request
   Tensor constant;     // Constant
@@ -121,10 +127,18 @@ struct Plan::Impl {
   int cat_slice_slot(const ir::Value* v, int step);
   bool add_cat(const ir::Node& node, const std::vector<int>& in);
 
-  // plan_build.cpp: the graph's nodes as steps over slots.
+  // plan_build.cpp: the graph's nodes as steps over slots (plan_views.cpp: which stay strided views).
   void build(const ir::Graph& graph);
   int new_value_slot(const ir::Value* v, int step, const std::map<const ir::Value*, int>& output_index);
   bool strided_operand_only(const ir::Node& node, const std::map<const ir::Value*, int>& output_index) const;
+  bool strided_view(const ir::Node& node, int in_slot, const std::map<const ir::Value*, int>& output_index) const;
+  bool strided_readers(const ir::Value* v, const Shape& strides,
+                       const std::map<const ir::Value*, int>& output_index) const;
+  Shape slot_strides(int slot) const;
+  bool is_strided(int slot) const {
+    const Slot& s = slots[size_t(slot)];
+    return s.kind == SlotKind::Alias && (s.strided_view || !s.permute.empty());
+  }
   bool hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
                            const std::map<const ir::Value*, int>& output_index);
   void add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);

@@ -70,6 +70,29 @@ TEST(Compile, ViewsInsideGroupsReadThroughStrides) {
   expect_matches_eager(fn, {special_values({4, 5}, 4), special_values({5, 9}, 5), special_values({1, 4}, 6)}, true);
 }
 
+// Attention's split of one projection into queries, keys and values (slices, a reshape into
+// heads, permutes) reaches the matmuls as strided views of the projection's buffer: no step copies
+// them (plan_build.cpp, strided_view), also with the queries scaled first (an elementwise op step
+// reading the view), and the results are eager's bit for bit.
+TEST(Compile, AttentionSplitReachesTheMatmulsWithoutCopies) {
+  Tensor w = testing::random_tensor({32, 48}, -1, 1, 21).to(DType::Float32);
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor qkv = matmul(in[0], w);  // (16, 48)
+    Tensor q = qkv.slice(1, 0, 16).reshape({16, 2, 8}) * 0.25;
+    Tensor k = qkv.slice(1, 16, 32).reshape({16, 2, 8}).permute({1, 2, 0});
+    Tensor v = qkv.slice(1, 32, 48).reshape({16, 2, 8}).permute({1, 0, 2});
+    return std::vector<Tensor>{matmul(softmax(matmul(q.permute({1, 0, 2}), k), -1), v)};
+  };
+  Tensor x = testing::random_tensor({16, 32}, -1, 1, 22).to(DType::Float32);
+  expect_matches_eager(fn, {x}, true);
+  CompiledFunction f = compile(fn, interpreter());
+  f({x});
+  const std::string plan = f.report().plan;
+  for (const char* copy : {"kernel slice", "kernel reshape", "kernel permute"}) {
+    EXPECT_EQ(plan.find(copy), std::string::npos) << copy << "\n" << plan;
+  }
+}
+
 TEST(Compile, IntegerAndBoolElementwise) {
   Fn fn = [](const std::vector<Tensor>& in) {
     Tensor m = gt(in[0], in[1]);
