@@ -78,6 +78,9 @@ void Builder::add_attention_split(ir::Value* a) {
   std::vector<int64_t> q_perm = lead, k_perm = lead;
   q_perm.insert(q_perm.end(), {R - 2, R - 3, R - 1});  // (..., heads, M, d)
   k_perm.insert(k_perm.end(), {R - 2, R - 1, R - 3});  // (..., heads, d, M)
+  if (chance(0.3)) {  // dims counted from the end, as exporters and users write them
+    for (int64_t& d : k_perm) d -= R;
+  }
   ir::Value* qh = node(OpId::permute, {node(OpId::reshape, {q}, {{"shape", split}})}, {{"dims", q_perm}});
   ir::Value* kh = node(OpId::permute, {node(OpId::reshape, {key}, {{"shape", split}})}, {{"dims", k_perm}});
   emit(OpId::matmul, {qh, kh});

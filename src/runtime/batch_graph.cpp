@@ -219,6 +219,7 @@ LowerFn BatchKernels::record(int64_t b) {
     codegen::LowerResult r = codegen::lower(body, name, generic);
     probe->lowered.push_back(r);
     probe->tile_col_dims.push_back(options.tile_col_dims);
+    probe->names.push_back(name);
     return r;
   };
 }
@@ -226,7 +227,8 @@ LowerFn BatchKernels::record(int64_t b) {
 std::string BatchKernels::fit() {
   SMELT_INTERNAL_CHECK(probes_.size() == 3) << "BatchKernels::fit: " << probes_.size() << " probes; wants 3";
   const Probe &p0 = *probes_[0], &p1 = *probes_[1], &p2 = *probes_[2];
-  if (p0.tile_col_dims != p1.tile_col_dims || p0.tile_col_dims != p2.tile_col_dims) {
+  if (p0.tile_col_dims != p1.tile_col_dims || p0.tile_col_dims != p2.tile_col_dims || p0.names != p1.names ||
+      p0.names != p2.names) {
     return "the plans at the probe batch sizes lower different groups";
   }
   fitted_.clear();
@@ -250,14 +252,20 @@ std::string BatchKernels::fit() {
     fitted_.push_back(std::move(f));
   }
   tile_col_dims_ = p0.tile_col_dims;
+  names_ = p0.names;
   return "";
 }
 
-LowerFn BatchKernels::replay(int64_t b) const {
+// Groups are matched to the fitted kernels by position, so the plan at b must lower the same
+// groups in the same order: each by name and tile shape here, their number by the caller
+// (`used`). A plan whose layout decisions change with the size (a reshape that is a view only when
+// the batch is 1, plan_views.cpp) would otherwise run one group's kernel for another's.
+LowerFn BatchKernels::replay(int64_t b, std::shared_ptr<const size_t>* used) const {
   auto next = std::make_shared<size_t>(0);
+  if (used) *used = next;
   return [this, next, b](const ir::Graph&, const std::string& name, const codegen::LowerOptions& options) {
     const size_t i = (*next)++;
-    SMELT_CHECK(i < fitted_.size() && tile_col_dims_[i] == options.tile_col_dims)
+    SMELT_CHECK(i < fitted_.size() && tile_col_dims_[i] == options.tile_col_dims && names_[i] == name)
         << "dynamic batch: at batch " << b << " the plan lowers group '" << name
         << "' where the probe batch sizes did not; valid: a plan with the same groups at every batch size";
     codegen::LowerResult r = fitted_[i];

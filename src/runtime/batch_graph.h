@@ -57,18 +57,21 @@ class BatchKernels {
   std::string fit();
   // The lowering for a plan at batch `b` (after fit): the fitted kernels at b, in build order. A
   // build that asks for other lowerings than the probes did is a smelt::Error (the caller then
-  // specializes).
-  LowerFn replay(int64_t b) const;
+  // specializes); `used` counts the lowerings asked for, which after the build must be size().
+  LowerFn replay(int64_t b, std::shared_ptr<const size_t>* used = nullptr) const;
+  size_t size() const { return fitted_.size(); }
 
  private:
   struct Probe {
     int64_t batch = 0;
     std::vector<codegen::LowerResult> lowered;
     std::vector<int> tile_col_dims;  // what each lowering asked for
+    std::vector<std::string> names;
   };
   std::vector<std::shared_ptr<Probe>> probes_;
   std::vector<codegen::LowerResult> fitted_;  // kernels with BatchTerms (or the reason none)
   std::vector<int> tile_col_dims_;
+  std::vector<std::string> names_;
 };
 
 }  // namespace smelt::runtime

@@ -207,8 +207,12 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, i
   auto c = std::make_shared<Compiled>();
   c->module_graph = d.module_graph;
   runtime::PipelineOptions pipeline = pipeline_options();
-  pipeline.lower = d.kernels.replay(b);
+  std::shared_ptr<const size_t> used;
+  pipeline.lower = d.kernels.replay(b, &used);
   c->compiled = runtime::plan_graph(d.graph->at(b), pipeline);
+  SMELT_CHECK(*used == d.kernels.size()) << "dynamic batch: at batch " << b << " the plan lowers " << *used
+                                         << " groups where the probe batch sizes lowered " << d.kernels.size()
+                                         << "; valid: a plan with the same groups at every batch size";
   c->compiled.plan->set_profiling(options.profile);
   fill_report(*c, sig);
   c->report.dynamic_batch = true;

@@ -38,7 +38,10 @@ Shape Plan::Impl::slot_strides(int slot) const {
   const Shape base = slot_strides(s.index);
   Shape out;
   if (!s.permute.empty() || s.view_op == ops::OpId::permute) {
-    for (int64_t d : s.permute.empty() ? s.view_attrs.get_ints("dims") : s.permute) out.push_back(base[size_t(d)]);
+    const int64_t rank = int64_t(base.size());  // dims may count from the end
+    for (int64_t d : s.permute.empty() ? s.view_attrs.get_ints("dims") : s.permute) {
+      out.push_back(base[size_t(wrap_dim(d, rank, "plan: permute"))]);
+    }
   } else if (s.view_op == ops::OpId::slice) {
     out = base;
     out[size_t(s.view_attrs.get_int("dim"))] *= s.view_attrs.get_int("step");
@@ -61,9 +64,13 @@ bool view_output_strides(const ir::Node& node, const Shape& in_strides, Shape* o
     (*out)[size_t(dim)] *= node.attrs.get_int("step");
     return true;
   }
-  if (node.op == ops::OpId::permute) {
+  if (node.op == ops::OpId::permute) {  // dims may count from the end
     out->clear();
-    for (int64_t d : node.attrs.get_ints("dims")) out->push_back(in_strides[size_t(d)]);
+    const int64_t rank = int64_t(in_strides.size());
+    for (int64_t d : node.attrs.get_ints("dims")) {
+      if (d < -rank || d >= rank) return false;
+      out->push_back(in_strides[size_t(d < 0 ? d + rank : d)]);
+    }
     return true;
   }
   return node.op == ops::OpId::reshape && ops::view_strides(in_shape, in_strides, node.outputs[0]->meta.shape, out);

@@ -93,6 +93,19 @@ TEST(Compile, AttentionSplitReachesTheMatmulsWithoutCopies) {
   }
 }
 
+// The same with permute dims counted from the end (a review helper found them read as indices
+// past the strides), one of them reshaped after the permute.
+TEST(Compile, ViewChainsWithDimsCountedFromTheEnd) {
+  Tensor w = testing::random_tensor({6, 5}, -1, 1, 23).to(DType::Float32);
+  Tensor w2 = testing::random_tensor({4, 3}, -1, 1, 24).to(DType::Float32);
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor h = matmul(in[0], w);  // (8, 5)
+    return std::vector<Tensor>{matmul(in[1], h.permute({-1, -2})), matmul(h.permute({-1, -2}).reshape({5, 2, 4}), w2)};
+  };
+  expect_matches_eager(fn, {testing::random_tensor({8, 6}, -1, 1, 25).to(DType::Float32),
+                            testing::random_tensor({3, 5}, -1, 1, 26).to(DType::Float32)}, true);
+}
+
 TEST(Compile, IntegerAndBoolElementwise) {
   Fn fn = [](const std::vector<Tensor>& in) {
     Tensor m = gt(in[0], in[1]);

@@ -192,6 +192,34 @@ TEST_F(DynamicBatch, AGraphTheProbesCannotSeeIsCheckedAtEachBatchSize) {
   }
 }
 
+// A plan whose layout changes with the batch size: q (B, 4), a slice of h (B, 8), reshaped to
+// (2B, 2), is a view of h only at batch 1 (plan_views.cpp), a copy kernel at the probe sizes. The
+// plan at batch 1 lowers one group fewer, so the fitted kernels, handed out by position, would
+// run the copy's kernel for the exp group (found by a review helper): the build now checks every
+// group's name and their number, fails, and batch 1 compiles specialized, right.
+TEST_F(DynamicBatch, APlanWhoseViewsChangeWithTheBatchIsSpecialized) {
+  Tensor w = testing::random_tensor({8, 8}, -1, 1, 31).to(DType::Float32);
+  Tensor w2 = testing::random_tensor({2, 3}, -1, 1, 32).to(DType::Float32);
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    const int64_t b = in[0].shape()[0];
+    Tensor r = matmul(in[0], w).slice(1, 0, 4).reshape({2 * b, 2});
+    return std::vector<Tensor>{exp(matmul(r, w2).reshape({b, 6})) * 0.5 + 1.0};
+  };
+  for (const char* backend : {"interpreter", "cpp"}) {
+    CompileOptions options;
+    options.backend = backend;
+    CompiledFunction f = compile(fn, options);
+    for (int64_t b : {64, 30, 1, 5, 1}) {
+      Tensor x = input(b, 8, uint64_t(40 + b));
+      const std::vector<Tensor> got = f({x}), want = fn({x});
+      EXPECT_TRUE(testing::all_close(got[0], want[0], 1e-6, 1e-6)) << backend << " batch " << b << "\n" << f.report().plan;
+    }
+    const std::vector<std::string> reasons = f.recompile_reasons();
+    ASSERT_GE(reasons.size(), 2u);
+    EXPECT_NE(reasons[1].find("30 -> 1 (batch not dynamic at this size"), std::string::npos) << reasons[1];
+  }
+}
+
 TEST_F(DynamicBatch, TrainingStep) {
   for (const char* backend : {"interpreter", "cpp"}) {
     manual_seed(3);
