@@ -5,7 +5,6 @@
 
 #include "kernels/conv.h"
 #include "ops/dispatch.h"
-#include "ops/op_util.h"
 #include "runtime/contraction_step.h"
 #include "runtime/plan_impl.h"
 #include "smelt/autograd.h"
@@ -26,20 +25,12 @@ void Plan::Impl::bind(const std::vector<Tensor>& inputs, std::vector<Tensor>& ou
       case SlotKind::Output: tensors[i] = outputs[size_t(s.index)]; break;
       case SlotKind::Alias: {
         const Tensor& base = tensors[size_t(s.index)];  // aliases follow the slot they alias
-        if (s.strided_view && s.view_op == ops::OpId::slice) {  // plan_build.cpp, strided_view
-          tensors[i] = base.slice(s.view_attrs.get_int("dim"), s.view_attrs.get_int("start"),
-                                  s.view_attrs.get_int("end"), s.view_attrs.get_int("step"));
-        } else if (s.strided_view && s.view_op == ops::OpId::reshape) {
-          Shape strides;
-          SMELT_INTERNAL_CHECK(ops::view_strides(base.shape(), base.strides(), s.meta.shape, &strides))
-              << "plan: a strided reshape alias cannot view its base";
-          tensors[i] = make_tensor(base.storage(), s.meta.shape, strides, base.offset(), s.meta.dtype);
-        } else if (s.permute.empty() && !s.strided_view) {
+        if (s.strided_view) {  // plan_views.cpp: the op's own view kernel, no copy (checked at build)
+          tensors[i] = ops::compute(s.view_op, {base}, s.view_attrs, {s.meta})[0];
+          SMELT_INTERNAL_CHECK(tensors[i].storage() == base.storage()) << "plan: a strided alias became a copy";
+        } else {
           tensors[i] = make_tensor(base.storage(), s.meta.shape, contiguous_strides(s.meta.shape),
                                    base.offset() + s.alias_offset, s.meta.dtype);
-        } else {
-          // a strided view: a matmul operand (plan_build.cpp), or a permute in a strided view chain
-          tensors[i] = base.permute(s.strided_view ? s.view_attrs.get_ints("dims") : s.permute);
         }
         break;
       }

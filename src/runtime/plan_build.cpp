@@ -4,7 +4,6 @@
 
 #include "codegen/lower.h"
 #include "ops/dispatch.h"
-#include "ops/op_util.h"
 #include "runtime/contraction_step.h"
 #include "runtime/plan_impl.h"
 #include "smelt/autograd.h"
@@ -139,14 +138,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
     // A slice, reshape or permute of a computed value whose readers all take strided operands (a
     // transformer's QKV split on its way to the attention products): a view, no copy.
     if (!in.empty() && strided_view(node, in[0], output_index)) {
-      Slot s;
-      s.kind = SlotKind::Alias;
-      s.meta = node.outputs[0]->meta;
-      s.index = in[0];
-      s.strided_view = true;
-      s.view_op = node.op;
-      s.view_attrs = node.attrs;
-      slot_of[node.outputs[0]] = add_slot(s);
+      slot_of[node.outputs[0]] = strided_alias(node, in[0]);
       continue;
     }
     // Only strided_view's readers ever read a strided alias (it checked the whole chain).
@@ -171,12 +163,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
     // A transpose read only as a matmul operand is handed over as a strided view: the GEMM takes
     // any strides, and the copy would cost a pass over the operand on every call.
     if (strided_operand_only(node, output_index)) {
-      Slot s;
-      s.kind = SlotKind::Alias;
-      s.meta = node.outputs[0]->meta;
-      s.index = in[0];
-      s.permute = node.attrs.get_ints("dims");
-      slot_of[node.outputs[0]] = add_slot(s);
+      slot_of[node.outputs[0]] = strided_alias(node, in[0]);
       continue;
     }
     std::vector<int> out;

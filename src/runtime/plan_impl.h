@@ -25,16 +25,13 @@ struct Slot {
   SlotKind kind = SlotKind::Arena;
   ops::TensorMeta meta;
   int index = 0;       // Input: graph input; Output: graph output; Alias: the slot it aliases
-  // Alias: empty for a reshape (the same contiguous memory); else a permute's dims, the alias
-  // being its base viewed with permuted strides. Only matmul operands read such a slot, and
-  // strided views (below) only the readers strided_view checked (plan_views.cpp): every other
-  // step takes contiguous memory.
-  std::vector<int64_t> permute;
   // Alias without permute: where it starts in the aliased slot, in elements (0 for a reshape; a
   // cat operand's slice of the cat's buffer otherwise, plan_cat.cpp).
   int64_t alias_offset = 0;
-  // Alias of a view chain whose every reader takes strided operands (Plan::Impl::strided_view):
-  // this slice or reshape of the aliased slot's tensor, made when binding.
+  // Alias that is a strided view of the aliased slot's tensor (plan_views.cpp): view_op (a
+  // permute, slice or reshape) with view_attrs, applied by the op's view kernel when binding. Only
+  // the readers strided_operand_only or strided_view checked read such a slot; every other step
+  // takes contiguous memory. (Without it, an alias is contiguous memory at alias_offset.)
   bool strided_view = false;
   ops::OpId view_op{};
   ops::Attrs view_attrs;
@@ -137,8 +134,9 @@ struct Plan::Impl {
   Shape slot_strides(int slot) const;
   bool is_strided(int slot) const {
     const Slot& s = slots[size_t(slot)];
-    return s.kind == SlotKind::Alias && (s.strided_view || !s.permute.empty());
+    return s.kind == SlotKind::Alias && s.strided_view;
   }
+  int strided_alias(const ir::Node& node, int in_slot);
   bool hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
                            const std::map<const ir::Value*, int>& output_index);
   void add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);

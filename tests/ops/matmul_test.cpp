@@ -88,6 +88,9 @@ TEST(Matmul, BatchAgainstASharedMatrix) {
       {"a broadcast over the batch", randn({1, 4, 5}).expand({3, 4, 5}), randn({5, 6})},
       {"b transposed", randn({9, 2, 33}), randn({17, 33}).t()},
       {"(200, 1, 64) @ (64, 96): above the batch-parallel limit", randn({200, 1, 64}), randn({64, 96})},
+      {"K = 0: zeros", randn({5, 1, 0}), randn({0, 3})},
+      {"M = 0", randn({3, 0, 4}), randn({4, 2})},
+      {"an empty batch", randn({0, 2, 4}), randn({4, 2})},
   };
   for (const Case& c : cases) {
     for (DType dt : {DType::Float32, DType::Float64}) {
