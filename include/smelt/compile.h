@@ -8,10 +8,19 @@
 //   y = f({x2})[0];                   // same shapes and dtypes: replay
 //
 // The function is traced with symbolic inputs (as smelt::Graph::trace), so it must compute with
-// smelt ops only and not read tensor values. Tensors it captures (weights) become constants of
-// the graph: right for inference with fixed weights; for modules whose parameters change (an
-// optimizer), use compile_module / compile_training_step below, which read the module's state on
-// every call. Random ops draw from the default generator and advance it, as eager code does.
+// smelt ops only and not read tensor values: item(), to_vector() or data() on a symbolic tensor,
+// or on a tensor it captured, is an error that says so (a branch taken on a value would be frozen
+// into the plan). Tensors it creates while traced (numbers, arange, zeros) are constants of the
+// graph. Tensors it captures from outside (weights, a NumPy array wrapped with from_numpy) are
+// graph inputs read on every call: an in-place change made between calls (an optimizer step,
+// a write through NumPy) is seen by the next call, in every use (for inference with fixed
+// weights, CompileOptions::freeze folds them as constants instead). Changing a captured tensor in
+// place inside the function is an error (it would happen once, when traced). Random ops draw from
+// the default generator and advance it, as eager code does. An output that is an input or a view
+// of one (reshape, permute, slice, expand) aliases it, as in eager code, when that input is
+// contiguous (the function is traced with contiguous inputs, as the plan reads them; a strided
+// input's outputs are copies with the same values). A compiled function called while another is
+// traced is inlined into that trace.
 //
 // A call with a new input signature (shapes, dtypes) compiles again and records why
 // ("input 0 dim 0: 64 -> 128"; printed with SMELT_DEBUG=1); past `recompile_limit` signatures
@@ -58,6 +67,14 @@ struct CompileOptions {
   // again and checked against the fit before it runs. (The fuzzer varies them.)
   std::array<int64_t, 3> batch_probes = {17, 19, 23};
   bool profile = false;     // time every step of every call (profile_table, write_chrome_trace)
+  // Captured tensors as constants (as torch.compile's freezing): the passes fold them (a weight's
+  // transpose, blocked layout, batch norm folded into a conv) for inference with fixed weights.
+  // Each call checks their versions: one changed in place since the compile recompiles, saying
+  // so in recompile_reasons(). Memory smelt does not own (from_blob, NumPy), whose changes no
+  // version shows, stays an input read on every call; so must a write that bypasses smelt into
+  // memory it owns (through data()) be followed by Storage::bump_version() to be seen. false:
+  // captured tensors are inputs.
+  bool freeze = false;
 };
 
 // What one compile produced (the latest signature's).

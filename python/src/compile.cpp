@@ -4,48 +4,74 @@
 // raise smelt.Error on a symbolic tensor). Also compile_module and compile_training_step.
 #include "bind.h"
 
+#include <map>
+
 namespace smelt::python {
 
 namespace {
 
-// A compiled function and what the Python callable returned when traced (one tensor or several).
+// What the Python callable returned when traced: one tensor or several. It may differ between
+// signatures (a function returning a tensor for one shape and a list for another), so each call
+// looks up its own: a trace records its answer for the signature of the call that ran it.
+struct Returns {
+  bool traced_single = true;  // the latest trace's
+  uint64_t traces = 0;
+  std::map<std::string, bool> single;  // by call key (key_of)
+};
+
+// The inputs' dtypes and shapes, and the module's mode: what selects a plan (and so a trace).
+std::string key_of(const std::vector<Tensor>& in, const nn::Module* module) {
+  std::string key = module ? (module->is_training() ? "train:" : "eval:") : "";
+  for (const Tensor& t : in) key += std::string(dtype_name(t.dtype())) + shape_str(t.shape()) + ";";
+  return key;
+}
+
+// A compiled function and what its Python callable returns.
 struct PyCompiled {
   CompiledFunction fn;
-  std::shared_ptr<bool> single;
+  std::shared_ptr<Returns> returns;
+  const nn::Module* module = nullptr;
 
   py::object call(py::args args) {
     std::vector<Tensor> in;
     for (py::handle a : args) in.push_back(tensor_arg(a, "compiled function: inputs"));
+    const uint64_t traces = returns->traces;
     std::vector<Tensor> out = fn(in);
-    if (*single && out.size() == 1) return py::cast(out[0]);
+    const std::string key = key_of(in, module);
+    if (returns->traces != traces) returns->single[key] = returns->traced_single;
+    auto it = returns->single.find(key);
+    const bool single = it != returns->single.end() ? it->second : returns->traced_single;
+    if (single && out.size() == 1) return py::cast(out[0]);
     return py::tuple(py::cast(out));
   }
 };
 
-// The C++ Fn calling `callable(*inputs)`; records in `single` whether it returned one tensor.
-CompiledFunction::Fn wrap(py::object callable, const std::shared_ptr<bool>& single) {
+// The C++ Fn calling `callable(*inputs)`; records in `returns` whether it returned one tensor.
+CompiledFunction::Fn wrap(py::object callable, const std::shared_ptr<Returns>& returns) {
   std::shared_ptr<py::object> fn = gil_safe(std::move(callable));
-  return [fn, single](const std::vector<Tensor>& inputs) {
+  return [fn, returns](const std::vector<Tensor>& inputs) {
     py::gil_scoped_acquire gil;
     py::tuple args(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) args[i] = py::cast(inputs[i]);
     py::object r = (*fn)(*args);
+    ++returns->traces;
     if (py::isinstance<Tensor>(r)) {
-      *single = true;
+      returns->traced_single = true;
       return std::vector<Tensor>{r.cast<Tensor>()};
     }
     if (!py::isinstance<py::sequence>(r)) {
       throw py::type_error("compile: the function must return a smelt.Tensor or a tuple/list of them, got " +
                            std::string(py::str(py::type::of(r).attr("__name__"))));
     }
-    *single = false;
+    returns->traced_single = false;
     return tensor_list(r, "compile: the function's results");
   };
 }
 
 CompileOptions options(const std::string& backend, const std::string& passes, bool fuse, bool memory_plan,
-                       int recompile_limit, bool profile) {
+                       int recompile_limit, bool profile, bool freeze = false) {
   CompileOptions o;
+  o.freeze = freeze;
   o.backend = backend;
   o.passes = passes;
   o.fuse = fuse;
@@ -80,26 +106,31 @@ void bind_compile(py::module_& m) {
       .def("write_chrome_trace", [](const PyCompiled& c, const std::string& path) { c.fn.write_chrome_trace(path); });
 
   m.def("compile", [](py::object fn, const std::string& backend, const std::string& passes, bool fuse,
-                      bool memory_plan, int recompile_limit, bool profile) {
+                      bool memory_plan, int recompile_limit, bool profile, bool freeze) {
     if (!PyCallable_Check(fn.ptr())) throw py::type_error("compile: expected a callable");
-    auto single = std::make_shared<bool>(true);
-    return PyCompiled{compile(wrap(fn, single), options(backend, passes, fuse, memory_plan, recompile_limit, profile)),
-                      single};
+    auto returns = std::make_shared<Returns>();
+    return PyCompiled{
+        compile(wrap(fn, returns), options(backend, passes, fuse, memory_plan, recompile_limit, profile, freeze)),
+        returns};
   }, py::arg("fn"), py::kw_only(), py::arg("backend") = "auto", py::arg("passes") = "", py::arg("fuse") = true,
      py::arg("memory_plan") = true, py::arg("recompile_limit") = 8, py::arg("profile") = false,
+     py::arg("freeze") = false,
      R"(Captures fn(*tensors) once per input signature, optimizes and fuses it, and replays the plan.
-Tensors fn captures (weights) become constants; for a module use compile_module.)");
+Tensors fn captures from outside (weights) are read on every call, so in-place changes to them
+are seen (freeze=True: folded as constants, recompiled when changed in place); fn must not read
+tensor values or change captured tensors in place.)");
   m.def("compile_module", [](nn::Module& mod, py::object fn, const std::string& backend, bool fuse) {
-    auto single = std::make_shared<bool>(true);
+    auto returns = std::make_shared<Returns>();
     py::object call = fn.is_none() ? py::cast(&mod, py::return_value_policy::reference) : fn;
-    return PyCompiled{compile_module(mod, wrap(call, single), options(backend, "", fuse, true, 8, false)), single};
+    return PyCompiled{compile_module(mod, wrap(call, returns), options(backend, "", fuse, true, 8, false)), returns,
+                      &mod};
   }, py::arg("module"), py::arg("fn") = py::none(), py::kw_only(), py::arg("backend") = "auto",
      py::arg("fuse") = true, py::keep_alive<0, 1>(),
      "The module's forward (or fn(*inputs) calling it), reading its parameters on every call.");
   m.def("compile_training_step", [](nn::Module& mod, py::object loss_fn, const std::string& backend) {
-    auto single = std::make_shared<bool>(true);
-    return PyCompiled{compile_training_step(mod, wrap(loss_fn, single), options(backend, "", true, true, 8, false)),
-                      single};
+    auto returns = std::make_shared<Returns>();
+    return PyCompiled{compile_training_step(mod, wrap(loss_fn, returns), options(backend, "", true, true, 8, false)),
+                      returns, &mod};
   }, py::arg("module"), py::arg("loss_fn"), py::kw_only(), py::arg("backend") = "auto", py::keep_alive<0, 1>(),
      "loss_fn(*inputs) -> scalar loss; each call returns the loss and adds the gradients into .grad.");
 }

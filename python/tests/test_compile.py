@@ -70,3 +70,48 @@ def test_compile_errors_reach_python():
         smelt.compile(3)
     with pytest.raises(TypeError, match="return a smelt.Tensor"):
         smelt.compile(lambda x: 3, backend="interpreter")(smelt.ones(1))
+
+
+def test_captured_tensors_are_read_on_every_call(rng):
+    # Found by a newcomer: a from_numpy tensor changed through NumPy was stale in some uses.
+    a = rng.standard_normal(4).astype(np.float32)
+    w = smelt.from_numpy(a)
+    v = smelt.tensor(rng.standard_normal(4).astype(np.float32))
+
+    def f(x):
+        return x * w + w.sum() + v.exp()
+    g = smelt.compile(f, backend="interpreter")
+    x = smelt.tensor(rng.standard_normal((3, 4)).astype(np.float32))
+    for change in (lambda: None, lambda: a.__setitem__(1, -5.0), lambda: v.mul_(2.0)):
+        with smelt.no_grad():
+            change()
+        np.testing.assert_allclose(g(x).numpy(), f(x).numpy(), rtol=1e-6, atol=1e-6)
+    assert g.num_compiles == 1
+    frozen = smelt.compile(f, backend="interpreter", freeze=True)
+    frozen(x)
+    with smelt.no_grad():
+        v.add_(1.0)
+    np.testing.assert_allclose(frozen(x).numpy(), f(x).numpy(), rtol=1e-6, atol=1e-6)
+    assert frozen.num_compiles == 2 and "changed in place" in frozen.recompile_reasons()[-1]
+
+
+def test_the_returned_structure_follows_each_signature():
+    # Found by a newcomer: one flag for all signatures, so a single tensor came back as a tuple
+    # after another signature returned a list.
+    g = smelt.compile(lambda x: x * 2 if x.shape[0] == 2 else [x * 2, x + 1], backend="interpreter")
+    a, b = smelt.ones(2), smelt.ones(3)
+    assert isinstance(g(a), smelt.Tensor)
+    assert isinstance(g(b), tuple)
+    assert isinstance(g(a), smelt.Tensor)
+    assert isinstance(g(b), tuple)
+
+
+def test_changing_a_captured_tensor_inside_is_refused():
+    counter = smelt.zeros(1)
+
+    def step(x):
+        counter.add_(1.0)
+        return x + counter
+    with pytest.raises(smelt.Error, match="captured"):
+        smelt.compile(step, backend="interpreter")(smelt.ones(1))
+    assert counter.numpy()[0] == 0

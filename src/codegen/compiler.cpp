@@ -2,12 +2,17 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 
@@ -15,7 +20,6 @@
 #include "smelt/error.h"
 
 extern char** environ;
-
 
 namespace smelt::codegen {
 namespace {
@@ -44,10 +48,13 @@ std::string resolve(const std::string& name) {
 struct RunResult {
   int status = -1;  // exit code, or -1 when it did not exit normally
   std::string output;  // stdout and stderr together
+  bool timed_out = false;
 };
 
-// Runs argv[0] (a path) with `argv`, no shell, collecting its output through a pipe.
-RunResult run_program(const std::vector<std::string>& argv) {
+// Runs argv[0] (a path) with `argv`, no shell, collecting its output through a pipe. Past
+// `timeout_seconds` the program and everything it started (its own process group: a compiler
+// driver's cc1plus and as) are killed.
+RunResult run_program(const std::vector<std::string>& argv, double timeout_seconds = 60) {
   int fds[2];
   SMELT_CHECK(::pipe(fds) == 0) << "codegen: pipe() failed: " << std::strerror(errno);
   posix_spawn_file_actions_t actions;
@@ -59,9 +66,14 @@ RunResult run_program(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   pid_t pid;
-  int err = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  int err = posix_spawn(&pid, argv[0].c_str(), &actions, &attributes, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   ::close(fds[1]);
   RunResult result;
   if (err != 0) {
@@ -69,8 +81,21 @@ RunResult run_program(const std::vector<std::string>& argv) {
     result.output = std::string("cannot start ") + argv[0] + ": " + std::strerror(err);
     return result;
   }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   char buf[4096];
   for (;;) {
+    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    pollfd readable{fds[0], POLLIN, 0};
+    const int ready = left > 0 ? ::poll(&readable, 1, int(std::min(left * 1000.0 + 1.0, 1e9))) : 0;
+    if (ready == 0) {
+      result.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
     ssize_t n = ::read(fds[0], buf, sizeof buf);
     if (n > 0) result.output.append(buf, size_t(n));
     else if (n == 0 || errno != EINTR) break;
@@ -79,7 +104,7 @@ RunResult run_program(const std::vector<std::string>& argv) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.status = WIFEXITED(status) && !result.timed_out ? WEXITSTATUS(status) : -1;
   return result;
 }
 
@@ -136,7 +161,7 @@ Compiler find_compiler(const std::optional<std::string>& cxx) {
 }
 
 void compile_shared_object(const Compiler& compiler, const std::string& source, const std::string& source_path,
-                           const std::string& so_path, const std::string& include_dir) {
+                           const std::string& so_path, const std::string& include_dir, double timeout_seconds) {
   SMELT_INTERNAL_CHECK(compiler.available()) << "compile_shared_object without a compiler";
   {
     std::ofstream out(source_path, std::ios::binary | std::ios::trunc);
@@ -147,10 +172,12 @@ void compile_shared_object(const Compiler& compiler, const std::string& source, 
   std::vector<std::string> argv = {compiler.path};
   argv.insert(argv.end(), compiler.flags.begin(), compiler.flags.end());
   argv.insert(argv.end(), {"-I" + include_dir, "-o", so_path, source_path});
-  RunResult r = run_program(argv);
+  RunResult r = run_program(argv, timeout_seconds);
   if (r.status != 0) {
     std::string command;
     for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
+    SMELT_CHECK(!r.timed_out) << "codegen: compiling " << source_path << " timed out after " << timeout_seconds
+                              << " s (SMELT_COMPILE_TIMEOUT); the compiler was killed\ncommand: " << command;
     constexpr size_t kMaxMessage = 8000;
     if (r.output.size() > kMaxMessage) r.output = r.output.substr(0, kMaxMessage) + "\n[...]";
     SMELT_CHECK(false) << "codegen: compiling " << source_path << " failed (exit " << r.status << ")\n"
@@ -159,7 +186,11 @@ void compile_shared_object(const Compiler& compiler, const std::string& source, 
 }
 
 std::shared_ptr<SharedLibrary> SharedLibrary::open(const std::string& path) {
-  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  static std::atomic<uint64_t> opens{0};
+  const std::string own_name = path + ".load." + std::to_string(::getpid()) + "." + std::to_string(opens++);
+  const bool linked = ::link(path.c_str(), own_name.c_str()) == 0;
+  void* handle = ::dlopen((linked ? own_name : path).c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (linked) ::unlink(own_name.c_str());  // the mapping stays; the name was only for dlopen
   if (!handle) {
     const char* why = ::dlerror();
     SMELT_CHECK(false) << "codegen: cannot load " << path << ": " << (why ? why : "unknown reason");

@@ -31,14 +31,18 @@ Compiler find_compiler(const std::optional<std::string>& cxx = std::nullopt);
 
 // Compiles `source` into the shared object `so_path`, writing the source next to it as
 // `source_path`; `include_dir` (write_kernel_headers) is passed with -I. Throws smelt::Error with
-// the compiler's messages when it fails.
+// the compiler's messages when it fails, or when it runs longer than `timeout_seconds` (then the
+// compiler and every process it started are killed: a hung compiler must not hang the caller).
 void compile_shared_object(const Compiler& compiler, const std::string& source, const std::string& source_path,
-                           const std::string& so_path, const std::string& include_dir);
+                           const std::string& so_path, const std::string& include_dir,
+                           double timeout_seconds = 300);
 
 // A dlopen()ed shared object, closed when the last reference goes.
 class SharedLibrary {
  public:
-  // Throws smelt::Error with dlerror()'s reason.
+  // Throws smelt::Error with dlerror()'s reason. Loads the file at `path` now, even when a library
+  // loaded earlier from the same path (a kernel since rebuilt) is still open: dlopen would return
+  // that one, so each open goes through a link of its own name.
   static std::shared_ptr<SharedLibrary> open(const std::string& path);
   ~SharedLibrary();
   SharedLibrary(const SharedLibrary&) = delete;

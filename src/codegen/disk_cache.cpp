@@ -68,7 +68,11 @@ void make_dirs(const std::string& dir) {
   }
 }
 
-bool read_file(const std::string& path, std::string* out) {
+bool read_file(const std::string& path, std::string* out, uint64_t max_bytes) {
+  // A regular file of a bounded size only: an entry replaced by a link to /dev/zero or a FIFO
+  // would otherwise be read without end.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) > max_bytes) return false;
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   std::ostringstream s;

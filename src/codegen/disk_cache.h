@@ -19,7 +19,9 @@ constexpr size_t kKeyChars = 32;
 std::string hash_hex(const std::string& text);
 
 void make_dirs(const std::string& dir);
-bool read_file(const std::string& path, std::string* out);
+// False when `path` is not a regular file of at most `max_bytes` (a cache file replaced by a link
+// to a device or a FIFO is not read) or cannot be read.
+bool read_file(const std::string& path, std::string* out, uint64_t max_bytes = uint64_t(1) << 30);
 void write_file(const std::string& path, const std::string& bytes);  // smelt::Error on failure
 // ".tmp.<pid>.<n>": a name no other writer uses.
 std::string unique_suffix();

@@ -79,6 +79,7 @@ KernelCacheOptions KernelCacheOptions::from_env() {
   o.dir = default_cache_dir();
   o.memory_entries = env_int("SMELT_KERNEL_CACHE_ENTRIES", o.memory_entries, 1, int64_t(1) << 30);
   o.sync_compile = env_int("SMELT_SYNC_COMPILE", 0, 0, 1) == 1;
+  o.compile_timeout_seconds = double(env_int("SMELT_COMPILE_TIMEOUT", 300, 1, 86400));
   o.dump_dir = env_text("SMELT_DUMP_DIR").value_or("");
   return o;
 }
@@ -254,7 +255,7 @@ std::vector<KernelCache::Built> KernelCache::build_batch(const std::vector<Job>&
   const std::string tmp = options_.dir + "/" + keys[0] + unique_suffix();
   const auto start = std::chrono::steady_clock::now();
   try {
-    compile_shared_object(compiler_, source, tmp + ".cpp", tmp + ".so", include_dir);
+    compile_shared_object(compiler_, source, tmp + ".cpp", tmp + ".so", include_dir, options_.compile_timeout_seconds);
   } catch (const Error&) {
     ::unlink((tmp + ".cpp").c_str());
     ::unlink((tmp + ".so").c_str());
@@ -382,14 +383,29 @@ std::vector<std::shared_ptr<KernelHandle>> KernelCache::get_many(const std::vect
     for (const auto& [h, k] : misses) jobs.push_back(Job{&h->kernel(), k});
     std::vector<Built> built = build_batch(jobs);
     for (size_t i = 0; i < misses.size(); ++i) {
-      if (built[i].failure) std::rethrow_exception(built[i].failure);
-      remember(built[i].compiled);
-      misses[i].first->finish(built[i].compiled, "");
+      // A failure falls back to the interpreter, as a background compile's does (finish_built).
+      finish_built(*misses[i].first, built[i]);
     }
     return handles;
   }
   enqueue(std::move(misses));
   return handles;
+}
+
+void KernelCache::finish_built(KernelHandle& handle, const Built& built) {
+  std::string error;
+  if (built.compiled) {
+    remember(built.compiled);
+  } else {
+    try {
+      std::rethrow_exception(built.failure);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    std::fprintf(stderr, "smelt: warning: kernel %s stays on the interpreter: %s\n", handle.kernel().name.c_str(),
+                 error.c_str());
+  }
+  handle.finish(built.compiled, error);
 }
 
 void KernelCache::enqueue(std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> jobs) {
@@ -437,23 +453,11 @@ void KernelCache::worker() {
       built.assign(jobs.size(), Built{nullptr, std::current_exception()});
     }
     for (size_t i = 0; i < batch.size(); ++i) {
-      std::string error;
-      if (built[i].compiled) {
-        remember(built[i].compiled);
-      } else {
-        try {
-          std::rethrow_exception(built[i].failure);
-        } catch (const std::exception& e) {
-          error = e.what();
-        }
-        std::fprintf(stderr, "smelt: warning: kernel %s stays on the interpreter: %s\n",
-                     batch[i].first->kernel().name.c_str(), error.c_str());
-      }
       {
         std::lock_guard<std::mutex> lock(mutex_);
         pending_.erase(batch[i].second);
       }
-      batch[i].first->finish(built[i].compiled, error);
+      finish_built(*batch[i].first, built[i]);
     }
     std::lock_guard<std::mutex> lock(mutex_);
     --busy_workers_;

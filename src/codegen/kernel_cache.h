@@ -51,6 +51,7 @@ struct KernelCacheOptions {
   bool sync_compile = false;        // $SMELT_SYNC_COMPILE=1
   std::string dump_dir;             // $SMELT_DUMP_DIR: every kernel's source (compiled or not)
   int compile_threads = 2;          // the background pool
+  double compile_timeout_seconds = 300;  // $SMELT_COMPILE_TIMEOUT: a compiler run past it is killed
 
   // The defaults with the environment applied (strictly: a bad value is a smelt::Error).
   static KernelCacheOptions from_env();
@@ -153,6 +154,8 @@ class KernelCache {
   // (disk_cache.h); after a compiler error, each kernel alone, so the error names its kernel.
   std::vector<Built> build_batch(const std::vector<Job>& jobs);
   void remember(const std::shared_ptr<const CompiledKernel>& compiled);
+  // Hands a build's result to its handle: the compiled kernel, or the interpreter with a warning.
+  void finish_built(KernelHandle& handle, const Built& built);
   void enqueue(std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> jobs);
   void worker();
   void warn_no_compiler();

@@ -3,6 +3,7 @@
 #include "fuzz/compare.h"
 #include "fuzz/judge.h"
 #include "ops/dispatch.h"
+#include "smelt/autograd.h"
 #include "smelt/compile.h"
 #include "smelt/creation.h"
 #include "trace/interpreter.h"
@@ -23,7 +24,12 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
   if (b0 < 1) return r;
   std::vector<bool> batch_inputs;
   for (const ir::Value* v : graph.inputs()) batch_inputs.push_back(!v->meta.shape.empty() && v->meta.shape[0] == b0);
-  const CompiledFunction::Fn fn = [&graph](const std::vector<Tensor>& in) { return call_graph(graph, in); };
+  // The function's captured tensors are the graph's constants, copied: the check changes them in
+  // place between calls, which the compiled function must see (include/smelt/compile.h), frozen
+  // or not.
+  const std::unique_ptr<ir::Graph> own = graph.clone();
+  for (ir::Value* c : own->constants()) c->constant = c->constant.clone();
+  const CompiledFunction::Fn fn = [&own](const std::vector<Tensor>& in) { return call_graph(*own, in); };
   // The unoptimized graph at batch b (null when the graph does not trace there: a reshape to a
   // fixed size).
   auto traced_at = [&](int64_t b) -> std::unique_ptr<ir::Graph> {
@@ -51,6 +57,8 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
   // the graph took from its batch size (a slice's end, a reshape) lie above the probes: x[:k] is a
   // no-op at every probe and not at b0 + 2, which the check of each new batch size must see.
   if (b0 > 5 && seed % 2 == 1) compile_options.batch_probes = {2, 3, 5};
+  // Half the cases fold the captured constants (CompileOptions::freeze), half read them as inputs.
+  compile_options.freeze = (seed / 2) % 2 == 1;
   CompiledFunction f = compile(fn, compile_options);
   auto run = [&](const std::vector<Tensor>& in, std::vector<Tensor>* out) -> std::string {
     try {
@@ -64,6 +72,12 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
   std::vector<Tensor> ignored;
   run(random_inputs(graph, seed), &ignored);  // the first batch size: specialized
   for (int k = 0; k < 2; ++k) {
+    if (k == 1) {  // the captured floating-point constants change in place (the traces share them)
+      NoGradGuard no_grad;
+      for (ir::Value* c : own->constants()) {
+        if (dtype_is_floating(c->constant.dtype())) c->constant.mul_(-0.75);
+      }
+    }
     // (not without its dead nodes: an unread index_select whose constant index the other batch
     // size puts out of range must raise in the plan too, ir::Node::must_run)
     const ir::Graph& g = *at[k];

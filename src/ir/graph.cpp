@@ -123,6 +123,14 @@ void Graph::remove_use(Node* node, size_t index) {
   v->uses.pop_back();
 }
 
+void Graph::reorder_inputs(const std::vector<Value*>& order) {
+  std::vector<Value*> sorted = order, current = inputs_;
+  std::sort(sorted.begin(), sorted.end());
+  std::sort(current.begin(), current.end());
+  SMELT_INTERNAL_CHECK(sorted == current) << "Graph::reorder_inputs: not a permutation of the inputs";
+  inputs_ = order;
+}
+
 void Graph::add_output(Value* v) {
   outputs_.push_back(v);
   ++v->output_refs;

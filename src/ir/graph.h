@@ -118,6 +118,9 @@ class Graph {
   // and meta (smelt::Error otherwise).
   Node* add_group(const std::vector<Value*>& inputs, std::unique_ptr<Graph> body,
                   Node* before = nullptr, const ops::Attrs& attrs = {});
+  // Puts the graph inputs in `order`, a permutation of inputs() (a tracer adds inputs as it
+  // meets them and orders them once the trace is done).
+  void reorder_inputs(const std::vector<Value*>& order);
   void add_output(Value* v);
   void set_output(size_t i, Value* v);
   void set_outputs(std::vector<Value*> outputs);

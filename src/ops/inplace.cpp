@@ -8,6 +8,7 @@
 #include "ops/dispatch.h"
 #include "smelt/autograd.h"
 #include "smelt/ops.h"
+#include "tensor/capture.h"
 #include "tensor/overlap.h"
 
 namespace smelt::ops {
@@ -159,6 +160,12 @@ void check_inplace_target(const Tensor& self, const char* op) {
   SMELT_CHECK(self.storage()) << op << ": the tensor has no data (a symbolic tensor inside a "
                                        "trace); in-place ops cannot be traced, use the "
                                        "functional form";
+  SMELT_CHECK(!detail::captured_from_outside(self.storage().get()))
+      << op << ": a compiled function changes a tensor it captured (" << dtype_name(self.dtype())
+      << " " << shape_str(self.shape())
+      << ") in place while it is traced; the change would happen once, at the trace, not on "
+         "every call. Valid: compute the new value with the functional form, return it, and copy_ "
+         "it into the tensor outside the compiled function";
   SMELT_CHECK(!has_internal_overlap(self))
       << op << ": the tensor " << shape_str(self.shape()) << " with strides "
       << shape_str(self.strides())

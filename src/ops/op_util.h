@@ -38,8 +38,4 @@ std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char*
 
 Tensor zero_like_scalar(const Tensor& like);  // a 0-dim zero of like's dtype
 
-// Strides that view data of `old_shape` laid out with `old_strides` as `new_shape` (reshape
-// without a copy), or false when no strides can (ops/views.cpp).
-bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape, Shape* out);
-
 }  // namespace smelt::ops

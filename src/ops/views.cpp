@@ -1,8 +1,11 @@
 // View and movement ops. reshape/permute/slice/expand return views that share storage (reshape
-// copies only when no strides can describe the result); contiguous copies to row-major.
+// copies only when no strides can describe the result); contiguous copies to row-major. Their
+// layouts come from view_layout (ops/views.h), which the tracer and the plan ask too.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+
+#include "ops/views.h"
 
 #include "kernels/loops.h"
 #include "kernels/transpose.h"
@@ -46,6 +49,45 @@ bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape&
   return true;
 }
 
+std::optional<ViewLayout> view_layout(OpId op, const Attrs& attrs, const Shape& in_shape, const Shape& in_strides,
+                                      int64_t in_offset, const Shape& out_shape) {
+  const int64_t rank = int64_t(in_shape.size());
+  auto in_range = [&](int64_t d) { return d >= -rank && d < rank; };
+  auto wrapped = [&](int64_t d) { return size_t(d < 0 ? d + rank : d); };
+  ViewLayout v;
+  v.offset = in_offset;
+  switch (op) {
+    case OpId::reshape:
+      if (!view_strides(in_shape, in_strides, out_shape, &v.strides)) return std::nullopt;
+      return v;
+    case OpId::permute:  // dims may count from the end
+      for (int64_t d : attrs.get_ints("dims")) {
+        if (!in_range(d)) return std::nullopt;
+        v.strides.push_back(in_strides[wrapped(d)]);
+      }
+      return v;
+    case OpId::slice: {
+      const int64_t dim = attrs.get_int("dim");
+      if (!in_range(dim)) return std::nullopt;
+      v.strides = in_strides;
+      v.offset += attrs.get_int("start") * in_strides[wrapped(dim)];
+      v.strides[wrapped(dim)] *= attrs.get_int("step");
+      return v;
+    }
+    case OpId::expand: {  // stride 0 in the broadcast dims
+      if (out_shape.size() < in_shape.size()) return std::nullopt;
+      const size_t lead = out_shape.size() - in_shape.size();
+      v.strides.assign(out_shape.size(), 0);
+      for (size_t i = 0; i < in_shape.size(); ++i) {
+        v.strides[lead + i] = in_shape[i] == out_shape[lead + i] ? in_strides[i] : 0;
+      }
+      return v;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 namespace {
 
 Tensor view_of(const Tensor& x, Shape shape, Shape strides, int64_t offset) {
@@ -65,12 +107,11 @@ std::vector<TensorMeta> reshape_shape(const std::vector<TensorMeta>& in, const A
       << " elements) to " << shape_str(shape) << " (" << shape_numel(shape) << " elements)";
   return {{shape, in[0].dtype}};
 }
-std::vector<Tensor> reshape_view(const std::vector<Tensor>& in, const Attrs&,
+std::vector<Tensor> reshape_view(const std::vector<Tensor>& in, const Attrs& attrs,
                                  const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
-  Shape strides;
-  if (view_strides(x.shape(), x.strides(), out[0].shape, &strides)) {
-    return {view_of(x, out[0].shape, strides, x.offset())};
+  if (auto v = view_layout(OpId::reshape, attrs, x.shape(), x.strides(), x.offset(), out[0].shape)) {
+    return {view_of(x, out[0].shape, v->strides, v->offset)};
   }
   Tensor c = copy_contiguous(x);
   return {view_of(c, out[0].shape, contiguous_strides(out[0].shape), 0)};
@@ -97,12 +138,17 @@ std::vector<TensorMeta> permute_shape(const std::vector<TensorMeta>& in, const A
   }
   return {{shape, in[0].dtype}};
 }
-std::vector<Tensor> permute_view(const std::vector<Tensor>& in, const Attrs& attrs,
+// The view `op` makes of in[0] (a permute, slice or expand: always a view).
+std::vector<Tensor> strided_view(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
                                  const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
-  Shape strides;
-  for (int64_t d : attrs.get_ints("dims")) strides.push_back(x.strides()[wrap_dim(d, x.dim(), "permute")]);
-  return {view_of(x, out[0].shape, strides, x.offset())};
+  std::optional<ViewLayout> v = view_layout(op, attrs, x.shape(), x.strides(), x.offset(), out[0].shape);
+  SMELT_INTERNAL_CHECK(v) << op_name(op) << ": no view layout after its shape rule passed";
+  return {view_of(x, out[0].shape, v->strides, v->offset)};
+}
+std::vector<Tensor> permute_view(const std::vector<Tensor>& in, const Attrs& attrs,
+                                 const std::vector<TensorMeta>& out) {
+  return strided_view(OpId::permute, in, attrs, out);
 }
 std::vector<Tensor> permute_grad(const GradContext& c) {
   const auto& dims = c.attrs.get_ints("dims");
@@ -131,12 +177,7 @@ std::vector<TensorMeta> slice_shape(const std::vector<TensorMeta>& in, const Att
 }
 std::vector<Tensor> slice_view(const std::vector<Tensor>& in, const Attrs& attrs,
                                const std::vector<TensorMeta>& out) {
-  const Tensor& x = in[0];
-  int64_t dim = wrap_dim(attrs.get_int("dim"), x.dim(), "slice");
-  Shape strides = x.strides();
-  int64_t offset = x.offset() + attrs.get_int("start") * strides[dim];
-  strides[dim] *= attrs.get_int("step");
-  return {view_of(x, out[0].shape, strides, offset)};
+  return strided_view(OpId::slice, in, attrs, out);
 }
 std::vector<Tensor> slice_grad(const GradContext& c) {
   Attrs attrs = c.attrs;
@@ -183,16 +224,9 @@ std::vector<TensorMeta> expand_shape(const std::vector<TensorMeta>& in, const At
   }
   return {{shape, in[0].dtype}};
 }
-std::vector<Tensor> expand_view(const std::vector<Tensor>& in, const Attrs&,
+std::vector<Tensor> expand_view(const std::vector<Tensor>& in, const Attrs& attrs,
                                 const std::vector<TensorMeta>& out) {
-  const Tensor& x = in[0];
-  const Shape& shape = out[0].shape;
-  size_t lead = shape.size() - size_t(x.dim());
-  Shape strides(shape.size(), 0);
-  for (size_t i = 0; i < size_t(x.dim()); ++i) {
-    strides[lead + i] = x.shape()[i] == shape[lead + i] ? x.strides()[i] : 0;
-  }
-  return {view_of(x, shape, strides, x.offset())};
+  return strided_view(OpId::expand, in, attrs, out);
 }
 // The engine sums the broadcast gradient down to the input's shape.
 std::vector<Tensor> expand_grad(const GradContext& c) { return {c.grads[0]}; }

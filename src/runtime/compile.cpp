@@ -3,10 +3,12 @@
 // dynamic batch, per batch size: runtime/compile_dynamic.cpp).
 #include "smelt/compile.h"
 
+#include <algorithm>
 #include <map>
 
 #include "base/log.h"
 #include "ops/attrs.h"
+#include "ops/dispatch.h"
 #include "runtime/compile_impl.h"
 #include "smelt/autograd.h"
 #include "smelt/nn.h"
@@ -36,22 +38,25 @@ std::string difference(const Signature& before, const Signature& now) {
   if (before.dtypes.size() != now.dtypes.size()) {
     return std::to_string(before.dtypes.size()) + " inputs -> " + std::to_string(now.dtypes.size());
   }
+  // Every input that changed, and in each every dim that changed: "input 0 dim 1: 16 -> 32".
+  std::string changes;
   for (size_t i = 0; i < now.dtypes.size(); ++i) {
-    const std::string input = "input " + std::to_string(i);
+    const std::string input = std::string(changes.empty() ? "" : "; ") + "input " + std::to_string(i);
     if (before.dtypes[i] != now.dtypes[i]) {
-      return input + " dtype: " + dtype_name(before.dtypes[i]) + " -> " + dtype_name(now.dtypes[i]);
-    }
-    if (before.shapes[i].size() != now.shapes[i].size()) {
-      return input + " rank: " + shape_str(before.shapes[i]) + " -> " + shape_str(now.shapes[i]);
-    }
-    for (size_t d = 0; d < now.shapes[i].size(); ++d) {
-      if (before.shapes[i][d] != now.shapes[i][d]) {
-        return input + " dim " + std::to_string(d) + ": " + std::to_string(before.shapes[i][d]) +
-               " -> " + std::to_string(now.shapes[i][d]);
+      changes += input + " dtype: " + dtype_name(before.dtypes[i]) + " -> " + dtype_name(now.dtypes[i]);
+    } else if (before.shapes[i].size() != now.shapes[i].size()) {
+      changes += input + " rank: " + shape_str(before.shapes[i]) + " -> " + shape_str(now.shapes[i]);
+    } else {
+      std::string dims;
+      for (size_t d = 0; d < now.shapes[i].size(); ++d) {
+        if (before.shapes[i][d] == now.shapes[i][d]) continue;
+        dims += std::string(dims.empty() ? " dim " : ", dim ") + std::to_string(d) + ": " +
+                std::to_string(before.shapes[i][d]) + " -> " + std::to_string(now.shapes[i][d]);
       }
+      if (!dims.empty()) changes += input + dims;
     }
   }
-  return "identical signature";
+  return changes.empty() ? "identical signature" : changes;
 }
 
 void fill_report(Compiled& c, const Signature& sig) {
@@ -77,6 +82,58 @@ using namespace compile_impl;
 
 namespace {
 
+// The outputs among `graph`'s first `outputs` that alias one of its first `inputs` inputs
+// (AliasOutput). They stay in the graph (its outputs keep the function's positions, which tools
+// and the fuzzers read); each call puts the caller's views in their places.
+std::vector<AliasOutput> alias_outputs(const ir::Graph& graph, size_t outputs, size_t inputs) {
+  std::vector<AliasOutput> aliases;
+  for (size_t k = 0; k < outputs; ++k) {
+    const ir::Value* v = graph.outputs()[k];
+    AliasOutput alias;
+    alias.output = k;
+    while (v->producer && ops::is_view_op(v->producer->op) && ops::aliases(v->producer->op, 0) == 0) {
+      alias.views.emplace_back(v->producer->op, v->producer->attrs);
+      v = v->producer->inputs[0];
+    }
+    const auto first = graph.inputs().begin(), last = first + std::ptrdiff_t(inputs);
+    const auto input = std::find(first, last, v);
+    if (input == last) continue;
+    alias.input = size_t(input - first);
+    std::reverse(alias.views.begin(), alias.views.end());
+    aliases.push_back(std::move(alias));
+  }
+  return aliases;
+}
+
+// The function's outputs: the plan's, with the aliased ones replaced by views of the caller's
+// tensors, made as eager code makes them.
+std::vector<Tensor> with_aliases(std::vector<Tensor> outs, const std::vector<AliasOutput>& aliases,
+                                 const std::vector<Tensor>& graph_inputs) {
+  NoGradGuard no_grad;  // compiled calls record no autograd history
+  for (const AliasOutput& a : aliases) {
+    Tensor t = graph_inputs[a.input];
+    if (!t.is_contiguous()) continue;  // traced as contiguous: the plan's copy (AliasOutput)
+    for (const auto& [op, attrs] : a.views) {
+      // contiguous() was traced only where its operand was strided (it returns a contiguous one)
+      t = op == ops::OpId::contiguous ? smelt::contiguous(t) : ops::call1(op, {t}, attrs);
+    }
+    outs[a.output] = t;
+  }
+  return outs;
+}
+
+// What changed in place among the tensors `c` froze, or "".
+std::string frozen_change(const Compiled& c) {
+  for (const auto& [t, version] : c.frozen) {
+    if (t.storage()->version() != version) {
+      return "a frozen captured tensor " + std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape()) +
+             " changed in place (version " + std::to_string(version) + " -> " +
+             std::to_string(t.storage()->version()) + ")";
+    }
+  }
+  return "";
+}
+
 Signature signature_of(const std::vector<Tensor>& inputs) {
   Signature s;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -101,8 +158,12 @@ runtime::PipelineOptions CompiledFunction::Impl::pipeline_options() const {
 std::unique_ptr<ir::Graph> CompiledFunction::Impl::trace_graph(Compiled& c, const std::vector<Tensor>& inputs) {
   std::unique_ptr<ir::Graph> graph;
   if (mode == Mode::Function) {
-    graph = trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return fn(in); }, inputs);
-    c.random = graph->inputs().size() > inputs.size();
+    std::vector<Tensor> frozen;
+    graph = trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return fn(in); }, inputs,
+                         {}, {&c.captured, options.freeze ? &frozen : nullptr});
+    for (const Tensor& t : frozen) c.frozen.emplace_back(t, t.storage()->version());
+    c.random = graph->inputs().size() > inputs.size() + c.captured.size();
+    c.aliases = alias_outputs(*graph, graph->outputs().size() - (c.random ? 1 : 0), inputs.size() + c.captured.size());
   } else {
     c.module_graph = std::make_shared<trace::ModuleGraph>(mode == Mode::Module ? trace::trace_module(*module, fn, inputs)
                                                                                : trace::trace_module_joint(*module, fn, inputs));
@@ -146,6 +207,11 @@ CompiledFunction make(Mode mode, nn::Module* module, CompiledFunction::Fn fn, Co
                                             << options.recompile_limit;
   SMELT_CHECK(options.batch_plans >= 1) << "compile: batch_plans must be >= 1, got " << options.batch_plans;
   runtime::backend_from_name(options.backend);  // an unknown name is an error now, not at the first call
+  const std::array<int64_t, 3>& probes = options.batch_probes;
+  SMELT_CHECK(probes[0] > 0 && probes[1] > 0 && probes[2] > 0 && probes[0] != probes[1] && probes[0] != probes[2] &&
+              probes[1] != probes[2])
+      << "compile: CompileOptions::batch_probes is " << probes[0] << ", " << probes[1] << ", " << probes[2]
+      << "; valid: three distinct positive batch sizes";
   auto impl = std::make_shared<CompiledFunction::Impl>();
   impl->mode = mode;
   impl->module = module;
@@ -160,6 +226,15 @@ CompiledFunction::CompiledFunction(std::shared_ptr<Impl> impl) : impl_(std::move
 
 std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inputs) {
   Impl& f = *impl_;
+  if (ops::dispatch_hook()) {
+    // Called while another function is traced (a compiled function inside a compiled function,
+    // or inside Graph::trace): the function is inlined into that trace, as eager code would run.
+    SMELT_CHECK(f.mode != Mode::TrainingStep)
+        << "a compiled training step was called while another function is being traced (inside "
+           "a compiled function or Graph::trace); call the step outside, where it can update "
+           "the parameters' .grad";
+    return f.fn(inputs);
+  }
   Signature sig = signature_of(inputs);
   if (f.mode != Mode::Function) {
     sig.training = f.module->is_training() ? 1 : 0;
@@ -177,6 +252,17 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
       c = it->second;
     } else {
       if (f.options.dynamic_batch) c = f.dynamic_plan(sig, inputs, &note);
+    }
+    if (c) {
+      const std::string changed = frozen_change(*c);
+      if (!changed.empty()) {  // every plan folded the old values
+        f.plans.clear();
+        f.dynamic.clear();
+        c = nullptr;
+        f.reasons.push_back(changed + " (CompileOptions::freeze: a frozen captured tensor recompiles when it changes)");
+        debug_log(1, "recompiling: " + f.reasons.back());
+        f.last_sig.reset();  // the reason is given
+      }
     }
     if (!c) {
       if (f.last_sig) {
@@ -197,14 +283,16 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     f.last_compiled = c;
   }
   if (f.mode != Mode::Function) return run_module(f, *c, inputs);
-  if (!c->random) return c->compiled.plan->run(inputs);
+  std::vector<Tensor> all = inputs;
+  all.insert(all.end(), c->captured.begin(), c->captured.end());
+  if (!c->random) return with_aliases(c->compiled.plan->run(all), c->aliases, all);
   std::vector<Tensor> outs = c->draws.run([&](const Tensor& state) {
-    std::vector<Tensor> all = inputs;
-    all.push_back(state);
-    return c->compiled.plan->run(all);
+    std::vector<Tensor> with_state = all;
+    with_state.push_back(state);
+    return c->compiled.plan->run(with_state);
   });
   outs.pop_back();  // the advanced generator state (reserved by draws.run)
-  return outs;
+  return with_aliases(std::move(outs), c->aliases, all);
 }
 
 int CompiledFunction::num_compiles() const {

@@ -127,11 +127,7 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::ve
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (d.batch_inputs[i]) batch = inputs[i].size(0);
   }
-  const std::array<int64_t, 3>& probe_sizes = options.batch_probes;
-  SMELT_CHECK(probe_sizes[0] > 0 && probe_sizes[1] > 0 && probe_sizes[2] > 0 && probe_sizes[0] != probe_sizes[1] &&
-              probe_sizes[0] != probe_sizes[2] && probe_sizes[1] != probe_sizes[2])
-      << "CompileOptions::batch_probes: " << probe_sizes[0] << ", " << probe_sizes[1] << ", " << probe_sizes[2]
-      << "; valid: three distinct positive batch sizes";
+  const std::array<int64_t, 3>& probe_sizes = options.batch_probes;  // checked by compile()
   std::vector<std::unique_ptr<ir::Graph>> traced, optimized;
   for (int64_t p : probe_sizes) {
     std::string why;
@@ -175,10 +171,13 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d, co
       in.push_back(inputs[i]);
       continue;
     }
-    Shape shape = inputs[i].shape();
-    shape[0] = b;
-    // (the trace reads shapes only: a broadcast zero stands for the input at batch b)
-    in.push_back(zeros({}, inputs[i].dtype()).expand(shape));
+    // The trace reads shapes and layouts only: a tensor without data stands for the input at b.
+    auto impl = make_ref<TensorImpl>();
+    impl->shape = inputs[i].shape();
+    impl->shape[0] = b;
+    impl->strides = contiguous_strides(impl->shape);
+    impl->dtype = inputs[i].dtype();
+    in.push_back(Tensor(impl));
   }
   Compiled probe;
   std::unique_ptr<ir::Graph> graph = trace_graph(probe, in);
@@ -187,6 +186,10 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d, co
     return nullptr;
   }
   if (!d.module_graph) d.module_graph = probe.module_graph;
+  d.captured = probe.captured;
+  d.aliases = probe.aliases;
+  // The versions the fit's constants were folded from: those of the first probe's trace.
+  if (d.frozen.empty()) d.frozen = probe.frozen;
   return graph;
 }
 
@@ -206,6 +209,9 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, i
                            << "; valid: functions whose graph is affine in the batch size";
   auto c = std::make_shared<Compiled>();
   c->module_graph = d.module_graph;
+  c->captured = d.captured;  // the trace at b's
+  c->aliases = d.aliases;
+  c->frozen = d.frozen;
   runtime::PipelineOptions pipeline = pipeline_options();
   std::shared_ptr<const size_t> used;
   pipeline.lower = d.kernels.replay(b, &used);

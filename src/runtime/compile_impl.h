@@ -20,8 +20,8 @@
 namespace smelt {
 namespace compile_impl {
 
-// What a plan is specialized on: each input's dtype and shape (inputs are made contiguous, so
-// strides add nothing).
+// What a plan is specialized on: each input's dtype and shape (the trace and the plan see every
+// input contiguous, so strides add nothing).
 struct Signature {
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
@@ -45,8 +45,25 @@ struct Signature {
 // Why `now` differs from `before`: the first input that changed, e.g. "input 0 dim 0: 64 -> 128".
 std::string difference(const Signature& before, const Signature& now);
 
+// A function output that eager code would alias with an input: the input itself or view ops
+// of it (reshape, permute, slice, expand, contiguous). The plan returns a copy, so each call
+// applies the view ops to the caller's tensor instead and returns that: the output aliases it as
+// eager's does. Only for a contiguous input, the layout the function was traced with: a strided
+// input's outputs stay the plan's copies (the same values; no view of the caller's tensor).
+struct AliasOutput {
+  size_t output = 0;  // among the function's outputs
+  size_t input = 0;   // among the graph's inputs (the user's, then the captured tensors)
+  std::vector<std::pair<ops::OpId, ops::Attrs>> views;  // applied in this order
+};
+
 struct Compiled {
   runtime::CompiledGraph compiled;
+  // Function mode: the tensors the function captured (trace.h), graph inputs after the user's.
+  std::vector<Tensor> captured;
+  // CompileOptions::freeze: the captured tensors folded in as constants, and their storage
+  // versions when traced; a call that finds one changed recompiles.
+  std::vector<std::pair<Tensor, uint64_t>> frozen;
+  std::vector<AliasOutput> aliases;  // Function mode
   bool random = false;  // the graph takes and returns the generator state (last input/output)
   trace::RandomDraws draws;  // random: each call's blocks reserved from the default generator
   std::shared_ptr<trace::ModuleGraph> module_graph;  // how a module's state binds (module modes)
@@ -69,6 +86,9 @@ struct DynamicBatch {
   std::optional<runtime::BatchGraph> graph;  // the fused graphs' fit: what plans are made from
   runtime::BatchKernels kernels;
   std::shared_ptr<trace::ModuleGraph> module_graph;
+  std::vector<Tensor> captured;  // what the latest trace captured (Compiled::captured)
+  std::vector<std::pair<Tensor, uint64_t>> frozen;  // and froze (Compiled::frozen)
+  std::vector<AliasOutput> aliases;  // and which outputs alias inputs (Compiled::aliases)
   std::list<std::pair<int64_t, std::shared_ptr<Compiled>>> plans;  // most recently used first
 
   static Signature erase(Signature s, const std::vector<bool>& batch_inputs) {

@@ -4,7 +4,7 @@
 // projection into queries, keys, values and heads.
 #include <map>
 
-#include "ops/op_util.h"
+#include "ops/views.h"
 #include "runtime/plan_impl.h"
 
 namespace smelt::runtime {
@@ -25,28 +25,15 @@ bool matmul_operand_use(const ir::Use& u) {
 }
 
 // The strides of `op` (a permute, slice or reshape with `attrs`) applied to an input of
-// `in_shape` laid out with `in_strides`, as its view kernel (ops/views.cpp) makes them; false
+// `in_shape` laid out with `in_strides`, as its view kernel makes them (ops::view_layout); false
 // when a reshape cannot be a view of that layout, or for other ops.
 bool view_output_strides(ops::OpId op, const ops::Attrs& attrs, const Shape& in_shape, const Shape& in_strides,
                          const Shape& out_shape, Shape* out) {
-  const int64_t rank = int64_t(in_strides.size());
-  auto in_range = [&](int64_t d) { return d >= -rank && d < rank; };
-  if (op == ops::OpId::slice) {
-    const int64_t dim = attrs.get_int("dim");
-    if (!in_range(dim)) return false;
-    *out = in_strides;
-    (*out)[size_t(dim < 0 ? dim + rank : dim)] *= attrs.get_int("step");
-    return true;
-  }
-  if (op == ops::OpId::permute) {  // dims may count from the end
-    out->clear();
-    for (int64_t d : attrs.get_ints("dims")) {
-      if (!in_range(d)) return false;
-      out->push_back(in_strides[size_t(d < 0 ? d + rank : d)]);
-    }
-    return true;
-  }
-  return op == ops::OpId::reshape && ops::view_strides(in_shape, in_strides, out_shape, out);
+  if (op != ops::OpId::slice && op != ops::OpId::permute && op != ops::OpId::reshape) return false;
+  std::optional<ops::ViewLayout> v = ops::view_layout(op, attrs, in_shape, in_strides, 0, out_shape);
+  if (!v) return false;
+  *out = std::move(v->strides);
+  return true;
 }
 
 bool view_output_strides(const ir::Node& node, const Shape& in_strides, Shape* out) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <unordered_set>
 
 namespace smelt {
 
@@ -286,9 +287,42 @@ Tensor from_blob(void* data, const Shape& shape, DType dtype) {
 
 namespace detail {
 
+namespace {
+
+// The storages a lifting capture on this thread created (null: no lifting capture is active).
+thread_local std::unordered_set<const Storage*>* t_created = nullptr;
+
+}  // namespace
+
 bool capture_active() { return t_capturing; }
-CaptureScope::CaptureScope() : previous_(t_capturing) { t_capturing = true; }
-CaptureScope::~CaptureScope() { t_capturing = previous_; }
+
+CaptureScope::CaptureScope(bool lift_captured) : previous_(t_capturing) {
+  t_capturing = true;
+  if (lift_captured && !t_created) {
+    t_created = new std::unordered_set<const Storage*>();
+    owns_record_ = true;
+  }
+}
+
+CaptureScope::~CaptureScope() {
+  t_capturing = previous_;
+  if (owns_record_) {
+    delete t_created;
+    t_created = nullptr;
+  }
+}
+
+bool captured_from_outside(const Storage* storage) {
+  return t_created && storage && (!storage->owned() || !t_created->count(storage));
+}
+
+void note_storage_created(const Storage* storage) {
+  if (t_created) t_created->insert(storage);
+}
+
+void note_storage_destroyed(const Storage* storage) {
+  if (t_created) t_created->erase(storage);
+}
 
 }  // namespace detail
 

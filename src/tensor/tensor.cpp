@@ -2,6 +2,7 @@
 
 #include "base/buffer.h"
 #include "base/log.h"
+#include "tensor/capture.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -14,12 +15,17 @@ namespace smelt {
 
 // ---- storage
 
-Storage::Storage(size_t nbytes) : data_(buffer_alloc(nbytes)), nbytes_(nbytes), owned_(true) {}
+Storage::Storage(size_t nbytes) : data_(buffer_alloc(nbytes)), nbytes_(nbytes), owned_(true) {
+  detail::note_storage_created(this);
+}
 
 Storage::Storage(void* data, size_t nbytes, std::function<void(void*)> release)
-    : data_(data), nbytes_(nbytes), release_(std::move(release)) {}
+    : data_(data), nbytes_(nbytes), release_(std::move(release)) {
+  detail::note_storage_created(this);
+}
 
 Storage::~Storage() {
+  detail::note_storage_destroyed(this);
   if (owned_) buffer_free(data_, nbytes_);
   else if (release_) release_(data_);
 }
@@ -141,8 +147,21 @@ bool Tensor::is_contiguous() const {
 }
 
 void* Tensor::raw_data() const {
-  SMELT_CHECK(impl_ && impl_->storage)
-      << "Tensor::data: the tensor has no data (undefined, or symbolic while tracing)";
+  SMELT_CHECK(impl_) << "Tensor::data: the tensor is undefined (default-constructed)";
+  SMELT_CHECK(impl_->storage)
+      << "Tensor::data: the tensor " << dtype_name(impl_->dtype) << " " << shape_str(impl_->shape)
+      << " has no data: it is symbolic, standing for a value of a function being traced (by "
+         "smelt::compile or Graph::trace), and has values only when the compiled plan runs. A "
+         "traced function must compute with smelt ops and not read values (item(), to_vector(), "
+         "data()): a branch or number taken from them would be frozen into the graph. Valid: "
+         "where() to choose between values, or read them outside the compiled function";
+  SMELT_CHECK(!detail::captured_from_outside(impl_->storage.get()))
+      << "Tensor::data: a compiled function read the values of a tensor it captured ("
+      << dtype_name(impl_->dtype) << " " << shape_str(impl_->shape)
+      << ") while it was being traced; the trace records ops, not values, so a branch or number "
+         "taken from them would be frozen into the plan while the tensor may change between "
+         "calls. Valid: compute with smelt ops (where() to choose between values), or read the "
+         "values outside the compiled function and pass what depends on them as an input";
   return static_cast<char*>(impl_->storage->data()) + impl_->offset * int64_t(dtype_size(impl_->dtype));
 }
 

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "ops/dispatch.h"
+#include "ops/views.h"
 #include "smelt/autograd.h"
 #include "smelt/creation.h"
 #include "tensor/capture.h"
@@ -22,12 +23,13 @@ std::atomic<int64_t> g_trace_count{0};
 // its trace_id names one of this graph's values; any other tensor with data is a constant.
 class Tracer final : public ops::DispatchHook {
  public:
-  explicit Tracer(ir::Graph* graph) : graph_(graph), trace_number_(++g_trace_count) {}
-
-  Tensor symbolic(ir::Value* v, bool requires_grad) {
+  // A tensor standing for `v`, laid out as eager code would lay it out (`strides`, or row-major
+  // when empty): code that asks is_contiguous() while traced (contiguous(), view()) decides as
+  // it would eagerly.
+  Tensor symbolic(ir::Value* v, bool requires_grad, Shape strides = {}) {
     auto impl = make_ref<TensorImpl>();
     impl->shape = v->meta.shape;
-    impl->strides = contiguous_strides(v->meta.shape);
+    impl->strides = strides.empty() && !v->meta.shape.empty() ? contiguous_strides(v->meta.shape) : std::move(strides);
     impl->dtype = v->meta.dtype;
     impl->trace_id = (trace_number_ << kTraceNumberShift) | v->id;
     impl->requires_grad = requires_grad;
@@ -35,7 +37,12 @@ class Tracer final : public ops::DispatchHook {
     return Tensor(impl);
   }
 
+  Tracer(ir::Graph* graph, Capture capture)
+      : graph_(graph), trace_number_(++g_trace_count), captured_(capture.captured), frozen_(capture.frozen) {}
+
   ir::Value* value_of(const Tensor& t) {
+    SMELT_CHECK(t.defined()) << "trace: an operand or output is an undefined tensor (Tensor()); "
+                                "a traced function must compute and return defined tensors";
     int64_t id = t.impl()->trace_id;
     if (id >= 0) {
       const int64_t number = id >> kTraceNumberShift;
@@ -54,9 +61,33 @@ class Tracer final : public ops::DispatchHook {
     SMELT_CHECK(t.storage()) << "trace: an input tensor has no data and is not part of this trace";
     auto it = constants_.find(t.impl());
     if (it != constants_.end()) return it->second.second;
-    ir::Value* c = graph_->add_constant(t);
+    ir::Value* c = nullptr;
+    const bool outside = captured_ && detail::captured_from_outside(t.storage().get());
+    if (outside && frozen_ && t.storage()->owned()) {
+      c = graph_->add_constant(t);
+      frozen_->push_back(t);
+    } else if (outside) {
+      // Param: state that changes between calls, not within one (runtime/plan_state.cpp)
+      c = graph_->add_input({t.shape(), t.dtype()}, "captured." + std::to_string(captured_->size()),
+                            ir::ValueKind::Param);
+      captured_->push_back(t);
+      captured_values_.push_back(c);
+    } else {
+      c = graph_->add_constant(t);
+    }
     constants_[t.impl()] = {t, c};  // holding t keeps the impl address unique
     return c;
+  }
+
+  // The graph inputs in their documented order (trace.h): the example inputs and parameters as
+  // first added, the captured tensors, then rng_state and `last` (the loss tangent) when given.
+  void order_inputs(size_t example_and_params, ir::Value* last) {
+    std::vector<ir::Value*> order(graph_->inputs().begin(),
+                                  graph_->inputs().begin() + std::ptrdiff_t(example_and_params));
+    order.insert(order.end(), captured_values_.begin(), captured_values_.end());
+    if (rng_state_input_) order.push_back(rng_state_input_);
+    if (last) order.push_back(last);
+    graph_->reorder_inputs(order);
   }
 
   std::vector<Tensor> record(ops::OpId op, const std::vector<Tensor>& inputs, const ops::Attrs& attrs,
@@ -65,7 +96,17 @@ class Tracer final : public ops::DispatchHook {
     for (const Tensor& t : inputs) values.push_back(value_of(t));
     ir::Node* node = graph_->add_node(op, values, attrs);
     std::vector<Tensor> outputs;
-    for (ir::Value* v : node->outputs) outputs.push_back(symbolic(v, false));
+    for (size_t k = 0; k < node->outputs.size(); ++k) {
+      ir::Value* v = node->outputs[k];
+      // A view op's output has the layout its eager view kernel would give (ops/views.h).
+      const int in = ops::aliases(op, int(k));
+      std::optional<ops::ViewLayout> layout;
+      if (in >= 0) {
+        const Tensor& x = inputs[size_t(in)];
+        layout = ops::view_layout(op, attrs, x.shape(), x.strides(), 0, v->meta.shape);
+      }
+      outputs.push_back(symbolic(v, false, layout ? layout->strides : Shape{}));
+    }
     return outputs;
   }
 
@@ -73,7 +114,8 @@ class Tracer final : public ops::DispatchHook {
   // previous one returned.
   Tensor random_state() override {
     if (!rng_state_.defined()) {
-      rng_state_ = symbolic(graph_->add_input({{2}, DType::Int64}, "rng_state"), false);
+      rng_state_input_ = graph_->add_input({{2}, DType::Int64}, "rng_state");
+      rng_state_ = symbolic(rng_state_input_, false);
     }
     return rng_state_;
   }
@@ -87,13 +129,18 @@ class Tracer final : public ops::DispatchHook {
   int64_t trace_number_;
   std::unordered_map<int64_t, ir::Value*> by_id_;
   std::unordered_map<const TensorImpl*, std::pair<Tensor, ir::Value*>> constants_;
+  std::vector<Tensor>* captured_ = nullptr;  // null: captured tensors are constants
+  std::vector<Tensor>* frozen_ = nullptr;
+  std::vector<ir::Value*> captured_values_;
+  ir::Value* rng_state_input_ = nullptr;
 };
 
 // Installs a hook for a scope and removes it even when the traced code throws; random creation
 // functions refuse to run meanwhile (tensor/capture.h).
 class HookScope {
  public:
-  explicit HookScope(ops::DispatchHook* hook) : prev_(ops::set_dispatch_hook(hook)) {}
+  HookScope(ops::DispatchHook* hook, bool lift_captured)
+      : prev_(ops::set_dispatch_hook(hook)), capturing_(lift_captured) {}
   ~HookScope() { ops::set_dispatch_hook(prev_); }
 
  private:
@@ -105,13 +152,25 @@ class HookScope {
 
 namespace {
 
+// Adds the function's outputs to the graph (an undefined one is an error that names it).
+void add_outputs(ir::Graph& graph, Tracer& tracer, const std::vector<Tensor>& outs, size_t first) {
+  for (size_t k = first; k < outs.size(); ++k) {
+    SMELT_CHECK(outs[k].defined()) << "trace: output " << k
+                                   << " of the traced function is an undefined tensor (Tensor()); "
+                                      "return only defined tensors";
+    graph.add_output(tracer.value_of(outs[k]));
+  }
+}
+
 std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
                                      const std::vector<Tensor>& params, bool joint,
-                                     std::vector<size_t>* grads_for = nullptr) {
+                                     std::vector<size_t>* grads_for, Capture capture) {
   auto graph = std::make_unique<ir::Graph>();
-  Tracer tracer(graph.get());
+  if (capture.captured) capture.captured->clear();
+  if (capture.frozen) capture.frozen->clear();
+  Tracer tracer(graph.get(), capture);
   std::vector<Tensor> inputs, sym_params;
-  for (const Tensor& x : example_inputs) {
+  for (const Tensor& x : example_inputs) {  // contiguous, as a plan reads its inputs
     inputs.push_back(tracer.symbolic(graph->add_input({x.shape(), x.dtype()}), false));
   }
   for (const Tensor& p : params) {
@@ -119,20 +178,24 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
     // With grads_for, a parameter that does not require grad is a plain input of the graph.
     sym_params.push_back(tracer.symbolic(v, joint && (!grads_for || p.requires_grad())));
   }
-  HookScope scope(&tracer);
+  const size_t declared_inputs = graph->inputs().size();
+  HookScope scope(&tracer, capture.captured != nullptr);
   if (!joint) {
     NoGradGuard no_grad;  // a forward-only trace records no autograd nodes
-    for (const Tensor& out : fn(inputs, sym_params)) graph->add_output(tracer.value_of(out));
+    add_outputs(*graph, tracer, fn(inputs, sym_params), 0);
     if (tracer.final_random_state().defined()) {
       graph->add_output(tracer.value_of(tracer.final_random_state()));
     }
+    tracer.order_inputs(declared_inputs, nullptr);
     return graph;
   }
   autograd::EnableGradGuard grad_on;
   std::vector<Tensor> outs = fn(inputs, sym_params);
-  SMELT_CHECK(!outs.empty() && outs[0].numel() == 1)
+  SMELT_CHECK(!outs.empty() && outs[0].defined() && outs[0].numel() == 1)
       << "trace_joint: the function must return a scalar loss first, got "
-      << (outs.empty() ? std::string("no outputs") : "a first output of shape " + shape_str(outs[0].shape()));
+      << (outs.empty()             ? std::string("no outputs")
+          : !outs[0].defined() ? std::string("an undefined tensor (Tensor())")
+                               : "a first output of shape " + shape_str(outs[0].shape()));
   Tensor loss = outs[0];
   SMELT_CHECK(loss.requires_grad()) << "trace_joint: the loss does not depend on any parameter";
   ir::Value* tangent_value = graph->add_input({loss.shape(), loss.dtype()}, "", ir::ValueKind::Input);
@@ -157,23 +220,25 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
     // Without grads_for, a parameter the loss does not use gets a zero gradient, as a constant.
     graph->add_output(tracer.value_of(grads[k].defined() ? grads[k] : zeros_like(params[wrt[k]])));
   }
-  for (size_t k = 1; k < outs.size(); ++k) graph->add_output(tracer.value_of(outs[k]));
+  add_outputs(*graph, tracer, outs, 1);
   if (tracer.final_random_state().defined()) {
     graph->add_output(tracer.value_of(tracer.final_random_state()));
   }
+  tracer.order_inputs(declared_inputs, tangent_value);
   return graph;
 }
 
 }  // namespace
 
 std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
-                                 const std::vector<Tensor>& params) {
-  return run_trace(fn, example_inputs, params, false);
+                                 const std::vector<Tensor>& params, Capture capture) {
+  return run_trace(fn, example_inputs, params, false, nullptr, capture);
 }
 
 std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
-                                       const std::vector<Tensor>& params, std::vector<size_t>* grads_for) {
-  return run_trace(fn, example_inputs, params, true, grads_for);
+                                       const std::vector<Tensor>& params, std::vector<size_t>* grads_for,
+                                       Capture capture) {
+  return run_trace(fn, example_inputs, params, true, grads_for, capture);
 }
 
 }  // namespace smelt::trace

@@ -20,8 +20,21 @@ using Fn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs,
 // the advanced state to the next, and the last state is the graph's last output. Replaying with
 // generator_state_tensor(default_generator().state()) draws what eager code would, and feeding
 // the output state into the next run draws fresh numbers.
+//
+// With `captured` (smelt::compile's traces), tensors the function captured from outside instead
+// of creating them while traced (tensor/capture.h) are not constants but graph inputs (kind Param,
+// named captured.K), read on every call: they follow the parameters (before rng_state and the
+// loss tangent), and `*captured` receives the tensors, in the order of those inputs. Their values
+// must not be read while tracing, nor changed in place (an error says so). With `frozen` too
+// (CompileOptions::freeze), captured tensors in memory smelt owns stay constants, listed in
+// `*frozen` for the caller to guard by version; memory smelt does not own (from_blob, NumPy) can
+// change unseen, so it is still an input.
+struct Capture {
+  std::vector<Tensor>* captured = nullptr;
+  std::vector<Tensor>* frozen = nullptr;
+};
 std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
-                                 const std::vector<Tensor>& params = {});
+                                 const std::vector<Tensor>& params = {}, Capture capture = {});
 
 // The joint forward+backward graph (ahead-of-time autograd): `fn` returns a scalar loss, then
 // optionally auxiliary outputs that are not differentiated (new batch-norm statistics, metrics).
@@ -34,6 +47,6 @@ std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& exampl
 // loss reaches; `grads_for` receives their indices into `params`, in the order of the outputs.
 std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
                                        const std::vector<Tensor>& params,
-                                       std::vector<size_t>* grads_for = nullptr);
+                                       std::vector<size_t>* grads_for = nullptr, Capture capture = {});
 
 }  // namespace smelt::trace

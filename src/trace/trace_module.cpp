@@ -116,18 +116,19 @@ ModuleGraph trace_module_impl(nn::Module& module, const ModuleFn& fn,
     return outs;
   };
   if (joint) {
-    result.graph = trace_joint(bound_fn, inputs, param_values, &result.grad_params);
+    result.graph = trace_joint(bound_fn, inputs, param_values, &result.grad_params, {&result.captured});
     result.num_outputs = 1 + result.grad_params.size();  // the loss, then the gradients
     SMELT_CHECK(user_outputs == 1) << "trace_module_joint: the loss function must return one "
                                       "scalar loss, got "
                                    << user_outputs << " outputs";
   } else {
-    result.graph = trace(bound_fn, inputs, param_values);
+    result.graph = trace(bound_fn, inputs, param_values, {&result.captured});
     result.num_outputs = user_outputs;
   }
   // The tracer adds the generator state as an input after the parameters when fn drew random
   // numbers (and returns the advanced state last).
-  const size_t state_inputs = result.num_inputs + buffers.size() + params.size() + (joint ? 1 : 0);
+  const size_t state_inputs =
+      result.num_inputs + buffers.size() + params.size() + result.captured.size() + (joint ? 1 : 0);
   result.random = result.graph->inputs().size() > state_inputs;
   SMELT_INTERNAL_CHECK(result.graph->inputs().size() == state_inputs + (result.random ? 1 : 0))
       << "trace_module: the graph has " << result.graph->inputs().size() << " inputs, expected "
@@ -210,6 +211,7 @@ std::vector<Tensor> ModuleGraph::bind(nn::Module& module, const std::vector<Tens
   for (size_t i = 0; i < params.size(); ++i) {
     all.push_back(module_tensor(param_slots, params[i], "parameter", graph_inputs[all.size()]));
   }
+  all.insert(all.end(), captured.begin(), captured.end());
   // After the state checks: a module of another structure is reported as such first.
   SMELT_CHECK(module_modes(module) == modes)
       << "ModuleGraph::run: a submodule was switched between training and eval since the trace; "

@@ -32,9 +32,9 @@ using ModuleFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& in
 // A traced module and how its graph's inputs and outputs map to the module's state.
 //
 // Graph inputs, in order: the user's inputs (`num_inputs`), the buffers (kind Input, named as in
-// the state dict, `buffers`), the parameters (kind Param, `params`), `rng_state` when the module
-// draws random numbers (`random`: dropout in training mode); a joint graph adds the loss tangent
-// last. Graph outputs, in order: `num_outputs` outputs (the user's; joint: the loss, then one
+// the state dict, `buffers`), the parameters (kind Param, `params`), the tensors the function
+// captured from outside the module (`captured`, trace.h), `rng_state` when the module draws random
+// numbers (`random`: dropout in training mode); a joint graph adds the loss tangent last. Graph outputs, in order: `num_outputs` outputs (the user's; joint: the loss, then one
 // gradient per entry of `grad_params`), then the new value of each buffer in `updated_buffers`
 // (printed as %<buffer>.new when it is a computed value), then the advanced generator state when
 // `random`.
@@ -51,6 +51,7 @@ struct ModuleGraph {
   std::vector<size_t> grad_params;
   size_t num_outputs = 0;
   std::vector<std::string> updated_buffers;
+  std::vector<Tensor> captured;  // read on every run, as the module's state is
   bool random = false;
 
   // Binds the module's current parameters and buffers (looked up by name) to the graph inputs,

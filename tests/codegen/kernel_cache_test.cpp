@@ -1,10 +1,12 @@
 // The kernel caches: tiered execution, the disk cache under concurrent processes, corrupt entries,
 // a machine without a compiler, compiler errors, LRU eviction.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -466,6 +468,96 @@ TEST(KernelCache, LruEvictsToDisk) {
   EXPECT_EQ(s.memory_hits, 1);
   EXPECT_EQ(s.disk_hits + s.misses, 3);
   EXPECT_GE(s.disk_hits, 1);
+}
+
+}  // namespace
+}  // namespace smelt::codegen::testing
+
+namespace smelt::codegen::testing {
+namespace {
+
+// Found by a newcomer: a kernel rebuilt while the library loaded from its old entry is still open
+// threw "... has no symbol smelt_kernel_..." once, because dlopen returned the loaded library for
+// the same path name instead of the new file.
+TEST(KernelCache, AKernelRebuiltWhileItsOldLibraryIsLoadedLoadsTheNewFile) {
+  const std::string dir = temp_dir("reload");
+  KernelCacheOptions o = options_in(dir);
+  o.sync_compile = true;
+  KernelBuilder a = scaled_tanh(5, 20, 0.125), b = scaled_tanh(5, 20, 0.375), c = scaled_tanh(5, 20, 0.625);
+  KernelCache first(o);
+  std::vector<std::shared_ptr<KernelHandle>> held = first.get_many({&a.k, &b.k});  // one library: a's and b's
+  ASSERT_NE(held[0]->compiled_entry(), nullptr) << held[0]->error();
+  ::unlink((dir + "/" + first.key(a.k) + ".so").c_str());
+  KernelCache second(o);
+  std::vector<std::shared_ptr<KernelHandle>> rebuilt = second.get_many({&a.k, &c.k});  // a's path, a new file
+  Tensor x = randn({5, 20});
+  for (size_t i = 0; i < rebuilt.size(); ++i) {
+    ASSERT_NE(rebuilt[i]->compiled_entry(), nullptr) << rebuilt[i]->error();
+  }
+  EXPECT_TRUE(runs_correctly(rebuilt[0]->compiled_entry(), x, 0.125));
+  EXPECT_TRUE(runs_correctly(rebuilt[1]->compiled_entry(), x, 0.625));
+  EXPECT_TRUE(runs_correctly(held[1]->compiled_entry(), x, 0.375));  // the old library still works
+}
+
+// An entry that is not a regular file (a link to /dev/zero would be read without end) is rebuilt.
+TEST(KernelCache, AnEntryThatIsNotARegularFileIsRebuiltNotRead) {
+  const std::string dir = temp_dir("devzero");
+  KernelBuilder kb = scaled_tanh(3, 10, 2.5);
+  KernelCache cache(options_in(dir));
+  const std::string so = dir + "/" + cache.key(kb.k) + ".so";
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::symlink("/dev/zero", so.c_str()), 0);
+  auto compiled = cache.compile(kb.k);
+  ASSERT_TRUE(compiled);
+  EXPECT_TRUE(runs_correctly(compiled->entry, randn({3, 10}), 2.5));
+  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(so)));
+}
+
+// A compiler that never returns is killed at the timeout, with everything it started; the
+// kernel falls back to the interpreter (tiered, and SMELT_SYNC_COMPILE=1 alike) and a direct
+// compile() says why.
+TEST(KernelCache, ACompilerThatNeverReturnsIsKilledAtTheTimeout) {
+  const std::string dir = temp_dir("hangcxx"), cxx = dir + "/hangcxx", pid_file = dir + "/child.pid";
+  {
+    std::ofstream script(cxx);
+    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'hangcxx 1.0'; exit 0; fi\n"
+              "sleep 1000 &\necho $! > " << pid_file << "\nwait\n";
+  }
+  ::chmod(cxx.c_str(), 0755);
+  for (bool sync : {false, true}) {
+    KernelCacheOptions o = options_in(dir + "/cache");
+    o.cxx = cxx;
+    o.compile_timeout_seconds = 1;
+    o.sync_compile = sync;
+    KernelCache cache(o);
+    KernelBuilder kb = scaled_tanh(2, 5, sync ? 1.25 : 1.75);
+    const auto start = std::chrono::steady_clock::now();
+    ::testing::internal::CaptureStderr();
+    auto handle = cache.get(kb.k);
+    handle->wait();
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+    EXPECT_EQ(handle->compiled_entry(), nullptr);
+    EXPECT_NE(handle->error().find("timed out after 1 s"), std::string::npos) << handle->error();
+    EXPECT_NE(err.find("stays on the interpreter"), std::string::npos) << err;
+    EXPECT_TRUE(runs_correctly([&](void* const* args) { handle->run(args); }, randn({2, 5}), sync ? 1.25 : 1.75));
+    std::ifstream in(pid_file);
+    pid_t child = 0;
+    ASSERT_TRUE(in >> child);
+    for (int i = 0; i < 100 && ::kill(child, 0) == 0; ++i) ::usleep(20000);
+    EXPECT_NE(::kill(child, 0), 0) << "the compiler's child " << child << " still runs";
+  }
+  KernelCacheOptions o = options_in(dir + "/cache");
+  o.cxx = cxx;
+  o.compile_timeout_seconds = 1;
+  KernelCache cache(o);
+  KernelBuilder kb = scaled_tanh(2, 5, 2.25);
+  try {
+    cache.compile(kb.k);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("timed out"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

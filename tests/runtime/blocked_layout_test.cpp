@@ -30,6 +30,14 @@ Tensor weight(const Shape& shape, uint64_t seed) {
   return rand32(shape, seed, 1.7 / std::sqrt(double(shape[1] * shape[2] * shape[3])));
 }
 
+// The weights these tests capture are constants (CompileOptions::freeze): the pass converts them
+// to the blocked layout once, when the plan is built.
+CompileOptions frozen() {
+  CompileOptions o;
+  o.freeze = true;
+  return o;
+}
+
 std::string without_blocked_layout(std::string pipeline) {
   const std::string pass = "blocked_layout,";
   const size_t at = pipeline.find(pass);
@@ -55,14 +63,14 @@ class BlockedLayout : public testing::TempDirTest {
   // plan's text. `conversions`: how many to_blocked + from_blocked steps the blocked plan may hold.
   std::string expect_matches_plain(const Fn& fn, const std::vector<Tensor>& inputs, size_t conversions) {
     const std::vector<Tensor> eager = fn(inputs);
-    CompileOptions plain_options;
+    CompileOptions plain_options = frozen();
     plain_options.passes = without_blocked_layout(Graph::default_pipeline());
     CompiledFunction plain = compile(fn, plain_options);
     const std::vector<Tensor> want = plain(inputs);
     EXPECT_EQ(count(plain.report().plan, "blocked"), 0u) << plain.report().plan;
     std::string plan;
     for (const char* backend : {"interpreter", "cpp"}) {
-      CompileOptions o;
+      CompileOptions o = frozen();
       o.backend = backend;
       CompiledFunction f = compile(fn, o);
       for (int call = 0; call < 2; ++call) {  // the second call replays the plan
@@ -154,7 +162,7 @@ TEST_F(BlockedLayout, NegativeCasesStayPlain) {
   };
   const std::vector<Tensor> inputs = {rand32({1, 3, 24, 24}, 44)};
   const std::vector<Tensor> eager = fn(inputs);
-  CompiledFunction f = compile(fn, {});
+  CompiledFunction f = compile(fn, frozen());
   const std::vector<Tensor> got = f(inputs);
   EXPECT_TRUE(all_close(got[0], eager[0], 1e-4, 1e-5));
   const std::string plan = f.report().plan;
@@ -165,7 +173,7 @@ TEST_F(BlockedLayout, NegativeCasesStayPlain) {
   const Fn f64 = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{relu(conv2d(in[0], w.to(DType::Float64), Tensor(), 1, 1))};
   };
-  CompiledFunction g = compile(f64, {});
+  CompiledFunction g = compile(f64, frozen());
   g({rand32({1, 16, 24, 24}, 45).to(DType::Float64)});
   EXPECT_EQ(count(g.report().plan, "blocked"), 0u) << g.report().plan;
 }
@@ -174,7 +182,7 @@ TEST_F(BlockedLayout, NegativeCasesStayPlain) {
 TEST_F(BlockedLayout, SmallConvsStayPlain) {
   const Tensor w = weight({16, 16, 3, 3}, 53);
   const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
-  CompiledFunction f = compile(fn, {});
+  CompiledFunction f = compile(fn, frozen());
   f({rand32({1, 16, 15, 17}, 54)});  // 16 * 15 * 17 = 4080 output elements
   EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
 }
@@ -185,7 +193,7 @@ TEST_F(BlockedLayout, ALoneConvStaysPlain) {
   const Tensor w = weight({16, 16, 3, 3}, 55), w2 = weight({16, 16, 1, 1}, 56);
   const Tensor x = rand32({1, 16, 24, 24}, 57);
   const Fn lone = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
-  CompiledFunction f = compile(lone, {});
+  CompiledFunction f = compile(lone, frozen());
   f({x});
   EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
   const Fn two = [&](const std::vector<Tensor>& in) {
@@ -198,7 +206,7 @@ TEST_F(BlockedLayout, SwitchedOffByEnvironment) {
   setenv("SMELT_BLOCKED_LAYOUT", "0", 1);
   const Tensor w = weight({16, 16, 3, 3}, 51);
   const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
-  CompiledFunction f = compile(fn, {});
+  CompiledFunction f = compile(fn, frozen());
   f({rand32({1, 16, 24, 24}, 52)});
   EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
   unsetenv("SMELT_BLOCKED_LAYOUT");
@@ -234,10 +242,10 @@ TEST_F(BlockedLayout, EpilogueAsPostOps) {
   x.data<float>()[5] = NAN;
   x.data<float>()[400 * 3 + 57] = INFINITY;
   x.data<float>()[400 * 9 + 222] = -INFINITY;
-  CompileOptions plain_options;
+  CompileOptions plain_options = frozen();
   plain_options.passes = without_blocked_layout(Graph::default_pipeline());
   const Tensor want = compile(fn, plain_options)({x})[0];
-  CompiledFunction f = compile(fn, {});
+  CompiledFunction f = compile(fn, frozen());
   const Tensor got = f({x})[0];
   EXPECT_TRUE(all_close(got, want, 1e-4, 1e-5)) << f.report().plan;
   int64_t nans = 0;
@@ -274,9 +282,9 @@ TEST_F(BlockedLayout, ResidualAddAsPostOp) {
   // Two steps, two backends, two calls each: every one took its residual as a post-op.
   EXPECT_EQ(kernels::onednn_residual_post_ops() - taken_before, 8u);
 
-  CompileOptions plain_options;
+  CompileOptions plain_options = frozen();
   plain_options.passes = without_blocked_layout(Graph::default_pipeline());
-  CompiledFunction plain = compile(fn, plain_options), blocked = compile(fn, {});
+  CompiledFunction plain = compile(fn, plain_options), blocked = compile(fn, frozen());
   const Tensor x = rand32({2, 16, 16, 16}, 88);
   Tensor bad = rand32({2, 16, 16, 16}, 89);
   bad.data<float>()[17] = NAN;
@@ -323,9 +331,9 @@ TEST_F(BlockedLayout, PostOpsTrustTheStepBeforeOnlyWhenItClamped) {
   const std::string plan = expect_matches_plain(fn, {rand32({1, 16, 32, 32}, 77)}, 2);
   EXPECT_EQ(count(plan, "as oneDNN post-ops"), 3u) << plan;
 
-  CompileOptions plain_options;
+  CompileOptions plain_options = frozen();
   plain_options.passes = without_blocked_layout(Graph::default_pipeline());
-  CompiledFunction plain = compile(fn, plain_options), blocked = compile(fn, {});
+  CompiledFunction plain = compile(fn, plain_options), blocked = compile(fn, frozen());
   for (int round = 0; round < 2; ++round) {
     Tensor x = rand32({1, 16, 32, 32}, 78 + uint64_t(round));
     x.data<float>()[7] = NAN;
