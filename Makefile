@@ -18,7 +18,9 @@ configure: deps $(BUILD)/build.ninja
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# The demo needs the library and the command-line program only, not the tests.
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target smelt_cli
 	@./$(BUILD)/smelt demo
 
 test: build

@@ -61,12 +61,12 @@ struct CompileOptions {
   // why in recompile_reasons(). The first signature always gets specialized kernels. false:
   // every batch size compiles its own.
   bool dynamic_batch = true;
-  int batch_plans = 8;      // dynamic batch: plans kept per batch size (least recently used dropped)
+  int batch_plans = 8;  // dynamic batch: plans kept per batch size (least recently used dropped)
   // dynamic batch: the batch sizes traced to fit (first two) and check (third) the graph; distinct,
   // and best unlikely to equal or divide a model's other dims. Every other batch size is traced
   // again and checked against the fit before it runs. (The fuzzer varies them.)
   std::array<int64_t, 3> batch_probes = {17, 19, 23};
-  bool profile = false;     // time every step of every call (profile_table, write_chrome_trace)
+  bool profile = false;  // time every step of every call (profile_table, write_chrome_trace)
   // Captured tensors as constants (as torch.compile's freezing): the passes fold them (a weight's
   // transpose, blocked layout, batch norm folded into a conv) for inference with fixed weights.
   // Each call checks their versions: one changed in place since the compile recompiles, saying
@@ -79,14 +79,14 @@ struct CompileOptions {
 
 // What one compile produced (the latest signature's).
 struct CompileReport {
-  std::string signature;       // e.g. "f32[64,10], f32[10]"
+  std::string signature;  // e.g. "f32[64,10], f32[10]"
   size_t nodes_traced = 0;
   size_t nodes_optimized = 0;
   int kernels = 0;             // generated kernels (fused groups)
   int op_steps = 0;            // steps running an eager out-variant kernel (matmul, conv, ...)
   int interpreted_groups = 0;  // groups run node by node (the lowering refused them)
   int64_t arena_bytes = 0;
-  int64_t naive_bytes = 0;     // every intermediate in its own allocation
+  int64_t naive_bytes = 0;        // every intermediate in its own allocation
   int64_t lower_bound_bytes = 0;  // most bytes live at one step: no arena can be smaller
   double compile_ms = 0;
   bool dynamic_batch = false;  // the plan was instantiated from dynamic-batch kernels
@@ -128,7 +128,8 @@ CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options = {});
 // read on every call (an optimizer's updates are seen without recompiling); buffers the forward
 // replaces (batch norm's running statistics in training mode) are written back after each call.
 // A change of the module's mode (train/eval) compiles again.
-CompiledFunction compile_module(nn::Module& module, CompiledFunction::Fn fn, CompileOptions options = {});
+CompiledFunction compile_module(nn::Module& module, CompiledFunction::Fn fn,
+                                CompileOptions options = {});
 
 // A training step through the joint forward+backward graph: `loss_fn(inputs)` returns one scalar
 // loss computed with the module. Each call returns {loss} and adds d loss / d parameter into

@@ -60,16 +60,17 @@ CompiledFunction::Fn wrap(py::object callable, const std::shared_ptr<Returns>& r
       return std::vector<Tensor>{r.cast<Tensor>()};
     }
     if (!py::isinstance<py::sequence>(r)) {
-      throw py::type_error("compile: the function must return a smelt.Tensor or a tuple/list of them, got " +
-                           std::string(py::str(py::type::of(r).attr("__name__"))));
+      throw py::type_error(
+          "compile: the function must return a smelt.Tensor or a tuple/list of them, got " +
+          std::string(py::str(py::type::of(r).attr("__name__"))));
     }
     returns->traced_single = false;
     return tensor_list(r, "compile: the function's results");
   };
 }
 
-CompileOptions options(const std::string& backend, const std::string& passes, bool fuse, bool memory_plan,
-                       int recompile_limit, bool profile, bool freeze = false) {
+CompileOptions options(const std::string& backend, const std::string& passes, bool fuse,
+                       bool memory_plan, int recompile_limit, bool profile, bool freeze = false) {
   CompileOptions o;
   o.freeze = freeze;
   o.backend = backend;
@@ -99,40 +100,55 @@ void bind_compile(py::module_& m) {
       .def_readonly("plan", &CompileReport::plan);
   py::class_<PyCompiled>(m, "CompiledFunction")
       .def("__call__", &PyCompiled::call)
-      .def_property_readonly("num_compiles", [](const PyCompiled& c) { return c.fn.num_compiles(); })
+      .def_property_readonly("num_compiles",
+                             [](const PyCompiled& c) { return c.fn.num_compiles(); })
       .def("recompile_reasons", [](const PyCompiled& c) { return c.fn.recompile_reasons(); })
       .def("report", [](const PyCompiled& c) { return c.fn.report(); })
       .def("profile_table", [](const PyCompiled& c) { return c.fn.profile_table(); })
-      .def("write_chrome_trace", [](const PyCompiled& c, const std::string& path) { c.fn.write_chrome_trace(path); });
+      .def("write_chrome_trace",
+           [](const PyCompiled& c, const std::string& path) { c.fn.write_chrome_trace(path); });
 
-  m.def("compile", [](py::object fn, const std::string& backend, const std::string& passes, bool fuse,
-                      bool memory_plan, int recompile_limit, bool profile, bool freeze) {
-    if (!PyCallable_Check(fn.ptr())) throw py::type_error("compile: expected a callable");
-    auto returns = std::make_shared<Returns>();
-    return PyCompiled{
-        compile(wrap(fn, returns), options(backend, passes, fuse, memory_plan, recompile_limit, profile, freeze)),
-        returns};
-  }, py::arg("fn"), py::kw_only(), py::arg("backend") = "auto", py::arg("passes") = "", py::arg("fuse") = true,
-     py::arg("memory_plan") = true, py::arg("recompile_limit") = 8, py::arg("profile") = false,
-     py::arg("freeze") = false,
-     R"(Captures fn(*tensors) once per input signature, optimizes and fuses it, and replays the plan.
-Tensors fn captures from outside (weights) are read on every call, so in-place changes to them
+  m.def(
+      "compile",
+      [](py::object fn, const std::string& backend, const std::string& passes, bool fuse,
+         bool memory_plan, int recompile_limit, bool profile, bool freeze) {
+        if (!PyCallable_Check(fn.ptr())) throw py::type_error("compile: expected a callable");
+        auto returns = std::make_shared<Returns>();
+        return PyCompiled{compile(wrap(fn, returns), options(backend, passes, fuse, memory_plan,
+                                                             recompile_limit, profile, freeze)),
+                          returns};
+      },
+      py::arg("fn"), py::kw_only(), py::arg("backend") = "auto", py::arg("passes") = "",
+      py::arg("fuse") = true, py::arg("memory_plan") = true, py::arg("recompile_limit") = 8,
+      py::arg("profile") = false, py::arg("freeze") = false,
+      R"(Captures fn(*tensors) once per input signature, optimizes and fuses it, and replays
+the plan. Tensors fn captures from outside (weights) are read on every call, so in-place changes to them
 are seen (freeze=True: folded as constants, recompiled when changed in place); fn must not read
 tensor values or change captured tensors in place.)");
-  m.def("compile_module", [](nn::Module& mod, py::object fn, const std::string& backend, bool fuse) {
-    auto returns = std::make_shared<Returns>();
-    py::object call = fn.is_none() ? py::cast(&mod, py::return_value_policy::reference) : fn;
-    return PyCompiled{compile_module(mod, wrap(call, returns), options(backend, "", fuse, true, 8, false)), returns,
-                      &mod};
-  }, py::arg("module"), py::arg("fn") = py::none(), py::kw_only(), py::arg("backend") = "auto",
-     py::arg("fuse") = true, py::keep_alive<0, 1>(),
-     "The module's forward (or fn(*inputs) calling it), reading its parameters on every call.");
-  m.def("compile_training_step", [](nn::Module& mod, py::object loss_fn, const std::string& backend) {
-    auto returns = std::make_shared<Returns>();
-    return PyCompiled{compile_training_step(mod, wrap(loss_fn, returns), options(backend, "", true, true, 8, false)),
-                      returns, &mod};
-  }, py::arg("module"), py::arg("loss_fn"), py::kw_only(), py::arg("backend") = "auto", py::keep_alive<0, 1>(),
-     "loss_fn(*inputs) -> scalar loss; each call returns the loss and adds the gradients into .grad.");
+  m.def(
+      "compile_module",
+      [](nn::Module& mod, py::object fn, const std::string& backend, bool fuse) {
+        auto returns = std::make_shared<Returns>();
+        py::object call = fn.is_none() ? py::cast(&mod, py::return_value_policy::reference) : fn;
+        return PyCompiled{
+            compile_module(mod, wrap(call, returns), options(backend, "", fuse, true, 8, false)),
+            returns, &mod};
+      },
+      py::arg("module"), py::arg("fn") = py::none(), py::kw_only(), py::arg("backend") = "auto",
+      py::arg("fuse") = true, py::keep_alive<0, 1>(),
+      "The module's forward (or fn(*inputs) calling it), reading its parameters on every call.");
+  m.def(
+      "compile_training_step",
+      [](nn::Module& mod, py::object loss_fn, const std::string& backend) {
+        auto returns = std::make_shared<Returns>();
+        return PyCompiled{compile_training_step(mod, wrap(loss_fn, returns),
+                                                options(backend, "", true, true, 8, false)),
+                          returns, &mod};
+      },
+      py::arg("module"), py::arg("loss_fn"), py::kw_only(), py::arg("backend") = "auto",
+      py::keep_alive<0, 1>(),
+      "loss_fn(*inputs) -> scalar loss; each call returns the loss and adds the gradients into "
+      ".grad.");
 }
 
 }  // namespace smelt::python

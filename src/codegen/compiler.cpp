@@ -46,7 +46,7 @@ std::string resolve(const std::string& name) {
 }
 
 struct RunResult {
-  int status = -1;  // exit code, or -1 when it did not exit normally
+  int status = -1;     // exit code, or -1 when it did not exit normally
   std::string output;  // stdout and stderr together
   bool timed_out = false;
 };
@@ -81,10 +81,12 @@ RunResult run_program(const std::vector<std::string>& argv, double timeout_secon
     result.output = std::string("cannot start ") + argv[0] + ": " + std::strerror(err);
     return result;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   char buf[4096];
   for (;;) {
-    const double left = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    const double left =
+        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     pollfd readable{fds[0], POLLIN, 0};
     const int ready = left > 0 ? ::poll(&readable, 1, int(std::min(left * 1000.0 + 1.0, 1e9))) : 0;
     if (ready == 0) {
@@ -97,8 +99,10 @@ RunResult run_program(const std::vector<std::string>& argv, double timeout_secon
       break;
     }
     ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n > 0) result.output.append(buf, size_t(n));
-    else if (n == 0 || errno != EINTR) break;
+    if (n > 0)
+      result.output.append(buf, size_t(n));
+    else if (n == 0 || errno != EINTR)
+      break;
   }
   ::close(fds[0]);
   int status = 0;
@@ -114,14 +118,17 @@ Compiler find_compiler(const std::optional<std::string>& cxx) {
   Compiler c;
   std::vector<std::string> candidates;
   std::optional<std::string> requested = cxx ? cxx : env_text("SMELT_CXX");
-  if (requested) candidates.push_back(*requested);
-  else candidates = {"c++", "g++"};
+  if (requested)
+    candidates.push_back(*requested);
+  else
+    candidates = {"c++", "g++"};
   for (const std::string& name : candidates) {
     c.path = resolve(name);
     if (!c.path.empty()) break;
   }
   if (c.path.empty()) {
-    c.missing = requested ? "SMELT_CXX=" + *requested + " is not an executable" : "neither c++ nor g++ is in PATH";
+    c.missing = requested ? "SMELT_CXX=" + *requested + " is not an executable"
+                          : "neither c++ nor g++ is in PATH";
     return c;
   }
   RunResult version = run_program({c.path, "--version"});
@@ -137,12 +144,12 @@ Compiler find_compiler(const std::optional<std::string>& cxx) {
   // that the eager kernels call with the exponent in memory (fuzz --compile seed 275: the last
   // bit of pow(x, -1) in float64).
   // -fno-builtin-<libm function>, the whole class of that bug: a value the compiler can prove
-  // constant (where(x == -1, x, -1) is -1) reaches erfc, exp, sin, ... and is folded at compile time
-  // with correct rounding (MPFR), where the eager kernels call glibc at run time, which may be an
-  // ulp off (fuzz --compile seed 12001499: gelu(-1) in float64, erfc). Not folding keeps the call.
-  // -fno-tree-slp-vectorize: GCC 12's basic-block vectorizer drops a float64 -> float32 -> float64
-  // round trip (pack-truncate then unpack becomes nothing), so the value keeps bits float32 cannot
-  // hold. It hits the straight-line code a constant extent unrolls into: the tail after the
+  // constant (where(x == -1, x, -1) is -1) reaches erfc, exp, sin, ... and is folded at compile
+  // time with correct rounding (MPFR), where the eager kernels call glibc at run time, which may be
+  // an ulp off (fuzz --compile seed 12001499: gelu(-1) in float64, erfc). Not folding keeps the
+  // call. -fno-tree-slp-vectorize: GCC 12's basic-block vectorizer drops a float64 -> float32 ->
+  // float64 round trip (pack-truncate then unpack becomes nothing), so the value keeps bits float32
+  // cannot hold. It hits the straight-line code a constant extent unrolls into: the tail after the
   // vectorized loop, or a whole inner loop of 6 (fuzz --compile seed 20025699: cast(f32) then
   // cast(f64) over an inner extent of 6, the last bit of the result). Loops are still vectorized.
   // -fno-code-hoisting: GCC 12 with AVX-512 computes a wrong select in a vectorized loop whose
@@ -150,24 +157,33 @@ Compiler find_compiler(const std::optional<std::string>& cxx) {
   // lane holding 0.25 where x = -1.5 (0.4378 for 0.1802; fuzz --compile seed 20299646; right at
   // -O1, with clang, without AVX-512, and with hoisting off, which keeps every loop vectorized).
   // Test CodegenBackends.SoftplusMinusSigmoidOfAClampKeepsEachLane.
-  c.flags = {"-O3", "-march=native", "-ffp-contract=off", "-fno-tree-slp-vectorize", "-fno-code-hoisting", "-fPIC", "-shared", "-fopenmp",
+  c.flags = {"-O3",
+             "-march=native",
+             "-ffp-contract=off",
+             "-fno-tree-slp-vectorize",
+             "-fno-code-hoisting",
+             "-fPIC",
+             "-shared",
+             "-fopenmp",
              "-std=c++20"};
-  for (const char* fn : {"pow", "exp", "log", "log1p", "erf", "erfc", "tanh", "sin", "cos", "tan", "sinh", "cosh",
-                         "asin", "acos", "atan", "asinh", "acosh", "atanh"}) {
+  for (const char* fn : {"pow", "exp", "log", "log1p", "erf", "erfc", "tanh", "sin", "cos", "tan",
+                         "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh"}) {
     c.flags.push_back(std::string("-fno-builtin-") + fn);
     c.flags.push_back(std::string("-fno-builtin-") + fn + "f");
   }
   return c;
 }
 
-void compile_shared_object(const Compiler& compiler, const std::string& source, const std::string& source_path,
-                           const std::string& so_path, const std::string& include_dir, double timeout_seconds) {
+void compile_shared_object(const Compiler& compiler, const std::string& source,
+                           const std::string& source_path, const std::string& so_path,
+                           const std::string& include_dir, double timeout_seconds) {
   SMELT_INTERNAL_CHECK(compiler.available()) << "compile_shared_object without a compiler";
   {
     std::ofstream out(source_path, std::ios::binary | std::ios::trunc);
     out << source;
     out.close();
-    SMELT_CHECK(out) << "codegen: cannot write kernel source " << source_path << ": " << std::strerror(errno);
+    SMELT_CHECK(out) << "codegen: cannot write kernel source " << source_path << ": "
+                     << std::strerror(errno);
   }
   std::vector<std::string> argv = {compiler.path};
   argv.insert(argv.end(), compiler.flags.begin(), compiler.flags.end());
@@ -176,18 +192,23 @@ void compile_shared_object(const Compiler& compiler, const std::string& source, 
   if (r.status != 0) {
     std::string command;
     for (const std::string& a : argv) command += (command.empty() ? "" : " ") + a;
-    SMELT_CHECK(!r.timed_out) << "codegen: compiling " << source_path << " timed out after " << timeout_seconds
-                              << " s (SMELT_COMPILE_TIMEOUT); the compiler was killed\ncommand: " << command;
+    SMELT_CHECK(!r.timed_out) << "codegen: compiling " << source_path << " timed out after "
+                              << timeout_seconds
+                              << " s (SMELT_COMPILE_TIMEOUT); the compiler was killed\ncommand: "
+                              << command;
     constexpr size_t kMaxMessage = 8000;
     if (r.output.size() > kMaxMessage) r.output = r.output.substr(0, kMaxMessage) + "\n[...]";
-    SMELT_CHECK(false) << "codegen: compiling " << source_path << " failed (exit " << r.status << ")\n"
-                       << "command: " << command << "\n" << r.output;
+    SMELT_CHECK(false) << "codegen: compiling " << source_path << " failed (exit " << r.status
+                       << ")\n"
+                       << "command: " << command << "\n"
+                       << r.output;
   }
 }
 
 std::shared_ptr<SharedLibrary> SharedLibrary::open(const std::string& path) {
   static std::atomic<uint64_t> opens{0};
-  const std::string own_name = path + ".load." + std::to_string(::getpid()) + "." + std::to_string(opens++);
+  const std::string own_name =
+      path + ".load." + std::to_string(::getpid()) + "." + std::to_string(opens++);
   const bool linked = ::link(path.c_str(), own_name.c_str()) == 0;
   void* handle = ::dlopen((linked ? own_name : path).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (linked) ::unlink(own_name.c_str());  // the mapping stays; the name was only for dlopen

@@ -33,9 +33,9 @@ Compiler find_compiler(const std::optional<std::string>& cxx = std::nullopt);
 // `source_path`; `include_dir` (write_kernel_headers) is passed with -I. Throws smelt::Error with
 // the compiler's messages when it fails, or when it runs longer than `timeout_seconds` (then the
 // compiler and every process it started are killed: a hung compiler must not hang the caller).
-void compile_shared_object(const Compiler& compiler, const std::string& source, const std::string& source_path,
-                           const std::string& so_path, const std::string& include_dir,
-                           double timeout_seconds = 300);
+void compile_shared_object(const Compiler& compiler, const std::string& source,
+                           const std::string& source_path, const std::string& so_path,
+                           const std::string& include_dir, double timeout_seconds = 300);
 
 // A dlopen()ed shared object, closed when the last reference goes.
 class SharedLibrary {

@@ -39,7 +39,8 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h = 0xcbf29ce484222325ull) {
   return h;
 }
 
-uint64_t mix(uint64_t x) {  // a bijective finalizer (splitmix64's), so each output bit depends on all
+uint64_t mix(
+    uint64_t x) {  // a bijective finalizer (splitmix64's), so each output bit depends on all
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
@@ -63,7 +64,8 @@ void make_dirs(const std::string& dir) {
     partial += part + "/";
     if (part.empty()) continue;
     if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      SMELT_CHECK(false) << "kernel cache: cannot create directory " << partial << ": " << std::strerror(errno);
+      SMELT_CHECK(false) << "kernel cache: cannot create directory " << partial << ": "
+                         << std::strerror(errno);
     }
   }
 }
@@ -72,7 +74,8 @@ bool read_file(const std::string& path, std::string* out, uint64_t max_bytes) {
   // A regular file of a bounded size only: an entry replaced by a link to /dev/zero or a FIFO
   // would otherwise be read without end.
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) > max_bytes) return false;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) > max_bytes)
+    return false;
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   std::ostringstream s;
@@ -106,7 +109,8 @@ std::string check_entry(const std::string& bytes, const std::string& key) {
   if (bytes.size() < sizeof(Trailer)) return "shorter than its trailer (truncated)";
   Trailer t;
   std::memcpy(&t, bytes.data() + bytes.size() - sizeof t, sizeof t);
-  if (std::memcmp(t.magic, kMagic, sizeof kMagic) != 0) return "no trailer (truncated or overwritten)";
+  if (std::memcmp(t.magic, kMagic, sizeof kMagic) != 0)
+    return "no trailer (truncated or overwritten)";
   const uint64_t body = bytes.size() - sizeof t;
   if (t.keys == 0 || t.keys > body / kKeyChars || t.size != body - t.keys * kKeyChars) {
     return "sizes do not match its trailer (truncated)";
@@ -118,7 +122,8 @@ std::string check_entry(const std::string& bytes, const std::string& key) {
   return "its keys do not include this one";
 }
 
-void publish_entry(const std::string& dir, const std::string& built, const std::vector<std::string>& keys) {
+void publish_entry(const std::string& dir, const std::string& built,
+                   const std::vector<std::string>& keys) {
   std::string bytes;
   SMELT_CHECK(read_file(built, &bytes)) << "kernel cache: cannot read " << built;
   Trailer t;
@@ -126,7 +131,8 @@ void publish_entry(const std::string& dir, const std::string& built, const std::
   t.size = bytes.size();
   t.keys = keys.size();
   for (const std::string& k : keys) {
-    SMELT_INTERNAL_CHECK(k.size() == kKeyChars) << "kernel cache: a key of " << k.size() << " characters";
+    SMELT_INTERNAL_CHECK(k.size() == kKeyChars)
+        << "kernel cache: a key of " << k.size() << " characters";
     bytes += k;
   }
   t.checksum = fnv1a(bytes.data(), bytes.size());
@@ -163,7 +169,8 @@ DiskCacheSummary disk_cache_summary(const std::string& dir) {
       std::string name = e->d_name;
       struct stat st;
       if (::stat((dir + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      if (name.size() == disk::kKeyChars + 3 && name.compare(disk::kKeyChars, 3, ".so") == 0) ++s.entries;
+      if (name.size() == disk::kKeyChars + 3 && name.compare(disk::kKeyChars, 3, ".so") == 0)
+        ++s.entries;
       if (inodes.insert(st.st_ino).second) s.bytes += st.st_size;  // a batch's links count once
     }
     ::closedir(d);
@@ -196,8 +203,9 @@ int64_t remove_headers(const std::string& dir) {
     if (::lstat(path.c_str(), &st) != 0) continue;
     if (S_ISDIR(st.st_mode)) {
       removed += remove_headers(path);
-    } else if (S_ISREG(st.st_mode) && ((name.size() > 2 && name.compare(name.size() - 2, 2, ".h") == 0) ||
-                                       name.find(".tmp.") != std::string::npos)) {
+    } else if (S_ISREG(st.st_mode) &&
+               ((name.size() > 2 && name.compare(name.size() - 2, 2, ".h") == 0) ||
+                name.find(".tmp.") != std::string::npos)) {
       removed += ::unlink(path.c_str()) == 0;
     }
   }

@@ -32,6 +32,7 @@ void log_event(const std::string& dir, const std::string& line);
 std::string check_entry(const std::string& bytes, const std::string& key);
 // Appends the keys and trailer to the shared object at `built` and publishes it as
 // <dir>/<key>.so for every key; removes `built`. smelt::Error when nothing could be published.
-void publish_entry(const std::string& dir, const std::string& built, const std::vector<std::string>& keys);
+void publish_entry(const std::string& dir, const std::string& built,
+                   const std::vector<std::string>& keys);
 
 }  // namespace smelt::codegen::disk

@@ -24,7 +24,8 @@ int64_t Num::value() const {
 
 std::string Num::text() const {
   if (constant()) return std::to_string(c_[0]);
-  std::string t = "(" + std::to_string(c_[0]);
+  std::string t = "(";  // (appended, not "(" + ...: GCC 12 warns -Wrestrict on that, wrongly)
+  t += std::to_string(c_[0]);
   for (size_t i = 1; i < c_.size(); ++i) {
     if (c_[i] == 0) continue;
     t += " + " + std::to_string(c_[i]);

@@ -7,10 +7,10 @@
 
 #include <cctype>
 #include <cerrno>
-#include <cstdlib>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -49,7 +49,8 @@ std::string cpu_features() {
   std::string line, model, flags;
   while (std::getline(in, line) && (model.empty() || flags.empty())) {
     if (model.empty() && line.rfind("model name", 0) == 0) model = line;
-    if (flags.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0)) flags = line;
+    if (flags.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0))
+      flags = line;
   }
   if (!flags.empty()) return model + "\n" + flags;
   std::string f;
@@ -64,15 +65,18 @@ std::string cpu_features() {
 
 const char* emitter_revision() { return kEmitterRevision; }
 
-std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu, const std::string& headers_hash,
-                            const std::string& emitter_revision) {
+std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu,
+                            const std::string& headers_hash, const std::string& emitter_revision) {
   std::string flags;
   for (const std::string& f : compiler.flags) flags += f + " ";
-  return "compiler " + compiler.path + "\nversion " + compiler.version + "\nflags " + flags + "\ncpu " + cpu +
-         "\nsmelt " + SMELT_VERSION + "\nheaders " + headers_hash + "\nemitter " + emitter_revision + "\n";
+  return "compiler " + compiler.path + "\nversion " + compiler.version + "\nflags " + flags +
+         "\ncpu " + cpu + "\nsmelt " + SMELT_VERSION + "\nheaders " + headers_hash + "\nemitter " +
+         emitter_revision + "\n";
 }
 
-std::string kernel_key(const std::string& salt, const LoopKernel& kernel) { return hash_hex(salt + print_kernel(kernel)); }
+std::string kernel_key(const std::string& salt, const LoopKernel& kernel) {
+  return hash_hex(salt + print_kernel(kernel));
+}
 
 KernelCacheOptions KernelCacheOptions::from_env() {
   KernelCacheOptions o;
@@ -89,8 +93,10 @@ void KernelHandle::run(void* const* args) const {
   interpreted_.run(args);
 }
 
-void KernelHandle::run_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
-  if (TileEntry entry = tile_entry_.load(std::memory_order_acquire)) return entry(args, r0, r1, c0, c1);
+void KernelHandle::run_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0,
+                            int64_t c1) const {
+  if (TileEntry entry = tile_entry_.load(std::memory_order_acquire))
+    return entry(args, r0, r1, c0, c1);
   interpreted_.run_tile(args, r0, r1, c0, c1);
 }
 
@@ -120,8 +126,8 @@ void KernelHandle::finish(std::shared_ptr<const CompiledKernel> compiled, std::s
 
 KernelCache::KernelCache(KernelCacheOptions options) : options_(std::move(options)) {
   if (options_.dir.empty()) options_.dir = default_cache_dir();
-  SMELT_CHECK(options_.memory_entries >= 1) << "kernel cache: memory_entries " << options_.memory_entries
-                                            << "; valid: at least 1";
+  SMELT_CHECK(options_.memory_entries >= 1)
+      << "kernel cache: memory_entries " << options_.memory_entries << "; valid: at least 1";
   compiler_ = find_compiler(options_.cxx);
   debug_ = int(env_int("SMELT_DEBUG", 0, 0, 4));
   // The headers the kernels #include are the library's own (kernel_headers.h); their hash is also
@@ -157,7 +163,9 @@ void KernelCache::release_compiles() {
   queue_cv_.notify_all();
 }
 
-std::string KernelCache::key(const LoopKernel& kernel) const { return kernel_key(key_salt_, kernel); }
+std::string KernelCache::key(const LoopKernel& kernel) const {
+  return kernel_key(key_salt_, kernel);
+}
 
 KernelCacheStats KernelCache::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -168,7 +176,8 @@ void KernelCache::warn_no_compiler() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (warned_no_compiler_) return;
   warned_no_compiler_ = true;
-  std::fprintf(stderr, "smelt: warning: no C++ compiler (%s); fused kernels run on the interpreter\n",
+  std::fprintf(stderr,
+               "smelt: warning: no C++ compiler (%s); fused kernels run on the interpreter\n",
                compiler_.missing.c_str());
 }
 
@@ -202,9 +211,11 @@ std::shared_ptr<const CompiledKernel> KernelCache::lookup_disk(const std::string
     try {
       compiled = std::make_shared<CompiledKernel>();
       compiled->library = SharedLibrary::open(so);
-      compiled->entry = reinterpret_cast<KernelEntry>(compiled->library->symbol("smelt_kernel_" + key));
+      compiled->entry =
+          reinterpret_cast<KernelEntry>(compiled->library->symbol("smelt_kernel_" + key));
       if (tiled) {
-        compiled->tile_entry = reinterpret_cast<TileEntry>(compiled->library->symbol("smelt_kernel_" + key + "_tile"));
+        compiled->tile_entry =
+            reinterpret_cast<TileEntry>(compiled->library->symbol("smelt_kernel_" + key + "_tile"));
       }
       compiled->key = key;
       compiled->source_path = options_.dir + "/" + key + ".cpp";
@@ -217,8 +228,8 @@ std::shared_ptr<const CompiledKernel> KernelCache::lookup_disk(const std::string
   if (!problem.empty()) {
     ++stats_.corrupt_entries;
     if (reported_corrupt_.insert(key).second) {
-      std::fprintf(stderr, "smelt: warning: kernel cache entry %s is corrupt (%s); rebuilding it\n", so.c_str(),
-                   problem.c_str());
+      std::fprintf(stderr, "smelt: warning: kernel cache entry %s is corrupt (%s); rebuilding it\n",
+                   so.c_str(), problem.c_str());
     }
     ::unlink(so.c_str());
     log_event(options_.dir, "corrupt");
@@ -226,7 +237,8 @@ std::shared_ptr<const CompiledKernel> KernelCache::lookup_disk(const std::string
   }
   ++stats_.disk_hits;
   log_event(options_.dir, "disk_hit");
-  if (debug_ >= 3) std::fprintf(stderr, "smelt: kernel %s: disk cache hit %s\n", key.c_str(), so.c_str());
+  if (debug_ >= 3)
+    std::fprintf(stderr, "smelt: kernel %s: disk cache hit %s\n", key.c_str(), so.c_str());
   return compiled;
 }
 
@@ -255,11 +267,13 @@ std::vector<KernelCache::Built> KernelCache::build_batch(const std::vector<Job>&
   const std::string tmp = options_.dir + "/" + keys[0] + unique_suffix();
   const auto start = std::chrono::steady_clock::now();
   try {
-    compile_shared_object(compiler_, source, tmp + ".cpp", tmp + ".so", include_dir, options_.compile_timeout_seconds);
+    compile_shared_object(compiler_, source, tmp + ".cpp", tmp + ".so", include_dir,
+                          options_.compile_timeout_seconds);
   } catch (const Error&) {
     ::unlink((tmp + ".cpp").c_str());
     ::unlink((tmp + ".so").c_str());
-    if (jobs.size() > 1) {  // each kernel alone: the error then names its kernel, the others compile
+    if (jobs.size() >
+        1) {  // each kernel alone: the error then names its kernel, the others compile
       std::vector<Built> out;
       for (const Job& job : jobs) out.push_back(build_batch({job})[0]);
       return out;
@@ -269,7 +283,8 @@ std::vector<KernelCache::Built> KernelCache::build_batch(const std::vector<Job>&
     ++stats_.compile_failures;
     return {Built{nullptr, std::current_exception()}};
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::unlink((tmp + ".cpp").c_str());
   publish_entry(options_.dir, tmp + ".so", keys);
   for (size_t i = 0; i < jobs.size(); ++i) {  // each kernel's own source, for people and dumps
@@ -285,13 +300,16 @@ std::vector<KernelCache::Built> KernelCache::build_batch(const std::vector<Job>&
     auto compiled = std::make_shared<CompiledKernel>();
     compiled->library = library;
     compiled->entry = reinterpret_cast<KernelEntry>(library->symbol(symbol));
-    if (jobs[i].kernel->tiled) compiled->tile_entry = reinterpret_cast<TileEntry>(library->symbol(symbol + "_tile"));
+    if (jobs[i].kernel->tiled)
+      compiled->tile_entry = reinterpret_cast<TileEntry>(library->symbol(symbol + "_tile"));
     compiled->key = keys[i];
     compiled->source_path = options_.dir + "/" + keys[i] + ".cpp";
     out.push_back(Built{compiled, nullptr});
     if (debug_ >= 3) {
-      std::fprintf(stderr, "smelt: kernel %s (%s) compiled in a batch of %zu in %.3f s, source %s\n",
-                   jobs[i].kernel->name.c_str(), keys[i].c_str(), jobs.size(), seconds, compiled->source_path.c_str());
+      std::fprintf(stderr,
+                   "smelt: kernel %s (%s) compiled in a batch of %zu in %.3f s, source %s\n",
+                   jobs[i].kernel->name.c_str(), keys[i].c_str(), jobs.size(), seconds,
+                   compiled->source_path.c_str());
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -310,10 +328,12 @@ void KernelCache::dump(const LoopKernel& kernel, const std::string& key) {
     if (!dumped_.insert(key).second) return;
   }
   make_dirs(options_.dump_dir);
-  if (first) write_kernel_headers(options_.dump_dir);  // what the sources #include, to compile them by hand
+  if (first)
+    write_kernel_headers(options_.dump_dir);  // what the sources #include, to compile them by hand
   const std::string path = options_.dump_dir + "/" + safe_name(kernel.name) + "_" + key + ".cpp";
   write_file(path, emit_cpp(kernel, "smelt_kernel_" + key));
-  if (debug_ >= 3) std::fprintf(stderr, "smelt: kernel %s source %s\n", kernel.name.c_str(), path.c_str());
+  if (debug_ >= 3)
+    std::fprintf(stderr, "smelt: kernel %s source %s\n", kernel.name.c_str(), path.c_str());
 }
 
 std::shared_ptr<const CompiledKernel> KernelCache::compile(const LoopKernel& kernel) {
@@ -335,9 +355,12 @@ std::shared_ptr<const CompiledKernel> KernelCache::compile(const LoopKernel& ker
   return compiled;
 }
 
-std::shared_ptr<KernelHandle> KernelCache::get(const LoopKernel& kernel) { return get_many({&kernel})[0]; }
+std::shared_ptr<KernelHandle> KernelCache::get(const LoopKernel& kernel) {
+  return get_many({&kernel})[0];
+}
 
-std::vector<std::shared_ptr<KernelHandle>> KernelCache::get_many(const std::vector<const LoopKernel*>& kernels) {
+std::vector<std::shared_ptr<KernelHandle>> KernelCache::get_many(
+    const std::vector<const LoopKernel*>& kernels) {
   std::vector<std::shared_ptr<KernelHandle>> handles;
   std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> misses;
   for (const LoopKernel* kernel : kernels) {
@@ -402,8 +425,8 @@ void KernelCache::finish_built(KernelHandle& handle, const Built& built) {
     } catch (const std::exception& e) {
       error = e.what();
     }
-    std::fprintf(stderr, "smelt: warning: kernel %s stays on the interpreter: %s\n", handle.kernel().name.c_str(),
-                 error.c_str());
+    std::fprintf(stderr, "smelt: warning: kernel %s stays on the interpreter: %s\n",
+                 handle.kernel().name.c_str(), error.c_str());
   }
   handle.finish(built.compiled, error);
 }
@@ -418,7 +441,8 @@ void KernelCache::enqueue(std::vector<std::pair<std::shared_ptr<KernelHandle>, s
     pending_[key] = handle;
     queue_.emplace_back(std::move(handle), std::move(key));
   }
-  while (int(workers_.size()) < std::max(1, options_.compile_threads) && workers_.size() < queue_.size()) {
+  while (int(workers_.size()) < std::max(1, options_.compile_threads) &&
+         workers_.size() < queue_.size()) {
     workers_.emplace_back([this] { worker(); });
   }
   queue_cv_.notify_all();
@@ -431,7 +455,8 @@ void KernelCache::worker() {
       std::unique_lock<std::mutex> lock(mutex_);
       queue_cv_.wait(lock, [&] { return stopping_ || (!queue_.empty() && held_ == 0); });
       if (stopping_) {  // the cache goes away: what has not started stays interpreted
-        for (auto& [h, k] : queue_) h->finish(nullptr, "the kernel cache shut down before compiling it");
+        for (auto& [h, k] : queue_)
+          h->finish(nullptr, "the kernel cache shut down before compiling it");
         queue_.clear();
         return;
       }

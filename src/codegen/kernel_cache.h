@@ -25,9 +25,9 @@
 #pragma once
 
 #include <atomic>
-#include <exception>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -45,12 +45,12 @@
 namespace smelt::codegen {
 
 struct KernelCacheOptions {
-  std::string dir;                  // the disk cache; empty: $SMELT_CACHE_DIR, else ~/.cache/smelt
-  int64_t memory_entries = 1000;    // $SMELT_KERNEL_CACHE_ENTRIES
-  std::optional<std::string> cxx;   // the compiler; nullopt: $SMELT_CXX, else c++, else g++
-  bool sync_compile = false;        // $SMELT_SYNC_COMPILE=1
-  std::string dump_dir;             // $SMELT_DUMP_DIR: every kernel's source (compiled or not)
-  int compile_threads = 2;          // the background pool
+  std::string dir;                 // the disk cache; empty: $SMELT_CACHE_DIR, else ~/.cache/smelt
+  int64_t memory_entries = 1000;   // $SMELT_KERNEL_CACHE_ENTRIES
+  std::optional<std::string> cxx;  // the compiler; nullopt: $SMELT_CXX, else c++, else g++
+  bool sync_compile = false;       // $SMELT_SYNC_COMPILE=1
+  std::string dump_dir;            // $SMELT_DUMP_DIR: every kernel's source (compiled or not)
+  int compile_threads = 2;         // the background pool
   double compile_timeout_seconds = 300;  // $SMELT_COMPILE_TIMEOUT: a compiler run past it is killed
 
   // The defaults with the environment applied (strictly: a bad value is a smelt::Error).
@@ -60,11 +60,11 @@ struct KernelCacheOptions {
 struct KernelCacheStats {
   int64_t memory_hits = 0;
   int64_t disk_hits = 0;
-  int64_t misses = 0;            // kernels compiled (or tried)
-  int64_t compiler_runs = 0;     // compiler processes that succeeded (a batch of kernels each)
+  int64_t misses = 0;         // kernels compiled (or tried)
+  int64_t compiler_runs = 0;  // compiler processes that succeeded (a batch of kernels each)
   int64_t compile_failures = 0;
-  int64_t corrupt_entries = 0;   // disk entries found broken and rebuilt
-  double compile_seconds = 0;    // total time in the compiler
+  int64_t corrupt_entries = 0;  // disk entries found broken and rebuilt
+  double compile_seconds = 0;   // total time in the compiler
 };
 
 // A compiled kernel, loaded.
@@ -121,7 +121,8 @@ class KernelCache {
   std::shared_ptr<KernelHandle> get(const LoopKernel& kernel);
   // get() for several kernels at once (a plan's): the misses are compiled in batches, several
   // kernels per compiler run (one translation unit), the batches spread over the pool.
-  std::vector<std::shared_ptr<KernelHandle>> get_many(const std::vector<const LoopKernel*>& kernels);
+  std::vector<std::shared_ptr<KernelHandle>> get_many(
+      const std::vector<const LoopKernel*>& kernels);
   // Synchronous: the compiled kernel from memory, disk or the compiler; nullptr when there is no
   // compiler; a compiler failure is a smelt::Error with its messages.
   std::shared_ptr<const CompiledKernel> compile(const LoopKernel& kernel);
@@ -166,9 +167,10 @@ class KernelCache {
   std::string key_salt_;  // kernel_key_salt()
   int debug_ = 0;         // SMELT_DEBUG
 
-  mutable std::mutex mutex_;  // guards everything below
+  mutable std::mutex mutex_;                              // guards everything below
   std::list<std::shared_ptr<const CompiledKernel>> lru_;  // most recent first
-  std::unordered_map<std::string, std::list<std::shared_ptr<const CompiledKernel>>::iterator> by_key_;
+  std::unordered_map<std::string, std::list<std::shared_ptr<const CompiledKernel>>::iterator>
+      by_key_;
   std::unordered_map<std::string, std::shared_ptr<KernelHandle>> pending_;
   std::set<std::string> reported_corrupt_;
   std::set<std::string> dumped_;
@@ -188,7 +190,7 @@ struct DiskCacheSummary {
   std::string dir;
   int64_t entries = 0;
   int64_t bytes = 0;
-  int64_t compiles = 0;        // from the cache's event log: compiles, over all processes
+  int64_t compiles = 0;  // from the cache's event log: compiles, over all processes
   double compile_seconds = 0;
   int64_t disk_hits = 0;
   int64_t corrupt_entries = 0;
@@ -203,8 +205,8 @@ const char* emitter_revision();
 // flags), the CPU, smelt's version, the hash of the headers the kernels will include
 // (kernel_headers_hash()), and the emitter's revision (KernelCache passes emitter_revision(); tests
 // pass others).
-std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu, const std::string& headers_hash,
-                            const std::string& emitter_revision);
+std::string kernel_key_salt(const Compiler& compiler, const std::string& cpu,
+                            const std::string& headers_hash, const std::string& emitter_revision);
 // A kernel's key under `salt`: 32 hex digits.
 std::string kernel_key(const std::string& salt, const LoopKernel& kernel);
 DiskCacheSummary disk_cache_summary(const std::string& dir);

@@ -87,6 +87,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,9 @@ namespace smelt::fusion {
 enum class Pattern : uint8_t { Pointwise, Reduction, Row, Contraction };
 const char* pattern_name(Pattern p);  // "pointwise", ...
 bool pattern_from_name(const std::string& name, Pattern* out);
+// The pattern of a group node fuse() made (its `fusion` attribute, read here only); nullopt for
+// any other node.
+std::optional<Pattern> group_pattern(const ir::Node& node);
 
 struct FusionOptions {
   // Ops per group, not counting view ops (they are addressing, not work). The seeds

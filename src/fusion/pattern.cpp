@@ -47,6 +47,14 @@ bool pattern_from_name(const std::string& name, Pattern* out) {
   return false;
 }
 
+std::optional<Pattern> group_pattern(const ir::Node& node) {
+  Pattern p;
+  if (!node.is_group() || !node.attrs.has("fusion") || !pattern_from_name(node.attrs.get_string("fusion"), &p)) {
+    return std::nullopt;
+  }
+  return p;
+}
+
 bool is_view(const ir::Node& n) {
   return n.op == OpId::reshape || n.op == OpId::permute || n.op == OpId::slice || n.op == OpId::expand ||
          n.op == OpId::contiguous;

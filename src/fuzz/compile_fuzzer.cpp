@@ -13,7 +13,8 @@
 namespace smelt::fuzz {
 namespace {
 
-// The same bytes, NaN payloads included: a plan is deterministic (DESIGN.md "Purity").
+// The same bytes, NaN payloads included: a plan is deterministic (docs/design.md "Runtime: plans
+// and memory").
 std::string same_bytes(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const char* what) {
   if (got.size() != want.size()) return std::string(what) + ": different number of outputs";
   for (size_t i = 0; i < got.size(); ++i) {

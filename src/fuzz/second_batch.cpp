@@ -10,7 +10,8 @@
 #include "trace/trace.h"
 
 namespace smelt::fuzz {
-SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckOptions& options, uint64_t seed) {
+SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckOptions& options,
+                                     uint64_t seed) {
   SecondBatchResult r;
   // The batch: the leading dim of the first input of rank >= 1; every input with that leading dim
   // follows it.
@@ -23,13 +24,16 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
   }
   if (b0 < 1) return r;
   std::vector<bool> batch_inputs;
-  for (const ir::Value* v : graph.inputs()) batch_inputs.push_back(!v->meta.shape.empty() && v->meta.shape[0] == b0);
+  for (const ir::Value* v : graph.inputs())
+    batch_inputs.push_back(!v->meta.shape.empty() && v->meta.shape[0] == b0);
   // The function's captured tensors are the graph's constants, copied: the check changes them in
   // place between calls, which the compiled function must see (include/smelt/compile.h), frozen
   // or not.
   const std::unique_ptr<ir::Graph> own = graph.clone();
   for (ir::Value* c : own->constants()) c->constant = c->constant.clone();
-  const CompiledFunction::Fn fn = [&own](const std::vector<Tensor>& in) { return call_graph(*own, in); };
+  const CompiledFunction::Fn fn = [&own](const std::vector<Tensor>& in) {
+    return call_graph(*own, in);
+  };
   // The unoptimized graph at batch b (null when the graph does not trace there: a reshape to a
   // fixed size).
   auto traced_at = [&](int64_t b) -> std::unique_ptr<ir::Graph> {
@@ -40,14 +44,16 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
       in.push_back(zeros({}, graph.inputs()[i]->meta.dtype).expand(shape));
     }
     try {
-      return trace::trace([&](const std::vector<Tensor>& x, const std::vector<Tensor>&) { return fn(x); }, in);
+      return trace::trace(
+          [&](const std::vector<Tensor>& x, const std::vector<Tensor>&) { return fn(x); }, in);
     } catch (const Error&) {
       return nullptr;
     }
   };
   const int64_t sizes[2] = {b0 + 2 + int64_t(seed % 5), b0 > 1 ? 1 : b0 + 9};
   std::unique_ptr<ir::Graph> at[2] = {traced_at(sizes[0]), traced_at(sizes[1])};
-  if (!at[0] || !at[1] || at[0]->inputs().size() != graph.inputs().size()) return r;  // (random: fn draws)
+  if (!at[0] || !at[1] || at[0]->inputs().size() != graph.inputs().size())
+    return r;  // (random: fn draws)
   r.applicable = true;
 
   CompileOptions compile_options;
@@ -86,19 +92,27 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
     std::vector<Tensor> got, want;
     const std::string got_error = run(in, &got);
     std::string want_error, d;
-    try { want = trace::interpret(g, in); } catch (const Error& e) { want_error = e.what(); }
+    try {
+      want = trace::interpret(g, in);
+    } catch (const Error& e) {
+      want_error = e.what();
+    }
     if (!got_error.empty() || !want_error.empty()) {
-      if (got_error.empty() || want_error.empty()) {  // (failing alike passes: an index out of range)
-        d = what + ": error in some runs only: interpreter: " + (want_error.empty() ? "ok" : want_error) +
+      if (got_error.empty() ||
+          want_error.empty()) {  // (failing alike passes: an index out of range)
+        d = what +
+            ": error in some runs only: interpreter: " + (want_error.empty() ? "ok" : want_error) +
             "; compiled: " + (got_error.empty() ? "ok" : got_error);
       }
     } else {
       // The main check's rule (judge.h): exact unless a lowered reduction of the plan that ran
       // (fused at this batch size) or a rounding-changing pass reaches the output.
       std::vector<bool> tolerant = outputs_with_tolerance(g, options.passes);
-      const std::vector<bool> lowered = outputs_reached_by_lowered_reductions(f.compiled_graph().ir_graph());
+      const std::vector<bool> lowered =
+          outputs_reached_by_lowered_reductions(f.compiled_graph().ir_graph());
       SMELT_INTERNAL_CHECK(lowered.size() >= tolerant.size())
-          << "second batch: the compiled graph has " << lowered.size() << " outputs, the function " << tolerant.size();
+          << "second batch: the compiled graph has " << lowered.size() << " outputs, the function "
+          << tolerant.size();
       for (size_t i = 0; i < tolerant.size(); ++i) tolerant[i] = tolerant[i] || lowered[i];
       Judge judge(g, tolerant);
       auto run_plan = [&](const std::vector<Tensor>& x) {
@@ -108,7 +122,8 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
         return out;
       };
       try {
-        d = judge.verdict(in, got, want, run_plan, random_inputs(g, seed + uint64_t(k), 0.0), nullptr);
+        d = judge.verdict(in, got, want, run_plan, random_inputs(g, seed + uint64_t(k), 0.0),
+                          nullptr);
       } catch (const Error& e) {
         if (e.internal()) throw;
         d = judge.first_difference() + "; then: " + e.what();

@@ -20,8 +20,6 @@ class AtomicFileWriter {
   // fsync, rename over the destination, fsync the directory.
   void commit();
 
-  const std::string& temp_path() const { return temp_path_; }
-
  private:
   [[noreturn]] void fail(const char* what);  // removes the temporary, throws
   std::string path_;

@@ -13,12 +13,6 @@ std::string constant_bytes(const Tensor& t) {
   return bytes;
 }
 
-bool same_constant(const Value* a, const Value* b) {
-  if (a->kind != ValueKind::Constant || b->kind != ValueKind::Constant) return false;
-  if (!(a->meta == b->meta)) return false;
-  return constant_bytes(a->constant) == constant_bytes(b->constant);
-}
-
 namespace {
 
 template <class T>

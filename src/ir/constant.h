@@ -14,7 +14,6 @@ namespace smelt::ir {
 
 // The elements' bytes in row-major order (a non-contiguous tensor is read through its strides).
 std::string constant_bytes(const Tensor& t);
-bool same_constant(const Value* a, const Value* b);
 // True when `v` is a constant with at least one element and every element equals `value`
 // exactly: floating elements by bits after rounding `value` to the dtype (so -0.0 matches only
 // -0 and 0.0 only +0), integer and bool elements by value.

@@ -142,7 +142,6 @@ class Graph {
 
   // Gives `v` a specific id (the parser keeps the ids of the text); later ids stay above it.
   void set_id(Value* v, int id);
-  int next_id() const { return next_id_; }
 
   // Deep copy (new ids are the same as the old ones; group bodies are copied too).
   std::unique_ptr<Graph> clone() const;

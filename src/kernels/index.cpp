@@ -216,8 +216,12 @@ void cat_forward(const Tensor& out, const std::vector<Tensor>& xs, int64_t dim) 
       const char* src = static_cast<const char*>(x.raw_data());
       parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(n * inner, 1)),
                    [&](int64_t b, int64_t e) {
+        // memmove: memory that overlaps the output is a planner's bug (the compile fuzzer plants
+        // lifetimes too short to catch them); it must give wrong values, not undefined behaviour
         for (int64_t o = b; o < e; ++o) {
-          std::memcpy(dst + size_t((o * out_n + at) * inner) * esize, src + size_t(o) * run, run);
+          char* to = dst + size_t((o * out_n + at) * inner) * esize;
+          const char* from = src + size_t(o) * run;
+          if (to != from) std::memmove(to, from, run);
         }
       });
     } else if (x.numel() > 0) {

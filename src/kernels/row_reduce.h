@@ -94,16 +94,4 @@ T row_extreme(const T* x, int64_t n) {
 
 }  // namespace detail
 
-// Maximum of x (n); NaN if any element is NaN; -inf (lowest for integers) for an empty row.
-template <class T>
-T row_max(const T* x, int64_t n) {
-  return detail::row_extreme<T, true>(x, n);
-}
-
-// Minimum of x (n); NaN if any element is NaN; +inf (max for integers) for an empty row.
-template <class T>
-T row_min(const T* x, int64_t n) {
-  return detail::row_extreme<T, false>(x, n);
-}
-
 }  // namespace smelt::kernels

@@ -161,12 +161,6 @@ const std::vector<int64_t>& get_shape_attr(const Attrs& attrs, const char* op, c
   return v;
 }
 
-double get_finite_float(const Attrs& attrs, const char* op, const std::string& name) {
-  double v = attrs.get_float(name);
-  SMELT_CHECK(std::isfinite(v)) << op << ": attribute '" << name << "' must be finite, got " << float_str(v);
-  return v;
-}
-
 int64_t get_int_in(const Attrs& attrs, const char* op, const std::string& name, int64_t lo, int64_t hi) {
   int64_t v = attrs.get_int(name);
   SMELT_CHECK(v >= lo && v <= hi) << op << ": attribute '" << name << "' is " << v << ", valid: [" << lo << ", "

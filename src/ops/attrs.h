@@ -62,8 +62,6 @@ const std::vector<int64_t>& get_ints_of_size(const Attrs& attrs, const char* op,
                                              size_t size);
 // A shape attribute: every dim >= 0 and the element count within int64.
 const std::vector<int64_t>& get_shape_attr(const Attrs& attrs, const char* op, const std::string& name);
-// A float attribute that is finite (not NaN or infinite).
-double get_finite_float(const Attrs& attrs, const char* op, const std::string& name);
 // An int attribute in [lo, hi].
 int64_t get_int_in(const Attrs& attrs, const char* op, const std::string& name, int64_t lo, int64_t hi);
 

@@ -33,7 +33,8 @@ bool is_replayable_view_op(OpId op) {
 Tensor replay(const ViewStep& step, Tensor root) {
   std::vector<const ViewStep*> chain;
   for (const ViewStep* s = &step; s; s = s->parent.get()) chain.push_back(s);
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) root = call1((*it)->op, {root}, (*it)->attrs);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+    root = call1((*it)->op, {root}, (*it)->attrs);
   return root;
 }
 
@@ -66,14 +67,16 @@ void for_each_offset(const Layout& t, F f) {
 // Bool (root's shape): true where the root's element lies in memory that `view` covers.
 Tensor region_mask(const Layout& root, const Layout& view) {
   int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for_each_offset(view, [&](int64_t off) { lo = std::min(lo, off); hi = std::max(hi, off); });
+  for_each_offset(view, [&](int64_t off) {
+    lo = std::min(lo, off);
+    hi = std::max(hi, off);
+  });
   std::vector<uint8_t> covered(lo <= hi ? size_t(hi - lo + 1) : 0, 0);
   for_each_offset(view, [&](int64_t off) { covered[size_t(off - lo)] = 1; });
   Tensor mask = empty(root.shape, DType::Bool);
   bool* m = mask.data<bool>();
-  for_each_offset(root, [&](int64_t off) {
-    *m++ = off >= lo && off <= hi && covered[size_t(off - lo)];
-  });
+  for_each_offset(root,
+                  [&](int64_t off) { *m++ = off >= lo && off <= hi && covered[size_t(off - lo)]; });
   return mask;
 }
 
@@ -157,9 +160,10 @@ void refresh_view_history(TensorImpl* v) {
 
 void check_inplace_target(const Tensor& self, const char* op) {
   SMELT_CHECK(self.defined()) << op << ": the tensor is undefined (default-constructed)";
-  SMELT_CHECK(self.storage()) << op << ": the tensor has no data (a symbolic tensor inside a "
-                                       "trace); in-place ops cannot be traced, use the "
-                                       "functional form";
+  SMELT_CHECK(self.storage()) << op
+                              << ": the tensor has no data (a symbolic tensor inside a "
+                                 "trace); in-place ops cannot be traced, use the "
+                                 "functional form";
   SMELT_CHECK(!detail::captured_from_outside(self.storage().get()))
       << op << ": a compiled function changes a tensor it captured (" << dtype_name(self.dtype())
       << " " << shape_str(self.shape())
@@ -173,12 +177,14 @@ void check_inplace_target(const Tensor& self, const char* op) {
          "an in-place write is ambiguous; write into a clone() instead";
   if (!autograd::grad_enabled()) return;
   SMELT_CHECK(!is_leaf_requiring_grad(self.impl()))
-      << op << ": a leaf tensor that requires grad cannot be changed in place while grad mode "
-               "is on; wrap the update in a NoGradGuard";
+      << op
+      << ": a leaf tensor that requires grad cannot be changed in place while grad mode "
+         "is on; wrap the update in a NoGradGuard";
   SMELT_CHECK(!is_leaf_requiring_grad(root_of(self)))
-      << op << ": the tensor is a view of a leaf tensor that requires grad, which cannot be "
-               "changed in place while grad mode is on; wrap the update in a NoGradGuard, or "
-               "change a clone() of the leaf";
+      << op
+      << ": the tensor is a view of a leaf tensor that requires grad, which cannot be "
+         "changed in place while grad mode is on; wrap the update in a NoGradGuard, or "
+         "change a clone() of the leaf";
 }
 
 EagerWhileTracing::EagerWhileTracing(const char* op, const std::vector<Tensor>& operands)
@@ -186,8 +192,9 @@ EagerWhileTracing::EagerWhileTracing(const char* op, const std::vector<Tensor>& 
   if (!hook_) return;
   for (const Tensor& t : operands) {
     SMELT_CHECK(!t.defined() || t.storage())
-        << op << ": an operand is symbolic (inside a trace); in-place ops cannot be traced, use "
-                 "the functional form";
+        << op
+        << ": an operand is symbolic (inside a trace); in-place ops cannot be traced, use "
+           "the functional form";
   }
   set_dispatch_hook(nullptr);
 }
@@ -203,9 +210,7 @@ void write_into(const Tensor& dst, const Tensor& src) {
     case MemOverlap::Partial:
       kernels::copy_strided(dst, kernels::contiguous_copy(src.detach()));
       break;
-    case MemOverlap::None:
-      kernels::copy_strided(dst, src);
-      break;
+    case MemOverlap::None: kernels::copy_strided(dst, src); break;
   }
   dst.storage()->bump_version();
 }
@@ -227,9 +232,10 @@ Tensor& inplace_apply(Tensor& self, const char* op, const std::vector<Tensor>& o
         << op << ": the tensor is a view made by " << op_name(step->op)
         << ", which autograd cannot replay to record the in-place change; clone() it first";
     SMELT_CHECK(s->view_history != kViewWithoutHistory || !root->requires_grad)
-        << op << ": the tensor is a view made under no_grad of a tensor that requires grad, so "
-                 "the change cannot be recorded; make the view with grad mode on, or change it "
-                 "under no_grad too";
+        << op
+        << ": the tensor is a view made under no_grad of a tensor that requires grad, so "
+           "the change cannot be recorded; make the view with grad mode on, or change it "
+           "under no_grad too";
   }
 
   Tensor result;

@@ -46,18 +46,6 @@ static_assert(sizeof(kOpImpls) / sizeof(kOpImpls[0]) == kOpCount);
 
 }  // namespace
 
-const char* op_kind_name(OpKind kind) {
-  switch (kind) {
-    case OpKind::Elementwise: return "Elementwise";
-    case OpKind::Broadcast: return "Broadcast";
-    case OpKind::Injective: return "Injective";
-    case OpKind::Reduce: return "Reduce";
-    case OpKind::Contraction: return "Contraction";
-    case OpKind::Opaque: return "Opaque";
-  }
-  return "?";
-}
-
 const OpInfo& op_info(OpId op) { return kOpInfos[static_cast<int>(op)]; }
 const char* op_name(OpId op) { return op_info(op).name; }
 const OpImpl& op_impl(OpId op) { return *kOpImpls[static_cast<int>(op)]; }

@@ -23,7 +23,6 @@ inline constexpr int kOpCount = 0
     ;
 
 enum class OpKind : uint8_t { Elementwise, Broadcast, Injective, Reduce, Contraction, Opaque };
-const char* op_kind_name(OpKind kind);
 
 enum OpFlags : uint32_t {
   kCommutative = 1u << 0,

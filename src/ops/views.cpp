@@ -30,7 +30,8 @@ bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape&
   for (int64_t d = int64_t(old_shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_shape[d];
     // end of a contiguous chunk of old dims
-    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
         strides[view_d] = view_numel * chunk_base_stride;
         view_numel *= new_shape[view_d];
@@ -49,8 +50,9 @@ bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape&
   return true;
 }
 
-std::optional<ViewLayout> view_layout(OpId op, const Attrs& attrs, const Shape& in_shape, const Shape& in_strides,
-                                      int64_t in_offset, const Shape& out_shape) {
+std::optional<ViewLayout> view_layout(OpId op, const Attrs& attrs, const Shape& in_shape,
+                                      const Shape& in_strides, int64_t in_offset,
+                                      const Shape& out_shape) {
   const int64_t rank = int64_t(in_shape.size());
   auto in_range = [&](int64_t d) { return d >= -rank && d < rank; };
   auto wrapped = [&](int64_t d) { return size_t(d < 0 ? d + rank : d); };
@@ -83,8 +85,7 @@ std::optional<ViewLayout> view_layout(OpId op, const Attrs& attrs, const Shape& 
       }
       return v;
     }
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
 }
 
@@ -110,7 +111,8 @@ std::vector<TensorMeta> reshape_shape(const std::vector<TensorMeta>& in, const A
 std::vector<Tensor> reshape_view(const std::vector<Tensor>& in, const Attrs& attrs,
                                  const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
-  if (auto v = view_layout(OpId::reshape, attrs, x.shape(), x.strides(), x.offset(), out[0].shape)) {
+  if (auto v =
+          view_layout(OpId::reshape, attrs, x.shape(), x.strides(), x.offset(), out[0].shape)) {
     return {view_of(x, out[0].shape, v->strides, v->offset)};
   }
   Tensor c = copy_contiguous(x);
@@ -142,7 +144,8 @@ std::vector<TensorMeta> permute_shape(const std::vector<TensorMeta>& in, const A
 std::vector<Tensor> strided_view(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
                                  const std::vector<TensorMeta>& out) {
   const Tensor& x = in[0];
-  std::optional<ViewLayout> v = view_layout(op, attrs, x.shape(), x.strides(), x.offset(), out[0].shape);
+  std::optional<ViewLayout> v =
+      view_layout(op, attrs, x.shape(), x.strides(), x.offset(), out[0].shape);
   SMELT_INTERNAL_CHECK(v) << op_name(op) << ": no view layout after its shape rule passed";
   return {view_of(x, out[0].shape, v->strides, v->offset)};
 }
@@ -205,8 +208,10 @@ void slice_grad_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
 }
 std::vector<Tensor> slice_grad_grad(const GradContext& c) {
   return {call1(OpId::slice, {c.grads[0]},
-                {{"dim", c.attrs.get_int("dim")}, {"start", c.attrs.get_int("start")},
-                 {"end", c.attrs.get_int("end")}, {"step", c.attrs.get_int("step")}})};
+                {{"dim", c.attrs.get_int("dim")},
+                 {"start", c.attrs.get_int("start")},
+                 {"end", c.attrs.get_int("end")},
+                 {"step", c.attrs.get_int("step")}})};
 }
 
 // ---- expand (stride 0 in broadcast dims)
@@ -241,17 +246,32 @@ std::vector<Tensor> identity_grad(const GradContext& c) { return {c.grads[0]}; }
 }  // namespace
 
 // View ops (a non-zero views column) have a view kernel instead of an out-variant one.
-SMELT_OP_IMPL(reshape) = {.shape = reshape_shape, .kernel = nullptr, .grad = reshape_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(reshape) = {.shape = reshape_shape,
+                          .kernel = nullptr,
+                          .grad = reshape_grad,
+                          .saves = kSaveNothing,
                           .view_kernel = reshape_view};
-SMELT_OP_IMPL(permute) = {.shape = permute_shape, .kernel = nullptr, .grad = permute_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(permute) = {.shape = permute_shape,
+                          .kernel = nullptr,
+                          .grad = permute_grad,
+                          .saves = kSaveNothing,
                           .view_kernel = permute_view};
-SMELT_OP_IMPL(slice) = {.shape = slice_shape, .kernel = nullptr, .grad = slice_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(slice) = {.shape = slice_shape,
+                        .kernel = nullptr,
+                        .grad = slice_grad,
+                        .saves = kSaveNothing,
                         .view_kernel = slice_view};
 SMELT_OP_IMPL(slice_grad) = {slice_grad_shape, slice_grad_kernel, slice_grad_grad, kSaveNothing};
-SMELT_OP_IMPL(expand) = {.shape = expand_shape, .kernel = nullptr, .grad = expand_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(expand) = {.shape = expand_shape,
+                         .kernel = nullptr,
+                         .grad = expand_grad,
+                         .saves = kSaveNothing,
                          .view_kernel = expand_view};
 // contiguous may return its input (the views column); today its view kernel always copies.
-SMELT_OP_IMPL(contiguous) = {.shape = same_as_first, .kernel = nullptr, .grad = identity_grad, .saves = kSaveNothing,
+SMELT_OP_IMPL(contiguous) = {.shape = same_as_first,
+                             .kernel = nullptr,
+                             .grad = identity_grad,
+                             .saves = kSaveNothing,
                              .view_kernel = contiguous_view};
 
 }  // namespace smelt::ops
@@ -272,9 +292,11 @@ Shape infer_size(const Shape& shape, int64_t numel, const char* where) {
       SMELT_CHECK(infer_at < 0) << where << ": only one dim can be -1, got " << shape_str(shape);
       infer_at = int64_t(i);
     } else {
-      SMELT_CHECK(shape[i] >= 0) << where << ": invalid size " << shape[i] << " in " << shape_str(shape);
+      SMELT_CHECK(shape[i] >= 0) << where << ": invalid size " << shape[i] << " in "
+                                 << shape_str(shape);
       SMELT_CHECK(!__builtin_mul_overflow(known, shape[i], &known))
-          << where << ": size overflow: the sizes of " << shape_str(shape) << " multiply beyond int64";
+          << where << ": size overflow: the sizes of " << shape_str(shape)
+          << " multiply beyond int64";
     }
   }
   if (infer_at >= 0) {
@@ -291,7 +313,9 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   if (s == x.shape()) return x;
   return call1(OpId::reshape, {x}, {{"shape", s}});
 }
-Tensor permute(const Tensor& x, const Shape& dims) { return call1(OpId::permute, {x}, {{"dims", dims}}); }
+Tensor permute(const Tensor& x, const Shape& dims) {
+  return call1(OpId::permute, {x}, {{"dims", dims}});
+}
 Tensor slice(const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
   SMELT_CHECK(x.dim() > 0) << "slice: cannot slice a 0-dim tensor";
   int64_t d = wrap_dim(dim, x.dim(), "slice");

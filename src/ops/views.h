@@ -19,11 +19,13 @@ struct ViewLayout {
 // at `in_strides` and `in_offset`, as the eager view kernel makes it; nullopt when the op copies
 // there (a reshape no strides describe, contiguous) or is not a view op, or when its dims are out
 // of range (the shape rule reports those).
-std::optional<ViewLayout> view_layout(OpId op, const Attrs& attrs, const Shape& in_shape, const Shape& in_strides,
-                                      int64_t in_offset, const Shape& out_shape);
+std::optional<ViewLayout> view_layout(OpId op, const Attrs& attrs, const Shape& in_shape,
+                                      const Shape& in_strides, int64_t in_offset,
+                                      const Shape& out_shape);
 
 // Strides that view data of `old_shape` laid out with `old_strides` as `new_shape` (reshape
 // without a copy), or false when no strides can.
-bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape, Shape* out);
+bool view_strides(const Shape& old_shape, const Shape& old_strides, const Shape& new_shape,
+                  Shape* out);
 
 }  // namespace smelt::ops

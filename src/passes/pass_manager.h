@@ -42,7 +42,7 @@ struct PassStats {
 
 struct PipelineOptions {
   int max_iterations = 20;
-  bool verify = true;            // verifier after every pass (on in debug and test builds)
+  bool verify = true;            // verifier after every pass (on unless turned off)
   std::string print_ir_after;    // "", "all" or a pass name: print the IR after it when it changed
   std::set<std::string> disabled;
   std::ostream* log = nullptr;   // where printed IR goes (stderr when null)

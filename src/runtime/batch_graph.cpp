@@ -53,11 +53,14 @@ class Walk {
         const double x = number_value(v->constant.to_vector()[0], v->meta.dtype);
         if (set_floats_) v->constant = full(v->meta.shape, x, v->meta.dtype);
       } else {
-        skeleton += "#" + std::to_string(bytes_hash(v->constant));
+        skeleton += '#';  // (appended: GCC 12's -Wrestrict misfires on "#" + std::string)
+        skeleton += std::to_string(bytes_hash(v->constant));
       }
     }
     for (const auto& n : g.nodes()) {
-      skeleton += std::string("\n") + n->name() + "(";
+      skeleton += '\n';
+      skeleton += n->name();
+      skeleton += '(';
       for (const ir::Value* v : n->inputs) skeleton += std::to_string(numbers_.at(v)) + ",";
       skeleton += ")";
       attrs(n->attrs);
@@ -68,7 +71,10 @@ class Walk {
       if (n->body) graph(*n->body);
     }
     skeleton += "\nout";
-    for (const ir::Value* v : g.outputs()) skeleton += " " + std::to_string(numbers_.at(v));
+    for (const ir::Value* v : g.outputs()) {
+      skeleton += ' ';
+      skeleton += std::to_string(numbers_.at(v));
+    }
     skeleton += "}";
   }
 

@@ -28,8 +28,8 @@ std::string difference(const Signature& before, const Signature& now) {
   if (before.requires_grad != now.requires_grad) {
     for (size_t i = 0; i < std::min(before.requires_grad.size(), now.requires_grad.size()); ++i) {
       if (before.requires_grad[i] != now.requires_grad[i]) {
-        return "parameter '" + now.requires_grad[i].first + "' requires_grad: " +
-               (before.requires_grad[i].second ? "true" : "false") + " -> " +
+        return "parameter '" + now.requires_grad[i].first +
+               "' requires_grad: " + (before.requires_grad[i].second ? "true" : "false") + " -> " +
                (now.requires_grad[i].second ? "true" : "false");
       }
     }
@@ -41,11 +41,14 @@ std::string difference(const Signature& before, const Signature& now) {
   // Every input that changed, and in each every dim that changed: "input 0 dim 1: 16 -> 32".
   std::string changes;
   for (size_t i = 0; i < now.dtypes.size(); ++i) {
-    const std::string input = std::string(changes.empty() ? "" : "; ") + "input " + std::to_string(i);
+    const std::string input =
+        std::string(changes.empty() ? "" : "; ") + "input " + std::to_string(i);
     if (before.dtypes[i] != now.dtypes[i]) {
-      changes += input + " dtype: " + dtype_name(before.dtypes[i]) + " -> " + dtype_name(now.dtypes[i]);
+      changes +=
+          input + " dtype: " + dtype_name(before.dtypes[i]) + " -> " + dtype_name(now.dtypes[i]);
     } else if (before.shapes[i].size() != now.shapes[i].size()) {
-      changes += input + " rank: " + shape_str(before.shapes[i]) + " -> " + shape_str(now.shapes[i]);
+      changes +=
+          input + " rank: " + shape_str(before.shapes[i]) + " -> " + shape_str(now.shapes[i]);
     } else {
       std::string dims;
       for (size_t d = 0; d < now.shapes[i].size(); ++d) {
@@ -91,7 +94,8 @@ std::vector<AliasOutput> alias_outputs(const ir::Graph& graph, size_t outputs, s
     const ir::Value* v = graph.outputs()[k];
     AliasOutput alias;
     alias.output = k;
-    while (v->producer && ops::is_view_op(v->producer->op) && ops::aliases(v->producer->op, 0) == 0) {
+    while (v->producer && ops::is_view_op(v->producer->op) &&
+           ops::aliases(v->producer->op, 0) == 0) {
       alias.views.emplace_back(v->producer->op, v->producer->attrs);
       v = v->producer->inputs[0];
     }
@@ -126,9 +130,9 @@ std::vector<Tensor> with_aliases(std::vector<Tensor> outs, const std::vector<Ali
 std::string frozen_change(const Compiled& c) {
   for (const auto& [t, version] : c.frozen) {
     if (t.storage()->version() != version) {
-      return "a frozen captured tensor " + std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape()) +
-             " changed in place (version " + std::to_string(version) + " -> " +
-             std::to_string(t.storage()->version()) + ")";
+      return "a frozen captured tensor " + std::string(dtype_name(t.dtype())) + " " +
+             shape_str(t.shape()) + " changed in place (version " + std::to_string(version) +
+             " -> " + std::to_string(t.storage()->version()) + ")";
     }
   }
   return "";
@@ -137,7 +141,8 @@ std::string frozen_change(const Compiled& c) {
 Signature signature_of(const std::vector<Tensor>& inputs) {
   Signature s;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    SMELT_CHECK(inputs[i].defined()) << "compiled function: input " << i << " is an undefined tensor";
+    SMELT_CHECK(inputs[i].defined())
+        << "compiled function: input " << i << " is an undefined tensor";
     s.dtypes.push_back(inputs[i].dtype());
     s.shapes.push_back(inputs[i].shape());
   }
@@ -155,18 +160,22 @@ runtime::PipelineOptions CompiledFunction::Impl::pipeline_options() const {
   return pipeline;
 }
 
-std::unique_ptr<ir::Graph> CompiledFunction::Impl::trace_graph(Compiled& c, const std::vector<Tensor>& inputs) {
+std::unique_ptr<ir::Graph> CompiledFunction::Impl::trace_graph(Compiled& c,
+                                                               const std::vector<Tensor>& inputs) {
   std::unique_ptr<ir::Graph> graph;
   if (mode == Mode::Function) {
     std::vector<Tensor> frozen;
-    graph = trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return fn(in); }, inputs,
-                         {}, {&c.captured, options.freeze ? &frozen : nullptr});
+    graph = trace::trace(
+        [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return fn(in); }, inputs,
+        {}, {&c.captured, options.freeze ? &frozen : nullptr});
     for (const Tensor& t : frozen) c.frozen.emplace_back(t, t.storage()->version());
     c.random = graph->inputs().size() > inputs.size() + c.captured.size();
-    c.aliases = alias_outputs(*graph, graph->outputs().size() - (c.random ? 1 : 0), inputs.size() + c.captured.size());
+    c.aliases = alias_outputs(*graph, graph->outputs().size() - (c.random ? 1 : 0),
+                              inputs.size() + c.captured.size());
   } else {
-    c.module_graph = std::make_shared<trace::ModuleGraph>(mode == Mode::Module ? trace::trace_module(*module, fn, inputs)
-                                                                               : trace::trace_module_joint(*module, fn, inputs));
+    c.module_graph = std::make_shared<trace::ModuleGraph>(
+        mode == Mode::Module ? trace::trace_module(*module, fn, inputs)
+                             : trace::trace_module_joint(*module, fn, inputs));
     graph = c.module_graph->graph->clone();  // the module graph keeps the traced one to bind with
     c.random = c.module_graph->random;
   }
@@ -185,10 +194,11 @@ namespace {
 
 // A module's state in, the plan, updated buffers and the generator back; a training step adds
 // each parameter's gradient into its .grad as backward() would, and returns the loss.
-std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c,
+                               const std::vector<Tensor>& inputs) {
   const trace::ModuleGraph& mg = *c.module_graph;
-  std::vector<Tensor> outs =
-      mg.run_with(*f.module, inputs, [&](const std::vector<Tensor>& all) { return c.compiled.plan->run(all); });
+  std::vector<Tensor> outs = mg.run_with(
+      *f.module, inputs, [&](const std::vector<Tensor>& all) { return c.compiled.plan->run(all); });
   if (f.mode == Mode::Module) return outs;
   std::map<std::string, Tensor*> params;
   for (const auto& [name, slot] : f.module->named_slots(true)) params.emplace(name, slot);
@@ -201,17 +211,20 @@ std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c, const std
   return {outs[0]};
 }
 
-CompiledFunction make(Mode mode, nn::Module* module, CompiledFunction::Fn fn, CompileOptions options) {
+CompiledFunction make(Mode mode, nn::Module* module, CompiledFunction::Fn fn,
+                      CompileOptions options) {
   SMELT_CHECK(fn) << "compile: the function is empty";
-  SMELT_CHECK(options.recompile_limit >= 1) << "compile: recompile_limit must be >= 1, got "
-                                            << options.recompile_limit;
-  SMELT_CHECK(options.batch_plans >= 1) << "compile: batch_plans must be >= 1, got " << options.batch_plans;
-  runtime::backend_from_name(options.backend);  // an unknown name is an error now, not at the first call
+  SMELT_CHECK(options.recompile_limit >= 1)
+      << "compile: recompile_limit must be >= 1, got " << options.recompile_limit;
+  SMELT_CHECK(options.batch_plans >= 1)
+      << "compile: batch_plans must be >= 1, got " << options.batch_plans;
+  runtime::backend_from_name(
+      options.backend);  // an unknown name is an error now, not at the first call
   const std::array<int64_t, 3>& probes = options.batch_probes;
-  SMELT_CHECK(probes[0] > 0 && probes[1] > 0 && probes[2] > 0 && probes[0] != probes[1] && probes[0] != probes[2] &&
-              probes[1] != probes[2])
-      << "compile: CompileOptions::batch_probes is " << probes[0] << ", " << probes[1] << ", " << probes[2]
-      << "; valid: three distinct positive batch sizes";
+  SMELT_CHECK(probes[0] > 0 && probes[1] > 0 && probes[2] > 0 && probes[0] != probes[1] &&
+              probes[0] != probes[2] && probes[1] != probes[2])
+      << "compile: CompileOptions::batch_probes is " << probes[0] << ", " << probes[1] << ", "
+      << probes[2] << "; valid: three distinct positive batch sizes";
   auto impl = std::make_shared<CompiledFunction::Impl>();
   impl->mode = mode;
   impl->module = module;
@@ -241,7 +254,8 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     sig.modes = trace::module_modes(*f.module);
   }
   if (f.mode == Mode::TrainingStep) {
-    for (const auto& [name, slot] : f.module->named_slots(true)) sig.requires_grad.emplace_back(name, slot->requires_grad());
+    for (const auto& [name, slot] : f.module->named_slots(true))
+      sig.requires_grad.emplace_back(name, slot->requires_grad());
   }
   std::shared_ptr<Compiled> c;
   {
@@ -259,7 +273,9 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
         f.plans.clear();
         f.dynamic.clear();
         c = nullptr;
-        f.reasons.push_back(changed + " (CompileOptions::freeze: a frozen captured tensor recompiles when it changes)");
+        f.reasons.push_back(
+            changed +
+            " (CompileOptions::freeze: a frozen captured tensor recompiles when it changes)");
         debug_log(1, "recompiling: " + f.reasons.back());
         f.last_sig.reset();  // the reason is given
       }
@@ -307,14 +323,16 @@ std::vector<std::string> CompiledFunction::recompile_reasons() const {
 
 const CompileReport& CompiledFunction::report() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  SMELT_CHECK(impl_->last) << "CompiledFunction::report: nothing compiled yet; call the function first";
+  SMELT_CHECK(impl_->last)
+      << "CompiledFunction::report: nothing compiled yet; call the function first";
   return *impl_->last;
 }
 
 namespace {
 
 const runtime::Plan& last_plan(const CompiledFunction::Impl& f, const char* what) {
-  SMELT_CHECK(f.last_compiled) << "CompiledFunction::" << what << ": nothing compiled yet; call the function first";
+  SMELT_CHECK(f.last_compiled) << "CompiledFunction::" << what
+                               << ": nothing compiled yet; call the function first";
   return *f.last_compiled->compiled.plan;
 }
 
@@ -323,14 +341,16 @@ const runtime::Plan& last_plan(const CompiledFunction::Impl& f, const char* what
 std::string CompiledFunction::profile_table() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   const runtime::Plan& plan = last_plan(*impl_, "profile_table");
-  SMELT_CHECK(plan.profile().enabled()) << "CompiledFunction::profile_table: compile with CompileOptions::profile = true";
+  SMELT_CHECK(plan.profile().enabled())
+      << "CompiledFunction::profile_table: compile with CompileOptions::profile = true";
   return plan.profile().table();
 }
 
 void CompiledFunction::write_chrome_trace(const std::string& path) const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   const runtime::Plan& plan = last_plan(*impl_, "write_chrome_trace");
-  SMELT_CHECK(plan.profile().enabled()) << "CompiledFunction::write_chrome_trace: compile with CompileOptions::profile = true";
+  SMELT_CHECK(plan.profile().enabled())
+      << "CompiledFunction::write_chrome_trace: compile with CompileOptions::profile = true";
   plan.profile().write_chrome_trace(path);
 }
 
@@ -349,7 +369,8 @@ CompiledFunction compile(CompiledFunction::Fn fn, CompileOptions options) {
   return make(Mode::Function, nullptr, std::move(fn), std::move(options));
 }
 
-CompiledFunction compile_module(nn::Module& module, CompiledFunction::Fn fn, CompileOptions options) {
+CompiledFunction compile_module(nn::Module& module, CompiledFunction::Fn fn,
+                                CompileOptions options) {
   return make(Mode::Module, &module, std::move(fn), std::move(options));
 }
 

@@ -47,7 +47,8 @@ std::optional<BatchChange> batch_change(const Signature& before, const Signature
 
 // A plan for `sig` from a dynamic batch it belongs to, or from the second batch size of a signature
 // compiled before (which builds the dynamic batch: its kernels compile once, for every size).
-std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& sig, const std::vector<Tensor>& inputs,
+std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& sig,
+                                                               const std::vector<Tensor>& inputs,
                                                                std::string* note) {
   DynamicBatch* d = nullptr;
   int64_t b = 0;
@@ -99,12 +100,14 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
     return nullptr;
   }
   const codegen::KernelCacheStats after = codegen::KernelCache::global().stats();
-  reasons.push_back(change + (built ? " (batch is dynamic: kernels compiled once for every batch size)"
-                                    : " (batch is dynamic: kernels reused, plan re-instantiated)"));
+  reasons.push_back(change +
+                    (built ? " (batch is dynamic: kernels compiled once for every batch size)"
+                           : " (batch is dynamic: kernels reused, plan re-instantiated)"));
   debug_log(1, "recompiling: " + reasons.back());
   if (!built) {
-    debug_log(1, "dynamic batch " + std::to_string(b) + ": plan in " + std::to_string(c->report.compile_ms) +
-                     " ms, " + std::to_string(c->report.kernels) + " kernels reused, " +
+    debug_log(1, "dynamic batch " + std::to_string(b) + ": plan in " +
+                     std::to_string(c->report.compile_ms) + " ms, " +
+                     std::to_string(c->report.kernels) + " kernels reused, " +
                      std::to_string(after.compiler_runs - before.compiler_runs) +
                      " compiler runs (compiler runs saved: a specialized plan compiles " +
                      std::to_string(c->report.kernels) + " kernels anew)");
@@ -122,7 +125,8 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
 // specialized compile at that size would choose), and fits the fused graphs and their kernels
 // (lowered on the interpreter backend: no compiles) the same way. "" or why the function is not
 // batch-independent.
-std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::vector<Tensor>& inputs) {
+std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d,
+                                                  const std::vector<Tensor>& inputs) {
   int64_t batch = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (d.batch_inputs[i]) batch = inputs[i].size(0);
@@ -156,15 +160,17 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const std::ve
     pipeline.lower = d.kernels.record(probe_sizes[i]);
     probes.push_back(runtime::compile_graph(std::move(optimized[i]), pipeline));
   }
-  d.graph = runtime::BatchGraph::fit(*probes[0].graph, probe_sizes[0], *probes[1].graph, probe_sizes[1], &why);
+  d.graph = runtime::BatchGraph::fit(*probes[0].graph, probe_sizes[0], *probes[1].graph,
+                                     probe_sizes[1], &why);
   if (!d.graph) return why;
   why = d.graph->compare(*probes[2].graph, probe_sizes[2]);
   if (!why.empty()) return why;
   return d.kernels.fit();
 }
 
-std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d, const std::vector<Tensor>& inputs,
-                                                            int64_t b, std::string* why) {
+std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d,
+                                                             const std::vector<Tensor>& inputs,
+                                                             int64_t b, std::string* why) {
   std::vector<Tensor> in;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!d.batch_inputs[i]) {
@@ -199,7 +205,8 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d, co
 // bit; before the passes, which may rewrite a graph differently at sizes like 1 or a power of
 // two and stay right): a difference is an error, and the caller compiles b specialized. (No
 // compiler runs: a trace costs little next to compiling kernels.)
-std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, int64_t b, const Signature& sig,
+std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, int64_t b,
+                                                              const Signature& sig,
                                                               const std::vector<Tensor>& inputs) {
   std::string why;
   const std::unique_ptr<ir::Graph> traced = traced_at(d, inputs, b, &why);
@@ -216,9 +223,10 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, i
   std::shared_ptr<const size_t> used;
   pipeline.lower = d.kernels.replay(b, &used);
   c->compiled = runtime::plan_graph(d.graph->at(b), pipeline);
-  SMELT_CHECK(*used == d.kernels.size()) << "dynamic batch: at batch " << b << " the plan lowers " << *used
-                                         << " groups where the probe batch sizes lowered " << d.kernels.size()
-                                         << "; valid: a plan with the same groups at every batch size";
+  SMELT_CHECK(*used == d.kernels.size())
+      << "dynamic batch: at batch " << b << " the plan lowers " << *used
+      << " groups where the probe batch sizes lowered " << d.kernels.size()
+      << "; valid: a plan with the same groups at every batch size";
   c->compiled.plan->set_profiling(options.profile);
   fill_report(*c, sig);
   c->report.dynamic_batch = true;

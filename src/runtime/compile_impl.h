@@ -25,7 +25,7 @@ namespace compile_impl {
 struct Signature {
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
-  int training = -1;  // a module's mode (-1 for a plain function): the graph differs per mode
+  int training = -1;        // a module's mode (-1 for a plain function): the graph differs per mode
   std::vector<bool> modes;  // and every submodule's (trace::module_modes)
   // A training step: each parameter's requires_grad (a frozen parameter has no gradient output).
   std::vector<std::pair<std::string, bool>> requires_grad;
@@ -64,7 +64,7 @@ struct Compiled {
   // versions when traced; a call that finds one changed recompiles.
   std::vector<std::pair<Tensor, uint64_t>> frozen;
   std::vector<AliasOutput> aliases;  // Function mode
-  bool random = false;  // the graph takes and returns the generator state (last input/output)
+  bool random = false;       // the graph takes and returns the generator state (last input/output)
   trace::RandomDraws draws;  // random: each call's blocks reserved from the default generator
   std::shared_ptr<trace::ModuleGraph> module_graph;  // how a module's state binds (module modes)
   CompileReport report;
@@ -127,7 +127,7 @@ struct CompiledFunction::Impl {
   CompileOptions options;
   std::mutex mutex;
   std::map<Signature, std::shared_ptr<Compiled>> plans;
-  std::vector<Signature> order;  // signatures compiled, in the order they were first seen
+  std::vector<Signature> order;       // signatures compiled, in the order they were first seen
   std::optional<Signature> last_sig;  // the latest new signature (for the recompile reasons)
   std::vector<std::unique_ptr<DynamicBatch>> dynamic;
   std::vector<std::string> reasons;
@@ -140,14 +140,15 @@ struct CompiledFunction::Impl {
   std::unique_ptr<ir::Graph> trace_graph(Compiled& c, const std::vector<Tensor>& inputs);
   // A dynamic batch's plan for `sig`, or null (then `note` says why the batch is not dynamic,
   // when that is the reason). compile_dynamic.cpp.
-  std::shared_ptr<Compiled> dynamic_plan(const Signature& sig, const std::vector<Tensor>& inputs, std::string* note);
+  std::shared_ptr<Compiled> dynamic_plan(const Signature& sig, const std::vector<Tensor>& inputs,
+                                         std::string* note);
   std::string build_dynamic(DynamicBatch& d, const std::vector<Tensor>& inputs);
   std::shared_ptr<Compiled> instantiate(DynamicBatch& d, int64_t b, const Signature& sig,
                                         const std::vector<Tensor>& inputs);
   // The function traced at batch `b` (inputs of `d`'s batch dims set to b); null with `why` when
   // it draws random numbers.
-  std::unique_ptr<ir::Graph> traced_at(DynamicBatch& d, const std::vector<Tensor>& inputs, int64_t b,
-                                       std::string* why);
+  std::unique_ptr<ir::Graph> traced_at(DynamicBatch& d, const std::vector<Tensor>& inputs,
+                                       int64_t b, std::string* why);
 };
 
 }  // namespace smelt

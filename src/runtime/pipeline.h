@@ -1,4 +1,4 @@
-// The compile pipeline, one named stage after another (DESIGN.md "Compile pipeline"):
+// The compile pipeline, one named stage after another (docs/design.md "The compile pipeline"):
 //
 //   verify -> canonical passes to a fixed point -> fusion -> schedule (the graph's node order)
 //   -> memory plan + kernels (lowering, backend) -> Plan

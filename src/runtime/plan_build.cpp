@@ -3,6 +3,7 @@
 #include <map>
 
 #include "codegen/lower.h"
+#include "fusion/fuse.h"
 #include "ops/dispatch.h"
 #include "runtime/contraction_step.h"
 #include "runtime/plan_impl.h"
@@ -50,7 +51,8 @@ void Plan::Impl::request_kernels() {
     }
   }
   if (kernels.empty()) return;
-  std::vector<std::shared_ptr<codegen::KernelHandle>> handles = codegen::KernelCache::global().get_many(kernels);
+  std::vector<std::shared_ptr<codegen::KernelHandle>> handles =
+      codegen::KernelCache::global().get_many(kernels);
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->attach(handles[i]);
 }
 
@@ -62,7 +64,8 @@ int Plan::Impl::constant_slot(const Tensor& value) {
   return add_slot(std::move(s));
 }
 
-int Plan::Impl::arena_slot(const ops::TensorMeta& meta, int first_step, int last_step, std::string label) {
+int Plan::Impl::arena_slot(const ops::TensorMeta& meta, int first_step, int last_step,
+                           std::string label) {
   Slot s;
   s.kind = SlotKind::Arena;
   s.meta = meta;
@@ -85,7 +88,8 @@ void Plan::Impl::read_at(int slot, int step) {
 }
 
 // A graph output's own slot (allocated per call), or an arena slot.
-int Plan::Impl::new_value_slot(const ir::Value* v, int step, const std::map<const ir::Value*, int>& output_index) {
+int Plan::Impl::new_value_slot(const ir::Value* v, int step,
+                               const std::map<const ir::Value*, int>& output_index) {
   int slot;
   auto out = output_index.find(v);
   if (out != output_index.end()) {
@@ -106,10 +110,11 @@ int Plan::Impl::new_value_slot(const ir::Value* v, int step, const std::map<cons
 }
 
 void Plan::Impl::build(const ir::Graph& graph) {
-  lower = options.lower ? options.lower
-                        : LowerFn([](const ir::Graph& body, const std::string& name, const codegen::LowerOptions& o) {
-                            return codegen::lower(body, name, o);
-                          });
+  lower =
+      options.lower
+          ? options.lower
+          : LowerFn([](const ir::Graph& body, const std::string& name,
+                       const codegen::LowerOptions& o) { return codegen::lower(body, name, o); });
   std::map<const ir::Value*, int> output_index;
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     const ir::Value* v = graph.outputs()[i];
@@ -143,10 +148,10 @@ void Plan::Impl::build(const ir::Graph& graph) {
     }
     // Only strided_view's readers ever read a strided alias (it checked the whole chain).
     for (int slot : in) {
-      SMELT_INTERNAL_CHECK(!is_strided(slot) || node.op == ops::OpId::matmul ||
-                           (!node.is_group() && ops::op_info(node.op).kind == ops::OpKind::Elementwise) ||
-                           (node.is_group() && node.attrs.has("fusion") &&
-                            node.attrs.get_string("fusion") == "contraction"))
+      SMELT_INTERNAL_CHECK(
+          !is_strided(slot) || node.op == ops::OpId::matmul ||
+          (!node.is_group() && ops::op_info(node.op).kind == ops::OpKind::Elementwise) ||
+          fusion::group_pattern(node) == fusion::Pattern::Contraction)
           << "plan: " << node.name() << " would read a strided view as contiguous memory";
     }
     // A reshape of a contiguous value that is not a graph output is the same memory.
@@ -181,7 +186,8 @@ void Plan::Impl::build(const ir::Graph& graph) {
           const Slot& slot = p.slots[size_t(s)];
           if (slot.kind == SlotKind::Arena) {
             p.requests[size_t(slot.request)].first_step = last;
-            p.requests[size_t(slot.request)].last_step = std::max<int64_t>(p.requests[size_t(slot.request)].last_step, last);
+            p.requests[size_t(slot.request)].last_step =
+                std::max<int64_t>(p.requests[size_t(slot.request)].last_step, last);
           }
         }
       }
@@ -239,8 +245,10 @@ bool Plan::Impl::hoist_constant_node(const ir::Node& node, const std::vector<int
   NoGradGuard no_grad;
   std::vector<Tensor> results;
   try {
-    results = node.body ? trace::interpret(*node.body, args) : ops::compute(node.op, args, node.attrs, metas);
-  } catch (const Error&) {
+    results = node.body ? trace::interpret(*node.body, args)
+                        : ops::compute(node.op, args, node.attrs, metas);
+  } catch (const Error& e) {
+    if (e.internal()) throw;  // a smelt bug is reported, never taken for a refusal of the data
     return false;  // a node that fails on its data fails when run, as the unoptimized graph does
   }
   for (size_t k = 0; k < node.outputs.size(); ++k) {
@@ -250,10 +258,11 @@ bool Plan::Impl::hoist_constant_node(const ir::Node& node, const std::vector<int
   return true;
 }
 
-void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out) {
+void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in,
+                           const std::vector<int>& out) {
   const ir::Graph& body = *node.body;
-  const bool contraction = node.attrs.has("fusion") && node.attrs.get_string("fusion") == "contraction" &&
-                           !body.nodes().empty();
+  const bool contraction =
+      fusion::group_pattern(node) == fusion::Pattern::Contraction && !body.nodes().empty();
   std::string name;
   for (const auto& n : body.nodes()) {
     if (!name.empty()) name += '_';
@@ -272,7 +281,8 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, con
       first_in.push_back(constant_slot(v->constant));
       continue;
     }
-    SMELT_INTERNAL_CHECK(v->is_graph_input()) << "plan: a contraction group's first node reads a computed value";
+    SMELT_INTERNAL_CHECK(v->is_graph_input())
+        << "plan: a contraction group's first node reads a computed value";
     size_t i = 0;
     while (body.inputs()[i] != v) ++i;
     first_in.push_back(in[i]);
@@ -287,7 +297,8 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in, con
 
 // A conv2d whose weight is one of the plan's constants may keep it converted to a library's layout
 // (kernels/conv.h, weight_constant): the plan never writes its constants.
-void Plan::Impl::mark_constant_weight(ops::OpId op, const std::vector<int>& operand_slots, ops::Attrs* attrs) const {
+void Plan::Impl::mark_constant_weight(ops::OpId op, const std::vector<int>& operand_slots,
+                                      ops::Attrs* attrs) const {
   if ((op == ops::OpId::conv2d || op == ops::OpId::conv2d_blocked) && operand_slots.size() == 2 &&
       slots[size_t(operand_slots[1])].kind == SlotKind::Constant) {
     attrs->set("weight_constant", int64_t(1));
@@ -295,7 +306,8 @@ void Plan::Impl::mark_constant_weight(ops::OpId op, const std::vector<int>& oper
 }
 
 // `node`'s op by its out-variant eager kernel, reading `in` and writing `out`.
-void Plan::Impl::add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out) {
+void Plan::Impl::add_op_step(const ir::Node& node, const std::vector<int>& in,
+                             const std::vector<int>& out) {
   Step s;
   s.kind = StepKind::Op;
   s.what = node.name();
@@ -336,8 +348,8 @@ void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
 
 // A contraction group in one step, its epilogue in the GEMM's tiles (runtime/contraction_step.h);
 // false when the tile form does not apply (the caller then makes the two steps).
-bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string& name, const std::vector<int>& in,
-                                       const std::vector<int>& out) {
+bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string& name,
+                                       const std::vector<int>& in, const std::vector<int>& out) {
   std::optional<TiledContraction> tiled = lower_tiled_contraction(body, name, lower);
   if (!tiled) return false;
   const ir::Node& first = *body.nodes().front();
@@ -348,8 +360,10 @@ bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string&
   s.attrs = first.attrs;
   for (int i : tiled->operand_inputs) s.op_slots.push_back(in[size_t(i)]);
   mark_constant_weight(s.op, s.op_slots, &s.attrs);
-  s.product_slot = tiled->product_output >= 0 ? out[size_t(tiled->product_output)]
-                                              : arena_slot(first.outputs[0]->meta, int(steps.size()), int(steps.size()) + 1);
+  s.product_slot =
+      tiled->product_output >= 0
+          ? out[size_t(tiled->product_output)]
+          : arena_slot(first.outputs[0]->meta, int(steps.size()), int(steps.size()) + 1);
   s.in_slots = in;
   s.out_slots = out;
   s.arg_slots = in;

@@ -1,9 +1,10 @@
-// Values the plan hands over as strided views instead of copying them (Slot::permute,
-// Slot::strided_view): a transpose read only as a matmul operand, and view chains (slice, reshape,
-// permute) of computed values whose every reader takes strided operands — attention's split of a
-// projection into queries, keys, values and heads.
+// Values the plan hands over as strided views instead of copying them (Slot::strided_view): a
+// transpose read only as a matmul operand, and view chains (slice, reshape, permute) of computed
+// values whose every reader takes strided operands — attention's split of a projection into
+// queries, keys, values and heads. Their strides come from ops::view_layout, as eager's do.
 #include <map>
 
+#include "fusion/fuse.h"
 #include "ops/views.h"
 #include "runtime/plan_impl.h"
 
@@ -15,7 +16,7 @@ namespace {
 bool matmul_operand_use(const ir::Use& u) {
   const ir::Node& user = *u.node;
   if (!user.is_group()) return user.op == ops::OpId::matmul;
-  if (!user.attrs.has("fusion") || user.attrs.get_string("fusion") != "contraction") return false;
+  if (fusion::group_pattern(user) != fusion::Pattern::Contraction) return false;
   const ir::Graph& body = *user.body;
   if (body.nodes().empty() || body.nodes().front()->op != ops::OpId::matmul) return false;
   for (const ir::Use& iu : body.inputs()[size_t(u.index)]->uses) {
@@ -27,18 +28,19 @@ bool matmul_operand_use(const ir::Use& u) {
 // The strides of `op` (a permute, slice or reshape with `attrs`) applied to an input of
 // `in_shape` laid out with `in_strides`, as its view kernel makes them (ops::view_layout); false
 // when a reshape cannot be a view of that layout, or for other ops.
-bool view_output_strides(ops::OpId op, const ops::Attrs& attrs, const Shape& in_shape, const Shape& in_strides,
-                         const Shape& out_shape, Shape* out) {
+bool view_output_strides(ops::OpId op, const ops::Attrs& attrs, const Shape& in_shape,
+                         const Shape& in_strides, const Shape& out_shape, Shape* out) {
   if (op != ops::OpId::slice && op != ops::OpId::permute && op != ops::OpId::reshape) return false;
-  std::optional<ops::ViewLayout> v = ops::view_layout(op, attrs, in_shape, in_strides, 0, out_shape);
+  std::optional<ops::ViewLayout> v =
+      ops::view_layout(op, attrs, in_shape, in_strides, 0, out_shape);
   if (!v) return false;
   *out = std::move(v->strides);
   return true;
 }
 
 bool view_output_strides(const ir::Node& node, const Shape& in_strides, Shape* out) {
-  return view_output_strides(node.op, node.attrs, node.inputs[0]->meta.shape, in_strides, node.outputs[0]->meta.shape,
-                             out);
+  return view_output_strides(node.op, node.attrs, node.inputs[0]->meta.shape, in_strides,
+                             node.outputs[0]->meta.shape, out);
 }
 
 }  // namespace
@@ -46,8 +48,11 @@ bool view_output_strides(const ir::Node& node, const Shape& in_strides, Shape* o
 // Whether `node` is a permute whose output only ever reaches a matmul as one of its two operands
 // (of any memory, graph inputs included: a permute is a view of every layout). Never for graph
 // outputs.
-bool Plan::Impl::strided_operand_only(const ir::Node& node, const std::map<const ir::Value*, int>& output_index) const {
-  if (node.op != ops::OpId::permute || output_index.count(node.outputs[0]) || node.outputs[0]->uses.empty()) return false;
+bool Plan::Impl::strided_operand_only(const ir::Node& node,
+                                      const std::map<const ir::Value*, int>& output_index) const {
+  if (node.op != ops::OpId::permute || output_index.count(node.outputs[0]) ||
+      node.outputs[0]->uses.empty())
+    return false;
   for (const ir::Use& u : node.outputs[0]->uses) {
     if (!matmul_operand_use(u)) return false;
   }
@@ -73,8 +78,8 @@ Shape Plan::Impl::slot_strides(int slot) const {
   if (s.kind != SlotKind::Alias || !s.strided_view) return contiguous_strides(s.meta.shape);
   const Slot& base = slots[size_t(s.index)];
   Shape out;
-  SMELT_INTERNAL_CHECK(
-      view_output_strides(s.view_op, s.view_attrs, base.meta.shape, slot_strides(s.index), s.meta.shape, &out))
+  SMELT_INTERNAL_CHECK(view_output_strides(s.view_op, s.view_attrs, base.meta.shape,
+                                           slot_strides(s.index), s.meta.shape, &out))
       << "plan: a strided alias without view strides";
   return out;
 }
@@ -87,7 +92,9 @@ bool Plan::Impl::strided_readers(const ir::Value* v, const Shape& strides,
   if (v->uses.empty() || output_index.count(v)) return false;
   for (const ir::Use& u : v->uses) {
     const ir::Node& user = *u.node;
-    if (matmul_operand_use(u) || (!user.is_group() && ops::op_info(user.op).kind == ops::OpKind::Elementwise)) continue;
+    if (matmul_operand_use(u) ||
+        (!user.is_group() && ops::op_info(user.op).kind == ops::OpKind::Elementwise))
+      continue;
     Shape next;
     if (user.is_group() || u.index != 0 || !view_output_strides(user, strides, &next) ||
         !strided_readers(user.outputs[0], next, output_index)) {
@@ -101,8 +108,10 @@ bool Plan::Impl::strided_readers(const ir::Value* v, const Shape& strides,
 // known when the plan is built), stays a strided view: everything downstream of it takes strided
 // operands (strided_readers), so no step copies it. A reshape of contiguous memory is left to
 // the plain alias.
-bool Plan::Impl::strided_view(const ir::Node& node, int in_slot, const std::map<const ir::Value*, int>& output_index) const {
-  if (node.is_group() || (node.op != ops::OpId::slice && node.op != ops::OpId::permute && node.op != ops::OpId::reshape)) {
+bool Plan::Impl::strided_view(const ir::Node& node, int in_slot,
+                              const std::map<const ir::Value*, int>& output_index) const {
+  if (node.is_group() || (node.op != ops::OpId::slice && node.op != ops::OpId::permute &&
+                          node.op != ops::OpId::reshape)) {
     return false;
   }
   if (slots[size_t(root(in_slot))].kind != SlotKind::Arena) return false;

@@ -1,9 +1,9 @@
-// Whether the calling thread is capturing a function into a graph (trace/ sets it for the
-// duration of a trace). Random creation functions refuse to draw from the default generator then:
-// their numbers would be drawn once, at capture, and baked into the graph as a constant, so a
-// compiled function would replay the same "random" tensor on every call. (A Generator the caller
-// passes is theirs: drawing from it inside a trace means a constant on purpose.) (dropout, a random
-// op of the op table, takes the generator state as a graph input instead.)
+// A capture: the calling thread tracing a function into a graph (trace/ opens a CaptureScope
+// for the duration of a trace). Random creation functions refuse to draw from the default
+// generator then: their numbers would be drawn once, at capture, and baked into the graph as a
+// constant, so a compiled function would replay the same "random" tensor on every call. (A
+// Generator the caller passes is theirs: drawing from it inside a trace means a constant on
+// purpose.) (dropout, a random op of the op table, takes the generator state as a graph input.)
 //
 // A capture that lifts (smelt::compile's traces) also tells apart the tensors the function
 // creates while it is traced (constants of the graph: the same on every call) from the tensors it
@@ -20,8 +20,6 @@ class Storage;
 }
 
 namespace smelt::detail {
-
-bool capture_active();
 
 // Marks the calling thread as capturing while in scope (nests). With `lift_captured`, the scope
 // also records the storages created on this thread while it lasts (see above); a nested scope

@@ -294,8 +294,6 @@ thread_local std::unordered_set<const Storage*>* t_created = nullptr;
 
 }  // namespace
 
-bool capture_active() { return t_capturing; }
-
 CaptureScope::CaptureScope(bool lift_captured) : previous_(t_capturing) {
   t_capturing = true;
   if (lift_captured && !t_created) {

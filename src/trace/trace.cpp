@@ -29,7 +29,8 @@ class Tracer final : public ops::DispatchHook {
   Tensor symbolic(ir::Value* v, bool requires_grad, Shape strides = {}) {
     auto impl = make_ref<TensorImpl>();
     impl->shape = v->meta.shape;
-    impl->strides = strides.empty() && !v->meta.shape.empty() ? contiguous_strides(v->meta.shape) : std::move(strides);
+    impl->strides = strides.empty() && !v->meta.shape.empty() ? contiguous_strides(v->meta.shape)
+                                                              : std::move(strides);
     impl->dtype = v->meta.dtype;
     impl->trace_id = (trace_number_ << kTraceNumberShift) | v->id;
     impl->requires_grad = requires_grad;
@@ -38,7 +39,10 @@ class Tracer final : public ops::DispatchHook {
   }
 
   Tracer(ir::Graph* graph, Capture capture)
-      : graph_(graph), trace_number_(++g_trace_count), captured_(capture.captured), frozen_(capture.frozen) {}
+      : graph_(graph),
+        trace_number_(++g_trace_count),
+        captured_(capture.captured),
+        frozen_(capture.frozen) {}
 
   ir::Value* value_of(const Tensor& t) {
     SMELT_CHECK(t.defined()) << "trace: an operand or output is an undefined tensor (Tensor()); "
@@ -67,7 +71,7 @@ class Tracer final : public ops::DispatchHook {
       c = graph_->add_constant(t);
       frozen_->push_back(t);
     } else if (outside) {
-      // Param: state that changes between calls, not within one (runtime/plan_state.cpp)
+      // Param: state that may change between calls (docs/design.md "Captured tensors")
       c = graph_->add_input({t.shape(), t.dtype()}, "captured." + std::to_string(captured_->size()),
                             ir::ValueKind::Param);
       captured_->push_back(t);
@@ -90,7 +94,8 @@ class Tracer final : public ops::DispatchHook {
     graph_->reorder_inputs(order);
   }
 
-  std::vector<Tensor> record(ops::OpId op, const std::vector<Tensor>& inputs, const ops::Attrs& attrs,
+  std::vector<Tensor> record(ops::OpId op, const std::vector<Tensor>& inputs,
+                             const ops::Attrs& attrs,
                              const std::vector<ops::TensorMeta>&) override {
     std::vector<ir::Value*> values;
     for (const Tensor& t : inputs) values.push_back(value_of(t));
@@ -193,12 +198,13 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
   std::vector<Tensor> outs = fn(inputs, sym_params);
   SMELT_CHECK(!outs.empty() && outs[0].defined() && outs[0].numel() == 1)
       << "trace_joint: the function must return a scalar loss first, got "
-      << (outs.empty()             ? std::string("no outputs")
+      << (outs.empty()         ? std::string("no outputs")
           : !outs[0].defined() ? std::string("an undefined tensor (Tensor())")
                                : "a first output of shape " + shape_str(outs[0].shape()));
   Tensor loss = outs[0];
   SMELT_CHECK(loss.requires_grad()) << "trace_joint: the loss does not depend on any parameter";
-  ir::Value* tangent_value = graph->add_input({loss.shape(), loss.dtype()}, "", ir::ValueKind::Input);
+  ir::Value* tangent_value =
+      graph->add_input({loss.shape(), loss.dtype()}, "", ir::ValueKind::Input);
   Tensor tangent = tracer.symbolic(tangent_value, false);
   std::vector<size_t> wrt;  // the parameters differentiated
   std::vector<Tensor> wrt_params;
@@ -236,8 +242,8 @@ std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& exampl
 }
 
 std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
-                                       const std::vector<Tensor>& params, std::vector<size_t>* grads_for,
-                                       Capture capture) {
+                                       const std::vector<Tensor>& params,
+                                       std::vector<size_t>* grads_for, Capture capture) {
   return run_trace(fn, example_inputs, params, true, grads_for, capture);
 }
 

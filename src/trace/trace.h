@@ -47,6 +47,7 @@ std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& exampl
 // loss reaches; `grads_for` receives their indices into `params`, in the order of the outputs.
 std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& example_inputs,
                                        const std::vector<Tensor>& params,
-                                       std::vector<size_t>* grads_for = nullptr, Capture capture = {});
+                                       std::vector<size_t>* grads_for = nullptr,
+                                       Capture capture = {});
 
 }  // namespace smelt::trace

@@ -2,7 +2,7 @@
 // trace::trace_joint: the buffers travel as extra example inputs, the parameters as parameters,
 // and the function given to the tracer binds them to the module's member slots.
 //
-// (trace/ reads nn::Module here, a layer below it in DESIGN.md's list: only its registry of
+// (trace/ reads nn::Module here, a layer below it in docs/design.md "Layers": only its registry of
 // member slots, the thing this capture is about.)
 #include "trace/trace_module.h"
 
@@ -116,7 +116,8 @@ ModuleGraph trace_module_impl(nn::Module& module, const ModuleFn& fn,
     return outs;
   };
   if (joint) {
-    result.graph = trace_joint(bound_fn, inputs, param_values, &result.grad_params, {&result.captured});
+    result.graph =
+        trace_joint(bound_fn, inputs, param_values, &result.grad_params, {&result.captured});
     result.num_outputs = 1 + result.grad_params.size();  // the loss, then the gradients
     SMELT_CHECK(user_outputs == 1) << "trace_module_joint: the loss function must return one "
                                       "scalar loss, got "
@@ -134,14 +135,16 @@ ModuleGraph trace_module_impl(nn::Module& module, const ModuleFn& fn,
       << "trace_module: the graph has " << result.graph->inputs().size() << " inputs, expected "
       << state_inputs;
   // Name the state inputs as the state dict does: the printed graph says what each one is.
-  for (size_t i = 0; i < buffers.size(); ++i) result.graph->inputs()[result.num_inputs + i]->name = buffers[i].name;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    result.graph->inputs()[result.num_inputs + i]->name = buffers[i].name;
   for (size_t i = 0; i < params.size(); ++i) {
     result.graph->inputs()[result.num_inputs + buffers.size() + i]->name = params[i].name;
   }
   // And the new buffer values, so that the printed graph says which output updates which buffer.
   for (size_t k = 0; k < result.updated_buffers.size(); ++k) {
     ir::Value* v = result.graph->outputs()[result.num_outputs + k];
-    if (v->kind == ir::ValueKind::Computed && v->name.empty()) v->name = result.updated_buffers[k] + ".new";
+    if (v->kind == ir::ValueKind::Computed && v->name.empty())
+      v->name = result.updated_buffers[k] + ".new";
   }
   return result;
 }
@@ -193,9 +196,8 @@ ModuleGraph trace_module_joint(nn::Module& module, const ModuleFn& loss_fn,
 std::vector<Tensor> ModuleGraph::bind(nn::Module& module, const std::vector<Tensor>& inputs,
                                       const Tensor& rng_state) const {
   SMELT_CHECK(graph) << "ModuleGraph::run: no graph (a moved-from or default ModuleGraph)";
-  SMELT_CHECK(inputs.size() == num_inputs)
-      << "ModuleGraph::run: the graph was traced with " << num_inputs << " inputs, got "
-      << inputs.size();
+  SMELT_CHECK(inputs.size() == num_inputs) << "ModuleGraph::run: the graph was traced with "
+                                           << num_inputs << " inputs, got " << inputs.size();
   SMELT_CHECK(module.is_training() == training)
       << "ModuleGraph::run: the module was traced in " << (training ? "training" : "eval")
       << " mode and is now in " << (module.is_training() ? "training" : "eval")
@@ -238,11 +240,14 @@ std::vector<Tensor> ModuleGraph::finish(nn::Module& module, std::vector<Tensor> 
 std::vector<Tensor> ModuleGraph::run_with(nn::Module& module, const std::vector<Tensor>& inputs,
                                           const Executor& execute) const {
   if (!random) return finish(module, execute(bind(module, inputs, Tensor())));
-  return finish(module, draws_->run([&](const Tensor& state) { return execute(bind(module, inputs, state)); }));
+  return finish(module, draws_->run([&](const Tensor& state) {
+    return execute(bind(module, inputs, state));
+  }));
 }
 
 std::vector<Tensor> ModuleGraph::run(nn::Module& module, const std::vector<Tensor>& inputs) const {
-  return run_with(module, inputs, [&](const std::vector<Tensor>& all) { return interpret(*graph, all); });
+  return run_with(module, inputs,
+                  [&](const std::vector<Tensor>& all) { return interpret(*graph, all); });
 }
 
 }  // namespace smelt::trace

@@ -34,14 +34,14 @@ using ModuleFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& in
 // Graph inputs, in order: the user's inputs (`num_inputs`), the buffers (kind Input, named as in
 // the state dict, `buffers`), the parameters (kind Param, `params`), the tensors the function
 // captured from outside the module (`captured`, trace.h), `rng_state` when the module draws random
-// numbers (`random`: dropout in training mode); a joint graph adds the loss tangent last. Graph outputs, in order: `num_outputs` outputs (the user's; joint: the loss, then one
-// gradient per entry of `grad_params`), then the new value of each buffer in `updated_buffers`
-// (printed as %<buffer>.new when it is a computed value), then the advanced generator state when
-// `random`.
+// numbers (`random`: dropout in training mode); a joint graph adds the loss tangent last. Graph
+// outputs, in order: `num_outputs` outputs (the user's; joint: the loss, then one gradient per
+// entry of `grad_params`), then the new value of each buffer in `updated_buffers` (printed as
+// %<buffer>.new when it is a computed value), then the advanced generator state when `random`.
 struct ModuleGraph {
   std::unique_ptr<ir::Graph> graph;
   bool joint = false;
-  bool training = false;  // the module's mode when traced; run() requires the same mode
+  bool training = false;    // the module's mode when traced; run() requires the same mode
   std::vector<bool> modes;  // every submodule's mode too (module_modes): run() requires the same
   size_t num_inputs = 0;
   std::vector<std::string> buffers;
@@ -71,7 +71,8 @@ struct ModuleGraph {
                                const Executor& execute) const;
 
  private:
-  std::vector<Tensor> bind(nn::Module& module, const std::vector<Tensor>& inputs, const Tensor& rng_state) const;
+  std::vector<Tensor> bind(nn::Module& module, const std::vector<Tensor>& inputs,
+                           const Tensor& rng_state) const;
   std::vector<Tensor> finish(nn::Module& module, std::vector<Tensor> outputs) const;
   std::shared_ptr<RandomDraws> draws_ = std::make_shared<RandomDraws>();
 };

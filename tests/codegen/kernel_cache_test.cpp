@@ -43,7 +43,8 @@ std::vector<std::string> entries(const std::string& dir, const std::string& suff
   std::vector<std::string> found;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     std::string name = e.path().filename().string();
-    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    if (name.size() >= suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
       found.push_back(e.path().string());
     }
   }
@@ -91,7 +92,8 @@ TEST(KernelCache, TieredThenDiskHitThenCorruptEntriesRebuilt) {
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_NE(text.find("// fused: mul, tanh"), std::string::npos);
     // ... and the headers it includes, so that it compiles by hand with -I<dump>/include/<hash>
-    std::ifstream header(dump + "/include/" + kernel_headers_hash().substr(0, 16) + "/kernels/scalar.h");
+    std::ifstream header(dump + "/include/" + kernel_headers_hash().substr(0, 16) +
+                         "/kernels/scalar.h");
     EXPECT_TRUE(header.good());
     so = dir + "/" + cache.key(kb.k) + ".so";
   }
@@ -167,7 +169,8 @@ TEST(KernelCache, UnwritableHeadersFailTheBatchOnce) {
   for (size_t i = 0; i < handles.size(); ++i) {
     EXPECT_EQ(handles[i]->compiled_entry(), nullptr);
     EXPECT_NE(handles[i]->error().find("include"), std::string::npos) << handles[i]->error();
-    EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[i]->run(args); }, randn({4, 32}), 0.25 + double(i)));
+    EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[i]->run(args); }, randn({4, 32}),
+                               0.25 + double(i)));
   }
   EXPECT_EQ(cache.stats().compiler_runs, 0);
   EXPECT_EQ(cache.stats().compile_failures, 1);
@@ -188,7 +191,10 @@ TEST(KernelCache, ConcurrentProcessesCompileTheSameKernel) {
       try {
         KernelCache cache(options_in(dir));
         auto compiled = cache.compile(kb.k);
-        code = compiled && runs_correctly(compiled->entry, x, -0.75) && cache.stats().corrupt_entries == 0 ? 0 : 2;
+        code = compiled && runs_correctly(compiled->entry, x, -0.75) &&
+                       cache.stats().corrupt_entries == 0
+                   ? 0
+                   : 2;
       } catch (...) {
         code = 3;
       }
@@ -263,7 +269,8 @@ TEST(KernelCache, CompilerErrorsBecomeSmeltErrors) {
     cache.compile(kb.k);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("this compiler refuses everything"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("this compiler refuses everything"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("failed (exit 1)"), std::string::npos) << e.what();
   }
   ::testing::internal::CaptureStderr();
@@ -292,17 +299,21 @@ TEST(KernelCache, KernelsRequestedTogetherCompileInOneRun) {
   for (int i = 0; i < 2; ++i) {
     KernelBuilder kb({6}, {40});
     int x = kb.load(kb.access(kb.arg(DType::Float64, 240, false), 0, {40}, {1}));
-    int r = kb.reduce(ReduceOp::Sum, kb.call(ScalarFn::mul, {x, kb.constant(DType::Float64, 1.0 + i)}));
-    kb.store_row(kb.result(r, kb.k.stages), kb.access(kb.arg(DType::Float64, 6, true), 0, {1}, {0}));
+    int r =
+        kb.reduce(ReduceOp::Sum, kb.call(ScalarFn::mul, {x, kb.constant(DType::Float64, 1.0 + i)}));
+    kb.store_row(kb.result(r, kb.k.stages),
+                 kb.access(kb.arg(DType::Float64, 6, true), 0, {1}, {0}));
     kbs.push_back(kb);
   }
   // Online sums of exponentials too (softmax rows): their block-maximum reduction likewise.
   for (int i = 0; i < 2; ++i) {
     KernelBuilder kb({6}, {40});
     int x = kb.load(kb.access(kb.arg(DType::Float32, 240, false), 0, {40}, {1}));
-    int r = kb.reduce(ReduceOp::SumExp, kb.call(ScalarFn::mul, {x, kb.constant(DType::Float32, 1.0 + i)}));
+    int r = kb.reduce(ReduceOp::SumExp,
+                      kb.call(ScalarFn::mul, {x, kb.constant(DType::Float32, 1.0 + i)}));
     kb.k.reductions[size_t(r)].dtype = DType::Float64;  // a SumExp accumulates in float64
-    kb.store_row(kb.result(r, kb.k.stages), kb.access(kb.arg(DType::Float64, 6, true), 0, {1}, {0}));
+    kb.store_row(kb.result(r, kb.k.stages),
+                 kb.access(kb.arg(DType::Float64, 6, true), 0, {1}, {0}));
     kbs.push_back(kb);
   }
   std::vector<const LoopKernel*> request;
@@ -313,14 +324,17 @@ TEST(KernelCache, KernelsRequestedTogetherCompileInOneRun) {
     std::vector<std::shared_ptr<KernelHandle>> handles = cache.get_many(request);
     ASSERT_EQ(handles.size(), request.size());
     for (const auto& h : handles) h->wait();
-    for (size_t i = 0; i < handles.size(); ++i) EXPECT_NE(handles[i]->compiled_entry(), nullptr) << handles[i]->error();
+    for (size_t i = 0; i < handles.size(); ++i)
+      EXPECT_NE(handles[i]->compiled_entry(), nullptr) << handles[i]->error();
     EXPECT_EQ(handles.back(), handles[0]);
     EXPECT_EQ(cache.stats().compiler_runs, 1);
     EXPECT_EQ(cache.stats().compile_failures, 0);
     EXPECT_EQ(cache.stats().misses, 8);
     for (int i = 0; i < 4; ++i) {
       Tensor x = randn({3 + i, 50});
-      EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[size_t(i)]->run(args); }, x, 0.5 + i)) << i;
+      EXPECT_TRUE(
+          runs_correctly([&](void* const* args) { handles[size_t(i)]->run(args); }, x, 0.5 + i))
+          << i;
     }
   }
   EXPECT_EQ(entries(dir, ".so").size(), 8u);
@@ -344,7 +358,8 @@ TEST(KernelCache, TwoProcessesPublishTheSameBatchAtOnce) {
   const std::string dir = temp_dir("forkbatch");
   KernelCacheOptions o = options_in(dir);
   o.compile_threads = 1;
-  KernelBuilder a = scaled_tanh(4, 50, 0.125), b = scaled_tanh(4, 50, 0.375), c = scaled_tanh(4, 50, 0.625);
+  KernelBuilder a = scaled_tanh(4, 50, 0.125), b = scaled_tanh(4, 50, 0.375),
+                c = scaled_tanh(4, 50, 0.625);
   Tensor x = randn({4, 50});
   pid_t children[2];
   for (pid_t& child : children) {
@@ -398,7 +413,8 @@ TEST(KernelCache, ARefusedKernelInABatchDoesNotHoldBackTheOthers) {
     std::ofstream script(cxx);
     script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'pickycxx 1.0'; exit 0; fi\n"
               "for last; do :; done\n"
-              "if grep -q refused_kernel \"$last\"; then echo 'error: refused_kernel is refused' >&2; exit 1; fi\n"
+              "if grep -q refused_kernel \"$last\"; then echo 'error: refused_kernel is refused' "
+              ">&2; exit 1; fi\n"
               "exec g++ \"$@\"\n";
   }
   ::chmod(cxx.c_str(), 0755);
@@ -406,7 +422,8 @@ TEST(KernelCache, ARefusedKernelInABatchDoesNotHoldBackTheOthers) {
   o.cxx = cxx;
   o.compile_threads = 1;
   KernelCache cache(o);
-  KernelBuilder good_a = scaled_tanh(5, 20, 1.25), bad = scaled_tanh(5, 20, 2.25), good_b = scaled_tanh(5, 20, 3.25);
+  KernelBuilder good_a = scaled_tanh(5, 20, 1.25), bad = scaled_tanh(5, 20, 2.25),
+                good_b = scaled_tanh(5, 20, 3.25);
   bad.k.name = "refused_kernel";
   ::testing::internal::CaptureStderr();
   auto handles = cache.get_many({&good_a.k, &bad.k, &good_b.k});
@@ -415,12 +432,14 @@ TEST(KernelCache, ARefusedKernelInABatchDoesNotHoldBackTheOthers) {
   EXPECT_NE(handles[0]->compiled_entry(), nullptr) << handles[0]->error();
   EXPECT_EQ(handles[1]->compiled_entry(), nullptr);
   EXPECT_NE(handles[2]->compiled_entry(), nullptr) << handles[2]->error();
-  EXPECT_NE(handles[1]->error().find("refused_kernel is refused"), std::string::npos) << handles[1]->error();
+  EXPECT_NE(handles[1]->error().find("refused_kernel is refused"), std::string::npos)
+      << handles[1]->error();
   EXPECT_EQ(count(err, "stays on the interpreter"), 1) << err;
   EXPECT_EQ(cache.stats().compile_failures, 1);
   EXPECT_EQ(cache.stats().compiler_runs, 2);  // good_a alone, good_b alone (the batch run failed)
   Tensor x = randn({5, 20});
-  EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[1]->run(args); }, x, 2.25));  // interpreted
+  EXPECT_TRUE(
+      runs_correctly([&](void* const* args) { handles[1]->run(args); }, x, 2.25));  // interpreted
   EXPECT_TRUE(runs_correctly([&](void* const* args) { handles[2]->run(args); }, x, 3.25));
 }
 
@@ -459,7 +478,8 @@ TEST(KernelCache, LruEvictsToDisk) {
   KernelCacheOptions o = options_in(shared_cache().options().dir);
   o.memory_entries = 1;
   KernelCache cache(o);
-  KernelBuilder a = scaled_tanh(4, 250, -0.75), b = scaled_tanh(64, 1024, 1.5);  // other tests' kernels
+  KernelBuilder a = scaled_tanh(4, 250, -0.75),
+                b = scaled_tanh(64, 1024, 1.5);  // other tests' kernels
   cache.compile(a.k);
   cache.compile(b.k);
   cache.compile(a.k);  // evicted by b: from disk again
@@ -483,13 +503,16 @@ TEST(KernelCache, AKernelRebuiltWhileItsOldLibraryIsLoadedLoadsTheNewFile) {
   const std::string dir = temp_dir("reload");
   KernelCacheOptions o = options_in(dir);
   o.sync_compile = true;
-  KernelBuilder a = scaled_tanh(5, 20, 0.125), b = scaled_tanh(5, 20, 0.375), c = scaled_tanh(5, 20, 0.625);
+  KernelBuilder a = scaled_tanh(5, 20, 0.125), b = scaled_tanh(5, 20, 0.375),
+                c = scaled_tanh(5, 20, 0.625);
   KernelCache first(o);
-  std::vector<std::shared_ptr<KernelHandle>> held = first.get_many({&a.k, &b.k});  // one library: a's and b's
+  std::vector<std::shared_ptr<KernelHandle>> held =
+      first.get_many({&a.k, &b.k});  // one library: a's and b's
   ASSERT_NE(held[0]->compiled_entry(), nullptr) << held[0]->error();
   ::unlink((dir + "/" + first.key(a.k) + ".so").c_str());
   KernelCache second(o);
-  std::vector<std::shared_ptr<KernelHandle>> rebuilt = second.get_many({&a.k, &c.k});  // a's path, a new file
+  std::vector<std::shared_ptr<KernelHandle>> rebuilt =
+      second.get_many({&a.k, &c.k});  // a's path, a new file
   Tensor x = randn({5, 20});
   for (size_t i = 0; i < rebuilt.size(); ++i) {
     ASSERT_NE(rebuilt[i]->compiled_entry(), nullptr) << rebuilt[i]->error();
@@ -517,11 +540,13 @@ TEST(KernelCache, AnEntryThatIsNotARegularFileIsRebuiltNotRead) {
 // kernel falls back to the interpreter (tiered, and SMELT_SYNC_COMPILE=1 alike) and a direct
 // compile() says why.
 TEST(KernelCache, ACompilerThatNeverReturnsIsKilledAtTheTimeout) {
-  const std::string dir = temp_dir("hangcxx"), cxx = dir + "/hangcxx", pid_file = dir + "/child.pid";
+  const std::string dir = temp_dir("hangcxx"), cxx = dir + "/hangcxx",
+                    pid_file = dir + "/child.pid";
   {
     std::ofstream script(cxx);
     script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'hangcxx 1.0'; exit 0; fi\n"
-              "sleep 1000 &\necho $! > " << pid_file << "\nwait\n";
+              "sleep 1000 &\necho $! > "
+           << pid_file << "\nwait\n";
   }
   ::chmod(cxx.c_str(), 0755);
   for (bool sync : {false, true}) {
@@ -536,11 +561,13 @@ TEST(KernelCache, ACompilerThatNeverReturnsIsKilledAtTheTimeout) {
     auto handle = cache.get(kb.k);
     handle->wait();
     std::string err = ::testing::internal::GetCapturedStderr();
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              30.0);
     EXPECT_EQ(handle->compiled_entry(), nullptr);
     EXPECT_NE(handle->error().find("timed out after 1 s"), std::string::npos) << handle->error();
     EXPECT_NE(err.find("stays on the interpreter"), std::string::npos) << err;
-    EXPECT_TRUE(runs_correctly([&](void* const* args) { handle->run(args); }, randn({2, 5}), sync ? 1.25 : 1.75));
+    EXPECT_TRUE(runs_correctly([&](void* const* args) { handle->run(args); }, randn({2, 5}),
+                               sync ? 1.25 : 1.75));
     std::ifstream in(pid_file);
     pid_t child = 0;
     ASSERT_TRUE(in >> child);

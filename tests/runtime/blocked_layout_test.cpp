@@ -56,12 +56,14 @@ class BlockedLayout : public testing::TempDirTest {
   void SetUp() override {
     TempDirTest::SetUp();
     setenv("SMELT_CACHE_DIR", dir_.c_str(), 1);
-    if (kernels::onednn_version()[0] == '\0') GTEST_SKIP() << "built without oneDNN: nothing is blocked";
+    if (kernels::onednn_version()[0] == '\0')
+      GTEST_SKIP() << "built without oneDNN: nothing is blocked";
   }
 
   // Compiles fn with and without the pass, checks both against eager, and returns the blocked
   // plan's text. `conversions`: how many to_blocked + from_blocked steps the blocked plan may hold.
-  std::string expect_matches_plain(const Fn& fn, const std::vector<Tensor>& inputs, size_t conversions) {
+  std::string expect_matches_plain(const Fn& fn, const std::vector<Tensor>& inputs,
+                                   size_t conversions) {
     const std::vector<Tensor> eager = fn(inputs);
     CompileOptions plain_options = frozen();
     plain_options.passes = without_blocked_layout(Graph::default_pipeline());
@@ -78,13 +80,15 @@ class BlockedLayout : public testing::TempDirTest {
         EXPECT_EQ(got.size(), eager.size());
         for (size_t i = 0; i < got.size() && i < eager.size(); ++i) {
           EXPECT_EQ(got[i].shape(), eager[i].shape());
-          EXPECT_TRUE(all_close(got[i], want[i], 1e-4, 1e-5)) << backend << " output " << i << "\n" << f.report().plan;
+          EXPECT_TRUE(all_close(got[i], want[i], 1e-4, 1e-5)) << backend << " output " << i << "\n"
+                                                              << f.report().plan;
           EXPECT_TRUE(all_close(got[i], eager[i], 1e-4, 1e-5)) << backend << " output " << i;
         }
       }
       plan = f.report().plan;
       EXPECT_GT(count(plan, "conv2d_blocked"), 0u) << plan;
-      EXPECT_EQ(count(plan, "conv2d"), count(plan, "conv2d_blocked")) << "a conv left plain\n" << plan;
+      EXPECT_EQ(count(plan, "conv2d"), count(plan, "conv2d_blocked")) << "a conv left plain\n"
+                                                                      << plan;
       EXPECT_LE(count(plan, "to_blocked") + count(plan, "from_blocked"), conversions) << plan;
     }
     return plan;
@@ -94,7 +98,8 @@ class BlockedLayout : public testing::TempDirTest {
 // conv3x3 + bias + relu, conv3x3 + bias, + the block's input, relu; twice (20 channels: the last
 // block holds 4 real lanes of 16). The input converts once, the output once.
 TEST_F(BlockedLayout, ResNetBlocksWithResidual) {
-  const Tensor w1 = weight({20, 20, 3, 3}, 1), b1 = rand32({20}, 2), w2 = weight({20, 20, 3, 3}, 3), b2 = rand32({20}, 4);
+  const Tensor w1 = weight({20, 20, 3, 3}, 1), b1 = rand32({20}, 2), w2 = weight({20, 20, 3, 3}, 3),
+               b2 = rand32({20}, 4);
   const Tensor w3 = weight({20, 20, 3, 3}, 5), w4 = weight({20, 20, 3, 3}, 6);
   const Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor x = in[0];
@@ -108,7 +113,8 @@ TEST_F(BlockedLayout, ResNetBlocksWithResidual) {
 // ResNet's stem: a 7x7 stride-2 conv on RGB (NCHW in, blocked out), relu, a 3x3 stride-2 max pool
 // on the blocked values, then a 3x3 conv to 24 channels: nothing converts before the output.
 TEST_F(BlockedLayout, StemAndMaxPool) {
-  const Tensor stem = weight({16, 3, 7, 7}, 61), b = rand32({16}, 62), w = weight({24, 16, 3, 3}, 63);
+  const Tensor stem = weight({16, 3, 7, 7}, 61), b = rand32({16}, 62),
+               w = weight({24, 16, 3, 3}, 63);
   const Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor y = max_pool2d(relu(conv2d(in[0], stem, b, 2, 3)), 3, 2, 1);
     return std::vector<Tensor>{relu(conv2d(y, w, Tensor(), 1, 1))};
@@ -120,9 +126,11 @@ TEST_F(BlockedLayout, StemAndMaxPool) {
 // MobileNetV2's inverted residual: 1x1 expand + relu6, depthwise 3x3 + relu6, 1x1 project, +x;
 // then a stride-2 block without the residual; global average pooling at the end.
 TEST_F(BlockedLayout, DepthwisePointwiseAndGlobalPool) {
-  const Tensor we = weight({72, 24, 1, 1}, 11), be = rand32({72}, 12), wd = weight({72, 1, 3, 3}, 13);
+  const Tensor we = weight({72, 24, 1, 1}, 11), be = rand32({72}, 12),
+               wd = weight({72, 1, 3, 3}, 13);
   const Tensor bd = rand32({72}, 14), wp = weight({24, 72, 1, 1}, 15), bp = rand32({24}, 16);
-  const Tensor we2 = weight({40, 24, 1, 1}, 17), wd2 = weight({40, 1, 3, 3}, 18), wp2 = weight({36, 40, 1, 1}, 19);
+  const Tensor we2 = weight({40, 24, 1, 1}, 17), wd2 = weight({40, 1, 3, 3}, 18),
+               wp2 = weight({36, 40, 1, 1}, 19);
   const Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor x = in[0];
     Tensor h = clamp(conv2d(x, we, be), 0.0, 6.0);
@@ -140,7 +148,8 @@ TEST_F(BlockedLayout, DepthwisePointwiseAndGlobalPool) {
 // (the first a multiple of 16: the blocks line up), a conv after the concat; the concat is also
 // returned (NCHW).
 TEST_F(BlockedLayout, ConcatOnAlignedChannels) {
-  const Tensor ws = weight({12, 24, 1, 1}, 31), we1 = weight({32, 12, 1, 1}, 32), we3 = weight({20, 12, 3, 3}, 33);
+  const Tensor ws = weight({12, 24, 1, 1}, 31), we1 = weight({32, 12, 1, 1}, 32),
+               we3 = weight({20, 12, 3, 3}, 33);
   const Tensor wn = weight({16, 52, 3, 3}, 34);
   const Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor s = relu(conv2d(in[0], ws));
@@ -155,7 +164,8 @@ TEST_F(BlockedLayout, ConcatOnAlignedChannels) {
 // float64 convolutions stay plain; exp (not finite on finite inputs) runs on NCHW between two
 // blocked convs.
 TEST_F(BlockedLayout, NegativeCasesStayPlain) {
-  const Tensor stem = weight({16, 3, 3, 3}, 41), w = weight({16, 16, 3, 3}, 42), w2 = weight({16, 16, 1, 1}, 43);
+  const Tensor stem = weight({16, 3, 3, 3}, 41), w = weight({16, 16, 3, 3}, 42),
+               w2 = weight({16, 16, 1, 1}, 43);
   const Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor y = conv2d(relu(conv2d(in[0], stem, Tensor(), 1, 1)), w, Tensor(), 1, 1);
     return std::vector<Tensor>{conv2d(exp(y * 0.1), w2)};
@@ -181,7 +191,9 @@ TEST_F(BlockedLayout, NegativeCasesStayPlain) {
 // SMELT_BLOCKED_LAYOUT=0 leaves every conv plain; so does the pass for convs below its floor.
 TEST_F(BlockedLayout, SmallConvsStayPlain) {
   const Tensor w = weight({16, 16, 3, 3}, 53);
-  const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))};
+  };
   CompiledFunction f = compile(fn, frozen());
   f({rand32({1, 16, 15, 17}, 54)});  // 16 * 15 * 17 = 4080 output elements
   EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
@@ -192,7 +204,9 @@ TEST_F(BlockedLayout, SmallConvsStayPlain) {
 TEST_F(BlockedLayout, ALoneConvStaysPlain) {
   const Tensor w = weight({16, 16, 3, 3}, 55), w2 = weight({16, 16, 1, 1}, 56);
   const Tensor x = rand32({1, 16, 24, 24}, 57);
-  const Fn lone = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
+  const Fn lone = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))};
+  };
   CompiledFunction f = compile(lone, frozen());
   f({x});
   EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
@@ -205,7 +219,9 @@ TEST_F(BlockedLayout, ALoneConvStaysPlain) {
 TEST_F(BlockedLayout, SwitchedOffByEnvironment) {
   setenv("SMELT_BLOCKED_LAYOUT", "0", 1);
   const Tensor w = weight({16, 16, 3, 3}, 51);
-  const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))}; };
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{relu(conv2d(in[0], w, Tensor(), 1, 1))};
+  };
   CompiledFunction f = compile(fn, frozen());
   f({rand32({1, 16, 24, 24}, 52)});
   EXPECT_EQ(count(f.report().plan, "blocked"), 0u) << f.report().plan;
@@ -225,10 +241,12 @@ namespace {
 // path has it. An epilogue with a residual add is taken (a binary post-op); one whose product is
 // also returned is not.
 TEST_F(BlockedLayout, EpilogueAsPostOps) {
-  const Tensor w1 = weight({32, 16, 1, 1}, 61), b1 = rand32({32}, 62), w2 = weight({32, 32, 3, 3}, 63);
-  const Tensor b2 = rand32({32}, 64), w3 = weight({32, 32, 3, 3}, 65), w4 = weight({16, 32, 1, 1}, 66);
+  const Tensor w1 = weight({32, 16, 1, 1}, 61), b1 = rand32({32}, 62),
+               w2 = weight({32, 32, 3, 3}, 63);
+  const Tensor b2 = rand32({32}, 64), w3 = weight({32, 32, 3, 3}, 65),
+               w4 = weight({16, 32, 1, 1}, 66);
   const Fn fn = [&](const std::vector<Tensor>& in) {
-    Tensor a = relu(conv2d(in[0], w1, b1));                                           // expand: x smaller than y
+    Tensor a = relu(conv2d(in[0], w1, b1));  // expand: x smaller than y
     Tensor r6 = minimum(maximum(conv2d(a, w2, b2, 1, 1), full({}, 0.0)), full({}, 6.0));  // ReLU6
     Tensor c = clamp(conv2d(r6, w3, Tensor(), 1, 1), -0.5, 1.5);
     return std::vector<Tensor>{conv2d(c, w4)};
@@ -268,16 +286,18 @@ TEST_F(BlockedLayout, EpilogueAsPostOps) {
 // makes the post-ops step aside: the NaNs stay where the plain path has them. And a residual that
 // comes after the relu (relu(conv) + r) or before the bias is not a post-op in oneDNN's order.
 TEST_F(BlockedLayout, ResidualAddAsPostOp) {
-  const Tensor w1 = weight({24, 16, 3, 3}, 81), b1 = rand32({24}, 82), w2 = weight({24, 16, 1, 1}, 83);
+  const Tensor w1 = weight({24, 16, 3, 3}, 81), b1 = rand32({24}, 82),
+               w2 = weight({24, 16, 1, 1}, 83);
   const Tensor b2 = rand32({24}, 84), w3 = weight({24, 24, 3, 3}, 85);
   const Fn fn = [&](const std::vector<Tensor>& in) {
-    Tensor r = conv2d(in[1], w2, b2);                      // the residual, also returned
-    Tensor y = relu(conv2d(in[0], w1, b1, 1, 1) + r);      // bias, residual, relu
-    Tensor z = conv2d(y, w3, Tensor(), 1, 1) + y;          // residual alone (y is the conv's input too)
+    Tensor r = conv2d(in[1], w2, b2);                  // the residual, also returned
+    Tensor y = relu(conv2d(in[0], w1, b1, 1, 1) + r);  // bias, residual, relu
+    Tensor z = conv2d(y, w3, Tensor(), 1, 1) + y;      // residual alone (y is the conv's input too)
     return std::vector<Tensor>{z, r};
   };
   const uint64_t taken_before = kernels::onednn_residual_post_ops();
-  const std::string plan = expect_matches_plain(fn, {rand32({2, 16, 16, 16}, 86), rand32({2, 16, 16, 16}, 87)}, 4);
+  const std::string plan =
+      expect_matches_plain(fn, {rand32({2, 16, 16, 16}, 86), rand32({2, 16, 16, 16}, 87)}, 4);
   EXPECT_EQ(count(plan, "[bias/residual/clamp as oneDNN post-ops]"), 2u) << plan;
   // Two steps, two backends, two calls each: every one took its residual as a post-op.
   EXPECT_EQ(kernels::onednn_residual_post_ops() - taken_before, 8u);
@@ -295,7 +315,8 @@ TEST_F(BlockedLayout, ResidualAddAsPostOp) {
     const Tensor want = plain({x, r_in})[0];
     const uint64_t before = kernels::onednn_residual_post_ops();
     const Tensor got = blocked({x, r_in})[0];
-    EXPECT_EQ(kernels::onednn_residual_post_ops() - before, r_in.data<float>() == bad.data<float>() ? 0u : 2u);
+    EXPECT_EQ(kernels::onednn_residual_post_ops() - before,
+              r_in.data<float>() == bad.data<float>() ? 0u : 2u);
     EXPECT_TRUE(all_close(got, want, 1e-4, 1e-5)) << blocked.report().plan;
     int64_t same = 0;
     for (int64_t i = 0; i < want.numel(); ++i) {
@@ -308,9 +329,11 @@ TEST_F(BlockedLayout, ResidualAddAsPostOp) {
 
   const Fn after_relu = [&](const std::vector<Tensor>& in) {
     Tensor r = conv2d(in[1], w2, b2);
-    return std::vector<Tensor>{relu(conv2d(in[0], w1, b1, 1, 1)) + r, conv2d(in[0], w1, Tensor(), 1, 1) + r + b1.reshape({24, 1, 1})};
+    return std::vector<Tensor>{relu(conv2d(in[0], w1, b1, 1, 1)) + r,
+                               conv2d(in[0], w1, Tensor(), 1, 1) + r + b1.reshape({24, 1, 1})};
   };
-  const std::string plan2 = expect_matches_plain(after_relu, {rand32({1, 16, 16, 16}, 91), rand32({1, 16, 16, 16}, 92)}, 4);
+  const std::string plan2 = expect_matches_plain(
+      after_relu, {rand32({1, 16, 16, 16}, 91), rand32({1, 16, 16, 16}, 92)}, 4);
   EXPECT_EQ(count(plan2, "residual"), 0u) << plan2;
 }
 
@@ -320,7 +343,8 @@ TEST_F(BlockedLayout, ResidualAddAsPostOp) {
 // only where that clamp ran in oneDNN. With NaN and infinities in the input the expand's scan
 // fails, its own epilogue keeps the NaNs, and nothing downstream may take them for moderate.
 TEST_F(BlockedLayout, PostOpsTrustTheStepBeforeOnlyWhenItClamped) {
-  const Tensor w1 = weight({96, 16, 1, 1}, 71), b1 = rand32({96}, 72), w2 = weight({96, 1, 3, 3}, 73);
+  const Tensor w1 = weight({96, 16, 1, 1}, 71), b1 = rand32({96}, 72),
+               w2 = weight({96, 1, 3, 3}, 73);
   const Tensor b2 = rand32({96}, 74), w3 = weight({24, 96, 1, 1}, 75), b3 = rand32({24}, 76);
   auto relu6 = [](const Tensor& t) { return minimum(maximum(t, full({}, 0.0)), full({}, 6.0)); };
   const Fn fn = [&](const std::vector<Tensor>& in) {
@@ -350,7 +374,8 @@ TEST_F(BlockedLayout, PostOpsTrustTheStepBeforeOnlyWhenItClamped) {
         same += n == std::isnan(got.data<float>()[i]);
       }
       EXPECT_GT(nans, 0);
-      EXPECT_EQ(same, want.numel()) << "NaN where the plain path has none, or none where it has one";
+      EXPECT_EQ(same, want.numel())
+          << "NaN where the plain path has none, or none where it has one";
       (void)blocked({rand32({1, 16, 32, 32}, 90)});  // a moderate run in between
     }
   }

@@ -47,7 +47,8 @@ void expect_fresh_after_each_change(const Fn& fn, const std::vector<Tensor>& inp
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) {
       EXPECT_TRUE(testing::all_close(got[k], want[k], 1e-6, 1e-6))
-          << "output " << k << " after change " << step << "\n" << f.report().plan;
+          << "output " << k << " after change " << step << "\n"
+          << f.report().plan;
     }
   }
   EXPECT_EQ(f.num_compiles(), 1) << "a captured tensor is an input: its changes need no recompile";
@@ -83,11 +84,12 @@ TEST(CompileState, ACapturedLinearUpdatedInPlaceUsesTheNewWeightAndBias) {
   Tensor x = rand32({5, 6}, -1, 1, 7);
   Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(linear(in[0]))}; };
   expect_fresh_after_each_change(
-      fn, {x}, {[&] { linear.weight.mul_(-1.0); }, [&] { linear.bias.add_(0.25); },
-                [&] {
-                  linear.weight.add_(0.125);
-                  linear.bias.mul_(2.0);
-                }});
+      fn, {x},
+      {[&] { linear.weight.mul_(-1.0); }, [&] { linear.bias.add_(0.25); },
+       [&] {
+         linear.weight.add_(0.125);
+         linear.bias.mul_(2.0);
+       }});
 }
 
 TEST(CompileState, MemoryChangedOutsideSmeltIsReadFresh) {
@@ -96,7 +98,8 @@ TEST(CompileState, MemoryChangedOutsideSmeltIsReadFresh) {
   Tensor w = from_blob(memory.data(), {4}, DType::Float32);
   Tensor x = rand32({3, 4}, -1, 1, 8);
   Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w + exp(w)}; };
-  expect_fresh_after_each_change(fn, {x}, {[&] { memory[2] = -7; }, [&] { memory.assign(4, 0.5f); }});
+  expect_fresh_after_each_change(fn, {x},
+                                 {[&] { memory[2] = -7; }, [&] { memory.assign(4, 0.5f); }});
 }
 
 TEST(CompileState, TensorsTheFunctionCreatesStayConstants) {
@@ -113,7 +116,9 @@ TEST(CompileState, TensorsTheFunctionCreatesStayConstants) {
 
 TEST(CompileState, ACapturedTensorIsOneInputHoweverOftenItIsUsed) {
   Tensor w = rand32({4}, -1, 1, 10);
-  Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w + w * w - w.sum()}; };
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * w + w * w - w.sum()};
+  };
   CompiledFunction f = compile(fn, on("interpreter"));
   Tensor x = rand32({3, 4}, -1, 1, 11);
   EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-6, 1e-6));
@@ -173,20 +178,27 @@ TEST(CompileState, ReadingValuesWhileTracedSaysWhy) {
 }
 
 TEST(CompileState, AnUndefinedOutputIsAnErrorNotACrash) {
-  CompiledFunction f = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0, Tensor()}; },
-                               on("interpreter"));
+  CompiledFunction f = compile(
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[0] + 1.0, Tensor()};
+      },
+      on("interpreter"));
   expect_error([&] { f({ones({2})}); }, {"output 1", "undefined"});
   nn::Linear linear(2, 2);
   CompiledFunction m = compile_module(
-      linear, [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{Tensor(), linear(in[0])}; },
+      linear,
+      [&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{Tensor(), linear(in[0])};
+      },
       on("interpreter"));
   expect_error([&] { m({ones({1, 2})}); }, {"output 0", "undefined"});
 }
 
 TEST(CompileState, ACompiledFunctionInsideAnotherIsInlined) {
   Tensor w = rand32({3}, -1, 1, 12);
-  CompiledFunction inner = compile(
-      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0] * w)}; }, on("interpreter"));
+  CompiledFunction inner =
+      compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0] * w)}; },
+              on("interpreter"));
   Fn outer_fn = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{inner({in[0] * 2.0})[0] + 1.0};
   };
@@ -203,8 +215,9 @@ TEST(CompileState, OutputsThatAreInputsOrViewsOfThemAliasThemAsInEagerCode) {
   Tensor x = rand32({4, 6}, -1, 1, 14);
   Tensor w = rand32({6}, -1, 1, 15);
   Fn fn = [&](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{in[0], in[0] * 2.0, in[0].reshape({6, 4}), in[0].t(), in[0].slice(1, 1, 5, 2), w,
-                               in[0].t().contiguous()};
+    return std::vector<Tensor>{
+        in[0], in[0] * 2.0,           in[0].reshape({6, 4}), in[0].t(), in[0].slice(1, 1, 5, 2),
+        w,     in[0].t().contiguous()};
   };
   CompiledFunction f = compile(fn, on("interpreter"));
   for (int call = 0; call < 2; ++call) {
@@ -213,18 +226,22 @@ TEST(CompileState, OutputsThatAreInputsOrViewsOfThemAliasThemAsInEagerCode) {
     for (size_t k = 0; k < got.size(); ++k) {
       EXPECT_TRUE(same_bits(got[k], want[k])) << "output " << k;
       EXPECT_EQ(got[k].strides(), want[k].strides()) << "output " << k;
-      const bool eager_aliases = want[k].storage() == x.storage() || want[k].storage() == w.storage();
+      const bool eager_aliases =
+          want[k].storage() == x.storage() || want[k].storage() == w.storage();
       EXPECT_EQ(got[k].storage() == want[k].storage(), eager_aliases) << "output " << k;
     }
   }
   // A function that only returns its input: no computed output at all.
-  CompiledFunction identity = compile([](const std::vector<Tensor>& in) { return in; }, on("interpreter"));
+  CompiledFunction identity =
+      compile([](const std::vector<Tensor>& in) { return in; }, on("interpreter"));
   EXPECT_EQ(identity({x})[0].storage(), x.storage());
   // A strided input: traced as contiguous (as the plan reads it), so its outputs are the plan's
   // copies, equal in value (include/smelt/compile.h).
   Tensor xt = x.t();
   CompiledFunction strided = compile(
-      [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].reshape({24}), in[0], in[0].contiguous()}; },
+      [](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[0].reshape({24}), in[0], in[0].contiguous()};
+      },
       on("interpreter"));
   std::vector<Tensor> got = strided({xt});
   EXPECT_TRUE(same_bits(got[0], xt.reshape({24})));
@@ -278,7 +295,8 @@ TEST(CompileState, FrozenCapturedTensorsRecompileWhenChanged) {
   CompiledFunction f = compile(fn, o);
   Tensor x = rand32({3, 6}, -1, 1, 31);
   auto expect_eager = [&](const char* when) {
-    EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-5, 1e-6)) << when << "\n" << f.report().plan;
+    EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-5, 1e-6)) << when << "\n"
+                                                                       << f.report().plan;
   };
   expect_eager("first call");
   EXPECT_EQ(f.compiled_graph().num_inputs(), 2u) << "the wrapped memory stays an input";
@@ -295,7 +313,9 @@ TEST(CompileState, FrozenCapturedTensorsRecompileWhenChanged) {
   EXPECT_EQ(f.num_compiles(), 2);
   ASSERT_FALSE(f.recompile_reasons().empty());
   const std::string reason = f.recompile_reasons().back();
-  EXPECT_NE(reason.find("frozen captured tensor float32 (6, 6) changed in place"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("frozen captured tensor float32 (6, 6) changed in place"),
+            std::string::npos)
+      << reason;
   expect_eager("replayed after the recompile");
   EXPECT_EQ(f.num_compiles(), 2);
 }
@@ -304,7 +324,9 @@ TEST(CompileState, FrozenCapturedTensorsRecompileWhenChanged) {
 // those its fitted constants were folded from, so a change after the fit went unseen.
 TEST(CompileState, FrozenCapturedTensorsRecompileOnTheDynamicBatchToo) {
   Tensor w = rand32({4}, -1, 1, 32);
-  Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * exp(w) + w.sum()}; };
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * exp(w) + w.sum()};
+  };
   CompileOptions o = on("interpreter");
   o.freeze = true;
   CompiledFunction f = compile(fn, o);
@@ -315,15 +337,17 @@ TEST(CompileState, FrozenCapturedTensorsRecompileOnTheDynamicBatchToo) {
       w.add_(0.25);
     }
     Tensor x = rand32({b, 4}, -1, 1, uint64_t(40 + step));
-    EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-6, 1e-6)) << "call " << step << ", batch " << b;
+    EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-6, 1e-6))
+        << "call " << step << ", batch " << b;
     ++step;
   }
 }
 
 TEST(CompileState, InvalidBatchProbesAreRefusedWhenCompiling) {
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0}; };
-  for (std::array<int64_t, 3> probes : {std::array<int64_t, 3>{0, 19, 23}, std::array<int64_t, 3>{17, 17, 23},
-                                        std::array<int64_t, 3>{17, 19, -1}}) {
+  for (std::array<int64_t, 3> probes :
+       {std::array<int64_t, 3>{0, 19, 23}, std::array<int64_t, 3>{17, 17, 23},
+        std::array<int64_t, 3>{17, 19, -1}}) {
     CompileOptions o = on("interpreter");
     o.batch_probes = probes;
     expect_error([&] { compile(fn, o); }, {"batch_probes", "three distinct positive"});

@@ -6,13 +6,13 @@
 
 #include "codegen/kernel_cache.h"
 
+#include <unistd.h>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <chrono>
 #include <sstream>
 #include <thread>
-#include <unistd.h>
 
 #include "ops/dispatch.h"
 #include "support/check.h"
@@ -41,9 +41,11 @@ void expect_matches_eager(const Fn& fn, const std::vector<Tensor>& inputs, bool 
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       if (exact) {
-        EXPECT_TRUE(same_bits(got[i], want[i])) << "output " << i << ", call " << call << "\n" << f.report().plan;
+        EXPECT_TRUE(same_bits(got[i], want[i])) << "output " << i << ", call " << call << "\n"
+                                                << f.report().plan;
       } else {
-        EXPECT_TRUE(testing::all_close(got[i], want[i], 1e-5, 1e-5)) << "output " << i << "\n" << f.report().plan;
+        EXPECT_TRUE(testing::all_close(got[i], want[i], 1e-5, 1e-5)) << "output " << i << "\n"
+                                                                     << f.report().plan;
       }
     }
   }
@@ -63,11 +65,12 @@ TEST(Compile, ElementwiseChainIsOneKernelAndBitExact) {
 
 TEST(Compile, ViewsInsideGroupsReadThroughStrides) {
   Fn fn = [](const std::vector<Tensor>& in) {
-    Tensor t = in[0].permute({1, 0});                      // [5, 4]
-    Tensor s = in[1].slice(1, 1, 9, 2);                     // [5, 4]
+    Tensor t = in[0].permute({1, 0});    // [5, 4]
+    Tensor s = in[1].slice(1, 1, 9, 2);  // [5, 4]
     return std::vector<Tensor>{relu(t * s) + in[2].expand({5, 4}), (t - 1.0).reshape({20})};
   };
-  expect_matches_eager(fn, {special_values({4, 5}, 4), special_values({5, 9}, 5), special_values({1, 4}, 6)}, true);
+  expect_matches_eager(
+      fn, {special_values({4, 5}, 4), special_values({5, 9}, 5), special_values({1, 4}, 6)}, true);
 }
 
 // Attention's split of one projection into queries, keys and values (slices, a reshape into
@@ -100,10 +103,13 @@ TEST(Compile, ViewChainsWithDimsCountedFromTheEnd) {
   Tensor w2 = testing::random_tensor({4, 3}, -1, 1, 24).to(DType::Float32);
   Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor h = matmul(in[0], w);  // (8, 5)
-    return std::vector<Tensor>{matmul(in[1], h.permute({-1, -2})), matmul(h.permute({-1, -2}).reshape({5, 2, 4}), w2)};
+    return std::vector<Tensor>{matmul(in[1], h.permute({-1, -2})),
+                               matmul(h.permute({-1, -2}).reshape({5, 2, 4}), w2)};
   };
-  expect_matches_eager(fn, {testing::random_tensor({8, 6}, -1, 1, 25).to(DType::Float32),
-                            testing::random_tensor({3, 5}, -1, 1, 26).to(DType::Float32)}, true);
+  expect_matches_eager(fn,
+                       {testing::random_tensor({8, 6}, -1, 1, 25).to(DType::Float32),
+                        testing::random_tensor({3, 5}, -1, 1, 26).to(DType::Float32)},
+                       true);
 }
 
 TEST(Compile, IntegerAndBoolElementwise) {
@@ -119,7 +125,8 @@ TEST(Compile, IntegerAndBoolElementwise) {
 TEST(Compile, ReductionsWithPrologueAndEpilogue) {
   Fn fn = [](const std::vector<Tensor>& in) {
     Tensor x = in[0] * 2.0 + 1.0;
-    return std::vector<Tensor>{sum(x, {1}), mean(exp(x), {0, 2}, true) * 3.0, amax(x, {2}), amin(x, {1, 2})};
+    return std::vector<Tensor>{sum(x, {1}), mean(exp(x), {0, 2}, true) * 3.0, amax(x, {2}),
+                               amin(x, {1, 2})};
   };
   expect_matches_eager(fn, {testing::random_tensor({6, 7, 9}, -2, 2, 7).to(DType::Float32)}, false);
 }
@@ -128,7 +135,8 @@ TEST(Compile, RowOpsAreOneKernelEach) {
   Tensor w = testing::random_tensor({48}, -1, 1, 9).to(DType::Float32);
   Tensor b = testing::random_tensor({48}, -1, 1, 10).to(DType::Float32);
   Fn fn = [&](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{softmax(in[0] * 0.5, -1), log_softmax(in[0], 1), layer_norm(in[0], {48}, w, b, 1e-5)};
+    return std::vector<Tensor>{softmax(in[0] * 0.5, -1), log_softmax(in[0], 1),
+                               layer_norm(in[0], {48}, w, b, 1e-5)};
   };
   Tensor x = testing::random_tensor({16, 48}, -4, 4, 8).to(DType::Float32);
   expect_matches_eager(fn, {x}, false);
@@ -141,14 +149,18 @@ TEST(Compile, SoftmaxOfSpecialRowsMatchesEager) {
   v[7] = INFINITY;
   v[12] = std::nan("");
   Tensor x = from_vector(v, {4, 5}, DType::Float32);
-  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0], 1), log_softmax(in[0], 1)}; };
+  Fn fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{softmax(in[0], 1), log_softmax(in[0], 1)};
+  };
   expect_matches_eager(fn, {x}, false);
 }
 
 TEST(Compile, MatmulWithBiasAndReluEpilogue) {
   Tensor w = testing::random_tensor({32, 24}, -1, 1, 11).to(DType::Float32);
   Tensor b = testing::random_tensor({24}, -1, 1, 12).to(DType::Float32);
-  Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], w) + b)}; };
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{relu(matmul(in[0], w) + b)};
+  };
   expect_matches_eager(fn, {testing::random_tensor({16, 32}, -1, 1, 13).to(DType::Float32)}, true);
 }
 
@@ -170,13 +182,17 @@ TEST(Compile, WorkOnConstantsIsDoneOnceAtBuild) {
   // A frozen captured weight's transpose too large for the fold pass (90,000 elements > 65,536):
   // the plan computes it once, not on every call.
   Tensor w = testing::random_tensor({300, 300}, -1, 1, 25).to(DType::Float32);
-  Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(matmul(in[0], w.t()))}; };
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{relu(matmul(in[0], w.t()))};
+  };
   CompileOptions frozen = interpreter();
   frozen.freeze = true;
-  expect_matches_eager(fn, {testing::random_tensor({4, 300}, -1, 1, 26).to(DType::Float32)}, true, frozen);
+  expect_matches_eager(fn, {testing::random_tensor({4, 300}, -1, 1, 26).to(DType::Float32)}, true,
+                       frozen);
   CompiledFunction f = compile(fn, frozen);
   f({testing::random_tensor({4, 300}, -1, 1, 26).to(DType::Float32)});
-  EXPECT_NE(f.report().plan.find("nodes computed once at build 1"), std::string::npos) << f.report().plan;
+  EXPECT_NE(f.report().plan.find("nodes computed once at build 1"), std::string::npos)
+      << f.report().plan;
   EXPECT_EQ(f.report().plan.find("permute"), std::string::npos) << f.report().plan;
 }
 
@@ -189,7 +205,8 @@ TEST(Compile, NoInPlaceReuseBetweenElementsOfDifferentSizes) {
     Tensor s = sum(in[0], {0}).slice(0, 0, 4096);
     return std::vector<Tensor>{matmul(neg(s.to(DType::Float64)).reshape({1, 4096}), w)};
   };
-  expect_matches_eager(fn, {testing::random_tensor({4, 8192}, -1, 1, 29).to(DType::Float32)}, false);
+  expect_matches_eager(fn, {testing::random_tensor({4, 8192}, -1, 1, 29).to(DType::Float32)},
+                       false);
   CompiledFunction f = compile(fn, interpreter());
   f({testing::random_tensor({4, 8192}, -1, 1, 29).to(DType::Float32)});
   EXPECT_NE(f.report().plan.find("0 in-place reuses"), std::string::npos) << f.report().plan;
@@ -231,7 +248,9 @@ TEST(Compile, NewSignatureRecompilesAndSaysWhy) {
 }
 
 TEST(Compile, DropoutDrawsWhatEagerDraws) {
-  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{dropout(in[0] * 2.0, 0.5, true) + 1.0}; };
+  Fn fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{dropout(in[0] * 2.0, 0.5, true) + 1.0};
+  };
   Tensor x = testing::random_tensor({32, 16}, -1, 1, 17).to(DType::Float32);
   CompiledFunction f = compile(fn, interpreter());
   manual_seed(5);
@@ -246,7 +265,9 @@ TEST(Compile, DropoutDrawsWhatEagerDraws) {
 
 TEST(Compile, RandomTensorsDrawnInsideAreAnErrorNotAConstant) {
   // randn inside the function would be drawn once at capture and replayed on every call.
-  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + randn(in[0].shape())}; };
+  Fn fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] + randn(in[0].shape())};
+  };
   CompiledFunction f = compile(fn, interpreter());
   Tensor x = testing::random_tensor({4}, -1, 1, 18).to(DType::Float32);
   const GeneratorState before = default_generator().state();
@@ -254,10 +275,12 @@ TEST(Compile, RandomTensorsDrawnInsideAreAnErrorNotAConstant) {
     f({x});
     ADD_FAILURE() << "randn inside a compiled function ran";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("draw them outside and pass them as inputs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("draw them outside and pass them as inputs"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_TRUE(before == default_generator().state());  // nothing was drawn
-  EXPECT_EQ(randn({2}).numel(), 2);                      // and outside a trace randn works
+  EXPECT_EQ(randn({2}).numel(), 2);                    // and outside a trace randn works
 }
 
 // max_pool2d whose indices no one reads runs the values-only kernel in the plan (and in the IR
@@ -265,11 +288,15 @@ TEST(Compile, RandomTensorsDrawnInsideAreAnErrorNotAConstant) {
 // output the plan still writes them.
 TEST(Compile, MaxPoolWithUnreadIndicesMatchesEager) {
   Fn values = [](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{relu(max_pool2d(in[0], 3, 2, 1)), max_pool2d(in[0], {2, 3}, {1, 2}, {1, 0}, {1, 2}) * 2.0};
+    return std::vector<Tensor>{relu(max_pool2d(in[0], 3, 2, 1)),
+                               max_pool2d(in[0], {2, 3}, {1, 2}, {1, 0}, {1, 2}) * 2.0};
   };
   Fn both = [](const std::vector<Tensor>& in) {
     return ops::call(ops::OpId::max_pool2d, {in[0]},
-                     {{"kernel", Shape{3, 3}}, {"stride", Shape{2, 2}}, {"padding", Shape{1, 1}}, {"dilation", Shape{1, 1}}});
+                     {{"kernel", Shape{3, 3}},
+                      {"stride", Shape{2, 2}},
+                      {"padding", Shape{1, 1}},
+                      {"dilation", Shape{1, 1}}});
   };
   for (uint64_t seed : {8, 9}) {
     expect_matches_eager(values, {special_values({2, 3, 13, 14}, seed, 5)}, true);
@@ -279,7 +306,9 @@ TEST(Compile, MaxPoolWithUnreadIndicesMatchesEager) {
 
 TEST(Compile, ProfileCountsEveryStepOfEveryCall) {
   Tensor w = testing::random_tensor({8, 6}, -1, 1, 19).to(DType::Float32);
-  Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(relu(matmul(in[0], w)), 1)}; };
+  Fn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{softmax(relu(matmul(in[0], w)), 1)};
+  };
   CompileOptions o = interpreter();
   o.profile = true;
   CompiledFunction f = compile(fn, o);
@@ -288,7 +317,8 @@ TEST(Compile, ProfileCountsEveryStepOfEveryCall) {
   const std::string table = f.profile_table();
   EXPECT_NE(table.find("matmul"), std::string::npos) << table;
   int steps = 0, plan_steps = 0;
-  for (size_t at = table.find("step "); at != std::string::npos; at = table.find("step ", at + 1)) ++steps;
+  for (size_t at = table.find("step "); at != std::string::npos; at = table.find("step ", at + 1))
+    ++steps;
   const std::string& plan = f.report().plan;
   std::istringstream plan_lines(plan);
   for (std::string line; std::getline(plan_lines, line);) plan_steps += line.rfind("step ", 0) == 0;
@@ -368,7 +398,8 @@ TEST_F(CompileCpp, ElementwiseViewsAndIntegersBitForBit) {
   expect_cpp_matches_interpreter(
       [&](const std::vector<Tensor>& in) {
         Tensor t = in[0].permute({1, 0});
-        return std::vector<Tensor>{gelu(in[0] * a + 0.5), relu(t) * sigmoid(t), where(gt(in[1], in[2]), in[1] * 3, in[2])};
+        return std::vector<Tensor>{gelu(in[0] * a + 0.5), relu(t) * sigmoid(t),
+                                   where(gt(in[1], in[2]), in[1] * 3, in[2])};
       },
       {special_values({64, 33}, 1), testing::random_tensor({8}, -9, 9, 3).to(DType::Int64),
        testing::random_tensor({8}, -9, 9, 4).to(DType::Int64)},
@@ -402,10 +433,11 @@ TEST_F(CompileCpp, ReductionsAndRowOps) {
   Tensor w = testing::random_tensor({40}, -1, 1, 9).to(DType::Float32);
   expect_cpp_matches_interpreter(
       [&](const std::vector<Tensor>& in) {
-        return std::vector<Tensor>{softmax(in[0] * 0.5, -1), layer_norm(in[0], {40}, w, w, 1e-5), mean(in[0], {0}),
-                                   amax(in[0] + 1.0, {1}) / in[1]};
+        return std::vector<Tensor>{softmax(in[0] * 0.5, -1), layer_norm(in[0], {40}, w, w, 1e-5),
+                                   mean(in[0], {0}), amax(in[0] + 1.0, {1}) / in[1]};
       },
-      {special_values({24, 40}, 5), testing::random_tensor({24}, 1, 2, 6).to(DType::Float32)}, false);
+      {special_values({24, 40}, 5), testing::random_tensor({24}, 1, 2, 6).to(DType::Float32)},
+      false);
 }
 
 // A layer norm written out (mean, deviations, their mean, rsqrt, scale): one row kernel over three
@@ -433,10 +465,10 @@ TEST_F(CompileCpp, ALayerNormWrittenOutIsOneRowKernel) {
 TEST_F(CompileCpp, AHandWrittenLogsumexpKeepsTheNaNOfARowOfMinusInfinity) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> v(4 * 6, 0.0f);
-  for (int j = 0; j < 6; ++j) v[size_t(j)] = -inf;        // row 0: every element -inf
+  for (int j = 0; j < 6; ++j) v[size_t(j)] = -inf;  // row 0: every element -inf
   for (int j = 0; j < 6; ++j) v[size_t(6 + j)] = float(j) * 0.5f - 1;
-  v[12] = inf;                                              // row 2: one +inf
-  v[18] = std::numeric_limits<float>::quiet_NaN();          // row 3: one NaN
+  v[12] = inf;                                      // row 2: one +inf
+  v[18] = std::numeric_limits<float>::quiet_NaN();  // row 3: one NaN
   Tensor x = from_vector(v, {4, 6});
   Fn fn = [](const std::vector<Tensor>& in) {
     Tensor m = amax(in[0], {1}, true);
@@ -450,8 +482,11 @@ TEST_F(CompileCpp, AHandWrittenLogsumexpKeepsTheNaNOfARowOfMinusInfinity) {
     std::vector<double> got = f({x})[0].to_vector(), ref = want[0].to_vector();
     ASSERT_EQ(got.size(), ref.size());
     for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(std::isnan(got[i]), std::isnan(ref[i])) << backend << " row " << i << ": " << got[i] << " vs " << ref[i];
-      if (!std::isnan(ref[i])) EXPECT_NEAR(got[i], ref[i], 1e-5) << backend << " row " << i;
+      EXPECT_EQ(std::isnan(got[i]), std::isnan(ref[i]))
+          << backend << " row " << i << ": " << got[i] << " vs " << ref[i];
+      if (!std::isnan(ref[i])) {
+        EXPECT_NEAR(got[i], ref[i], 1e-5) << backend << " row " << i;
+      }
     }
   }
   EXPECT_TRUE(std::isnan(want[0].to_vector()[0]));  // the reference itself: NaN for the -inf row
