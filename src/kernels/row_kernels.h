@@ -47,15 +47,4 @@ void layer_norm_rows(const double* x, const double* w, const double* b, double* 
                      double* rstd, int64_t rows, int64_t cols, int64_t x_row_stride,
                      int64_t y_row_stride, double eps);
 
-// Naive references with the same interface: every row computed in double with the textbook
-// formulas (max, sum of exp, normalize; mean, variance, normalize) and rounded once at the end.
-// Tests compare the kernels above with them.
-template <class T>
-void softmax_rows_reference(const T* x, T* y, int64_t rows, int64_t cols, int64_t x_row_stride,
-                            int64_t y_row_stride, bool log);
-template <class T>
-void layer_norm_rows_reference(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,
-                               int64_t rows, int64_t cols, int64_t x_row_stride,
-                               int64_t y_row_stride, double eps);
-
 }  // namespace smelt::kernels

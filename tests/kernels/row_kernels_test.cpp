@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/row_kernels.h"
+#include "support/row_kernels_reference.h"
 
 namespace smelt::kernels {
 namespace {

@@ -1,9 +1,10 @@
 // Naive row kernels in double: the textbook formulas, one element at a time, for tests to compare
 // the optimized kernels with (kernels/row_kernels.h).
+#include "support/row_kernels_reference.h"
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include "kernels/row_kernels.h"
 
 namespace smelt::kernels {
 
