@@ -19,7 +19,7 @@ std::unique_ptr<ir::Graph> wide_of(int64_t nodes) { return big_graphs::wide(node
 
 // Default pipeline to a fixed point, verifier after every pass that changed the graph.
 void pipeline(benchmark::State& state, Builder build, bool verify) {
-  passes::PipelineOptions options;
+  passes::PassOptions options;
   options.verify = verify;
   size_t after = 0;
   for (auto _ : state) {

@@ -317,7 +317,7 @@ void finish_folds(const LoopKernel& k, void* const* args, const std::vector<doub
 
 }  // namespace
 
-struct InterpretedKernel::Plan {
+struct InterpretedKernel::Program {
   LoopKernel kernel;
   TilePlan tiles;
   TilePlan row_tiles;  // tiled kernels: tiles along the inner (column) dim of one row
@@ -325,9 +325,9 @@ struct InterpretedKernel::Plan {
 };
 
 InterpretedKernel::InterpretedKernel(LoopKernel kernel) {
-  auto made = std::make_shared<Plan>();
-  Plan& plan = *made;
-  plan_ = made;
+  auto made = std::make_shared<Program>();
+  Program& plan = *made;
+  program_ = made;
   plan.kernel = std::move(kernel);
   const LoopKernel& k = plan.kernel;
   TilePlan& p = plan.tiles;
@@ -364,12 +364,12 @@ InterpretedKernel::InterpretedKernel(LoopKernel kernel) {
   }
 }
 
-const LoopKernel& InterpretedKernel::kernel() const { return plan_->kernel; }
+const LoopKernel& InterpretedKernel::kernel() const { return program_->kernel; }
 
 void InterpretedKernel::run(void* const* args) const {
-  const LoopKernel& k = plan_->kernel;
-  const TilePlan& p = plan_->tiles;
-  const int64_t outer = plan_->outer, inner = plan_->inner;
+  const LoopKernel& k = program_->kernel;
+  const TilePlan& p = program_->tiles;
+  const int64_t outer = program_->outer, inner = program_->inner;
   if (p.elementwise) {
     parallel_for(outer * inner, kParallelGrain, [&](int64_t begin, int64_t end) {
       Frame& f = frame_for(p);
@@ -401,9 +401,9 @@ void InterpretedKernel::run(void* const* args) const {
 }
 
 void InterpretedKernel::run_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
-  const LoopKernel& k = plan_->kernel;
+  const LoopKernel& k = program_->kernel;
   SMELT_INTERNAL_CHECK(k.tiled) << "kernel '" << k.name << "': a tile run of a kernel not in tile form";
-  const TilePlan& p = plan_->row_tiles;
+  const TilePlan& p = program_->row_tiles;
   Frame& f = frame_for(p);
   for (int64_t r = r0; r < r1; ++r) {
     row_base(k, f, r, args);

@@ -27,8 +27,8 @@ class InterpretedKernel {
   const LoopKernel& kernel() const;
 
  private:
-  struct Plan;
-  std::shared_ptr<const Plan> plan_;
+  struct Program;
+  std::shared_ptr<const Program> program_;
 };
 
 // Prepares and runs `kernel` once.

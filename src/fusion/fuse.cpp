@@ -26,7 +26,7 @@ int64_t value_bytes(const ir::Value* v) {
 std::string node_ref(const ir::Node* n) { return ir::value_ref(n->outputs[0]) + " = " + n->name(); }
 
 // One entry of the schedule: an unfused node at its index, or a group at its qpos.
-struct Slot {
+struct ScheduleEntry {
   double q;
   int group;  // -1 for a node
   int node;   // -1 for a group
@@ -56,7 +56,7 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
       << options.max_ops << ", " << options.max_depth << ", " << options.max_recompute_ops << ", "
       << options.max_row_ops << ", " << options.max_row_depth;
   passes::dce(graph);
-  detail::Plan plan = detail::plan_fusion(graph, options);
+  detail::GroupPlan plan = detail::plan_fusion(graph, options);
   const int n = int(plan.nodes.size());
   std::unordered_map<const ir::Node*, int> pos;
   for (int i = 0; i < n; ++i) pos[plan.nodes[i]] = i;
@@ -70,14 +70,14 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
 
   // The schedule, and liveness walked backwards through it: a group's readers all come after
   // its qpos and its operands' producers before, so one backward sweep is exact.
-  std::vector<Slot> schedule;
+  std::vector<ScheduleEntry> schedule;
   for (int i = 0; i < n; ++i) {
     if (plan.owner[i] < 0) schedule.push_back({double(i), -1, i});
   }
   for (int g = 0; g < int(plan.groups.size()); ++g) {
     if (plan.groups[g].alive) schedule.push_back({plan.groups[g].qpos, g, -1});
   }
-  std::stable_sort(schedule.begin(), schedule.end(), [](const Slot& a, const Slot& b) { return a.q < b.q; });
+  std::stable_sort(schedule.begin(), schedule.end(), [](const ScheduleEntry& a, const ScheduleEntry& b) { return a.q < b.q; });
   auto members_of = [&](int g) {
     std::vector<int> m = plan.groups[g].owned;
     m.insert(m.end(), plan.groups[g].recomputed.begin(), plan.groups[g].recomputed.end());

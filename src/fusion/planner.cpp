@@ -34,7 +34,7 @@ class Planner {
     exclude_written_storage();
   }
 
-  Plan run() {
+  GroupPlan run() {
     for (int i = 0; i < size(); ++i) {
       if (p_.roles[i] != Role::Contraction || p_.owner[i] >= 0) continue;
       const int g = new_group(Pattern::Contraction, i);
@@ -504,7 +504,7 @@ class Planner {
 
   const FusionOptions& opt_;
   CostModel cost_;
-  Plan p_;
+  GroupPlan p_;
   std::unordered_map<const ir::Node*, int> pos_;
   std::vector<std::vector<int>> recomputed_in_;
   std::unordered_map<int, std::string> refused_broadcast_;  // group -> why its broadcast epilogue was refused
@@ -512,6 +512,6 @@ class Planner {
 
 }  // namespace
 
-Plan plan_fusion(const ir::Graph& graph, const FusionOptions& options) { return Planner(graph, options).run(); }
+GroupPlan plan_fusion(const ir::Graph& graph, const FusionOptions& options) { return Planner(graph, options).run(); }
 
 }  // namespace smelt::fusion::detail

@@ -35,7 +35,7 @@ struct PlannedGroup {
   bool alive = true;
 };
 
-struct Plan {
+struct GroupPlan {
   std::vector<ir::Node*> nodes;                  // the graph's nodes; index = position
   std::vector<Role> roles;
   std::vector<std::string> role_reasons;         // for Role::None
@@ -44,6 +44,6 @@ struct Plan {
   std::vector<PlannedGroup> groups;              // dissolved ones have alive = false
 };
 
-Plan plan_fusion(const ir::Graph& graph, const FusionOptions& options);
+GroupPlan plan_fusion(const ir::Graph& graph, const FusionOptions& options);
 
 }  // namespace smelt::fusion::detail

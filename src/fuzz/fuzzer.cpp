@@ -46,7 +46,7 @@ CaseResult check_graph(const ir::Graph& graph, const std::string& pipeline, uint
     inputs = random_inputs(graph, input_seed);
     tolerant = outputs_with_tolerance(graph, pipeline);
     optimized = graph.clone();
-    passes::PipelineOptions options;
+    passes::PassOptions options;
     options.verify = true;
     std::ostringstream log;
     options.log = &log;

@@ -7,7 +7,7 @@
 //   - graph outputs are values of this graph.
 //   - each value's output mark counts how often the graph returns it;
 //   - a group node's body verifies, and its inputs and outputs match the node's in number and meta.
-// Runs after every pass unless PipelineOptions::verify is off; linear in the size of the graph.
+// Runs after every pass unless PassOptions::verify is off; linear in the size of the graph.
 #pragma once
 
 #include "ir/graph.h"

@@ -39,8 +39,8 @@ std::vector<const PassInfo*> parse_pipeline(const std::string& pipeline) {
   return passes;
 }
 
-PipelineOptions options_from_env() {
-  PipelineOptions o;
+PassOptions options_from_env() {
+  PassOptions o;
   if (std::optional<std::string> v = env_text("SMELT_PRINT_IR_AFTER")) {
     SMELT_CHECK(*v == "all" || find_pass(*v))
         << "environment variable SMELT_PRINT_IR_AFTER='" << excerpt(*v)
@@ -62,7 +62,7 @@ PipelineOptions options_from_env() {
 }
 
 PipelineResult run_pipeline(ir::Graph& graph, const std::string& pipeline,
-                            const PipelineOptions& options) {
+                            const PassOptions& options) {
   std::vector<const PassInfo*> passes = parse_pipeline(pipeline);
   for (const std::string& d : options.disabled) {
     SMELT_CHECK(find_pass(d)) << "SMELT_DISABLE_PASSES names an unknown pass '" << excerpt(d)

@@ -40,7 +40,7 @@ struct PassStats {
   double milliseconds = 0;   // over all runs
 };
 
-struct PipelineOptions {
+struct PassOptions {
   int max_iterations = 20;
   bool verify = true;            // verifier after every pass (on unless turned off)
   std::string print_ir_after;    // "", "all" or a pass name: print the IR after it when it changed
@@ -50,7 +50,7 @@ struct PipelineOptions {
 };
 
 // Options with SMELT_PRINT_IR_AFTER and SMELT_DISABLE_PASSES applied (see docs/env.md).
-PipelineOptions options_from_env();
+PassOptions options_from_env();
 
 struct PipelineResult {
   bool converged = false;
@@ -61,7 +61,7 @@ struct PipelineResult {
 
 // Runs the pipeline repeatedly until an iteration changes nothing, or max_iterations.
 PipelineResult run_pipeline(ir::Graph& graph, const std::string& pipeline,
-                            const PipelineOptions& options = options_from_env());
+                            const PassOptions& options = options_from_env());
 
 // The canonical pipeline used by the compiler: dce first so later passes see only live nodes,
 // canonicalize before cse so operand order does not hide duplicates, fold and simplify, and dce

@@ -64,7 +64,9 @@ int Plan::Impl::cat_slice_slot(const ir::Value* v, int step) {
   auto buffer = cat_buffers.find(slice.cat);
   if (buffer == cat_buffers.end()) {
     const ir::Value* out = slice.cat->outputs[0];
-    buffer = cat_buffers.emplace(slice.cat, arena_slot(out->meta, step, step, "%" + std::to_string(out->id))).first;
+    std::string label = "%";  // (appended: GCC 12's -Wrestrict misfires on "%" + std::string)
+    label += std::to_string(out->id);
+    buffer = cat_buffers.emplace(slice.cat, arena_slot(out->meta, step, step, std::move(label))).first;
   }
   Slot s;
   s.kind = SlotKind::Alias;

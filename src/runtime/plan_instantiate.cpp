@@ -1,6 +1,7 @@
 // Plan::build's second half: each step's cost for the profile, the in-place offers, the memory
 // plan (checked) and the arena.
 #include <set>
+#include <sstream>
 
 #include "ops/op_util.h"
 #include "runtime/plan_impl.h"
@@ -12,24 +13,24 @@ namespace {
 // " [conv 3x3/2 3->64 224x224]" (kernel / stride, channels in -> out, input size; "g32" for
 // groups) or " [matmul (M, K) @ (K, N)]".
 std::string contraction_shape(ops::OpId op, const Shape& a, const Shape& b, const ops::Attrs& attrs) {
-  std::string out = " [";
+  std::ostringstream out;
+  out << " [";
   if ((op == ops::OpId::conv2d || op == ops::OpId::conv2d_blocked) && b.size() == 4) {
     const std::vector<int64_t> stride = ops::pair_attr(attrs, "stride", "conv2d", 1);
     const int64_t groups = attrs.get_int("groups", 1);
-    out += "conv " + std::to_string(b[2]) + "x" + std::to_string(b[3]);
-    if (stride[0] != 1) out += "/" + std::to_string(stride[0]);
+    out << "conv " << b[2] << "x" << b[3];
+    if (stride[0] != 1) out << "/" << stride[0];
     // a blocked input (N, Cb, H, W, 16) holds padding lanes: the real count is an attribute; a
     // blocked conv reading NCHW (a stem) has it in a[1] like conv2d
     const int64_t channels = a.size() == 4 ? a[1] : attrs.get_int("channels", 0);
-    out += " " + std::to_string(channels) + "->" + std::to_string(b[0]) + " " + std::to_string(a[2]) + "x" +
-           std::to_string(a[3]);
-    if (groups != 1) out += " g" + std::to_string(groups);
-    if (op == ops::OpId::conv2d_blocked) out += " blocked";
+    out << " " << channels << "->" << b[0] << " " << a[2] << "x" << a[3];
+    if (groups != 1) out << " g" << groups;
+    if (op == ops::OpId::conv2d_blocked) out << " blocked";
   } else {
-    out += ops::op_name(op);
-    out += " " + shape_str(a) + " @ " + shape_str(b);
+    out << ops::op_name(op) << " " << shape_str(a) << " @ " << shape_str(b);
   }
-  return out + "]";
+  out << "]";
+  return out.str();
 }
 
 }  // namespace

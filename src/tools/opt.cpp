@@ -135,7 +135,7 @@ void run_opt(const OptArgs& args) {
     std::fflush(stdout);
     std::exit(run_bisect(*graph, args));
   }
-  passes::PipelineOptions options = passes::options_from_env();
+  passes::PassOptions options = passes::options_from_env();
   options.log = &std::cerr;
   options.print_max_constant_elements = print_options.max_constant_elements;
   if (args.print_ir_after_all) options.print_ir_after = "all";

@@ -65,7 +65,7 @@ inline std::string run_ir_text(const std::string& text) {
   }
   auto copy = g->clone();
   std::ostringstream log;
-  passes::PipelineOptions options;
+  passes::PassOptions options;
   options.log = &log;
   try {
     passes::run_pipeline(*copy, passes::kDefaultPipeline, options);

@@ -121,7 +121,7 @@ TEST(MalformedIr, LargeInputsAreHandled) {
   std::string text = os.str();
   text += "  return %x\n}\n";
   auto g = ir::parse(text);
-  passes::PipelineOptions options;
+  passes::PassOptions options;
   passes::run_pipeline(*g, passes::kDefaultPipeline, options);
   EXPECT_EQ(g->num_nodes(), 0u);
   std::string brackets = "graph(%x: f32[2]) {\n  %c: f32[2] = constant ";

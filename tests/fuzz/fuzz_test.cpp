@@ -225,7 +225,7 @@ TEST(Fuzz, FusedPipelineMatchesInterpreter) {
       ADD_FAILURE() << "seed " << seed << ": " << r.message << "\n"
                     << ir::print(*fuzz::minimize(*g, fuzz::kFuzzPipeline, seed));
     }
-    passes::PipelineOptions options;
+    passes::PassOptions options;
     std::ostringstream log;
     options.log = &log;
     passes::run_pipeline(*g, fuzz::kFuzzPipeline, options);

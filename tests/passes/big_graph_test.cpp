@@ -34,8 +34,8 @@ void expect_same_values(const std::vector<Tensor>& got, const std::vector<Tensor
   }
 }
 
-passes::PipelineOptions quiet() {
-  passes::PipelineOptions o;  // the verifier stays on
+passes::PassOptions quiet() {
+  passes::PassOptions o;  // the verifier stays on
   return o;
 }
 

@@ -44,7 +44,7 @@ int count_ops(const ir::Graph& g, OpId op) {
 // Folds `graph` and checks it against the unfolded graph on random inputs.
 void fold_and_compare(ir::Graph& graph, const std::vector<Tensor>& inputs, double tol) {
   auto reference = graph.clone();
-  passes::PipelineOptions options;
+  passes::PassOptions options;
   options.verify = true;
   auto result = passes::run_pipeline(graph, "fold_batchnorm,dce", options);
   ASSERT_TRUE(result.converged) << result.report();
@@ -171,7 +171,7 @@ TEST(FoldBatchNorm, TracedConvBatchNormReluModulesBecomeConvRelu) {
       ASSERT_EQ(count_ops(*graph, OpId::batch_norm), 1) << ir::print(*graph);
 
       auto reference = graph->clone();
-      passes::PipelineOptions options;
+      passes::PassOptions options;
       options.verify = true;
       auto result = passes::run_pipeline(*graph, passes::kDefaultPipeline, options);
       ASSERT_TRUE(result.converged) << result.report();

@@ -108,7 +108,7 @@ TEST_P(PassFile, PipelineGivesExpectedIR) {
   }
   auto graph = ir::parse(c.input);
   auto reference = graph->clone();
-  passes::PipelineOptions options;
+  passes::PassOptions options;
   options.verify = true;
   auto result = passes::run_pipeline(*graph, c.pipeline, options);
   EXPECT_TRUE(result.converged) << result.report();
@@ -145,7 +145,7 @@ TEST_P(FusionFile, FusedGraphIsBitExactAndKeepsTheContract) {
   ASSERT_TRUE(runs_fuse(c)) << c.file << ": a fusion_*.ir case must run the pass fuse";
   auto graph = ir::parse(c.input);
   auto reference = graph->clone();
-  passes::PipelineOptions options;
+  passes::PassOptions options;
   options.verify = true;
   passes::run_pipeline(*graph, c.pipeline, options);
   for (const auto& n : graph->nodes()) {

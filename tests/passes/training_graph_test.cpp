@@ -151,7 +151,7 @@ void check_training_graph(TrainingCase c) {
   EXPECT_EQ(uses_by(first_weight, OpId::mul), 3) << "w * w, then g * w twice\n" << before_text;
 
   auto optimized = graph->clone();
-  passes::PipelineOptions options;
+  passes::PassOptions options;
   options.verify = true;
   auto result = passes::run_pipeline(*optimized, passes::kDefaultPipeline, options);
   ASSERT_TRUE(result.converged) << result.report();

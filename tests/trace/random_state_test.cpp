@@ -120,7 +120,7 @@ TEST(RandomState, DefaultPipelineKeepsEveryRandomOpAndTheResults) {
   auto g = trace::trace(two_dropouts, {x});
   const Tensor state = generator_state_tensor({31, 4});
   const std::vector<Tensor> before = trace::interpret(*g, {x, state});
-  passes::PipelineOptions options;
+  passes::PassOptions options;
   passes::run_pipeline(*g, passes::kDefaultPipeline, options);
   ir::verify(*g);
   int dropouts = 0;
