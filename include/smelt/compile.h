@@ -15,7 +15,11 @@
 // graph inputs read on every call: an in-place change made between calls (an optimizer step,
 // a write through NumPy) is seen by the next call, in every use (for inference with fixed
 // weights, CompileOptions::freeze folds them as constants instead). Changing a captured tensor in
-// place inside the function is an error (it would happen once, when traced). Random ops draw from
+// place inside the function is an error (it would happen once, when traced). A captured tensor is
+// the tensor object the trace met: rebinding the variable that held it to another tensor is not
+// seen by the signatures already compiled (change it in place with copy_, or pass it as an
+// input). A compiled training step refuses a captured tensor that requires grad (its gradient
+// would be lost): reach parameters through the module. Random ops draw from
 // the default generator and advance it, as eager code does. An output that is an input or a view
 // of one (reshape, permute, slice, expand) aliases it, as in eager code, when that input is
 // contiguous (the function is traced with contiguous inputs, as the plan reads them; a strided
@@ -71,9 +75,10 @@ struct CompileOptions {
   // transpose, blocked layout, batch norm folded into a conv) for inference with fixed weights.
   // Each call checks their versions: one changed in place since the compile recompiles, saying
   // so in recompile_reasons(). Memory smelt does not own (from_blob, NumPy), whose changes no
-  // version shows, stays an input read on every call; so must a write that bypasses smelt into
-  // memory it owns (through data()) be followed by Storage::bump_version() to be seen. false:
-  // captured tensors are inputs.
+  // version shows, stays an input read on every call; a write that bypasses smelt into memory it
+  // owns (through data(), or a NumPy view from Tensor.numpy()) is not seen unless followed by
+  // Storage::bump_version(). compile_module and compile_training_step read the module's state
+  // on every call whatever this says. false: captured tensors are inputs.
   bool freeze = false;
 };
 

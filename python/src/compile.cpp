@@ -123,8 +123,9 @@ void bind_compile(py::module_& m) {
       py::arg("profile") = false, py::arg("freeze") = false,
       R"(Captures fn(*tensors) once per input signature, optimizes and fuses it, and replays
 the plan. Tensors fn captures from outside (weights) are read on every call, so in-place changes to them
-are seen (freeze=True: folded as constants, recompiled when changed in place); fn must not read
-tensor values or change captured tensors in place.)");
+are seen (freeze=True: folded as constants, recompiled when changed in place by smelt ops; a
+write through a NumPy view from Tensor.numpy() is not seen then); fn must not read tensor values
+or change captured tensors in place.)");
   m.def(
       "compile_module",
       [](nn::Module& mod, py::object fn, const std::string& backend, bool fuse) {

@@ -105,8 +105,18 @@ RunResult run_program(const std::vector<std::string>& argv, double timeout_secon
       break;
   }
   ::close(fds[0]);
+  // The output ended, but the program may not have (a compiler that closed its stdout and
+  // hangs): wait for it until the same deadline, then kill its group too. (Found in review.)
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, result.timed_out ? 0 : WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) break;
+    if (done == 0 && std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      ::kill(-pid, SIGKILL);
+    } else if (done == 0) {
+      ::usleep(2000);
+    }
   }
   result.status = WIFEXITED(status) && !result.timed_out ? WEXITSTATUS(status) : -1;
   return result;
@@ -209,7 +219,9 @@ std::shared_ptr<SharedLibrary> SharedLibrary::open(const std::string& path) {
   static std::atomic<uint64_t> opens{0};
   const std::string own_name =
       path + ".load." + std::to_string(::getpid()) + "." + std::to_string(opens++);
-  const bool linked = ::link(path.c_str(), own_name.c_str()) == 0;
+  // A hard link, else (a file system without them) a symbolic one: either is a new name.
+  const bool linked = ::link(path.c_str(), own_name.c_str()) == 0 ||
+                      (path[0] == '/' && ::symlink(path.c_str(), own_name.c_str()) == 0);
   void* handle = ::dlopen((linked ? own_name : path).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (linked) ::unlink(own_name.c_str());  // the mapping stays; the name was only for dlopen
   if (!handle) {

@@ -72,16 +72,28 @@ void make_dirs(const std::string& dir) {
 
 bool read_file(const std::string& path, std::string* out, uint64_t max_bytes) {
   // A regular file of a bounded size only: an entry replaced by a link to /dev/zero or a FIFO
-  // would otherwise be read without end.
+  // would otherwise be read without end (or block the open: O_NONBLOCK). The checks are on the
+  // file opened, and the read stops past the bound whatever the file does meanwhile.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || uint64_t(st.st_size) > max_bytes)
-    return false;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  std::ostringstream s;
-  s << in.rdbuf();
-  *out = s.str();
-  return true;
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) <= max_bytes;
+  std::string bytes;
+  char buf[1 << 16];
+  while (ok) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      bytes.append(buf, size_t(n));
+      ok = bytes.size() <= max_bytes;
+    } else if (n == 0) {
+      break;
+    } else if (errno != EINTR) {
+      ok = false;
+    }
+  }
+  ::close(fd);
+  if (ok) *out = std::move(bytes);
+  return ok;
 }
 
 void write_file(const std::string& path, const std::string& bytes) {
@@ -226,7 +238,8 @@ int64_t disk_cache_clear(const std::string& dir) {
       if (!std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
     }
     std::string rest = name.substr(disk::kKeyChars);
-    return rest == ".so" || rest == ".cpp" || rest.rfind(".tmp.", 0) == 0;
+    // (*.so.load.*: the names SharedLibrary::open loads through, left by a process that died)
+    return rest == ".so" || rest == ".cpp" || rest.rfind(".tmp.", 0) == 0 || rest.rfind(".so.load.", 0) == 0;
   };
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;

@@ -266,6 +266,9 @@ void save_module(nn::Module& module, const std::function<std::vector<Tensor>(con
   for (const auto* names : {&mg.buffers, &mg.params}) {
     for (const std::string& name : *names) o.params.push_back(state.at(name).detach());
   }
+  // Tensors the forward captured beside the module's state (inputs after the parameters, as the
+  // trace orders them): initializers too. (Found in review: the bindings shifted by their count.)
+  for (const Tensor& t : mg.captured) o.params.push_back(t.detach());
   // Training mode's updated buffers leave the graph as extra outputs: not part of the model.
   std::vector<ir::Value*> outs = mg.graph->outputs();
   outs.resize(mg.num_outputs);

@@ -192,6 +192,18 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d,
     return nullptr;
   }
   if (!d.module_graph) d.module_graph = probe.module_graph;
+  // The plans bind what the probes captured: a trace that captures other tensors (a variable the
+  // function captures was rebound) is not this dynamic batch's. (Found in review: such a call ran
+  // with the new tensor, the sizes compiled before with the old one.)
+  bool same = d.captured.empty() || d.captured.size() == probe.captured.size();
+  for (size_t k = 0; same && !d.captured.empty() && k < d.captured.size(); ++k) {
+    same = d.captured[k].impl() == probe.captured[k].impl();
+  }
+  if (!same) {
+    *why = "it captures other tensors than when its batch was made dynamic (a captured variable "
+           "was rebound?)";
+    return nullptr;
+  }
   d.captured = probe.captured;
   d.aliases = probe.aliases;
   // The versions the fit's constants were folded from: those of the first probe's trace.

@@ -23,7 +23,8 @@ namespace smelt::detail {
 
 // Marks the calling thread as capturing while in scope (nests). With `lift_captured`, the scope
 // also records the storages created on this thread while it lasts (see above); a nested scope
-// keeps the outer scope's record.
+// keeps the outer scope's record, and lifts (refuses reads of captured values) only when it was
+// asked to itself.
 class CaptureScope {
  public:
   explicit CaptureScope(bool lift_captured = false);
@@ -33,6 +34,7 @@ class CaptureScope {
 
  private:
   bool previous_;
+  bool previous_lifting_;
   bool owns_record_ = false;
 };
 

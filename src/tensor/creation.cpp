@@ -289,13 +289,18 @@ namespace detail {
 
 namespace {
 
-// The storages a lifting capture on this thread created (null: no lifting capture is active).
+// The storages a lifting capture on this thread created (null: no lifting capture is active),
+// and whether the innermost scope lifts (a Graph::trace inside a compiled function does not: it
+// may read what it captures, as it would anywhere else).
 thread_local std::unordered_set<const Storage*>* t_created = nullptr;
+thread_local bool t_lifting = false;
 
 }  // namespace
 
-CaptureScope::CaptureScope(bool lift_captured) : previous_(t_capturing) {
+CaptureScope::CaptureScope(bool lift_captured)
+    : previous_(t_capturing), previous_lifting_(t_lifting) {
   t_capturing = true;
+  t_lifting = lift_captured;
   if (lift_captured && !t_created) {
     t_created = new std::unordered_set<const Storage*>();
     owns_record_ = true;
@@ -304,6 +309,7 @@ CaptureScope::CaptureScope(bool lift_captured) : previous_(t_capturing) {
 
 CaptureScope::~CaptureScope() {
   t_capturing = previous_;
+  t_lifting = previous_lifting_;
   if (owns_record_) {
     delete t_created;
     t_created = nullptr;
@@ -311,7 +317,7 @@ CaptureScope::~CaptureScope() {
 }
 
 bool captured_from_outside(const Storage* storage) {
-  return t_created && storage && (!storage->owned() || !t_created->count(storage));
+  return t_lifting && t_created && storage && (!storage->owned() || !t_created->count(storage));
 }
 
 void note_storage_created(const Storage* storage) {

@@ -67,6 +67,14 @@ class Tracer final : public ops::DispatchHook {
     if (it != constants_.end()) return it->second.second;
     ir::Value* c = nullptr;
     const bool outside = captured_ && detail::captured_from_outside(t.storage().get());
+    // A joint trace differentiates its parameters only: a gradient through a tensor captured
+    // from outside (a parameter held in a variable before the step was compiled) would be lost.
+    SMELT_CHECK(!outside || !t.requires_grad() || !autograd::grad_enabled())
+        << "compiled training step: the loss uses a tensor that requires grad, "
+        << dtype_name(t.dtype()) << " " << shape_str(t.shape())
+        << ", captured from outside the module (for instance a parameter kept in a variable); "
+           "its gradient would be lost. Valid: reach parameters through the module, or detach() "
+           "a tensor that needs no gradient";
     if (outside && frozen_ && t.storage()->owned()) {
       c = graph_->add_constant(t);
       frozen_->push_back(t);

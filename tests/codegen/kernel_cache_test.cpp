@@ -524,16 +524,19 @@ TEST(KernelCache, AKernelRebuiltWhileItsOldLibraryIsLoadedLoadsTheNewFile) {
 
 // An entry that is not a regular file (a link to /dev/zero would be read without end) is rebuilt.
 TEST(KernelCache, AnEntryThatIsNotARegularFileIsRebuiltNotRead) {
-  const std::string dir = temp_dir("devzero");
-  KernelBuilder kb = scaled_tanh(3, 10, 2.5);
-  KernelCache cache(options_in(dir));
-  const std::string so = dir + "/" + cache.key(kb.k) + ".so";
-  std::filesystem::create_directories(dir);
-  ASSERT_EQ(::symlink("/dev/zero", so.c_str()), 0);
-  auto compiled = cache.compile(kb.k);
-  ASSERT_TRUE(compiled);
-  EXPECT_TRUE(runs_correctly(compiled->entry, randn({3, 10}), 2.5));
-  EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(so)));
+  // A link to /dev/zero would be read without end, a FIFO would block the open.
+  for (bool fifo : {false, true}) {
+    const std::string dir = temp_dir(fifo ? "fifo" : "devzero");
+    KernelBuilder kb = scaled_tanh(3, 10, fifo ? 2.75 : 2.5);
+    KernelCache cache(options_in(dir));
+    const std::string so = dir + "/" + cache.key(kb.k) + ".so";
+    std::filesystem::create_directories(dir);
+    ASSERT_EQ(fifo ? ::mkfifo(so.c_str(), 0644) : ::symlink("/dev/zero", so.c_str()), 0);
+    auto compiled = cache.compile(kb.k);
+    ASSERT_TRUE(compiled);
+    EXPECT_TRUE(runs_correctly(compiled->entry, randn({3, 10}), fifo ? 2.75 : 2.5));
+    EXPECT_TRUE(std::filesystem::is_regular_file(std::filesystem::symlink_status(so)));
+  }
 }
 
 // A compiler that never returns is killed at the timeout, with everything it started; the
@@ -573,6 +576,29 @@ TEST(KernelCache, ACompilerThatNeverReturnsIsKilledAtTheTimeout) {
     ASSERT_TRUE(in >> child);
     for (int i = 0; i < 100 && ::kill(child, 0) == 0; ++i) ::usleep(20000);
     EXPECT_NE(::kill(child, 0), 0) << "the compiler's child " << child << " still runs";
+  }
+  // A compiler that closes its output and then hangs: the wait for it has the same deadline.
+  // (Found in review: the read ended at the closed pipe, then waited without one.)
+  const std::string mute = dir + "/mutecxx";
+  {
+    std::ofstream script(mute);
+    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'mutecxx 1.0'; exit 0; fi\n"
+              "exec >&- 2>&-\nexec sleep 1000\n";
+  }
+  ::chmod(mute.c_str(), 0755);
+  KernelCacheOptions mo = options_in(dir + "/mute-cache");
+  mo.cxx = mute;
+  mo.compile_timeout_seconds = 1;
+  mo.sync_compile = true;
+  {
+    KernelCache cache(mo);
+    KernelBuilder kb = scaled_tanh(2, 5, 2.125);
+    const auto start = std::chrono::steady_clock::now();
+    ::testing::internal::CaptureStderr();
+    auto handle = cache.get(kb.k);
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+    EXPECT_NE(handle->error().find("timed out"), std::string::npos) << handle->error();
   }
   KernelCacheOptions o = options_in(dir + "/cache");
   o.cxx = cxx;

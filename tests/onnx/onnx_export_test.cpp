@@ -208,5 +208,19 @@ TEST_F(OnnxExport, ModuleKeepsStateDictNames) {
   EXPECT_EQ(compare(back.graph.run(in)[0], want, false), "");
 }
 
+// Found in review: a tensor the forward captures beside the module's state (a scale held outside
+// it) shifted every initializer binding by one: the model read the scale's values as a weight.
+TEST_F(OnnxExport, AModuleForwardCapturingATensorExportsItAsAnInitializer) {
+  auto linear = std::make_shared<nn::Linear>(3, 3);
+  const Tensor scale = full({3}, 2.0);
+  const Tensor x = randn({2, 3});
+  const auto forward = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(*linear)(in[0]) * scale}; };
+  const Tensor want = forward({x})[0];
+  onnx::save_module(*linear, forward, {x}, path("captured.onnx"), {});
+  onnx::Model back = onnx::import_model(path("captured.onnx"));
+  EXPECT_EQ(back.input_names.size(), 1u);
+  EXPECT_EQ(compare(back.graph.run({x})[0], want, false), "");
+}
+
 }  // namespace
 }  // namespace smelt

@@ -343,6 +343,55 @@ TEST(CompileState, FrozenCapturedTensorsRecompileOnTheDynamicBatchToo) {
   }
 }
 
+// Found in review: a parameter kept in a variable and used in the loss beside the module was a
+// captured input of the joint graph, so its gradient was lost (0.64 for 0.44..1.59).
+TEST(CompileState, ATrainingStepRefusesACapturedTensorThatRequiresGrad) {
+  manual_seed(50);
+  auto linear = std::make_shared<nn::Linear>(4, 1);
+  Tensor kept = linear->weight;  // the same tensor, held outside the module
+  CompiledFunction step = compile_training_step(
+      *linear,
+      [&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{mse_loss((*linear)(in[0]), in[1]) + (kept * kept).sum()};
+      },
+      on("interpreter"));
+  expect_error([&] { step({rand32({3, 4}, -1, 1, 51), rand32({3, 1}, -1, 1, 52)}); },
+               {"requires grad", "captured", "through the module"});
+  EXPECT_FALSE(linear->weight.grad().defined());
+  // detach()ed, it is a plain input: no gradient wanted, none lost.
+  Tensor detached = linear->weight.detach();
+  CompiledFunction fine = compile_training_step(
+      *linear,
+      [&](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{mse_loss((*linear)(in[0]), in[1]) + (detached * detached).sum()};
+      },
+      on("interpreter"));
+  fine({rand32({3, 4}, -1, 1, 51), rand32({3, 1}, -1, 1, 52)});
+  EXPECT_TRUE(linear->weight.grad().defined());
+}
+
+// Found in review: Graph::trace inside a compiled function (an export, say) refused to read what
+// it captured, which it may do anywhere else.
+TEST(CompileState, AGraphTraceInsideACompiledFunctionMayReadItsCapturedTensors) {
+  Tensor w = rand32({3}, -1, 1, 53);
+  double read = 0;
+  CompiledFunction f = compile(
+      [&](const std::vector<Tensor>& in) {
+        Graph inner = Graph::trace(
+            [&](const std::vector<Tensor>& x, const std::vector<Tensor>&) {
+              read = w.to_vector()[1];  // the captured values, read while traced
+              return std::vector<Tensor>{x[0] * w};
+            },
+            {ones({3})});
+        EXPECT_EQ(inner.num_inputs(), 1u);  // a constant there, as Graph::trace makes it
+        return std::vector<Tensor>{in[0] * w};
+      },
+      on("interpreter"));
+  Tensor x = rand32({3}, -1, 1, 54);
+  EXPECT_TRUE(same_bits(f({x})[0], x * w));
+  EXPECT_DOUBLE_EQ(read, w.to_vector()[1]);
+}
+
 TEST(CompileState, InvalidBatchProbesAreRefusedWhenCompiling) {
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0}; };
   for (std::array<int64_t, 3> probes :
