@@ -35,6 +35,48 @@ struct ScheduleEntry {
 // Constants of at most this many elements are copied into a body as immediates.
 constexpr int64_t kMaxImmediateElements = 1;
 
+// The body a planned group would have, with every value an owned member produces that a node
+// outside the members or the graph's outputs read as an output: what FusionOptions::lowers is
+// asked about before the group is made (the group made may store fewer values, never more).
+std::unique_ptr<ir::Graph> planned_body(const ir::Graph& graph, const detail::GroupPlan& plan, int g,
+                                        const std::unordered_map<const ir::Node*, int>& pos) {
+  const detail::PlannedGroup& G = plan.groups[size_t(g)];
+  std::vector<int> members = G.owned;
+  members.insert(members.end(), G.recomputed.begin(), G.recomputed.end());
+  std::sort(members.begin(), members.end());
+  auto member = [&](const ir::Node* n) {
+    auto p = pos.find(n);
+    return p != pos.end() && std::binary_search(members.begin(), members.end(), p->second);
+  };
+  const std::unordered_set<const ir::Value*> graph_outputs(graph.outputs().begin(), graph.outputs().end());
+  auto body = std::make_unique<ir::Graph>();
+  std::unordered_map<const ir::Value*, ir::Value*> map;
+  for (int m : members) {
+    const ir::Node* node = plan.nodes[size_t(m)];
+    std::vector<ir::Value*> ins;
+    for (ir::Value* w : node->inputs) {
+      auto found = map.find(w);
+      if (found == map.end()) {
+        ir::Value* inner = w->kind == ir::ValueKind::Constant && w->constant.numel() <= kMaxImmediateElements
+                               ? body->add_constant(w->constant)
+                               : body->add_input(w->meta);
+        found = map.emplace(w, inner).first;
+      }
+      ins.push_back(found->second);
+    }
+    ir::Node* copy = body->add_node(node->op, ins, node->attrs);
+    for (size_t k = 0; k < node->outputs.size(); ++k) map[node->outputs[k]] = copy->outputs[k];
+  }
+  for (int m : G.owned) {
+    for (const ir::Value* v : plan.nodes[size_t(m)]->outputs) {
+      bool outside = graph_outputs.count(v) > 0;
+      for (const ir::Use& u : v->uses) outside |= !member(u.node);
+      if (outside) body->add_output(map.at(v));
+    }
+  }
+  return body;
+}
+
 }  // namespace
 
 FusionOptions fusion_options_from_env() {
@@ -66,6 +108,52 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
     if (is_view(*plan.nodes[i])) continue;
     report.kernels_before++;
     report.fusable_ops += plan.roles[i] != Role::None;
+  }
+
+  // Legality is the lowering's: a group it would refuse is not made (FusionOptions::lowers), when
+  // its nodes can stand alone where they are: it recomputes nothing, no other group recomputes
+  // what it owns, every group reading its values comes after them in the schedule and every
+  // group whose values it reads before them. (Otherwise it stays a group, run node by node.)
+  auto can_dissolve = [&](int g) {
+    const detail::PlannedGroup& G = plan.groups[size_t(g)];
+    if (!G.recomputed.empty()) return false;
+    int last = -1;
+    for (int m : G.owned) {
+      last = std::max(last, m);
+      for (const ir::Value* in : plan.nodes[size_t(m)]->inputs) {
+        auto p = in->producer ? pos.find(in->producer) : pos.end();
+        if (p == pos.end()) continue;
+        const int h = plan.owner[size_t(p->second)];
+        if (h >= 0 && h != g && plan.groups[size_t(h)].qpos >= double(m)) return false;
+      }
+    }
+    for (int h = 0; h < int(plan.groups.size()); ++h) {
+      const detail::PlannedGroup& H = plan.groups[size_t(h)];
+      if (h == g || !H.alive) continue;
+      std::vector<int> members = H.owned;
+      members.insert(members.end(), H.recomputed.begin(), H.recomputed.end());
+      for (int m : members) {
+        if (plan.owner[size_t(m)] == g) return false;  // recomputes a node g owns
+        for (const ir::Value* in : plan.nodes[size_t(m)]->inputs) {
+          auto p = in->producer ? pos.find(in->producer) : pos.end();
+          if (p != pos.end() && plan.owner[size_t(p->second)] == g && H.qpos <= double(last)) return false;
+        }
+      }
+    }
+    return true;
+  };
+  for (int g = 0; options.lowers && g < int(plan.groups.size()); ++g) {
+    detail::PlannedGroup& G = plan.groups[size_t(g)];
+    if (!G.alive || G.pattern == Pattern::Contraction || !can_dissolve(g)) continue;
+    const std::string why = options.lowers(*planned_body(graph, plan, g, pos));
+    if (why.empty()) continue;
+    G.alive = false;
+    ++report.unlowered_groups;
+    for (int m : G.owned) {
+      plan.owner[size_t(m)] = -1;
+      plan.reasons[size_t(m)].push_back(std::string("its ") + pattern_name(G.pattern) +
+                                         " group would not lower to one kernel (" + why + ")");
+    }
   }
 
   // The schedule, and liveness walked backwards through it: a group's readers all come after

@@ -87,6 +87,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -134,6 +135,12 @@ struct FusionOptions {
   // gets the same groups (the cost model compares bytes that are affine in the batch size: with
   // constant terms, a comparison can flip between two small batch sizes).
   const ir::Graph* cost_shapes = nullptr;
+  // Set: whether a planned group's body lowers to one kernel ("" when it does, else why not), asked
+  // before the group is made (runtime/pipeline.cpp passes codegen's lowering; fusion cannot
+  // include codegen). A group that would not lower is not made: its nodes stay unfused and run
+  // as the plan's op steps, instead of a group interpreted node by node. Contraction groups are
+  // not asked (the plan runs their product as an op and lowers only the epilogue).
+  std::function<std::string(const ir::Graph& body)> lowers;
 };
 
 // The options with SMELT_FUSE_MAX_OPS, SMELT_FUSE_MAX_DEPTH, SMELT_FUSE_MAX_RECOMPUTE,
@@ -162,6 +169,7 @@ struct FusionReport {
   int kernels_before = 0;  // non-view nodes before fusion (a view runs no kernel)
   int kernels_after = 0;   // group nodes + non-view nodes left
   int recomputed_ops = 0;  // duplicated op copies inside groups
+  int unlowered_groups = 0;  // planned groups not made because their body would not lower
   int64_t bytes_not_written = 0;  // intermediate values no longer stored to memory
 
   double fusion_rate() const { return fusable_ops ? double(fused_ops) / fusable_ops : 0.0; }

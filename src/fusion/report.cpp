@@ -14,6 +14,7 @@ std::string FusionReport::summary() const {
      << kernels_before << " -> " << kernels_after << ", " << bytes_not_written
      << " intermediate bytes not written, " << recomputed_ops << " ops recomputed, " << groups.size()
      << " groups";
+  if (unlowered_groups > 0) os << " (" << unlowered_groups << " planned groups left unfused: they would not lower)";
   return os.str();
 }
 

@@ -6,6 +6,7 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "codegen/kernel_cache.h"
+#include "codegen/lower.h"
 #include "fusion/fuse.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -50,6 +51,10 @@ CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOpti
   if (options.fuse) {
     fusion::FusionOptions fusion_options = fusion::fusion_options_from_env();
     fusion_options.cost_shapes = options.fusion_cost_shapes;
+    fusion_options.lowers = [](const ir::Graph& body) {
+      codegen::LowerResult lowered = codegen::lower(body, "fusion_check", codegen::LowerOptions{});
+      return lowered.kernel ? std::string() : lowered.reason;
+    };
     fusion::FusionReport report = fusion::fuse(*c.graph, fusion_options);
     c.fusion_summary = report.summary();
     c.fusion_explain = report.explain();

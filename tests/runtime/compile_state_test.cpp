@@ -405,3 +405,26 @@ TEST(CompileState, InvalidBatchProbesAreRefusedWhenCompiling) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Legality is the lowering's (fusion::FusionOptions::lowers): a group it would refuse — a softmax
+// over empty rows does not decompose — is not made, so nothing runs node by node on the
+// interpreter; its nodes run as op steps.
+TEST(CompileState, FusionMakesNoGroupTheLoweringWouldRefuse) {
+  Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{softmax(in[0] * 2.0, -1) + 1.0}; };
+  CompiledFunction f = compile(fn, on("interpreter"));
+  Tensor x = zeros({3, 0});
+  std::vector<Tensor> got = f({x});
+  EXPECT_EQ(got[0].shape(), (Shape{3, 0}));
+  EXPECT_EQ(f.report().interpreted_groups, 0) << f.report().plan;
+  EXPECT_NE(f.report().fusion.find("would not lower"), std::string::npos) << f.report().fusion;
+  Tensor y = rand32({3, 5}, -1, 1, 60);  // the same function on rows that are not empty fuses
+  CompiledFunction g = compile(fn, on("interpreter"));
+  EXPECT_TRUE(testing::all_close(g({y})[0], fn({y})[0], 1e-6, 1e-6));
+  EXPECT_EQ(g.report().fusion.find("would not lower"), std::string::npos) << g.report().fusion;
+}
+
+}  // namespace
+}  // namespace smelt
