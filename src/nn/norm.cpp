@@ -47,6 +47,13 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
              "know; give a momentum to trace it";
       num_batches_tracked = num_batches_tracked + 1.0;
     } else {
+      // Checked before anything is written: a failed trace leaves the statistics as they were.
+      SMELT_CHECK(x.storage())
+          << "BatchNorm2d: in training mode inside a traced function (smelt::compile, "
+             "Graph::trace) its running statistics are tensors held outside the trace, whose "
+             "update would happen once, when traced; compile the module with compile_module or "
+             "compile_training_step (they make the statistics graph inputs and outputs), or call "
+             "eval() first";
       int64_t tracked = int64_t(num_batches_tracked.item()) + 1;
       num_batches_tracked.fill_(double(tracked));
       // Without a momentum the running statistics are the plain average over all batches seen.

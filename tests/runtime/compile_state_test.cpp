@@ -426,5 +426,20 @@ TEST(CompileState, FusionMakesNoGroupTheLoweringWouldRefuse) {
   EXPECT_EQ(g.report().fusion.find("would not lower"), std::string::npos) << g.report().fusion;
 }
 
+// Found in review: a BatchNorm2d in training mode captured by compile() gave the generic "read
+// the values of a captured tensor"; it says what to use instead, and changes nothing.
+TEST(CompileState, ABatchNormTrainingInsideCompileSaysToCompileTheModule) {
+  nn::BatchNorm2d bn(2);
+  CompiledFunction f = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{bn(in[0])}; },
+                               on("interpreter"));
+  expect_error([&] { f({rand32({2, 2, 3, 3}, -1, 1, 61)}); }, {"BatchNorm2d", "compile_module"});
+  EXPECT_EQ(bn.num_batches_tracked.item(), 0.0);
+  bn.eval();
+  Tensor x = rand32({2, 2, 3, 3}, -1, 1, 62);
+  CompiledFunction g = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{bn(in[0])}; },
+                               on("interpreter"));
+  EXPECT_TRUE(testing::all_close(g({x})[0], bn(x), 1e-6, 1e-6));
+}
+
 }  // namespace
 }  // namespace smelt
