@@ -23,7 +23,7 @@ void collect(const NestedList& node, size_t depth, Shape& shape, std::vector<Sca
   if (depth == shape.size()) {
     SMELT_CHECK(leaves.empty()) << "tensor: ragged nested list: a list at " << path
                                 << " where a number was expected";
-    shape.push_back(n);
+    shape.resize(depth + 1, n);  // (not push_back: GCC 12 warns -Warray-bounds on it, wrongly)
   } else {
     SMELT_CHECK(shape[depth] == n) << "tensor: ragged nested list: " << (path.empty() ? "the top" : path)
                                    << " has " << n << " items, other lists at that depth have "
