@@ -72,6 +72,7 @@ void BM_Compiled(benchmark::State& state, bool linear_form, bool tiled) {
   }
   CompileOptions options;
   options.backend = "cpp";
+  options.freeze = true;  // the captured weight is a constant (its transpose computed at build)
   Tensor w = o.w, wt = o.w.t().contiguous(), b = o.b;
   CompiledFunction f = compile(
       [=](const std::vector<Tensor>& in) {

@@ -208,7 +208,8 @@ def markdown(run, results):
         "",
         "Times are medians over all iterations of all rounds (±: half the interquartile range, "
         "shown when above 10% of the median). smelt-compiled: `smelt::compile(fn, {.backend = "
-        "\"cpp\"})`, every kernel generated, compiled and loaded before the first timed call. "
+        "\"cpp\", .freeze = true})` (captured weights as constants), every kernel generated, "
+        "compiled and loaded before the first timed call. "
         "Ratios are time ratios (above 1: the first named is faster): compiled vs eager = "
         "smelt-eager / smelt-compiled; vs torch = torch-eager / smelt. Roofline = the time the "
         "workload's bytes take at the triad bandwidth (DRAM, or L3 when they fit in half the "

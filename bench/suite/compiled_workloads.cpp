@@ -35,6 +35,7 @@ CompileOptions cpp_backend(bool fuse = true) {
   CompileOptions o;
   o.backend = "cpp";  // compile every kernel before the first run: no interpreter phase to time
   o.fuse = fuse;
+  o.freeze = true;  // inference with fixed weights: the captured weights are constants, as before
   return o;
 }
 
