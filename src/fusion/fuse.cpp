@@ -38,7 +38,8 @@ constexpr int64_t kMaxImmediateElements = 1;
 // The body a planned group would have, with every value an owned member produces that a node
 // outside the members or the graph's outputs read as an output: what FusionOptions::lowers is
 // asked about before the group is made (the group made may store fewer values, never more).
-std::unique_ptr<ir::Graph> planned_body(const ir::Graph& graph, const detail::GroupPlan& plan, int g,
+std::unique_ptr<ir::Graph> planned_body(const std::unordered_set<const ir::Value*>& graph_outputs,
+                                        const detail::GroupPlan& plan, int g,
                                         const std::unordered_map<const ir::Node*, int>& pos) {
   const detail::PlannedGroup& G = plan.groups[size_t(g)];
   std::vector<int> members = G.owned;
@@ -48,7 +49,6 @@ std::unique_ptr<ir::Graph> planned_body(const ir::Graph& graph, const detail::Gr
     auto p = pos.find(n);
     return p != pos.end() && std::binary_search(members.begin(), members.end(), p->second);
   };
-  const std::unordered_set<const ir::Value*> graph_outputs(graph.outputs().begin(), graph.outputs().end());
   auto body = std::make_unique<ir::Graph>();
   std::unordered_map<const ir::Value*, ir::Value*> map;
   for (int m : members) {
@@ -142,11 +142,13 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
     }
     return true;
   };
+  // (The lowering first: can_dissolve walks every group, and is asked only of the rare refusal.)
+  const std::unordered_set<const ir::Value*> graph_outputs(graph.outputs().begin(), graph.outputs().end());
   for (int g = 0; options.lowers && g < int(plan.groups.size()); ++g) {
     detail::PlannedGroup& G = plan.groups[size_t(g)];
-    if (!G.alive || G.pattern == Pattern::Contraction || !can_dissolve(g)) continue;
-    const std::string why = options.lowers(*planned_body(graph, plan, g, pos));
-    if (why.empty()) continue;
+    if (!G.alive || G.pattern == Pattern::Contraction) continue;
+    const std::string why = options.lowers(*planned_body(graph_outputs, plan, g, pos));
+    if (why.empty() || !can_dissolve(g)) continue;
     G.alive = false;
     ++report.unlowered_groups;
     for (int m : G.owned) {
