@@ -58,6 +58,17 @@ KernelCacheOptions options_in(const std::string& dir) {
   return o;
 }
 
+// A stand-in compiler at `path`: answers --version with "`name` 1.0", otherwise runs `body` (sh).
+void write_fake_compiler(const std::string& path, const std::string& name,
+                         const std::string& body) {
+  {
+    std::ofstream script(path);
+    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '" << name << " 1.0'; exit 0; fi\n"
+           << body;
+  }
+  ::chmod(path.c_str(), 0755);
+}
+
 int count(const std::string& text, const std::string& needle) {
   int n = 0;
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
@@ -253,12 +264,8 @@ TEST(KernelCache, NoCompilerFallsBackToTheInterpreterWithOneWarning) {
 // stays on the interpreter and says why.
 TEST(KernelCache, CompilerErrorsBecomeSmeltErrors) {
   const std::string dir = temp_dir("badcxx"), cxx = dir + "/fakecxx";
-  {
-    std::ofstream script(cxx);
-    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'fakecxx 1.0'; exit 0; fi\n"
-              "echo 'kernel.cpp:1: error: this compiler refuses everything' >&2\nexit 1\n";
-  }
-  ::chmod(cxx.c_str(), 0755);
+  write_fake_compiler(cxx, "fakecxx",
+                      "echo 'kernel.cpp:1: error: this compiler refuses everything' >&2\nexit 1\n");
   KernelCacheOptions o = options_in(dir + "/cache");
   o.cxx = cxx;
   KernelCache cache(o);
@@ -409,15 +416,12 @@ TEST(KernelCache, TwoProcessesPublishTheSameBatchAtOnce) {
 // the others compile and the error names the refused one only.
 TEST(KernelCache, ARefusedKernelInABatchDoesNotHoldBackTheOthers) {
   const std::string dir = temp_dir("batchfail"), cxx = dir + "/pickycxx";
-  {
-    std::ofstream script(cxx);
-    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'pickycxx 1.0'; exit 0; fi\n"
-              "for last; do :; done\n"
-              "if grep -q refused_kernel \"$last\"; then echo 'error: refused_kernel is refused' "
-              ">&2; exit 1; fi\n"
-              "exec g++ \"$@\"\n";
-  }
-  ::chmod(cxx.c_str(), 0755);
+  write_fake_compiler(
+      cxx, "pickycxx",
+      "for last; do :; done\n"
+      "if grep -q refused_kernel \"$last\"; then echo 'error: refused_kernel is refused' "
+      ">&2; exit 1; fi\n"
+      "exec g++ \"$@\"\n");
   KernelCacheOptions o = options_in(dir + "/cache");
   o.cxx = cxx;
   o.compile_threads = 1;
@@ -545,13 +549,7 @@ TEST(KernelCache, AnEntryThatIsNotARegularFileIsRebuiltNotRead) {
 TEST(KernelCache, ACompilerThatNeverReturnsIsKilledAtTheTimeout) {
   const std::string dir = temp_dir("hangcxx"), cxx = dir + "/hangcxx",
                     pid_file = dir + "/child.pid";
-  {
-    std::ofstream script(cxx);
-    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'hangcxx 1.0'; exit 0; fi\n"
-              "sleep 1000 &\necho $! > "
-           << pid_file << "\nwait\n";
-  }
-  ::chmod(cxx.c_str(), 0755);
+  write_fake_compiler(cxx, "hangcxx", "sleep 1000 &\necho $! > " + pid_file + "\nwait\n");
   for (bool sync : {false, true}) {
     KernelCacheOptions o = options_in(dir + "/cache");
     o.cxx = cxx;
@@ -580,12 +578,7 @@ TEST(KernelCache, ACompilerThatNeverReturnsIsKilledAtTheTimeout) {
   // A compiler that closes its output and then hangs: the wait for it has the same deadline.
   // (Found in review: the read ended at the closed pipe, then waited without one.)
   const std::string mute = dir + "/mutecxx";
-  {
-    std::ofstream script(mute);
-    script << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'mutecxx 1.0'; exit 0; fi\n"
-              "exec >&- 2>&-\nexec sleep 1000\n";
-  }
-  ::chmod(mute.c_str(), 0755);
+  write_fake_compiler(mute, "mutecxx", "exec >&- 2>&-\nexec sleep 1000\n");
   KernelCacheOptions mo = options_in(dir + "/mute-cache");
   mo.cxx = mute;
   mo.compile_timeout_seconds = 1;
@@ -597,7 +590,8 @@ TEST(KernelCache, ACompilerThatNeverReturnsIsKilledAtTheTimeout) {
     ::testing::internal::CaptureStderr();
     auto handle = cache.get(kb.k);
     ::testing::internal::GetCapturedStderr();
-    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 30.0);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              30.0);
     EXPECT_NE(handle->error().find("timed out"), std::string::npos) << handle->error();
   }
   KernelCacheOptions o = options_in(dir + "/cache");
