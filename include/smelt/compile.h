@@ -35,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "smelt/graph.h"
@@ -56,20 +57,27 @@ struct CompileOptions {
   std::string backend = "auto";
   bool memory_plan = true;  // SMELT_NO_MEMPLAN=1 also turns it off
   int recompile_limit = 8;
-  // Automatic dynamic batch (as torch.compile's automatic dynamic shapes): when a call differs from
-  // a compiled signature only in dim 0 of some inputs (the batch, one size for all of them), that
-  // second batch size compiles kernels that take the batch size at run time; every later batch
-  // size re-instantiates the plan (memory plan, bindings) from them with no compiler run. A
-  // function whose graph depends on the batch otherwise (a reshape to a fixed batch, a constant
-  // of the batch's size, random draws) is checked and falls back to specialized kernels, saying
-  // why in recompile_reasons(). The first signature always gets specialized kernels. false:
-  // every batch size compiles its own.
+  // Automatic dynamic shapes (as torch.compile's): when a call differs from a compiled signature
+  // only in some dims (the batch, a sequence length, any dim of any input), those dims become
+  // symbols S0, S1, ... (dims of equal sizes in both calls share one; at most 3) and that call
+  // compiles kernels that take the symbols' sizes at run time; every later size re-instantiates
+  // the plan (memory plan, bindings) from them with no compiler run. A call that differs in yet
+  // another dim makes that one dynamic too (a third compile at most for a (batch, sequence)
+  // model). A function whose graph depends on the sizes otherwise (a reshape to a fixed batch, a
+  // size squared into a constant, a strided conv's floor division, random draws) is checked and
+  // falls back to specialized kernels, saying why in recompile_reasons(). Sizes 0 are always
+  // specialized. false: every signature compiles its own kernels.
   bool dynamic_batch = true;
-  int batch_plans = 8;  // dynamic batch: plans kept per batch size (least recently used dropped)
-  // dynamic batch: the batch sizes traced to fit (first two) and check (third) the graph; distinct,
-  // and best unlikely to equal or divide a model's other dims. Every other batch size is traced
-  // again and checked against the fit before it runs. (The fuzzer varies them.)
-  std::array<int64_t, 3> batch_probes = {17, 19, 23};
+  // Dims dynamic from the first call, as (input, dim) pairs (as torch's mark_dynamic): the first
+  // call compiles the dynamic-shape kernels at once. Needs dynamic_batch.
+  std::vector<std::pair<int, int>> dynamic_dims;
+  int batch_plans = 8;  // dynamic shapes: plans kept per size (least recently used dropped)
+  // Dynamic shapes: the sizes traced to fit the graph (each symbol takes the first three, shifted
+  // by their span for S1, S2 so that no two symbols are equal, on a grid: 3, 9 or 27 traces) and
+  // to check the fit (the fourth); distinct, positive, and best unlikely to equal or divide a
+  // model's other dims. Every other size is traced again and checked against the fit before it
+  // runs. (The fuzzer varies them.)
+  std::array<int64_t, 4> dynamic_probes = {17, 19, 23, 29};
   bool profile = false;  // time every step of every call (profile_table, write_chrome_trace)
   // Captured tensors as constants (as torch.compile's freezing): the passes fold them (a weight's
   // transpose, blocked layout, batch norm folded into a conv) for inference with fixed weights.

@@ -70,9 +70,11 @@ CompiledFunction::Fn wrap(py::object callable, const std::shared_ptr<Returns>& r
 }
 
 CompileOptions options(const std::string& backend, const std::string& passes, bool fuse,
-                       bool memory_plan, int recompile_limit, bool profile, bool freeze = false) {
+                       bool memory_plan, int recompile_limit, bool profile, bool freeze = false,
+                       std::vector<std::pair<int, int>> dynamic_dims = {}) {
   CompileOptions o;
   o.freeze = freeze;
+  o.dynamic_dims = std::move(dynamic_dims);
   o.backend = backend;
   o.passes = passes;
   o.fuse = fuse;
@@ -111,21 +113,26 @@ void bind_compile(py::module_& m) {
   m.def(
       "compile",
       [](py::object fn, const std::string& backend, const std::string& passes, bool fuse,
-         bool memory_plan, int recompile_limit, bool profile, bool freeze) {
+         bool memory_plan, int recompile_limit, bool profile, bool freeze,
+         std::vector<std::pair<int, int>> dynamic_dims) {
         if (!PyCallable_Check(fn.ptr())) throw py::type_error("compile: expected a callable");
         auto returns = std::make_shared<Returns>();
-        return PyCompiled{compile(wrap(fn, returns), options(backend, passes, fuse, memory_plan,
-                                                             recompile_limit, profile, freeze)),
-                          returns};
+        return PyCompiled{
+            compile(wrap(fn, returns), options(backend, passes, fuse, memory_plan, recompile_limit,
+                                               profile, freeze, std::move(dynamic_dims))),
+            returns};
       },
       py::arg("fn"), py::kw_only(), py::arg("backend") = "auto", py::arg("passes") = "",
       py::arg("fuse") = true, py::arg("memory_plan") = true, py::arg("recompile_limit") = 8,
       py::arg("profile") = false, py::arg("freeze") = false,
+      py::arg("dynamic_dims") = std::vector<std::pair<int, int>>{},
       R"(Captures fn(*tensors) once per input signature, optimizes and fuses it, and replays
 the plan. Tensors fn captures from outside (weights) are read on every call, so in-place changes to them
 are seen (freeze=True: folded as constants, recompiled when changed in place by smelt ops; a
 write through a NumPy view from Tensor.numpy() is not seen then); fn must not read tensor values
-or change captured tensors in place.)");
+or change captured tensors in place. A call that differs from an earlier one only in some dims
+(batch, sequence length) makes those dims dynamic: one set of kernels for every size;
+dynamic_dims=[(input, dim), ...] marks dims dynamic from the first call.)");
   m.def(
       "compile_module",
       [](nn::Module& mod, py::object fn, const std::string& backend, bool fuse) {

@@ -115,3 +115,26 @@ def test_changing_a_captured_tensor_inside_is_refused():
     with pytest.raises(smelt.Error, match="captured"):
         smelt.compile(step, backend="interpreter")(smelt.ones(1))
     assert counter.numpy()[0] == 0
+
+
+def test_dynamic_sequence_and_marked_dims(rng):
+    """A (batch, sequence) function: three compiles for many sizes; marked dims: one."""
+
+    def pooled(x):
+        return smelt.mean(smelt.softmax(x * 2.0, -1), 1)
+
+    f = smelt.compile(pooled, backend="interpreter")
+    sizes = [(2, 8), (4, 8), (4, 12), (1, 5), (3, 33), (7, 1)]
+    for b, s in sizes:
+        x = smelt.tensor(rng.standard_normal((b, s, 6)).astype(np.float32))
+        np.testing.assert_allclose(f(x).numpy(), pooled(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert f.num_compiles == 3, f.recompile_reasons()
+    assert "input 0 dim 1: 8 -> 12" in f.recompile_reasons()[1]
+    marked = smelt.compile(pooled, backend="interpreter", dynamic_dims=[(0, 0), (0, 1)])
+    for b, s in sizes:
+        x = smelt.tensor(rng.standard_normal((b, s, 6)).astype(np.float32))
+        np.testing.assert_allclose(marked(x).numpy(), pooled(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert marked.num_compiles == 1, marked.recompile_reasons()
+    bad = smelt.compile(pooled, backend="interpreter", dynamic_dims=[(0, 5)])
+    with pytest.raises(Exception, match="dynamic_dims names input 0 dim 5"):
+        bad(smelt.tensor(np.ones((2, 3, 6), np.float32)))

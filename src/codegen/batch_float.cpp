@@ -98,7 +98,9 @@ std::optional<BatchFloat> batch_float_fit(double v1, int64_t b1, double v2, int6
         if ((n2 - n1) % (b2 - b1) != 0) continue;
         const double c_estimate = c_for(n1);
         for (int bits = 1; bits <= best_bits && bits <= 53; ++bits) {
-          const BatchFloat f{form, n1, (n2 - n1) / (b2 - b1), round_bits(c_estimate, bits)};
+          const int64_t slope = (n2 - n1) / (b2 - b1);
+          const BatchFloat f{form, SizePoly(n1 - slope * b1) + SizePoly(slope) * SizePoly::symbol(0),
+                             round_bits(c_estimate, bits)};
           if (batch_float_same_bits(batch_float_value(f, n1, dtype), v1) &&
               batch_float_same_bits(batch_float_value(f, n2, dtype), v2)) {
             const int fb = std::max(1, significant_bits(f.scale));
@@ -113,6 +115,27 @@ std::optional<BatchFloat> batch_float_fit(double v1, int64_t b1, double v2, int6
     }
   }
   return best;
+}
+
+std::optional<BatchFloat> batch_float_fit_grid(const SymbolGrid& grid, const std::vector<double>& values,
+                                               DType dtype) {
+  const std::vector<SymbolPoint> points = grid.points();
+  SMELT_INTERNAL_CHECK(points.size() == values.size() && points.size() >= 2)
+      << "batch_float_fit_grid: " << values.size() << " values for " << points.size() << " points";
+  std::optional<BatchFloat> f =
+      batch_float_fit(values[0], points[0].back(), values[1], points[1].back(), dtype);
+  if (!f) return std::nullopt;
+  std::vector<int64_t> n;
+  for (double v : values) {
+    const double x = f->form == BatchFloatForm::Count ? v / f->scale : f->scale / v;
+    if (!std::isfinite(x) || x < 1 || x > double(kMaxN)) return std::nullopt;
+    n.push_back(int64_t(std::nearbyint(x)));
+    if (!batch_float_same_bits(batch_float_value(*f, n.back(), dtype), v)) return std::nullopt;
+  }
+  std::optional<SizePoly> poly = fit_size(grid, n);
+  if (!poly) return std::nullopt;
+  f->n = *poly;
+  return f;
 }
 
 bool batch_float_same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }

@@ -1,4 +1,5 @@
-// A floating number that the trace computes from an integer n affine in the batch size B: a mean's
+// A floating number that the trace computes from an integer n, a polynomial in the symbolic sizes
+// (codegen/size_poly.h; B the batch, S a sequence): a mean's
 // count (the lowered mean divides by double(n)), the 1 / n of its gradient rule (g / double(n) in
 // the gradient's dtype), the -1 / n of a loss's gradient, a c / n or c * n a user or a pass made
 // of them, a mean over B * S tokens (n = S B). A dynamic batch (runtime/batch_graph.h for IR
@@ -9,7 +10,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "codegen/size_poly.h"
 #include "smelt/dtype.h"
 
 namespace smelt::codegen {
@@ -23,9 +26,8 @@ enum class BatchFloatForm : uint8_t { Count, Reciprocal };
 
 struct BatchFloat {
   BatchFloatForm form = BatchFloatForm::Count;
-  int64_t n = 0;      // n at the batch size the term was fitted at (or re-evaluated at)
-  int64_t slope = 0;  // n's coefficient of the batch size
-  double scale = 1;   // c
+  SizePoly n;        // n at every size
+  double scale = 1;  // c
 };
 
 // The number `f` gives for `n` (not f.n), in `dtype` (a floating dtype), as a double.
@@ -40,6 +42,12 @@ double batch_float_value(const BatchFloat& f, int64_t n, DType dtype);
 // the same bits at both probes (0.5 / (5 B)) but not at every batch size: the third probe
 // refuses most such fits; float32 values hide the difference (double's extra bits).
 std::optional<BatchFloat> batch_float_fit(double v1, int64_t b1, double v2, int64_t b2, DType dtype);
+// The term through `values` (one per grid.points(), of `dtype`): the form and c that
+// batch_float_fit finds through the first two points (which differ in the last symbol only), n
+// read off every point and fitted as a polynomial; nullopt when a value is not c * n or c / n
+// with that c, or n is not a polynomial (a caller checks grid.check).
+std::optional<BatchFloat> batch_float_fit_grid(const SymbolGrid& grid, const std::vector<double>& values,
+                                               DType dtype);
 // Equal bits (so -0 != +0 and a NaN equals the same NaN): how constants compare across batch sizes.
 bool batch_float_same_bits(double a, double b);
 // For printed kernels and graphs: "count" or "reciprocal".

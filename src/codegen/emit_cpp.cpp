@@ -24,15 +24,12 @@ constexpr int64_t kSumExpBlock = 1024;
 class Emitter {
  public:
   Emitter(const LoopKernel& k, std::string symbol) : k_(k), symbol_(std::move(symbol)) {
-    // Each integer as a Num: a constant, or for a dynamic-batch kernel affine in B.
+    // Each integer as a Num: a constant, or for a dynamic-shape kernel its polynomial.
     const BatchTerms* b = k.batch ? &*k.batch : nullptr;
-    auto num = [&](int64_t v, const std::vector<int64_t>* slopes, size_t i) {
-      const int64_t slope = b ? (*slopes)[i] : 0;
-      return Num::affine(v - slope * (b ? b->at : 0), slope);
-    };
-    auto nums = [&](const std::vector<int64_t>& v, const std::vector<int64_t>* slopes) {
+    auto num = [&](int64_t v, const std::vector<SizePoly>* polys, size_t i) { return b ? (*polys)[i] : Num(v); };
+    auto nums = [&](const std::vector<int64_t>& v, const std::vector<SizePoly>* polys) {
       std::vector<Num> r;
-      for (size_t i = 0; i < v.size(); ++i) r.push_back(num(v[i], slopes, i));
+      for (size_t i = 0; i < v.size(); ++i) r.push_back(num(v[i], polys, i));
       return r;
     };
     outer_ = nums(k.outer, b ? &b->outer : nullptr);
@@ -68,21 +65,25 @@ class Emitter {
       out_ << "  [[maybe_unused]] " << q << t << "* a" << i << " = static_cast<" << q << t << "*>(args[" << i
            << "]);\n";
     }
-    if (k_.batch) {  // a dynamic-batch kernel: the batch size follows the buffers
-      out_ << "  [[maybe_unused]] const int64_t B = *static_cast<const int64_t*>(args[" << k_.args.size() << "]);\n";
+    if (k_.batch) {  // a dynamic-shape kernel: the sizes follow the buffers
+      out_ << "  [[maybe_unused]] const int64_t* const sizes = static_cast<const int64_t*>(args[" << k_.args.size()
+           << "]);\n";
+      for (size_t s = 0; s < k_.batch->at.size(); ++s) {
+        out_ << "  [[maybe_unused]] const int64_t S" << s << " = sizes[" << s << "];\n";
+      }
     }
     for (size_t e = 0; e < k_.exprs.size(); ++e) {
       if (k_.exprs[e].kind != ExprKind::Constant) continue;
       const BatchConstant* term = batch_term(k_, int(e));
       out_ << "  [[maybe_unused]] const " << dtype_cpp_type(k_.exprs[e].dtype) << " e" << e << " = "
-           << (term ? batch_constant_text(k_.exprs[e].dtype, term->value, k_.batch->at) : constant_text(k_.exprs[e]))
+           << (term ? batch_constant_text(k_.exprs[e].dtype, term->value) : constant_text(k_.exprs[e]))
            << ";\n";
     }
     if (k_.batch) {  // Call parameters that follow the batch size: q<expr>_<param>
       for (const BatchConstant& c : k_.batch->constants) {
         if (c.param < 0) continue;
         out_ << "  [[maybe_unused]] const double q" << c.expr << "_" << c.param << " = "
-             << batch_constant_text(DType::Float64, c.value, k_.batch->at) << ";\n";
+             << batch_constant_text(DType::Float64, c.value) << ";\n";
       }
     }
   }
@@ -474,7 +475,7 @@ class Emitter {
 
   const LoopKernel& k_;
   std::string symbol_;
-  // The kernel's integers (loop_kernel.h) as Nums: constants, or affine in B (LoopKernel::batch).
+  // The kernel's integers (loop_kernel.h) as Nums: constants, or polynomials (LoopKernel::batch).
   std::vector<Num> outer_, inner_, offset_;
   std::vector<std::vector<Num>> outer_stride_, inner_stride_;  // [access][dim]
   std::vector<bool> hoisted_ = std::vector<bool>(k_.exprs.size(), false);  // emitted before the loops

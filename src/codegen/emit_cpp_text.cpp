@@ -11,39 +11,6 @@ namespace smelt::codegen::emit {
 
 using kernels::dtype_cpp_type;
 
-Num Num::affine(int64_t base, int64_t slope) {
-  Num n(base);
-  if (slope != 0) n.c_.push_back(slope);
-  return n;
-}
-
-int64_t Num::value() const {
-  SMELT_INTERNAL_CHECK(constant()) << "emit_cpp: a batch-dependent integer " << text() << " used as a constant";
-  return c_[0];
-}
-
-std::string Num::text() const {
-  if (constant()) return std::to_string(c_[0]);
-  std::string t = "(";  // (appended, not "(" + ...: GCC 12 warns -Wrestrict on that, wrongly)
-  t += std::to_string(c_[0]);
-  for (size_t i = 1; i < c_.size(); ++i) {
-    if (c_[i] == 0) continue;
-    t += " + " + std::to_string(c_[i]);
-    for (size_t p = 0; p < i; ++p) t += " * B";
-  }
-  return t + ")";
-}
-
-Num operator*(const Num& a, const Num& b) {
-  Num r;
-  r.c_.assign(a.c_.size() + b.c_.size() - 1, 0);
-  for (size_t i = 0; i < a.c_.size(); ++i) {
-    for (size_t j = 0; j < b.c_.size(); ++j) r.c_[i + j] += a.c_[i] * b.c_[j];
-  }
-  while (r.c_.size() > 1 && r.c_.back() == 0) r.c_.pop_back();
-  return r;
-}
-
 // Drops size-1 dims and merges neighbours that every access walks as one (stride[d] ==
 // stride[d + 1] * extent[d + 1], as polynomials in B), so that the innermost loop is as long as
 // the layout allows.
@@ -104,8 +71,8 @@ std::string constant_text(const Expr& e) {
   return buf;
 }
 
-std::string batch_constant_text(DType dtype, const BatchFloat& value, int64_t at) {
-  const std::string n = "double(" + Num::affine(value.n - value.slope * at, value.slope).text() + ")";
+std::string batch_constant_text(DType dtype, const BatchFloat& value) {
+  const std::string n = "double(" + value.n.text() + ")";
   char c[40];
   std::snprintf(c, sizeof c, "%a", value.scale);  // exact (batch_float_fit's c is finite)
   const std::string x = std::string(c) + (value.form == BatchFloatForm::Count ? " * " : " / ") + n;

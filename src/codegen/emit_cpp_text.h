@@ -8,27 +8,16 @@
 #include <vector>
 
 #include "codegen/loop_kernel.h"
+#include "codegen/size_poly.h"
 
 namespace smelt::codegen::emit {
 
-// An integer of the generated code: a polynomial in the batch size B with integer coefficients. A
-// kernel specialized on every extent has only constants (printed as before: decimal literals); a
-// dynamic-batch kernel's fields are affine in B (LoopKernel::batch) and their products of higher
-// degree. Equal polynomials are equal at every B, so a merge of dims decided on them holds at
-// every batch size.
-class Num {
- public:
-  Num(int64_t v = 0) : c_{v} {}  // NOLINT: constants mix freely with Nums
-  static Num affine(int64_t base, int64_t slope);
-  bool constant() const { return c_.size() == 1; }
-  int64_t value() const;     // a constant's value (an internal error otherwise)
-  std::string text() const;  // a decimal literal, or "(3 + 2 * B)"
-  bool operator==(const Num& o) const { return c_ == o.c_; }
-  friend Num operator*(const Num& a, const Num& b);
-
- private:
-  std::vector<int64_t> c_;  // c_[i] * B^i; never empty, no trailing zeros past the first
-};
+// An integer of the generated code: a polynomial in the symbolic sizes S0, S1, ... with integer
+// coefficients (codegen/size_poly.h). A kernel specialized on every extent has only constants
+// (printed as decimal literals); a dynamic-shape kernel's fields are polynomials
+// (LoopKernel::batch), and so are their products. Equal polynomials are equal at every size, so a
+// merge of dims decided on them holds at every size.
+using Num = SizePoly;
 
 // A loop nest: extents and, per access, one stride per dim.
 struct Dims {
@@ -45,10 +34,10 @@ std::string cat(const std::string& a, int64_t b);  // a + decimal b
 std::string add_scaled(const std::string& base, const std::string& index, const Num& stride);
 // A Constant expression as a C++ literal of its dtype (floating values exact, from their bits).
 std::string constant_text(const Expr& e);
-// A dynamic-batch kernel's Constant that follows the batch size (BatchTerms::constants): the C++
-// expression that computes it from B as the trace does (codegen/batch_float.h), in e's dtype.
+// A dynamic-shape kernel's Constant that follows the sizes (BatchTerms::constants): the C++
+// expression that computes it from S0, S1, ... as the trace does (codegen/batch_float.h), in e's dtype.
 // A Call's parameter that follows the batch size: `dtype` is Float64 (parameters are doubles).
-std::string batch_constant_text(DType dtype, const BatchFloat& value, int64_t at);
+std::string batch_constant_text(DType dtype, const BatchFloat& value);
 const char* reduce_name(ReduceOp op);
 // A reduction's identity (its accumulator's start) as a C++ expression.
 std::string reduce_start(ReduceOp op, DType dtype);

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 #include "codegen/loop_kernel_gather.h"
@@ -140,28 +141,32 @@ void hex_double(std::ostream& out, double v) {
   out << buf;
 }
 
-// One integer of a kernel: its value, or for a dynamic-batch kernel base+slope*B (the same text at
-// every batch size).
-void print_num(std::ostream& out, int64_t value, const int64_t* slope, int64_t at) {
-  if (!slope || *slope == 0) {
+// One integer of a kernel: its value, or for a dynamic-shape kernel its polynomial (the same text
+// at every size).
+void print_num(std::ostream& out, int64_t value, const SizePoly* poly) {
+  if (!poly || poly->constant()) {
     out << value;
     return;
   }
-  out << value - *slope * at << (*slope < 0 ? "" : "+") << *slope << "*B";
+  std::string t = poly->text();  // "(3 + 2 * S0)" -> "3+2*S0"
+  std::string compact;
+  for (char c : t) {
+    if (c != ' ' && c != '(' && c != ')') compact += c;
+  }
+  out << compact;
 }
 
-void print_strides(std::ostream& out, const std::vector<int64_t>& v, const std::vector<int64_t>* slopes = nullptr,
-                   int64_t at = 0) {
+void print_strides(std::ostream& out, const std::vector<int64_t>& v, const std::vector<SizePoly>* polys = nullptr) {
   out << "[";
   for (size_t i = 0; i < v.size(); ++i) {
     out << (i ? "," : "");
-    print_num(out, v[i], slopes ? &(*slopes)[i] : nullptr, at);
+    print_num(out, v[i], polys ? &(*polys)[i] : nullptr);
   }
   out << "]";
 }
 
-// The kernel with every batch-dependent integer zeroed: two kernels with equal skeletons differ
-// only where kernel_fit_batch fits slopes.
+// The kernel with every size-dependent integer zeroed: two kernels with equal skeletons differ
+// only where kernel_fit fits polynomials.
 std::string skeleton(LoopKernel k) {
   for (auto& v : k.outer) v = 0;
   for (auto& v : k.inner) v = 0;
@@ -290,8 +295,11 @@ std::vector<bool> row_invariant_exprs(const LoopKernel& k, bool loads) {
       const auto zero = [](const std::vector<int64_t>& v) {
         return std::all_of(v.begin(), v.end(), [](int64_t x) { return x == 0; });
       };
+      const auto zero_polys = [](const std::vector<SizePoly>& v) {
+        return std::all_of(v.begin(), v.end(), [](const SizePoly& x) { return x == SizePoly(0); });
+      };
       inv[i] = zero(k.accesses[size_t(e.access)].inner_strides) &&
-               (!k.batch || zero(k.batch->inner_strides[size_t(e.access)]));
+               (!k.batch || zero_polys(k.batch->inner_strides[size_t(e.access)]));
     } else if (e.kind == ExprKind::Call) {
       bool all = true;
       for (int o : e.operands) all = all && inv[size_t(o)];
@@ -304,11 +312,12 @@ std::vector<bool> row_invariant_exprs(const LoopKernel& k, bool loads) {
 std::string print_kernel(const LoopKernel& k) {
   std::ostringstream out;
   const BatchTerms* b = k.batch ? &*k.batch : nullptr;
-  const int64_t at = b ? b->at : 0;
-  out << "loop_kernel stages=" << k.stages << (k.tiled ? " tiled" : "") << (b ? " dynamic_batch" : "") << " outer=";
-  print_strides(out, k.outer, b ? &b->outer : nullptr, at);
+  out << "loop_kernel stages=" << k.stages << (k.tiled ? " tiled" : "");
+  if (b) out << " symbols=" << b->at.size();
+  out << " outer=";
+  print_strides(out, k.outer, b ? &b->outer : nullptr);
   out << " inner=";
-  print_strides(out, k.inner, b ? &b->inner : nullptr, at);
+  print_strides(out, k.inner, b ? &b->inner : nullptr);
   out << "\n";
   for (size_t i = 0; i < k.args.size(); ++i) {
     out << "arg " << i << " " << dtype_name(k.args[i].dtype) << (k.args[i].output ? " out" : " in") << "\n";
@@ -316,22 +325,22 @@ std::string print_kernel(const LoopKernel& k) {
   for (size_t i = 0; i < k.accesses.size(); ++i) {
     const Access& a = k.accesses[i];
     out << "access " << i << " arg=" << a.arg << " offset=";
-    print_num(out, a.offset, b ? &b->offset[i] : nullptr, at);
+    print_num(out, a.offset, b ? &b->offset[i] : nullptr);
     out << " outer=";
-    print_strides(out, a.outer_strides, b ? &b->outer_strides[i] : nullptr, at);
+    print_strides(out, a.outer_strides, b ? &b->outer_strides[i] : nullptr);
     out << " inner=";
-    print_strides(out, a.inner_strides, b ? &b->inner_strides[i] : nullptr, at);
+    print_strides(out, a.inner_strides, b ? &b->inner_strides[i] : nullptr);
     detail::print_gather(out, a);
     out << "\n";
   }
-  // a number that follows the batch: the same text at every batch size
+  // a number that follows the sizes: the same text at every size
   auto print_term = [&](const BatchConstant& term) {
     out << batch_float_form_name(term.value.form) << "(";
     if (term.value.scale != 1) {
       hex_double(out, term.value.scale);
       out << ", ";
     }
-    print_num(out, term.value.n, &term.value.slope, at);
+    out << term.value.n.text();
     out << ")";
   };
   for (size_t i = 0; i < k.exprs.size(); ++i) {
@@ -386,89 +395,111 @@ const BatchConstant* batch_term(const LoopKernel& kernel, int expr, int param) {
   return nullptr;
 }
 
-LoopKernel kernel_at_batch(const LoopKernel& kernel, int64_t b) {
-  SMELT_INTERNAL_CHECK(kernel.batch) << "kernel_at_batch: kernel '" << kernel.name << "' is not a dynamic-batch kernel";
+LoopKernel kernel_at(const LoopKernel& kernel, const SymbolPoint& p) {
+  SMELT_INTERNAL_CHECK(kernel.batch) << "kernel_at: kernel '" << kernel.name << "' is not a dynamic-shape kernel";
   LoopKernel k = kernel;
   BatchTerms& t = *k.batch;
-  const int64_t step = b - t.at;
-  auto shift = [&](std::vector<int64_t>& v, const std::vector<int64_t>& slope) {
-    for (size_t i = 0; i < v.size(); ++i) v[i] += slope[i] * step;
+  SMELT_INTERNAL_CHECK(p.size() == t.at.size()) << "kernel_at: " << p.size() << " sizes for " << t.at.size() << " symbols";
+  auto set = [&](std::vector<int64_t>& v, const std::vector<SizePoly>& poly) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = poly[i].at(p);
   };
-  shift(k.outer, t.outer);
-  shift(k.inner, t.inner);
-  for (size_t i = 0; i < k.args.size(); ++i) k.args[i].numel += t.numel[i] * step;
+  set(k.outer, t.outer);
+  set(k.inner, t.inner);
+  for (size_t i = 0; i < k.args.size(); ++i) k.args[i].numel = t.numel[i].at(p);
   for (size_t i = 0; i < k.accesses.size(); ++i) {
-    k.accesses[i].offset += t.offset[i] * step;
-    shift(k.accesses[i].outer_strides, t.outer_strides[i]);
-    shift(k.accesses[i].inner_strides, t.inner_strides[i]);
+    k.accesses[i].offset = t.offset[i].at(p);
+    set(k.accesses[i].outer_strides, t.outer_strides[i]);
+    set(k.accesses[i].inner_strides, t.inner_strides[i]);
   }
-  for (BatchConstant& c : t.constants) {
-    c.value.n += c.value.slope * step;
+  for (const BatchConstant& c : t.constants) {
+    const int64_t n = c.value.n.at(p);
     Expr& e = k.exprs[size_t(c.expr)];
-    if (c.param < 0) e.fvalue = batch_float_value(c.value, c.value.n, e.dtype);
-    else e.call.params[c.param] = batch_float_value(c.value, c.value.n, DType::Float64);  // a double
+    if (c.param < 0) e.fvalue = batch_float_value(c.value, n, e.dtype);
+    else e.call.params[c.param] = batch_float_value(c.value, n, DType::Float64);  // a double
   }
-  t.at = b;
+  t.at = p;
   return k;
 }
 
-std::optional<LoopKernel> kernel_fit_batch(const LoopKernel& k1, int64_t b1, const LoopKernel& k2, int64_t b2,
-                                           std::string* why) {
-  SMELT_INTERNAL_CHECK(b1 != b2) << "kernel_fit_batch: two kernels at the same batch size " << b1;
-  if (skeleton(k1) != skeleton(k2)) {
-    *why = "kernel '" + k1.name + "' differs between batch " + std::to_string(b1) + " and " + std::to_string(b2) +
-           " beyond its extents and strides";
-    return std::nullopt;
+std::optional<LoopKernel> kernel_fit(const std::vector<const LoopKernel*>& kernels, const SymbolGrid& grid,
+                                     std::string* why) {
+  const std::vector<SymbolPoint> points = grid.points();
+  SMELT_INTERNAL_CHECK(kernels.size() == points.size())
+      << "kernel_fit: " << kernels.size() << " kernels for " << points.size() << " grid points";
+  const LoopKernel& k0 = *kernels[0];
+  const std::string shape = skeleton(k0);
+  for (size_t j = 1; j < kernels.size(); ++j) {
+    if (skeleton(*kernels[j]) != shape) {
+      *why = "kernel '" + k0.name + "' differs between sizes " + point_str(points[0]) + " and " +
+             point_str(points[j]) + " beyond its extents and strides";
+      return std::nullopt;
+    }
   }
-  bool affine = true;
-  auto slope = [&](int64_t v1, int64_t v2) {
-    if ((v2 - v1) % (b2 - b1) != 0) affine = false;
-    return (v2 - v1) / (b2 - b1);
+  // Each integer field through the grid: `get` reads it off one kernel.
+  bool polynomial = true;
+  auto fit_one = [&](const std::function<int64_t(const LoopKernel&)>& get) {
+    std::vector<int64_t> values;
+    for (const LoopKernel* k : kernels) values.push_back(get(*k));
+    std::optional<SizePoly> poly = fit_size(grid, values);
+    if (!poly) polynomial = false;
+    return poly ? *poly : SizePoly(values[0]);
   };
-  auto slopes = [&](const std::vector<int64_t>& v1, const std::vector<int64_t>& v2) {
-    std::vector<int64_t> s(v1.size());
-    for (size_t i = 0; i < v1.size(); ++i) s[i] = slope(v1[i], v2[i]);
-    return s;
+  auto fit_list = [&](const std::function<const std::vector<int64_t>&(const LoopKernel&)>& get) {
+    std::vector<SizePoly> out;
+    for (size_t d = 0; d < get(k0).size(); ++d) out.push_back(fit_one([&](const LoopKernel& k) { return get(k)[d]; }));
+    return out;
   };
-  LoopKernel k = k1;
+  LoopKernel k = k0;
   BatchTerms t;
-  t.at = b1;
-  t.outer = slopes(k1.outer, k2.outer);
-  t.inner = slopes(k1.inner, k2.inner);
-  for (size_t i = 0; i < k1.args.size(); ++i) t.numel.push_back(slope(k1.args[i].numel, k2.args[i].numel));
-  for (size_t i = 0; i < k1.accesses.size(); ++i) {
-    const Access &a1 = k1.accesses[i], &a2 = k2.accesses[i];
-    t.offset.push_back(slope(a1.offset, a2.offset));
-    t.outer_strides.push_back(slopes(a1.outer_strides, a2.outer_strides));
-    t.inner_strides.push_back(slopes(a1.inner_strides, a2.inner_strides));
+  t.at = points[0];
+  t.outer = fit_list([](const LoopKernel& x) -> const std::vector<int64_t>& { return x.outer; });
+  t.inner = fit_list([](const LoopKernel& x) -> const std::vector<int64_t>& { return x.inner; });
+  for (size_t i = 0; i < k0.args.size(); ++i) {
+    t.numel.push_back(fit_one([i](const LoopKernel& x) { return x.args[i].numel; }));
   }
-  if (!affine) {
-    *why = "kernel '" + k1.name + "': an extent or stride is not an integer multiple of the batch size";
+  for (size_t i = 0; i < k0.accesses.size(); ++i) {
+    t.offset.push_back(fit_one([i](const LoopKernel& x) { return x.accesses[i].offset; }));
+    t.outer_strides.push_back(
+        fit_list([i](const LoopKernel& x) -> const std::vector<int64_t>& { return x.accesses[i].outer_strides; }));
+    t.inner_strides.push_back(
+        fit_list([i](const LoopKernel& x) -> const std::vector<int64_t>& { return x.accesses[i].inner_strides; }));
+  }
+  if (!polynomial) {
+    *why = "kernel '" + k0.name + "': an extent or stride is not a polynomial in the sizes";
     return std::nullopt;
   }
   // Fits one number (a floating Constant's value, or a Call's parameter: a double) that differs.
-  auto fit = [&](int expr, int param, double v1, double v2, DType dtype) {
-    if (batch_float_same_bits(v1, v2)) return true;
-    std::optional<BatchFloat> f = batch_float_fit(v1, b1, v2, b2, dtype);
+  auto fit = [&](int expr, int param, DType dtype, const std::function<double(const LoopKernel&)>& get) {
+    std::vector<double> values;
+    bool same = true;
+    for (const LoopKernel* x : kernels) {
+      values.push_back(get(*x));
+      same = same && batch_float_same_bits(values[0], values.back());
+    }
+    if (same) return true;
+    std::optional<BatchFloat> f = batch_float_fit_grid(grid, values, dtype);
     if (!f) {
-      char values[96];
-      std::snprintf(values, sizeof values, "%.9g at batch %" PRId64 ", %.9g at batch %" PRId64, v1, b1, v2, b2);
-      *why = "kernel '" + k1.name + "': a " + (param < 0 ? "constant" : "constant parameter") + " (" + values +
-             ") is neither c * n nor c / n for an n affine in the batch size";
+      char text[96];
+      std::snprintf(text, sizeof text, "%.9g at %s, %.9g at %s", values[0], point_str(points[0]).c_str(), values[1],
+                    point_str(points[1]).c_str());
+      *why = "kernel '" + k0.name + "': a " + (param < 0 ? "constant" : "constant parameter") + " (" + text +
+             ") is neither c * n nor c / n for an n polynomial in the sizes";
       return false;
     }
     t.constants.push_back({expr, param, *f});
     return true;
   };
-  for (size_t i = 0; i < k1.exprs.size(); ++i) {
-    const Expr &e1 = k1.exprs[i], &e2 = k2.exprs[i];
-    if (e1.kind == ExprKind::Constant && dtype_is_floating(e1.dtype) &&
-        !fit(int(i), -1, e1.fvalue, e2.fvalue, e1.dtype)) {
+  for (size_t i = 0; i < k0.exprs.size(); ++i) {
+    const Expr& e0 = k0.exprs[i];
+    if (e0.kind == ExprKind::Constant && dtype_is_floating(e0.dtype) &&
+        !fit(int(i), -1, e0.dtype, [i](const LoopKernel& x) { return x.exprs[i].fvalue; })) {
       return std::nullopt;
     }
-    if (e1.kind != ExprKind::Call) continue;
-    for (int p = 0; p < kernels::scalar_fn_info(e1.call.fn).params; ++p) {
-      if (!fit(int(i), p, e1.call.params[p], e2.call.params[p], DType::Float64)) return std::nullopt;
+    if (e0.kind != ExprKind::Call) continue;
+    for (int p = 0; p < kernels::scalar_fn_info(e0.call.fn).params; ++p) {
+      if (!fit(int(i), p, DType::Float64, [i, p](const LoopKernel& x) { return x.exprs[i].call.params[p]; })) {
+        return std::nullopt;
+      }
     }
   }
   k.batch = std::move(t);

@@ -131,14 +131,16 @@ struct Arg {
   bool output = false;
 };
 
-// A dynamic batch (runtime/batch_graph.h): the kernel's integers are affine in the batch size B.
-// The LoopKernel's fields hold their values at B = `at`; each vector here holds the matching
-// field's coefficient of B (0 for what the batch does not change). One such kernel serves every
-// batch size: its generated C++ reads B from one more argument after the buffers (args[args.size()]
-// points to a const int64_t), and the interpreter runs kernel_at_batch(kernel, B).
-// A floating Constant may depend on B too, as a number the trace computes from an integer affine
-// in B (codegen/batch_float.h: a mean's count, 1 / count): its `fvalue` holds the value at `at`.
-// So may a Call's parameter (a double: a clamp bound c * B), its value at `at` in call.params.
+// Dynamic shapes (runtime/batch_graph.h): the kernel's integers are polynomials in the symbolic
+// sizes S0, S1, ... (codegen/size_poly.h). The LoopKernel's fields hold their values at the point
+// `at`; each vector here holds the matching field as a polynomial (a constant for what the sizes
+// do not change). One such kernel serves every size: its generated C++ reads the symbols from one
+// more argument after the buffers (args[args.size()] points to `at.size()` const int64_t), and
+// the interpreter runs kernel_at(kernel, point).
+// A floating Constant may depend on the sizes too, as a number the trace computes from an integer
+// polynomial (codegen/batch_float.h: a mean's count, 1 / count): its `fvalue` holds the value at
+// `at`. So may a Call's parameter (a double: a clamp bound c * B), its value at `at` in
+// call.params.
 struct BatchConstant {
   int expr = -1;   // a floating Constant expression, or a Call's
   int param = -1;  // -1: the Constant's value; else the Call's parameter of this index
@@ -146,12 +148,12 @@ struct BatchConstant {
 };
 
 struct BatchTerms {
-  int64_t at = 0;
-  std::vector<int64_t> outer, inner;  // per outer / inner dim
-  std::vector<int64_t> numel;         // per argument
-  std::vector<int64_t> offset;        // per access
-  std::vector<std::vector<int64_t>> outer_strides, inner_strides;  // per access, per dim
-  std::vector<BatchConstant> constants;  // the Constants and parameters that change with B, by expression index
+  SymbolPoint at;
+  std::vector<SizePoly> outer, inner;  // per outer / inner dim
+  std::vector<SizePoly> numel;         // per argument
+  std::vector<SizePoly> offset;        // per access
+  std::vector<std::vector<SizePoly>> outer_strides, inner_strides;  // per access, per dim
+  std::vector<BatchConstant> constants;  // the Constants and parameters that change, by expression index
 };
 
 struct LoopKernel {
@@ -168,7 +170,7 @@ struct LoopKernel {
   std::vector<IndexCheck> index_checks;  // before the kernel runs
   bool tiled = false;      // offers the tile entry (see the top)
   std::string comment;     // what the kernel fuses (op list, source nodes), kept in dumps
-  std::optional<BatchTerms> batch;  // set: a dynamic-batch kernel (see BatchTerms)
+  std::optional<BatchTerms> batch;  // set: a dynamic-shape kernel (see BatchTerms)
 };
 
 // The term of `kernel` (a dynamic-batch kernel's) for expression `expr`'s value (param -1) or its
@@ -198,17 +200,18 @@ void check_indices(const LoopKernel& kernel, void* const* args);
 std::vector<bool> row_invariant_exprs(const LoopKernel& kernel, bool loads = true);
 
 // The canonical text of a kernel: everything that changes the code it computes (not `comment`).
-// A dynamic-batch kernel prints each integer as `base+slope*B`: the same text at every batch size,
-// so the kernel caches hold one compiled kernel for all of them.
+// A dynamic-shape kernel prints each integer as its polynomial (`3+2*S0*S1`): the same text at
+// every size, so the kernel caches hold one compiled kernel for all of them.
 std::string print_kernel(const LoopKernel& kernel);
 
-// A dynamic-batch kernel at batch size `b` (its fields re-evaluated, `batch->at` = b).
-LoopKernel kernel_at_batch(const LoopKernel& kernel, int64_t b);
-// The dynamic-batch kernel through `k1` (lowered at batch b1) and `k2` (at b2): the same kernel
-// but for its integers, each of which must be affine in the batch with an integer slope.
-// nullopt, with `why` set, when they differ otherwise.
-std::optional<LoopKernel> kernel_fit_batch(const LoopKernel& k1, int64_t b1, const LoopKernel& k2, int64_t b2,
-                                           std::string* why);
+// A dynamic-shape kernel at the sizes `p` (its fields re-evaluated, `batch->at` = p).
+LoopKernel kernel_at(const LoopKernel& kernel, const SymbolPoint& p);
+// The dynamic-shape kernel through `kernels` (one lowered at each of grid.points()): the same
+// kernel but for its integers, each of which must be a polynomial with integer coefficients, and
+// its floating constants (codegen/batch_float.h). nullopt, with `why` set, when they differ
+// otherwise. (The caller checks the fit at grid.check.)
+std::optional<LoopKernel> kernel_fit(const std::vector<const LoopKernel*>& kernels, const SymbolGrid& grid,
+                                     std::string* why);
 
 // A backend's kernel entry: the argument buffers' base pointers, in `args` order. Calls are
 // reentrant; a kernel parallelizes its outer loop itself.

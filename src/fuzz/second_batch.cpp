@@ -1,5 +1,7 @@
 #include "fuzz/second_batch.h"
 
+#include <algorithm>
+
 #include "fuzz/compare.h"
 #include "fuzz/judge.h"
 #include "ops/dispatch.h"
@@ -13,19 +15,31 @@ namespace smelt::fuzz {
 SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckOptions& options,
                                      uint64_t seed) {
   SecondBatchResult r;
-  // The batch: the leading dim of the first input of rank >= 1; every input with that leading dim
-  // follows it.
-  int64_t b0 = 0;
+  // The dims that vary: every input dim of one size v (dims of equal sizes are one symbol to the
+  // compile, include/smelt/compile.h), or of two: the batch (the leading dim of the first input
+  // of rank >= 1) and, in a third of the cases instead and in a third also, its last dim (a
+  // sequence length, a feature size).
+  const ir::Value* first = nullptr;
   for (const ir::Value* v : graph.inputs()) {
     if (!v->meta.shape.empty()) {
-      b0 = v->meta.shape[0];
+      first = v;
       break;
     }
   }
-  if (b0 < 1) return r;
-  std::vector<bool> batch_inputs;
-  for (const ir::Value* v : graph.inputs())
-    batch_inputs.push_back(!v->meta.shape.empty() && v->meta.shape[0] == b0);
+  if (!first) return r;
+  std::vector<int64_t> varied;  // the sizes that vary
+  const int64_t b0 = first->meta.shape[0], last = first->meta.shape.back();
+  const int mode = int(seed / 4 % 3);
+  if (mode != 1) varied.push_back(b0);
+  if (mode != 0 && first->meta.shape.size() >= 2 && last != b0) varied.push_back(last);
+  if (varied.empty()) varied.push_back(b0);
+  if (std::find(varied.begin(), varied.end(), int64_t(0)) != varied.end()) return r;
+  // The new sizes of each varied size at the two calls after the first: larger, then 1 (or
+  // larger again when it is 1 already).
+  auto new_size = [&](size_t j, int k) {
+    const int64_t v = varied[j];
+    return k == 0 ? v + 2 + int64_t((seed + j) % 5) : v > 1 ? int64_t(1) : v + 9;
+  };
   // The function's captured tensors are the graph's constants, copied: the check changes them in
   // place between calls, which the compiled function must see (include/smelt/compile.h), frozen
   // or not.
@@ -34,13 +48,20 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
   const CompiledFunction::Fn fn = [&own](const std::vector<Tensor>& in) {
     return call_graph(*own, in);
   };
-  // The unoptimized graph at batch b (null when the graph does not trace there: a reshape to a
-  // fixed size).
-  auto traced_at = [&](int64_t b) -> std::unique_ptr<ir::Graph> {
+  // The unoptimized graph at the sizes of call k (null when the graph does not trace there: a
+  // reshape to a fixed size).
+  auto traced_at = [&](int k) -> std::unique_ptr<ir::Graph> {
     std::vector<Tensor> in;
     for (size_t i = 0; i < graph.inputs().size(); ++i) {
       Shape shape = graph.inputs()[i]->meta.shape;
-      if (batch_inputs[i]) shape[0] = b;
+      for (int64_t& d : shape) {
+        for (size_t j = 0; j < varied.size(); ++j) {
+          if (d == varied[j]) {
+            d = new_size(j, k);
+            break;
+          }
+        }
+      }
       in.push_back(zeros({}, graph.inputs()[i]->meta.dtype).expand(shape));
     }
     try {
@@ -50,19 +71,21 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
       return nullptr;
     }
   };
-  const int64_t sizes[2] = {b0 + 2 + int64_t(seed % 5), b0 > 1 ? 1 : b0 + 9};
-  std::unique_ptr<ir::Graph> at[2] = {traced_at(sizes[0]), traced_at(sizes[1])};
+  std::unique_ptr<ir::Graph> at[2] = {traced_at(0), traced_at(1)};
   if (!at[0] || !at[1] || at[0]->inputs().size() != graph.inputs().size())
     return r;  // (random: fn draws)
   r.applicable = true;
+  r.sizes_varied = int(varied.size());
 
   CompileOptions compile_options;
   compile_options.passes = options.passes;
   compile_options.backend = compile_backend_name(options.backend);
-  // Half the cases fit the dynamic batch at sizes below the graph's own (2, 3, 5), so that numbers
-  // the graph took from its batch size (a slice's end, a reshape) lie above the probes: x[:k] is a
-  // no-op at every probe and not at b0 + 2, which the check of each new batch size must see.
-  if (b0 > 5 && seed % 2 == 1) compile_options.batch_probes = {2, 3, 5};
+  // Half the cases fit the dynamic sizes at probes below the graph's own (2, 3, 5, 7), so that
+  // numbers the graph took from its sizes (a slice's end, a reshape) lie above the probes: x[:k]
+  // is a no-op at every probe and not at b0 + 2, which the check of each new size must see.
+  if (*std::min_element(varied.begin(), varied.end()) > 7 && seed % 2 == 1) {
+    compile_options.dynamic_probes = {2, 3, 5, 7};
+  }
   // Half the cases fold the captured constants (CompileOptions::freeze), half read them as inputs.
   compile_options.freeze = (seed / 2) % 2 == 1;
   CompiledFunction f = compile(fn, compile_options);
@@ -87,7 +110,10 @@ SecondBatchResult check_second_batch(const ir::Graph& graph, const CompileCheckO
     // (not without its dead nodes: an unread index_select whose constant index the other batch
     // size puts out of range must raise in the plan too, ir::Node::must_run)
     const ir::Graph& g = *at[k];
-    const std::string what = "batch " + std::to_string(b0) + " -> " + std::to_string(sizes[k]);
+    std::string what = "sizes";
+    for (size_t j = 0; j < varied.size(); ++j) {
+      what += (j ? ", " : " ") + std::to_string(varied[j]) + " -> " + std::to_string(new_size(j, k));
+    }
     const std::vector<Tensor> in = random_inputs(g, seed + uint64_t(k));
     std::vector<Tensor> got, want;
     const std::string got_error = run(in, &got);

@@ -139,35 +139,49 @@ Walk walk(const ir::Graph& g) {
 
 }  // namespace
 
-std::optional<BatchGraph> BatchGraph::fit(const ir::Graph& g1, int64_t b1, const ir::Graph& g2, int64_t b2,
-                                          std::string* why) {
-  const Walk w1 = walk(g1), w2 = walk(g2);
-  if (w1.skeleton != w2.skeleton || w1.ints.size() != w2.ints.size()) {
-    *why = "the graph at batch " + std::to_string(b2) + " differs from the one at batch " + std::to_string(b1) +
-           " in more than shapes (nodes, constants or attributes depend on the batch size)";
-    return std::nullopt;
-  }
-  BatchGraph bg;
-  bg.base_ = g1.clone();
-  bg.b1_ = b1;
-  for (size_t i = 0; i < w1.ints.size(); ++i) {
-    const int64_t d = w2.ints[i] - w1.ints[i];
-    if (d % (b2 - b1) != 0) {
-      *why = "a shape dim or attribute (" + std::to_string(w1.ints[i]) + " at batch " + std::to_string(b1) + ", " +
-             std::to_string(w2.ints[i]) + " at batch " + std::to_string(b2) +
-             ") is not an integer multiple of the batch size plus a constant";
+std::optional<BatchGraph> BatchGraph::fit(const std::vector<const ir::Graph*>& graphs,
+                                          const codegen::SymbolGrid& grid, std::string* why) {
+  const std::vector<codegen::SymbolPoint> points = grid.points();
+  SMELT_INTERNAL_CHECK(graphs.size() == points.size())
+      << "BatchGraph::fit: " << graphs.size() << " graphs for " << points.size() << " grid points";
+  std::vector<Walk> walks;
+  for (const ir::Graph* g : graphs) walks.push_back(walk(*g));
+  const Walk& w0 = walks[0];
+  for (size_t j = 1; j < walks.size(); ++j) {
+    if (walks[j].skeleton != w0.skeleton || walks[j].ints.size() != w0.ints.size()) {
+      *why = "the graph at " + codegen::point_str(points[j]) + " differs from the one at " +
+             codegen::point_str(points[0]) +
+             " in more than shapes (nodes, constants or attributes depend on the sizes)";
       return std::nullopt;
     }
-    bg.slopes_.push_back(d / (b2 - b1));
   }
-  for (size_t i = 0; i < w1.floats.size(); ++i) {
-    const Float &f1 = w1.floats[i], &f2 = w2.floats[i];
-    if (codegen::batch_float_same_bits(f1.value, f2.value)) continue;
-    std::optional<codegen::BatchFloat> term = codegen::batch_float_fit(f1.value, b1, f2.value, b2, f1.dtype);
+  BatchGraph bg;
+  bg.base_ = graphs[0]->clone();
+  std::vector<int64_t> values(walks.size());
+  for (size_t i = 0; i < w0.ints.size(); ++i) {
+    for (size_t j = 0; j < walks.size(); ++j) values[j] = walks[j].ints[i];
+    std::optional<codegen::SizePoly> poly = codegen::fit_size(grid, values);
+    if (!poly) {
+      *why = "a shape dim or attribute (" + std::to_string(values[0]) + " at " + codegen::point_str(points[0]) +
+             ", " + std::to_string(values[1]) + " at " + codegen::point_str(points[1]) +
+             ") is not a polynomial in the sizes with integer coefficients";
+      return std::nullopt;
+    }
+    bg.ints_.push_back(*poly);
+  }
+  std::vector<double> floats(walks.size());
+  for (size_t i = 0; i < w0.floats.size(); ++i) {
+    bool same = true;
+    for (size_t j = 0; j < walks.size(); ++j) {
+      floats[j] = walks[j].floats[i].value;
+      same = same && codegen::batch_float_same_bits(floats[0], floats[j]);
+    }
+    if (same) continue;
+    std::optional<codegen::BatchFloat> term = codegen::batch_float_fit_grid(grid, floats, w0.floats[i].dtype);
     if (!term) {
-      *why = "a constant or float attribute (" + number_str(f1.value) + " at batch " + std::to_string(b1) + ", " +
-             number_str(f2.value) + " at batch " + std::to_string(b2) +
-             ") is neither c * n nor c / n for an n that is a multiple of the batch size plus a constant";
+      *why = "a constant or float attribute (" + number_str(floats[0]) + " at " + codegen::point_str(points[0]) +
+             ", " + number_str(floats[1]) + " at " + codegen::point_str(points[1]) +
+             ") is neither c * n nor c / n for an n that is a polynomial in the sizes";
       return std::nullopt;
     }
     bg.floats_.emplace_back(i, *term);
@@ -175,21 +189,18 @@ std::optional<BatchGraph> BatchGraph::fit(const ir::Graph& g1, int64_t b1, const
   return bg;
 }
 
-std::unique_ptr<ir::Graph> BatchGraph::at(int64_t b) const {
+std::unique_ptr<ir::Graph> BatchGraph::at(const codegen::SymbolPoint& p) const {
   const Walk base = walk(*base_);
   std::vector<int64_t> ints(base.ints.size());
   for (size_t i = 0; i < ints.size(); ++i) {
-    ints[i] = base.ints[i] + slopes_[i] * (b - b1_);
+    ints[i] = ints_[i].at(p);
     // (an int attribute may be negative, a dim counted from the end: only a sign flip is wrong)
     SMELT_CHECK(ints[i] >= 0 || base.ints[i] < 0)
-        << "dynamic batch: at batch " << b << " a dim or attribute would be " << ints[i]
-                              << " (" << base.ints[i] << " at batch " << b1_ << "); valid: batch sizes where "
-                              << "every dim is >= 0";
+        << "dynamic shapes: at " << codegen::point_str(p) << " a dim or attribute would be " << ints[i] << " ("
+        << ints_[i].text() << "); valid: sizes where every dim is >= 0";
   }
   std::vector<Float> floats = base.floats;
-  for (const auto& [i, term] : floats_) {
-    floats[i].value = codegen::batch_float_value(term, term.n + term.slope * (b - b1_), floats[i].dtype);
-  }
+  for (const auto& [i, term] : floats_) floats[i].value = codegen::batch_float_value(term, term.n.at(p), floats[i].dtype);
   std::unique_ptr<ir::Graph> g = base_->clone();
   Walk set(&ints, &floats);
   set.graph(*g);
@@ -197,27 +208,28 @@ std::unique_ptr<ir::Graph> BatchGraph::at(int64_t b) const {
   return g;
 }
 
-std::string BatchGraph::compare(const ir::Graph& g, int64_t b) const {
-  const Walk want = walk(*at(b)), got = walk(g);
-  if (want.skeleton != got.skeleton) return "the graph at batch " + std::to_string(b) + " has another structure";
+std::string BatchGraph::compare(const ir::Graph& g, const codegen::SymbolPoint& p) const {
+  const Walk want = walk(*at(p)), got = walk(g);
+  const std::string where = "at " + codegen::point_str(p);
+  if (want.skeleton != got.skeleton) return "the graph " + where + " has another structure";
   for (size_t i = 0; i < want.ints.size(); ++i) {
     if (want.ints[i] != got.ints[i]) {
-      return "at batch " + std::to_string(b) + " an integer is " + std::to_string(got.ints[i]) +
-             " where the fit says " + std::to_string(want.ints[i]) + " (not affine in the batch size)";
+      return where + " an integer is " + std::to_string(got.ints[i]) + " where the fit says " +
+             std::to_string(want.ints[i]) + " (" + ints_[i].text() + ": not a polynomial in the sizes)";
     }
   }
   for (size_t i = 0; i < want.floats.size(); ++i) {
     if (!codegen::batch_float_same_bits(want.floats[i].value, got.floats[i].value)) {
-      return "at batch " + std::to_string(b) + " a constant or float attribute is " + number_str(got.floats[i].value) +
-             " where the fit says " + number_str(want.floats[i].value);
+      return where + " a constant or float attribute is " + number_str(got.floats[i].value) + " where the fit says " +
+             number_str(want.floats[i].value);
     }
   }
   return "";
 }
 
-LowerFn BatchKernels::record(int64_t b) {
+LowerFn BatchKernels::record(const codegen::SymbolPoint& p) {
   auto probe = std::make_shared<Probe>();
-  probe->batch = b;
+  probe->sizes = p;
   probes_.push_back(probe);
   return [probe](const ir::Graph& body, const std::string& name, const codegen::LowerOptions& options) {
     codegen::LowerOptions generic = options;
@@ -230,29 +242,35 @@ LowerFn BatchKernels::record(int64_t b) {
   };
 }
 
-std::string BatchKernels::fit() {
-  SMELT_INTERNAL_CHECK(probes_.size() == 3) << "BatchKernels::fit: " << probes_.size() << " probes; wants 3";
-  const Probe &p0 = *probes_[0], &p1 = *probes_[1], &p2 = *probes_[2];
-  if (p0.tile_col_dims != p1.tile_col_dims || p0.tile_col_dims != p2.tile_col_dims || p0.names != p1.names ||
-      p0.names != p2.names) {
-    return "the plans at the probe batch sizes lower different groups";
+std::string BatchKernels::fit(const codegen::SymbolGrid& grid) {
+  const size_t n = grid.points().size();
+  SMELT_INTERNAL_CHECK(probes_.size() == n + 1)
+      << "BatchKernels::fit: " << probes_.size() << " probes; wants " << n + 1;
+  const Probe& p0 = *probes_[0];
+  for (const auto& p : probes_) {
+    if (p->tile_col_dims != p0.tile_col_dims || p->names != p0.names) {
+      return "the plans at the probe sizes lower different groups";
+    }
   }
+  const Probe& check_probe = *probes_.back();
   fitted_.clear();
   for (size_t i = 0; i < p0.lowered.size(); ++i) {
-    const codegen::LowerResult &r0 = p0.lowered[i], &r1 = p1.lowered[i], &r2 = p2.lowered[i];
-    if (bool(r0.kernel) != bool(r1.kernel) || bool(r0.kernel) != bool(r2.kernel)) {
-      return "a group lowers at some batch sizes only";
+    std::vector<const codegen::LoopKernel*> kernels;
+    for (const auto& p : probes_) {
+      if (bool(p->lowered[i].kernel) != bool(p0.lowered[i].kernel)) return "a group lowers at some sizes only";
+      if (p != probes_.back() && p->lowered[i].kernel) kernels.push_back(&*p->lowered[i].kernel);
     }
-    codegen::LowerResult f = r0;
-    if (r0.kernel) {
+    codegen::LowerResult f = p0.lowered[i];
+    if (f.kernel) {
       std::string why;
-      std::optional<codegen::LoopKernel> k = codegen::kernel_fit_batch(*r0.kernel, p0.batch, *r1.kernel, p1.batch, &why);
+      std::optional<codegen::LoopKernel> k = codegen::kernel_fit(kernels, grid, &why);
       if (!k) return why;
-      codegen::LoopKernel check = codegen::kernel_at_batch(*k, p2.batch);
+      codegen::LoopKernel check = codegen::kernel_at(*k, grid.check);
       check.batch.reset();
-      bool same = codegen::print_kernel(check) == codegen::print_kernel(*r2.kernel);
-      for (size_t a = 0; same && a < check.args.size(); ++a) same = check.args[a].numel == r2.kernel->args[a].numel;
-      if (!same) return "kernel '" + r0.kernel->name + "' is not affine in the batch size";
+      const codegen::LoopKernel& want = *check_probe.lowered[i].kernel;
+      bool same = codegen::print_kernel(check) == codegen::print_kernel(want);
+      for (size_t a = 0; same && a < check.args.size(); ++a) same = check.args[a].numel == want.args[a].numel;
+      if (!same) return "kernel '" + f.kernel->name + "' is not polynomial in the sizes";
       f.kernel = std::move(k);
     }
     fitted_.push_back(std::move(f));
@@ -262,20 +280,32 @@ std::string BatchKernels::fit() {
   return "";
 }
 
-// Groups are matched to the fitted kernels by position, so the plan at b must lower the same
+// Groups are matched to the fitted kernels by position, so the plan at p must lower the same
 // groups in the same order: each by name and tile shape here, their number by the caller
 // (`used`). A plan whose layout decisions change with the size (a reshape that is a view only when
 // the batch is 1, plan_views.cpp) would otherwise run one group's kernel for another's.
-LowerFn BatchKernels::replay(int64_t b, std::shared_ptr<const size_t>* used) const {
+LowerFn BatchKernels::replay(const codegen::SymbolPoint& p, std::shared_ptr<const size_t>* used) const {
   auto next = std::make_shared<size_t>(0);
   if (used) *used = next;
-  return [this, next, b](const ir::Graph&, const std::string& name, const codegen::LowerOptions& options) {
+  return [this, next, p](const ir::Graph&, const std::string& name, const codegen::LowerOptions& options) {
     const size_t i = (*next)++;
     SMELT_CHECK(i < fitted_.size() && tile_col_dims_[i] == options.tile_col_dims && names_[i] == name)
-        << "dynamic batch: at batch " << b << " the plan lowers group '" << name
-        << "' where the probe batch sizes did not; valid: a plan with the same groups at every batch size";
+        << "dynamic shapes: at " << codegen::point_str(p) << " the plan lowers group '" << name
+        << "' where the probe sizes did not; valid: a plan with the same groups at every size";
     codegen::LowerResult r = fitted_[i];
-    if (r.kernel) r.kernel = codegen::kernel_at_batch(*r.kernel, b);
+    if (!r.kernel) return r;
+    r.kernel = codegen::kernel_at(*r.kernel, p);
+    // A constant the fit kept (a gather of class 1 folded into an offset) may leave the buffers
+    // at a size the probes never saw (1 class): this size is then specialized, where the
+    // lowering or the op gives eager's error. (Found by the fuzzer: the plan's check of the
+    // kernel reported an internal error.)
+    try {
+      codegen::validate(*r.kernel);
+    } catch (const Error& e) {
+      if (e.internal()) throw;
+      SMELT_CHECK(false) << "dynamic shapes: at " << codegen::point_str(p) << " the fitted kernel '" << name
+                         << "' is invalid (" << e.what() << "); valid: sizes where the fitted kernels stay in bounds";
+    }
     return r;
   };
 }

@@ -1,21 +1,23 @@
-// A dynamic batch (issue 8, "symbolic batch size allowed where shapes differ only there"): one
-// optimized, fused graph and one set of kernels for every batch size.
+// Dynamic shapes (issue 8's dynamic batch, issue 22's any dim): one optimized, fused graph and one
+// set of kernels for every size of a compiled function's dynamic dims, the symbols S0, S1, ...
+// (runtime/compile_dynamic.cpp chooses them; codegen/size_poly.h).
 //
-// BatchGraph fits the graphs a function gives (traced, optimized and fused) at two probe batch
-// sizes: they must be the same graph — nodes, edges, ops, dtypes, constants (bit for bit), float
-// and string attributes — except for integers (shape dims, int attributes), each of which must be
-// affine in the batch size with an integer slope. at(b) then makes the graph at batch b without
-// tracing again. A third probe checks the fit (compare): an integer that only looked affine at two
-// sizes (a batch squared, a reshape to a fixed batch of 64) shows there. One-element floating
-// constants and float attributes may differ too when the trace computes them from an integer
-// affine in the batch (codegen/batch_float.h: a mean's 1 / count in its gradient): at(b)
-// re-evaluates them as the trace would at b, bit for bit, and compare checks those bits.
+// BatchGraph fits the graphs a function gives (traced, optimized and fused) at the points of a
+// grid of probe sizes: they must be the same graph — nodes, edges, ops, dtypes, constants (bit for
+// bit), float and string attributes — except for integers (shape dims, int attributes), each of
+// which must be a polynomial in the symbols with integer coefficients. at(p) then makes the graph
+// at sizes p without tracing again. The grid's check point checks the fit (compare): an integer
+// that only looked polynomial on the grid (a reshape to a fixed batch of 64, a strided conv's
+// floor division) shows there. One-element floating constants and float attributes may differ
+// too when the trace computes them from such a polynomial (codegen/batch_float.h: a mean's
+// 1 / count in its gradient): at(p) re-evaluates them as the trace would at p, bit for bit, and
+// compare checks those bits.
 //
 // BatchKernels does the same for the kernels a plan lowers: it records the lowerings of a plan
-// built at each probe (in build order, with LowerOptions::batch_generic), fits dynamic-batch
-// kernels (codegen/loop_kernel.h BatchTerms) through the first two, checks them against the third,
-// and then lowers for a plan at any batch b by handing out those kernels at b (PlanOptions::lower):
-// every batch size shares their cache keys, so no new compiler run.
+// built at each probe (in build order, with LowerOptions::batch_generic), fits dynamic-shape
+// kernels (codegen/loop_kernel.h BatchTerms) through the grid, checks them at the check point, and
+// then lowers for a plan at any sizes p by handing out those kernels at p (PlanOptions::lower):
+// every size shares their cache keys, so no new compiler run.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,7 @@
 
 #include "codegen/batch_float.h"
 #include "codegen/lower.h"
+#include "codegen/size_poly.h"
 #include "ir/graph.h"
 #include "runtime/plan.h"
 
@@ -33,37 +36,38 @@ namespace smelt::runtime {
 
 class BatchGraph {
  public:
-  // nullopt, with `why` set, when g1 (at batch b1) and g2 (at b2) differ beyond affine integers.
-  static std::optional<BatchGraph> fit(const ir::Graph& g1, int64_t b1, const ir::Graph& g2, int64_t b2,
+  // nullopt, with `why` set, when `graphs` (one at each grid.points()) differ beyond polynomial
+  // integers and floats.
+  static std::optional<BatchGraph> fit(const std::vector<const ir::Graph*>& graphs, const codegen::SymbolGrid& grid,
                                        std::string* why);
-  // The graph at batch `b`; a smelt::Error when a dim would be negative there.
-  std::unique_ptr<ir::Graph> at(int64_t b) const;
-  // "" when `g` (at batch b) is at(b), else the first difference.
-  std::string compare(const ir::Graph& g, int64_t b) const;
+  // The graph at sizes `p`; a smelt::Error when a dim would be negative there.
+  std::unique_ptr<ir::Graph> at(const codegen::SymbolPoint& p) const;
+  // "" when `g` (at sizes p) is at(p), else the first difference.
+  std::string compare(const ir::Graph& g, const codegen::SymbolPoint& p) const;
 
  private:
-  std::shared_ptr<const ir::Graph> base_;  // the graph at b1_
-  int64_t b1_ = 0;
-  std::vector<int64_t> slopes_;  // per integer, in walk order (batch_graph.cpp)
-  std::vector<std::pair<size_t, codegen::BatchFloat>> floats_;  // (float in walk order, its term at b1_)
+  std::shared_ptr<const ir::Graph> base_;  // the graph at the first grid point
+  std::vector<codegen::SizePoly> ints_;    // per integer, in walk order (batch_graph.cpp)
+  std::vector<std::pair<size_t, codegen::BatchFloat>> floats_;  // (float in walk order, its term)
 };
 
 class BatchKernels {
  public:
-  // The lowering for a plan built at probe batch `b`: codegen::lower, batch-generic, recorded.
-  LowerFn record(int64_t b);
-  // Fits the kernels recorded at the first two probes and checks them against the third; "" or
-  // why the kernels are not affine in the batch.
-  std::string fit();
-  // The lowering for a plan at batch `b` (after fit): the fitted kernels at b, in build order. A
+  // The lowering for a plan built at probe sizes `p`: codegen::lower, size-generic, recorded.
+  // Probes are recorded at the grid's points in order, then at its check point.
+  LowerFn record(const codegen::SymbolPoint& p);
+  // Fits the kernels recorded at the grid's points and checks them against those at the check
+  // point; "" or why the kernels are not polynomial in the sizes.
+  std::string fit(const codegen::SymbolGrid& grid);
+  // The lowering for a plan at sizes `p` (after fit): the fitted kernels at p, in build order. A
   // build that asks for other lowerings than the probes did is a smelt::Error (the caller then
   // specializes); `used` counts the lowerings asked for, which after the build must be size().
-  LowerFn replay(int64_t b, std::shared_ptr<const size_t>* used = nullptr) const;
+  LowerFn replay(const codegen::SymbolPoint& p, std::shared_ptr<const size_t>* used = nullptr) const;
   size_t size() const { return fitted_.size(); }
 
  private:
   struct Probe {
-    int64_t batch = 0;
+    codegen::SymbolPoint sizes;
     std::vector<codegen::LowerResult> lowered;
     std::vector<int> tile_col_dims;  // what each lowering asked for
     std::vector<std::string> names;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "base/log.h"
 #include "ops/attrs.h"
@@ -220,11 +221,13 @@ CompiledFunction make(Mode mode, nn::Module* module, CompiledFunction::Fn fn,
       << "compile: batch_plans must be >= 1, got " << options.batch_plans;
   runtime::backend_from_name(
       options.backend);  // an unknown name is an error now, not at the first call
-  const std::array<int64_t, 3>& probes = options.batch_probes;
-  SMELT_CHECK(probes[0] > 0 && probes[1] > 0 && probes[2] > 0 && probes[0] != probes[1] &&
-              probes[0] != probes[2] && probes[1] != probes[2])
-      << "compile: CompileOptions::batch_probes is " << probes[0] << ", " << probes[1] << ", "
-      << probes[2] << "; valid: three distinct positive batch sizes";
+  const std::array<int64_t, 4>& probes = options.dynamic_probes;
+  const std::set<int64_t> distinct(probes.begin(), probes.end());
+  SMELT_CHECK(distinct.size() == probes.size() && *distinct.begin() > 0)
+      << "compile: CompileOptions::dynamic_probes is " << probes[0] << ", " << probes[1] << ", "
+      << probes[2] << ", " << probes[3] << "; valid: four distinct positive sizes";
+  SMELT_CHECK(options.dynamic_dims.empty() || options.dynamic_batch)
+      << "compile: CompileOptions::dynamic_dims needs dynamic_batch (true by default)";
   auto impl = std::make_shared<CompiledFunction::Impl>();
   impl->mode = mode;
   impl->module = module;

@@ -1,6 +1,7 @@
-// smelt::compile's dynamic batch (CompileOptions::dynamic_batch): after a second batch size of a
-// signature, one graph and one set of kernels for every batch size (runtime/batch_graph.h), and a
-// plan per batch size instantiated from them.
+// smelt::compile's dynamic dims (CompileOptions::dynamic_batch, dynamic_dims): after a call that
+// differs from a compiled signature in some dims, one graph and one set of kernels for every size
+// of those dims (runtime/batch_graph.h), and a plan per size instantiated from them.
+#include <map>
 #include <optional>
 
 #include "base/log.h"
@@ -11,81 +12,138 @@
 namespace smelt {
 
 using namespace compile_impl;
+using codegen::SymbolPoint;
 
 namespace {
 
-// A dynamic batch (CompileOptions::dynamic_batch): how a signature differs from an earlier one
-// when only the batch does — dim 0 of some inputs, all from one size to another.
-struct BatchChange {
-  std::vector<bool> batch_inputs;
-  int64_t before = 0, now = 0;
-};
-
-std::optional<BatchChange> batch_change(const Signature& before, const Signature& now) {
+// The dims of `now` that become symbols against `before` (a signature compiled before, or a
+// dynamic entry's key, whose dynamic dims are -1 with their symbols in `before_symbols`): those
+// whose size changed, and those already symbolic. Dims share a symbol when their sizes were equal
+// in both (as torch.compile's duck sizing: the batch of x and of its mask). nullopt when the
+// signatures differ in more than dims (dtypes, ranks, modes) or in no dim, or a size is 0 (empty
+// tensors are specialized); `why` set when too many dims vary.
+std::optional<Symbols> symbols_between(const Signature& before, const Symbols* before_symbols,
+                                       const Signature& now, std::string* why) {
   if (before.dtypes != now.dtypes || before.training != now.training || before.modes != now.modes ||
-      before.requires_grad != now.requires_grad) {
+      before.requires_grad != now.requires_grad || before.shapes.size() != now.shapes.size()) {
     return std::nullopt;
   }
-  BatchChange c;
-  c.batch_inputs.assign(now.shapes.size(), false);
+  Symbols out(now.shapes.size());
+  std::map<std::pair<int64_t, int64_t>, int> groups;  // (size before, or -1 - symbol; size now)
   for (size_t i = 0; i < now.shapes.size(); ++i) {
     const Shape &a = before.shapes[i], &b = now.shapes[i];
     if (a.size() != b.size()) return std::nullopt;
-    for (size_t d = 1; d < a.size(); ++d) {
-      if (a[d] != b[d]) return std::nullopt;
+    out[i].assign(b.size(), -1);
+    for (size_t d = 0; d < b.size(); ++d) {
+      const int prior = before_symbols ? (*before_symbols)[i][d] : -1;
+      if (prior < 0 && a[d] == b[d]) continue;
+      if (b[d] <= 0 || (prior < 0 && a[d] <= 0)) return std::nullopt;
+      const int64_t label = prior >= 0 ? -1 - prior : a[d];
+      out[i][d] = groups.emplace(std::pair{label, b[d]}, int(groups.size())).first->second;
     }
-    if (a.empty() || a[0] == b[0]) continue;
-    if (c.before == 0) c.before = a[0], c.now = b[0];
-    if (a[0] != c.before || b[0] != c.now || a[0] == 0 || b[0] == 0) return std::nullopt;
-    c.batch_inputs[i] = true;
   }
-  if (c.before == 0) return std::nullopt;
-  return c;
+  if (groups.empty()) return std::nullopt;
+  if (int(groups.size()) > codegen::kMaxSymbols) {
+    *why = std::to_string(groups.size()) + " sizes vary; at most " + std::to_string(codegen::kMaxSymbols) +
+           " can be symbolic";
+    return std::nullopt;
+  }
+  return out;
+}
+
+// CompileOptions::dynamic_dims at the first call: the marked dims, equal sizes sharing a symbol.
+Symbols marked_symbols(const std::vector<std::pair<int, int>>& marked, const Signature& sig) {
+  Symbols out(sig.shapes.size());
+  for (size_t i = 0; i < sig.shapes.size(); ++i) out[i].assign(sig.shapes[i].size(), -1);
+  std::map<int64_t, int> groups;
+  for (const auto& [i, d] : marked) {
+    SMELT_CHECK(i >= 0 && size_t(i) < sig.shapes.size() && d >= 0 && size_t(d) < sig.shapes[size_t(i)].size())
+        << "compile: CompileOptions::dynamic_dims names input " << i << " dim " << d << ", but the call's inputs are "
+        << sig.str() << "; valid: (input, dim) pairs of the inputs given";
+    const int64_t v = sig.shapes[size_t(i)][size_t(d)];
+    SMELT_CHECK(v >= 1) << "compile: CompileOptions::dynamic_dims marks input " << i << " dim " << d
+                        << ", which has size " << v << "; valid: dims of size >= 1 at the first call";
+    out[size_t(i)][size_t(d)] = groups.emplace(v, int(groups.size())).first->second;
+  }
+  SMELT_CHECK(int(groups.size()) <= codegen::kMaxSymbols)
+      << "compile: CompileOptions::dynamic_dims gives " << groups.size() << " different sizes; valid: at most "
+      << codegen::kMaxSymbols << " symbols (dims of equal size share one)";
+  return out;
+}
+
+// The probe grid for `count` symbols from CompileOptions::dynamic_probes: symbol s takes the
+// first three values shifted by s times their span (so no two symbols are equal at a probe: a
+// pass might simplify a reshape from [B, S] to [S, B] where B == S), its check the fourth.
+codegen::SymbolGrid probe_grid(const std::array<int64_t, 4>& probes, int count) {
+  int64_t lo = probes[0], hi = probes[0];
+  for (int64_t p : probes) lo = std::min(lo, p), hi = std::max(hi, p);
+  codegen::SymbolGrid grid;
+  for (int s = 0; s < count; ++s) {
+    const int64_t shift = s * (hi - lo + 1);
+    grid.axes.push_back({probes[0] + shift, probes[1] + shift, probes[2] + shift});
+    grid.check.push_back(probes[3] + shift);
+  }
+  return grid;
 }
 
 }  // namespace
 
-// A plan for `sig` from a dynamic batch it belongs to, or from the second batch size of a signature
-// compiled before (which builds the dynamic batch: its kernels compile once, for every size).
+// A plan for `sig` from dynamic dims it belongs to, or from dims in which it differs from a
+// signature compiled before (or from dynamic dims, adding more): that builds the dynamic dims,
+// whose kernels compile once, for every size.
 std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& sig,
                                                                const std::vector<Tensor>& inputs,
                                                                std::string* note) {
   DynamicBatch* d = nullptr;
-  int64_t b = 0;
+  SymbolPoint p;
   for (auto& entry : dynamic) {
-    if ((b = entry->batch_of(sig)) != 0) {
+    if (std::optional<SymbolPoint> q = entry->point_of(sig)) {
       d = entry.get();
+      p = *q;
       break;
     }
   }
-  const std::string change = last_sig ? difference(*last_sig, sig) : "batch " + std::to_string(b);
   bool built = false;
   if (!d) {
-    std::optional<BatchChange> bc;
-    for (const Signature& s : order) {
-      if ((bc = batch_change(s, sig))) break;
+    std::optional<Symbols> symbols;
+    std::string why;
+    if (order.empty() && !options.dynamic_dims.empty()) {
+      symbols = marked_symbols(options.dynamic_dims, sig);
     }
-    if (!bc) return nullptr;
+    // More dims of an entry made before (its symbols stay symbols), else the dims that differ
+    // from a signature compiled before.
+    for (size_t k = 0; !symbols && k < dynamic.size(); ++k) {
+      symbols = symbols_between(dynamic[k]->key, &dynamic[k]->symbols, sig, &why);
+    }
+    for (size_t k = 0; !symbols && k < order.size(); ++k) symbols = symbols_between(order[k], nullptr, sig, &why);
+    if (!symbols) {
+      if (!why.empty()) *note = " (not dynamic: " + why + "; kernels specialized)";
+      return nullptr;
+    }
     auto entry = std::make_unique<DynamicBatch>();
-    entry->batch_inputs = bc->batch_inputs;
-    entry->key = DynamicBatch::erase(sig, bc->batch_inputs);
+    entry->symbols = *symbols;
+    entry->key = DynamicBatch::erase(sig, *symbols);
+    for (const auto& dims : *symbols) {
+      for (int s : dims) entry->count = std::max(entry->count, s + 1);
+    }
+    entry->grid = probe_grid(options.dynamic_probes, entry->count);
+    p = *entry->point_of(sig);
     try {
-      entry->why_not = build_dynamic(*entry, inputs);
+      entry->why_not = build_dynamic(*entry, p, inputs);
     } catch (const Error& e) {
       if (e.internal()) throw;
       entry->why_not = e.what();
     }
     d = entry.get();
-    b = bc->now;
     dynamic.push_back(std::move(entry));
     built = true;
   }
   if (!d->why_not.empty()) {
-    *note = " (batch not dynamic: " + d->why_not + "; kernels specialized)";
+    *note = " (not dynamic (" + d->describe() + "): " + d->why_not + "; kernels specialized)";
     return nullptr;
   }
   for (auto it = d->plans.begin(); it != d->plans.end(); ++it) {
-    if (it->first != b) continue;
+    if (it->first != p) continue;
     d->plans.splice(d->plans.begin(), d->plans, it);  // evicted from `plans` only by the LRU
     last_sig = sig;
     return it->second;
@@ -93,94 +151,95 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
   const codegen::KernelCacheStats before = codegen::KernelCache::global().stats();
   std::shared_ptr<Compiled> c;
   try {
-    c = instantiate(*d, b, sig, inputs);
+    c = instantiate(*d, p, sig, inputs);
   } catch (const Error& e) {
     if (e.internal()) throw;
-    *note = std::string(" (batch not dynamic at this size: ") + e.what() + "; kernels specialized)";
+    *note = std::string(" (not dynamic at this size: ") + e.what() + "; kernels specialized)";
     return nullptr;
   }
   const codegen::KernelCacheStats after = codegen::KernelCache::global().stats();
-  reasons.push_back(change +
-                    (built ? " (batch is dynamic: kernels compiled once for every batch size)"
-                           : " (batch is dynamic: kernels reused, plan re-instantiated)"));
-  debug_log(1, "recompiling: " + reasons.back());
+  if (last_sig) {  // (the first call, with CompileOptions::dynamic_dims, is no recompile)
+    reasons.push_back(difference(*last_sig, sig) + " (dynamic " + d->describe() +
+                      (built ? ": kernels compiled once for every size)" : ": kernels reused, plan re-instantiated)"));
+    debug_log(1, "recompiling: " + reasons.back());
+  }
   if (!built) {
-    debug_log(1, "dynamic batch " + std::to_string(b) + ": plan in " +
-                     std::to_string(c->report.compile_ms) + " ms, " +
-                     std::to_string(c->report.kernels) + " kernels reused, " +
+    debug_log(1, "dynamic sizes " + codegen::point_str(p) + ": plan in " + std::to_string(c->report.compile_ms) +
+                     " ms, " + std::to_string(c->report.kernels) + " kernels reused, " +
                      std::to_string(after.compiler_runs - before.compiler_runs) +
                      " compiler runs (compiler runs saved: a specialized plan compiles " +
                      std::to_string(c->report.kernels) + " kernels anew)");
   }
   if (built) order.push_back(sig);
   last_sig = sig;
-  d->plans.emplace_front(b, c);
+  d->plans.emplace_front(p, c);
   while (int(d->plans.size()) > options.batch_plans) d->plans.pop_back();
   return c;
 }
 
-// Traces and optimizes the function at the three probe batch sizes and fits the optimized graph
-// through the first two (checked against the third). Then fuses each probe with the cost model
-// reading the sizes at the batch size of `inputs` (the same groups at every batch size, those a
-// specialized compile at that size would choose), and fits the fused graphs and their kernels
-// (lowered on the interpreter backend: no compiles) the same way. "" or why the function is not
-// batch-independent.
-std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d,
+// Traces and optimizes the function at every probe (the grid's points, then its check point) and
+// fits the optimized graph through the grid (checked at the check point). Then fuses each probe
+// with the cost model reading the sizes at `now` (the same groups at every size, those a
+// specialized compile at `now` would choose), and fits the fused graphs and their kernels
+// (lowered on the interpreter backend: no compiles) the same way. "" or why the function's graph
+// is not polynomial in the sizes.
+std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const SymbolPoint& now,
                                                   const std::vector<Tensor>& inputs) {
-  int64_t batch = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (d.batch_inputs[i]) batch = inputs[i].size(0);
-  }
-  const std::array<int64_t, 3>& probe_sizes = options.batch_probes;  // checked by compile()
+  std::vector<SymbolPoint> probes = d.grid.points();
+  probes.push_back(d.grid.check);
+  const size_t n = probes.size() - 1;  // grid points; the last probe checks
   std::vector<std::unique_ptr<ir::Graph>> traced, optimized;
-  for (int64_t p : probe_sizes) {
+  for (const SymbolPoint& p : probes) {
     std::string why;
     traced.push_back(traced_at(d, inputs, p, &why));
     if (!traced.back()) return why;
     optimized.push_back(traced.back()->clone());
     runtime::optimize_graph(*optimized.back(), pipeline_options());
   }
-  std::string why;
-  d.traced = runtime::BatchGraph::fit(*traced[0], probe_sizes[0], *traced[1], probe_sizes[1], &why);
-  if (!d.traced) return why;
-  why = d.traced->compare(*traced[2], probe_sizes[2]);
+  auto fit = [&](const std::vector<std::unique_ptr<ir::Graph>>& graphs, std::optional<runtime::BatchGraph>* out) {
+    std::vector<const ir::Graph*> grid_graphs;
+    for (size_t i = 0; i < n; ++i) grid_graphs.push_back(graphs[i].get());
+    std::string why;
+    *out = runtime::BatchGraph::fit(grid_graphs, d.grid, &why);
+    if (!*out) return why;
+    return (*out)->compare(*graphs[n], d.grid.check);
+  };
+  std::string why = fit(traced, &d.traced);
   if (!why.empty()) return why;
-  std::optional<runtime::BatchGraph> fit =
-      runtime::BatchGraph::fit(*optimized[0], probe_sizes[0], *optimized[1], probe_sizes[1], &why);
-  if (!fit) return why;
-  why = fit->compare(*optimized[2], probe_sizes[2]);
+  std::optional<runtime::BatchGraph> optimized_fit;
+  why = fit(optimized, &optimized_fit);
   if (!why.empty()) return why;
-  const std::unique_ptr<ir::Graph> cost_shapes = fit->at(batch);
-  std::vector<runtime::CompiledGraph> probes;
+  const std::unique_ptr<ir::Graph> cost_shapes = optimized_fit->at(now);
+  std::vector<std::unique_ptr<ir::Graph>> fused;
   for (size_t i = 0; i < optimized.size(); ++i) {
     runtime::PipelineOptions pipeline = pipeline_options();
     pipeline.optimize = false;
     pipeline.fusion_cost_shapes = cost_shapes.get();
     pipeline.backend = runtime::KernelBackend::Interpreter;
-    pipeline.lower = d.kernels.record(probe_sizes[i]);
-    probes.push_back(runtime::compile_graph(std::move(optimized[i]), pipeline));
+    pipeline.lower = d.kernels.record(probes[i]);
+    fused.push_back(std::move(runtime::compile_graph(std::move(optimized[i]), pipeline).graph));
   }
-  d.graph = runtime::BatchGraph::fit(*probes[0].graph, probe_sizes[0], *probes[1].graph,
-                                     probe_sizes[1], &why);
-  if (!d.graph) return why;
-  why = d.graph->compare(*probes[2].graph, probe_sizes[2]);
+  why = fit(fused, &d.graph);
   if (!why.empty()) return why;
-  return d.kernels.fit();
+  return d.kernels.fit(d.grid);
 }
 
 std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d,
                                                              const std::vector<Tensor>& inputs,
-                                                             int64_t b, std::string* why) {
+                                                             const SymbolPoint& p, std::string* why) {
   std::vector<Tensor> in;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!d.batch_inputs[i]) {
+    const std::vector<int>& symbols = d.symbols[i];
+    if (std::all_of(symbols.begin(), symbols.end(), [](int s) { return s < 0; })) {
       in.push_back(inputs[i]);
       continue;
     }
-    // The trace reads shapes and layouts only: a tensor without data stands for the input at b.
+    // The trace reads shapes and layouts only: a tensor without data stands for the input at p.
     auto impl = make_ref<TensorImpl>();
     impl->shape = inputs[i].shape();
-    impl->shape[0] = b;
+    for (size_t k = 0; k < symbols.size(); ++k) {
+      if (symbols[k] >= 0) impl->shape[k] = p[size_t(symbols[k])];
+    }
     impl->strides = contiguous_strides(impl->shape);
     impl->dtype = inputs[i].dtype();
     in.push_back(Tensor(impl));
@@ -188,19 +247,19 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d,
   Compiled probe;
   std::unique_ptr<ir::Graph> graph = trace_graph(probe, in);
   if (probe.random) {
-    *why = "the function draws random numbers (how many depends on the batch size)";
+    *why = "the function draws random numbers (how many depends on the sizes)";
     return nullptr;
   }
   if (!d.module_graph) d.module_graph = probe.module_graph;
   // The plans bind what the probes captured: a trace that captures other tensors (a variable the
-  // function captures was rebound) is not this dynamic batch's. (Found in review: such a call ran
-  // with the new tensor, the sizes compiled before with the old one.)
+  // function captures was rebound) is not this entry's. (Found in review: such a call ran with
+  // the new tensor, the sizes compiled before with the old one.)
   bool same = d.captured.empty() || d.captured.size() == probe.captured.size();
   for (size_t k = 0; same && !d.captured.empty() && k < d.captured.size(); ++k) {
     same = d.captured[k].impl() == probe.captured[k].impl();
   }
   if (!same) {
-    *why = "it captures other tensors than when its batch was made dynamic (a captured variable "
+    *why = "it captures other tensors than when its dims were made dynamic (a captured variable "
            "was rebound?)";
     return nullptr;
   }
@@ -211,34 +270,34 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d,
   return graph;
 }
 
-// The plan at batch `b`: the fitted graph at b, planned anew (memory, bindings), its kernels the
-// dynamic-batch ones (the same cache keys at every size). First the function is traced at b and
+// The plan at sizes `p`: the fitted graph at p, planned anew (memory, bindings), its kernels the
+// dynamic-shape ones (the same cache keys at every size). First the function is traced at p and
 // its graph checked against the fit of the traces at the probes (every integer and float bit for
 // bit; before the passes, which may rewrite a graph differently at sizes like 1 or a power of
-// two and stay right): a difference is an error, and the caller compiles b specialized. (No
+// two and stay right): a difference is an error, and the caller compiles p specialized. (No
 // compiler runs: a trace costs little next to compiling kernels.)
-std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, int64_t b,
+std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, const SymbolPoint& p,
                                                               const Signature& sig,
                                                               const std::vector<Tensor>& inputs) {
   std::string why;
-  const std::unique_ptr<ir::Graph> traced = traced_at(d, inputs, b, &why);
-  if (traced) why = d.traced->compare(*traced, b);
-  SMELT_CHECK(why.empty()) << "dynamic batch: the function traced at batch " << b
-                           << " is not the graph fitted at the probe batch sizes: " << why
-                           << "; valid: functions whose graph is affine in the batch size";
+  const std::unique_ptr<ir::Graph> traced = traced_at(d, inputs, p, &why);
+  if (traced) why = d.traced->compare(*traced, p);
+  SMELT_CHECK(why.empty()) << "dynamic shapes: the function traced at " << codegen::point_str(p)
+                           << " is not the graph fitted at the probe sizes: " << why
+                           << "; valid: functions whose graph is polynomial in the sizes";
   auto c = std::make_shared<Compiled>();
   c->module_graph = d.module_graph;
-  c->captured = d.captured;  // the trace at b's
+  c->captured = d.captured;  // the trace at p's
   c->aliases = d.aliases;
   c->frozen = d.frozen;
   runtime::PipelineOptions pipeline = pipeline_options();
   std::shared_ptr<const size_t> used;
-  pipeline.lower = d.kernels.replay(b, &used);
-  c->compiled = runtime::plan_graph(d.graph->at(b), pipeline);
+  pipeline.lower = d.kernels.replay(p, &used);
+  c->compiled = runtime::plan_graph(d.graph->at(p), pipeline);
   SMELT_CHECK(*used == d.kernels.size())
-      << "dynamic batch: at batch " << b << " the plan lowers " << *used
-      << " groups where the probe batch sizes lowered " << d.kernels.size()
-      << "; valid: a plan with the same groups at every batch size";
+      << "dynamic shapes: at " << codegen::point_str(p) << " the plan lowers " << *used
+      << " groups where the probe sizes lowered " << d.kernels.size()
+      << "; valid: a plan with the same groups at every size";
   c->compiled.plan->set_profiling(options.profile);
   fill_report(*c, sig);
   c->report.dynamic_batch = true;

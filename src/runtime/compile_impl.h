@@ -1,5 +1,5 @@
 // Private to smelt::compile (runtime/compile.cpp: signatures, tracing, the API;
-// runtime/compile_dynamic.cpp: the dynamic batch): what a compiled function keeps per signature.
+// runtime/compile_dynamic.cpp: dynamic dims): what a compiled function keeps per signature.
 #pragma once
 
 #include <list>
@@ -73,14 +73,20 @@ struct Compiled {
 // The report of a plan just compiled or instantiated for `sig`.
 void fill_report(Compiled& c, const Signature& sig);
 
-// One dynamic batch: the graph and kernels for every batch size of a signature, and the plans
-// instantiated from them, one per batch size (an LRU).
+// Per input, per dim: the symbol (S0, S1, ...: codegen/size_poly.h) of a dynamic dim, -1 for a
+// dim every call of the entry shares.
+using Symbols = std::vector<std::vector<int>>;
+
+// One set of dynamic dims (runtime/compile_dynamic.cpp): the graph and kernels for every size of
+// them, and the plans instantiated from those, one per point (an LRU).
 struct DynamicBatch {
-  Signature key;  // the signature with the batch dims as -1
-  std::vector<bool> batch_inputs;
-  std::string why_not;  // set: the function is not batch-independent (then kernels are specialized)
-  // The fit of the function's traces (before the passes): each new batch size is traced and
-  // checked against it before its plan is instantiated (a fit through three probes is a guess:
+  Signature key;  // the signature with the dynamic dims as -1
+  Symbols symbols;
+  int count = 0;              // symbols
+  codegen::SymbolGrid grid;   // the probe sizes
+  std::string why_not;  // set: the function's graph is not polynomial in the sizes (then kernels are specialized)
+  // The fit of the function's traces (before the passes): each new point is traced and checked
+  // against it before its plan is instantiated (a fit through a grid of probes is a guess:
   // x[:100] gives B rows at every probe; a constant c / B may have two fits).
   std::optional<runtime::BatchGraph> traced;
   std::optional<runtime::BatchGraph> graph;  // the fused graphs' fit: what plans are made from
@@ -89,25 +95,50 @@ struct DynamicBatch {
   std::vector<Tensor> captured;  // what the latest trace captured (Compiled::captured)
   std::vector<std::pair<Tensor, uint64_t>> frozen;  // and froze (Compiled::frozen)
   std::vector<AliasOutput> aliases;  // and which outputs alias inputs (Compiled::aliases)
-  std::list<std::pair<int64_t, std::shared_ptr<Compiled>>> plans;  // most recently used first
+  std::list<std::pair<codegen::SymbolPoint, std::shared_ptr<Compiled>>> plans;  // most recently used first
 
-  static Signature erase(Signature s, const std::vector<bool>& batch_inputs) {
+  static Signature erase(Signature s, const Symbols& symbols) {
     for (size_t i = 0; i < s.shapes.size(); ++i) {
-      if (batch_inputs[i]) s.shapes[i][0] = -1;
+      for (size_t d = 0; d < s.shapes[i].size(); ++d) {
+        if (symbols[i][d] >= 0) s.shapes[i][d] = -1;
+      }
     }
     return s;
   }
-  // The batch size of `sig` when it belongs here, else 0.
-  int64_t batch_of(const Signature& sig) const {
-    if (sig.shapes.size() != batch_inputs.size()) return 0;
-    int64_t b = 0;
-    for (size_t i = 0; i < batch_inputs.size(); ++i) {
-      if (!batch_inputs[i]) continue;
-      if (sig.shapes[i].empty() || (b != 0 && sig.shapes[i][0] != b)) return 0;
-      b = sig.shapes[i][0];
+  // The symbols' sizes in `sig` when it belongs here (every dim of a symbol the same size, >= 1;
+  // the other dims as in `key`), else nullopt.
+  std::optional<codegen::SymbolPoint> point_of(const Signature& sig) const {
+    if (sig.shapes.size() != symbols.size()) return std::nullopt;
+    codegen::SymbolPoint p(size_t(count), 0);
+    for (size_t i = 0; i < symbols.size(); ++i) {
+      if (sig.shapes[i].size() != symbols[i].size()) return std::nullopt;
+      for (size_t d = 0; d < symbols[i].size(); ++d) {
+        const int s = symbols[i][d];
+        const int64_t v = sig.shapes[i][d];
+        if (s < 0) continue;
+        if (v < 1 || (p[size_t(s)] != 0 && p[size_t(s)] != v)) return std::nullopt;
+        p[size_t(s)] = v;
+      }
     }
-    const Signature erased = erase(sig, batch_inputs);
-    return b > 0 && !(erased < key) && !(key < erased) ? b : 0;
+    const Signature erased = erase(sig, symbols);
+    if (erased < key || key < erased) return std::nullopt;
+    return p;
+  }
+  // "S0 = input 0 dim 0 and input 1 dim 0, S1 = input 0 dim 1"
+  std::string describe() const {
+    std::string out;
+    for (int s = 0; s < count; ++s) {
+      out += (s ? ", S" : "S") + std::to_string(s) + " = ";
+      std::string dims;
+      for (size_t i = 0; i < symbols.size(); ++i) {
+        for (size_t d = 0; d < symbols[i].size(); ++d) {
+          if (symbols[i][d] != s) continue;
+          dims += (dims.empty() ? "input " : " and input ") + std::to_string(i) + " dim " + std::to_string(d);
+        }
+      }
+      out += dims;
+    }
+    return out;
   }
 };
 
@@ -138,17 +169,18 @@ struct CompiledFunction::Impl {
   std::shared_ptr<Compiled> compile(const Signature& sig, const std::vector<Tensor>& inputs);
   runtime::PipelineOptions pipeline_options() const;
   std::unique_ptr<ir::Graph> trace_graph(Compiled& c, const std::vector<Tensor>& inputs);
-  // A dynamic batch's plan for `sig`, or null (then `note` says why the batch is not dynamic,
+  // A plan for `sig` from dynamic dims, or null (then `note` says why its dims are not dynamic,
   // when that is the reason). compile_dynamic.cpp.
   std::shared_ptr<Compiled> dynamic_plan(const Signature& sig, const std::vector<Tensor>& inputs,
                                          std::string* note);
-  std::string build_dynamic(DynamicBatch& d, const std::vector<Tensor>& inputs);
-  std::shared_ptr<Compiled> instantiate(DynamicBatch& d, int64_t b, const Signature& sig,
-                                        const std::vector<Tensor>& inputs);
-  // The function traced at batch `b` (inputs of `d`'s batch dims set to b); null with `why` when
-  // it draws random numbers.
+  std::string build_dynamic(DynamicBatch& d, const codegen::SymbolPoint& now,
+                            const std::vector<Tensor>& inputs);
+  std::shared_ptr<Compiled> instantiate(DynamicBatch& d, const codegen::SymbolPoint& p,
+                                        const Signature& sig, const std::vector<Tensor>& inputs);
+  // The function traced at sizes `p` (the inputs' dynamic dims set to their symbol's size); null
+  // with `why` when it draws random numbers or captures other tensors.
   std::unique_ptr<ir::Graph> traced_at(DynamicBatch& d, const std::vector<Tensor>& inputs,
-                                       int64_t b, std::string* why);
+                                       const codegen::SymbolPoint& p, std::string* why);
 };
 
 }  // namespace smelt

@@ -14,8 +14,8 @@ KernelStep::KernelStep(codegen::LoopKernel kernel) {
   args_.resize(kernel.args.size());
   if (kernel.tiled) tiles_ = std::make_shared<codegen::InterpretedKernel>(kernel);
   if (kernel.batch) {
-    batch_ = kernel.batch->at;
-    args_.push_back(&batch_);
+    sizes_ = kernel.batch->at;
+    args_.push_back(sizes_.data());
     interpreted_ = tiles_ ? tiles_ : std::make_shared<codegen::InterpretedKernel>(kernel);
   }
   kernel_ = std::move(kernel);

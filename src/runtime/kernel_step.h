@@ -20,8 +20,8 @@ class KernelStep {
   // Validates the kernel (an invalid one is an internal error of the lowering). The step runs on
   // the interpreter until attach() gives it the kernel cache's handle: the plan asks the cache
   // for all its kernels at once (KernelCache::get_many), so that they compile in batches.
-  // A dynamic-batch kernel (LoopKernel::batch) runs at its `batch->at`: the compiled code reads
-  // that from one more argument, the interpreter runs the kernel as it is.
+  // A dynamic-shape kernel (LoopKernel::batch) runs at its `batch->at`: the compiled code reads
+  // those sizes from one more argument, the interpreter runs the kernel as it is.
   explicit KernelStep(codegen::LoopKernel kernel);
 
   // From now on the step runs through `handle` (compiled once its compile is done). Not while a
@@ -38,9 +38,9 @@ class KernelStep {
     } else if (!kernel_.batch) {
       handle_->run(args_.data());
     } else if (KernelEntry entry = handle_->compiled_entry()) {
-      entry(args_.data());  // args_ ends with &batch_
+      entry(args_.data());  // args_ ends with sizes_.data()
     } else {
-      // The cache's handle is shared by every batch size: its interpreter may hold another one.
+      // The cache's handle is shared by every size: its interpreter may hold another one.
       run_interpreted();
     }
   }
@@ -75,9 +75,9 @@ class KernelStep {
   codegen::LoopKernel kernel_;
   std::shared_ptr<codegen::KernelHandle> handle_;
   std::shared_ptr<codegen::InterpretedKernel> tiles_;  // tiled kernels, until compiled
-  std::shared_ptr<codegen::InterpretedKernel> interpreted_;  // dynamic-batch kernels
+  std::shared_ptr<codegen::InterpretedKernel> interpreted_;  // dynamic-shape kernels
   std::vector<void*> args_;
-  int64_t batch_ = 0;  // dynamic-batch kernels: the batch size, args_.back() points here
+  std::vector<int64_t> sizes_;  // dynamic-shape kernels: the symbols' values, args_.back() points here
 };
 
 }  // namespace smelt::runtime

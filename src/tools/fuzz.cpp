@@ -4,8 +4,8 @@
 //   smelt fuzz --compile [--backend interpreter|cpp|both] --seed S --cases N: each graph through
 //              the compile pipeline, its plan run and compared with the unoptimized graph on the
 //              interpreter, the memory plan and replay checked (fuzz/compile_fuzzer.h).
-//              [--second-batch N]: every N-th case (default 10; 0: none) whose inputs share a
-//              leading dim also runs at two other batch sizes through compile's dynamic batch
+//              [--second-batch N]: every N-th case (default 10; 0: none) also runs at two
+//              other sizes of its batch, a last dim or both, through compile's dynamic shapes
 //              (fuzz/second_batch.h).
 //   smelt fuzz --autograd --seed S --cases N: the eager autograd fuzzer (fuzz/autograd_fuzzer.h)
 //              instead; each failure prints its program.
@@ -94,8 +94,8 @@ void register_fuzz(CLI::App& app) {
       ->check(integer_in(1, 4096))
       ->capture_default_str();
   cmd->add_option("--second-batch", opt->second_batch,
-                  "with --compile: every n-th case (1: each) whose inputs share a leading dim runs again at two "
-                  "other batch sizes through compile's dynamic batch, compared with the interpreter; 0: none")
+                  "with --compile: every n-th case (1: each) runs again at two other sizes of its batch, a last "
+                  "dim or both, through compile's dynamic shapes, compared with the interpreter; 0: none")
       ->check(integer_in(0, 1 << 30))
       ->capture_default_str();
   cmd->callback([opt] {

@@ -23,10 +23,10 @@ void expect_fits(const std::function<double(int64_t)>& value, DType dtype, const
   for (int64_t b = 1; b <= 300; ++b) batches.push_back(b);
   for (int64_t b : {1000, 4097, 65536, 1000003}) batches.push_back(b);
   for (int64_t b : batches) {
-    const double got = batch_float_value(*f, f->n + f->slope * (b - 17), dtype);
+    const double got = batch_float_value(*f, f->n.at({b}), dtype);
     ASSERT_TRUE(batch_float_same_bits(got, in(dtype, value(b))))
         << what << " " << dtype_name(dtype) << " at batch " << b << ": " << got << " vs " << in(dtype, value(b))
-        << " (n " << f->n << ", slope " << f->slope << ", c " << f->scale << ")";
+        << " (n " << f->n.text() << ", c " << f->scale << ")";
   }
 }
 
@@ -36,8 +36,7 @@ TEST(BatchFloat, FitsCountsAndReciprocalsAffineInTheBatch) {
     auto f = batch_float_fit(12.0 * 17, 17, 12.0 * 19, 19, dtype);
     ASSERT_TRUE(f);
     EXPECT_EQ(f->form, BatchFloatForm::Count);
-    EXPECT_EQ(f->n, 12 * 17);
-    EXPECT_EQ(f->slope, 12);
+    EXPECT_EQ(f->n.text(), "(12 * S0)");
     EXPECT_EQ(f->scale, 1.0);
   }
   // 1 / (3 B + 1) in float32, as the trace rounds it
@@ -45,11 +44,10 @@ TEST(BatchFloat, FitsCountsAndReciprocalsAffineInTheBatch) {
   auto f = batch_float_fit(r17, 17, r19, 19, DType::Float32);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->form, BatchFloatForm::Reciprocal);
-  EXPECT_EQ(f->n, 52);
-  EXPECT_EQ(f->slope, 3);
+  EXPECT_EQ(f->n.text(), "(1 + 3 * S0)");
   EXPECT_EQ(f->scale, 1.0);
   // re-evaluated at a batch size the fit never saw: the float32 rounding of the double quotient
-  const int64_t n = f->n + f->slope * (1000 - 17);
+  const int64_t n = f->n.at({1000});
   EXPECT_TRUE(batch_float_same_bits(batch_float_value(*f, n, DType::Float32), double(float(1.0 / double(n)))));
   EXPECT_TRUE(batch_float_same_bits(batch_float_value(*f, n, DType::Float32), double(1.0f / float(n))));
 }
@@ -76,8 +74,7 @@ TEST(BatchFloat, PrefersTheSimplestScale) {
   ASSERT_TRUE(f);
   EXPECT_EQ(f->form, BatchFloatForm::Reciprocal);
   EXPECT_EQ(f->scale, 1.0);
-  EXPECT_EQ(f->n, 51);
-  EXPECT_EQ(f->slope, 3);
+  EXPECT_EQ(f->n.text(), "(3 * S0)");
 }
 
 TEST(BatchFloat, RefusesWhatNoFormGives) {
@@ -101,9 +98,47 @@ TEST(BatchFloat, OneOverBSquaredFitsNoProbeTriple) {
   for (DType dtype : {DType::Float64, DType::Float32}) {
     auto f = batch_float_fit(in(dtype, 1.0 / 289), 17, in(dtype, 1.0 / 361), 19, dtype);
     if (!f) continue;
-    EXPECT_FALSE(batch_float_same_bits(batch_float_value(*f, f->n + f->slope * 6, dtype), in(dtype, 1.0 / 529)))
+    EXPECT_FALSE(batch_float_same_bits(batch_float_value(*f, f->n.at({23}), dtype), in(dtype, 1.0 / 529)))
         << dtype_name(dtype);
   }
+}
+
+// Two symbols (B, S): a mean over B * S tokens, its gradient's 1 / (B S), a count S * S, fitted
+// through the 3 x 3 grid and right at sizes the grid never saw.
+TEST(BatchFloat, FitsPolynomialsInTwoSymbolsThroughTheGrid) {
+  SymbolGrid grid;
+  grid.axes = {{17, 19, 23}, {30, 32, 36}};
+  grid.check = {29, 42};
+  struct Case {
+    std::function<double(int64_t, int64_t)> value;
+    const char* what;
+    const char* n;
+  };
+  const std::vector<Case> cases = {
+      {[](int64_t b, int64_t s) { return 1.0 / double(b * s); }, "1 / (B S)", "(S0 * S1)"},
+      {[](int64_t b, int64_t s) { return -1.0 / double(b * s * 4); }, "-1 / (4 B S)", "(4 * S0 * S1)"},
+      {[](int64_t, int64_t s) { return double(s * s); }, "S^2", "(S1 * S1)"},
+      {[](int64_t b, int64_t s) { return 1.0 / double(b * (s - 1)); }, "1 / (B (S - 1))",
+       "(-1 * S0 + S0 * S1)"}};
+  for (DType dtype : {DType::Float64, DType::Float32}) {
+    for (const Case& c : cases) {
+      std::vector<double> values;
+      for (const SymbolPoint& p : grid.points()) values.push_back(in(dtype, c.value(p[0], p[1])));
+      std::optional<BatchFloat> f = batch_float_fit_grid(grid, values, dtype);
+      ASSERT_TRUE(f) << c.what << " " << dtype_name(dtype);
+      EXPECT_EQ(f->n.text(), c.n) << c.what;
+      for (int64_t b : {1, 2, 7, 64, 1000}) {
+        for (int64_t s : {2, 3, 128, 513}) {
+          ASSERT_TRUE(batch_float_same_bits(batch_float_value(*f, f->n.at({b, s}), dtype), in(dtype, c.value(b, s))))
+              << c.what << " " << dtype_name(dtype) << " at B=" << b << " S=" << s;
+        }
+      }
+    }
+  }
+  // sqrt(B S) is no count
+  std::vector<double> values;
+  for (const SymbolPoint& p : grid.points()) values.push_back(std::sqrt(double(p[0] * p[1])));
+  EXPECT_FALSE(batch_float_fit_grid(grid, values, DType::Float64));
 }
 
 }  // namespace

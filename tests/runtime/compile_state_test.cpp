@@ -392,14 +392,14 @@ TEST(CompileState, AGraphTraceInsideACompiledFunctionMayReadItsCapturedTensors) 
   EXPECT_DOUBLE_EQ(read, w.to_vector()[1]);
 }
 
-TEST(CompileState, InvalidBatchProbesAreRefusedWhenCompiling) {
+TEST(CompileState, InvalidDynamicProbesAreRefusedWhenCompiling) {
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0}; };
-  for (std::array<int64_t, 3> probes :
-       {std::array<int64_t, 3>{0, 19, 23}, std::array<int64_t, 3>{17, 17, 23},
-        std::array<int64_t, 3>{17, 19, -1}}) {
+  for (std::array<int64_t, 4> probes :
+       {std::array<int64_t, 4>{0, 19, 23, 29}, std::array<int64_t, 4>{17, 17, 23, 29},
+        std::array<int64_t, 4>{17, 19, 23, -1}, std::array<int64_t, 4>{17, 19, 23, 17}}) {
     CompileOptions o = on("interpreter");
-    o.batch_probes = probes;
-    expect_error([&] { compile(fn, o); }, {"batch_probes", "three distinct positive"});
+    o.dynamic_probes = probes;
+    expect_error([&] { compile(fn, o); }, {"dynamic_probes", "four distinct positive"});
   }
 }
 

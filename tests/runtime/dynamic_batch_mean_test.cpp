@@ -203,14 +203,15 @@ TEST_P(DynamicBatchMean, ScaledNumbersComputedFromTheBatchSize) {
 }
 
 TEST_P(DynamicBatchMean, AConstantThatIsNoFunctionOfTheBatchFallsBack) {
-  // sqrt(B) follows the batch but in no form that is fitted; 1 / B^2 fits two probes, not the
-  // third; a count of traces is no function of the batch size at all. Each compiles specialized
+  // sqrt(B) follows the batch but in no form that is fitted; 1 / B^3 fits the three probes (as
+  // a polynomial of degree 2), not the check; a count of traces is no function of the batch size
+  // at all. (1 / B^2 is dynamic: a polynomial count.) Each compiles specialized
   // per batch size, with the reason, and stays correct.
   for (int which = 0; which < 3; ++which) {
     auto traces = std::make_shared<int>(0);
     Fn fn = [which, traces](const std::vector<Tensor>& in) {
       const double b = double(in[0].size(0));
-      const double c = which == 0 ? std::sqrt(b) : which == 1 ? 1.0 / (b * b) : double(++*traces);
+      const double c = which == 0 ? std::sqrt(b) : which == 1 ? 1.0 / (b * b * b) : double(++*traces);
       return std::vector<Tensor>{in[0] * c};
     };
     CompiledFunction dynamic = compile(fn, options(true));

@@ -48,9 +48,9 @@ void expect_every_batch_matches_eager(const Fn& fn, int64_t features, const std:
   EXPECT_EQ(f.num_compiles(), 2);  // 64 specialized, 128 the dynamic kernels; the rest instantiated
   const std::vector<std::string> reasons = f.recompile_reasons();
   ASSERT_EQ(reasons.size(), 4u);
-  EXPECT_EQ(reasons[0], "input 0 dim 0: 64 -> 128 (batch is dynamic: kernels compiled once for every batch size)");
-  EXPECT_EQ(reasons[1], "input 0 dim 0: 128 -> 1 (batch is dynamic: kernels reused, plan re-instantiated)");
-  EXPECT_EQ(reasons[3], "input 0 dim 0: 3 -> 257 (batch is dynamic: kernels reused, plan re-instantiated)");
+  EXPECT_EQ(reasons[0], "input 0 dim 0: 64 -> 128 (dynamic S0 = input 0 dim 0: kernels compiled once for every size)");
+  EXPECT_EQ(reasons[1], "input 0 dim 0: 128 -> 1 (dynamic S0 = input 0 dim 0: kernels reused, plan re-instantiated)");
+  EXPECT_EQ(reasons[3], "input 0 dim 0: 3 -> 257 (dynamic S0 = input 0 dim 0: kernels reused, plan re-instantiated)");
 }
 
 class DynamicBatch : public testing::TempDirTest {
@@ -129,12 +129,13 @@ TEST_F(DynamicBatch, TurnedOffEveryBatchSizeCompiles) {
 }
 
 TEST_F(DynamicBatch, AGraphThatDependsOnTheBatchIsSpecializedAndSaysWhy) {
-  // The batch size enters as numbers that are neither n nor 1 / n for an n affine in it (B squared
-  // fits two probe sizes and fails the third), and as a reshape that needs it even.
+  // The batch size enters as numbers that are neither n nor 1 / n for an n polynomial of degree
+  // <= 2 in it (B cubed fits the three probe sizes and fails the check), and as a reshape that
+  // needs it even. (B squared is dynamic: tests/runtime/dynamic_dims_test.cpp.)
   const std::vector<Fn> fns = {
       [](const std::vector<Tensor>& in) {
         const double b = double(in[0].shape()[0]);
-        return std::vector<Tensor>{in[0] * (b * b)};
+        return std::vector<Tensor>{in[0] * (b * b * b)};
       },
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * std::sqrt(double(in[0].shape()[0]))}; },
       [](const std::vector<Tensor>& in) { return std::vector<Tensor>{sum(in[0].reshape({2, -1, 8}), {0})}; },
@@ -150,7 +151,7 @@ TEST_F(DynamicBatch, AGraphThatDependsOnTheBatchIsSpecializedAndSaysWhy) {
     }
     EXPECT_EQ(f.num_compiles(), 3) << k;
     ASSERT_EQ(f.recompile_reasons().size(), 2u);
-    EXPECT_NE(f.recompile_reasons()[0].find("input 0 dim 0: 64 -> 128 (batch not dynamic: "), std::string::npos)
+    EXPECT_NE(f.recompile_reasons()[0].find("input 0 dim 0: 64 -> 128 (not dynamic (S0 = input 0 dim 0): "), std::string::npos)
         << f.recompile_reasons()[0];
   }
 }
@@ -184,8 +185,8 @@ TEST_F(DynamicBatch, AGraphTheProbesCannotSeeIsCheckedAtEachBatchSize) {
       }
       const std::vector<std::string> reasons = f.recompile_reasons();
       ASSERT_GE(reasons.size(), 3u);
-      EXPECT_NE(reasons[1].find("30 -> 128 (batch not dynamic at this size: dynamic batch: the function traced at "
-                                "batch 128 is not the graph fitted"),
+      EXPECT_NE(reasons[1].find("30 -> 128 (not dynamic at this size: dynamic shapes: the function traced at "
+                                "S0=128 is not the graph fitted"),
                 std::string::npos)
           << reasons[1];
     }
@@ -216,7 +217,7 @@ TEST_F(DynamicBatch, APlanWhoseViewsChangeWithTheBatchIsSpecialized) {
     }
     const std::vector<std::string> reasons = f.recompile_reasons();
     ASSERT_GE(reasons.size(), 2u);
-    EXPECT_NE(reasons[1].find("30 -> 1 (batch not dynamic at this size"), std::string::npos) << reasons[1];
+    EXPECT_NE(reasons[1].find("30 -> 1 (not dynamic at this size"), std::string::npos) << reasons[1];
   }
 }
 
