@@ -64,7 +64,9 @@ class Module {
   // Training mode (dropout active, batch norm uses and updates batch statistics), recursively.
   void train(bool on = true);
   void eval() { train(false); }
-  bool is_training() const { return training_; }
+  // (Read while smelt::compile traces a function, the mode becomes part of the compiled
+  // signature: a module switched to eval later recompiles, or reuses the eval plan.)
+  bool is_training() const;
 
   // Drops every parameter's .grad (PyTorch's set_to_none behaviour).
   void zero_grad();
@@ -103,7 +105,9 @@ class Module {
   Slots parameters_;
   Slots buffers_;
   std::vector<std::pair<std::string, ModulePtr>> children_;
-  bool training_ = true;
+  // Shared with the compiled functions whose traces read it (nn/mode_reads.h): they compare it
+  // on every call, also after the module is gone.
+  std::shared_ptr<bool> training_ = std::make_shared<bool>(true);
 };
 
 // ---- initializers (in place, without recording gradients; nullptr = the default generator)

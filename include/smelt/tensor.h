@@ -88,6 +88,7 @@ class Tensor {
   int64_t size(int64_t d) const;    // negative d counts from the end
   int64_t stride(int64_t d) const;
   int64_t numel() const;
+  int64_t nbytes() const;  // of the elements: numel() * dtype_size(dtype()) (not of the storage)
   int64_t offset() const;
   DType dtype() const;
   bool is_contiguous() const;

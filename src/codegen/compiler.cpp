@@ -17,6 +17,7 @@
 #include <fstream>
 
 #include "base/env.h"
+#include "kernels/scalar.h"
 #include "smelt/error.h"
 
 extern char** environ;
@@ -176,8 +177,7 @@ Compiler find_compiler(const std::optional<std::string>& cxx) {
              "-shared",
              "-fopenmp",
              "-std=c++20"};
-  for (const char* fn : {"pow", "exp", "log", "log1p", "erf", "erfc", "tanh", "sin", "cos", "tan",
-                         "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh"}) {
+  for (const char* fn : scalar::libm::kLibmFunctions) {
     c.flags.push_back(std::string("-fno-builtin-") + fn);
     c.flags.push_back(std::string("-fno-builtin-") + fn + "f");
   }

@@ -182,7 +182,7 @@ class Emitter {
         sumexp_fold(int(r), indent, index);
         continue;
       }
-      out_ << indent << "r" << r << " = smelt::scalar::" << reduce_fn(red.op) << "(r" << r << ", e" << red.value
+      out_ << indent << "r" << r << " = smelt::scalar::" << reduce_fold_fn(red.op) << "(r" << r << ", e" << red.value
            << ");\n";
     }
     for (const Store& s : k_.stores) {

@@ -40,7 +40,7 @@ std::string kernel_prelude(const LoopKernel& k, const std::string& symbol) {
     const std::string t = dtype_cpp_type(r.dtype);
     out << "#ifndef SMELT_UDR_" << name << "\n#define SMELT_UDR_" << name << "\n";
     out << "#pragma omp declare reduction(" << name << " : " << t << " : omp_out = smelt::scalar::"
-        << reduce_fn(r.op) << "(omp_out, omp_in)) initializer(omp_priv = " << reduce_start(r.op, r.dtype)
+        << reduce_fold_fn(r.op) << "(omp_out, omp_in)) initializer(omp_priv = " << reduce_start(r.op, r.dtype)
         << ")\n#endif\n";
   }
   if (!declared.empty()) out << "\n";

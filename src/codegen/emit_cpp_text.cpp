@@ -79,28 +79,20 @@ std::string batch_constant_text(DType dtype, const BatchFloat& value) {
   return dtype_cpp_type(dtype) + std::string("(") + x + ")";
 }
 
-const char* reduce_name(ReduceOp op) {
-  return op == ReduceOp::Sum ? "sum" : op == ReduceOp::Max ? "max" : op == ReduceOp::Min ? "min" : "sumexp";
-}
-
 std::string reduce_start(ReduceOp op, DType dtype) {
   const std::string t = dtype_cpp_type(dtype);
-  const bool floating = dtype_is_floating(dtype);
   switch (op) {
     case ReduceOp::Sum: return t + "(0)";
-    case ReduceOp::Max: return floating ? t + "(-INFINITY)" : "std::numeric_limits<" + t + ">::lowest()";
-    case ReduceOp::Min: return floating ? t + "(INFINITY)" : "std::numeric_limits<" + t + ">::max()";
+    case ReduceOp::Max: return "smelt::scalar::extreme_identity<" + t + ", true>()";
+    case ReduceOp::Min: return "smelt::scalar::extreme_identity<" + t + ", false>()";
     case ReduceOp::SumExp: return "0.0";
   }
   return "";
 }
 
-std::string reduce_fn(ReduceOp op) {
-  return op == ReduceOp::Sum ? "add" : op == ReduceOp::Max ? "maximum" : "minimum";
-}
 
 std::string udr_name(const Reduction& r) {
-  return std::string("smelt_") + reduce_name(r.op) + "_" + dtype_name(r.dtype);
+  return std::string("smelt_") + reduce_op_name(r.op) + "_" + dtype_name(r.dtype);
 }
 
 // The block maximum of a SumExp over values of `dtype` (scalar::sumexp_block_max).

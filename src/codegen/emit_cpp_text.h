@@ -38,10 +38,8 @@ std::string constant_text(const Expr& e);
 // expression that computes it from S0, S1, ... as the trace does (codegen/batch_float.h), in e's dtype.
 // A Call's parameter that follows the batch size: `dtype` is Float64 (parameters are doubles).
 std::string batch_constant_text(DType dtype, const BatchFloat& value);
-const char* reduce_name(ReduceOp op);
 // A reduction's identity (its accumulator's start) as a C++ expression.
 std::string reduce_start(ReduceOp op, DType dtype);
-std::string reduce_fn(ReduceOp op);  // the scalar:: function that folds it
 std::string udr_name(const Reduction& r);  // its OpenMP user-defined reduction
 // The block maximum of a SumExp over values of `dtype` (scalar::sumexp_block_max).
 std::string block_max_udr(DType dtype);

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "base/parallel.h"
+#include "kernels/scalar.h"
 #include "smelt/error.h"
 
 namespace smelt::codegen {
@@ -168,9 +169,7 @@ void eval_expr(const LoopKernel& k, Frame& f, void* const* args, int e, int64_t 
 template <class T>
 T reduce_start(ReduceOp op) {
   if (op == ReduceOp::Sum || op == ReduceOp::SumExp) return T(0);
-  constexpr bool kInf = std::numeric_limits<T>::has_infinity;
-  if (op == ReduceOp::Max) return kInf ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-  return kInf ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  return op == ReduceOp::Max ? scalar::extreme_identity<T, true>() : scalar::extreme_identity<T, false>();
 }
 
 // SumExp: the tile is one block of the online sum (scalar::sumexp_*).

@@ -13,15 +13,6 @@
 namespace smelt::codegen {
 namespace {
 
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return "sum";
-    case ReduceOp::Max: return "max";
-    case ReduceOp::Min: return "min";
-    case ReduceOp::SumExp: return "sumexp";
-  }
-  return "?";
-}
 
 // The dtype whose values a call's result follows: where's value operands, else its first.
 int value_operand(const kernels::ScalarFnInfo& info) { return info.arity == 3 ? 1 : 0; }
@@ -386,6 +377,27 @@ std::string print_kernel(const LoopKernel& k) {
   detail::print_folds_and_checks(out, k);
   return out.str();
 }
+
+namespace {
+// The reduction table, in ReduceOp's order.
+struct ReduceOpInfo {
+  ReduceOp op;
+  const char* name;
+  const char* fold;
+};
+constexpr ReduceOpInfo kReduceOps[] = {{ReduceOp::Sum, "sum", "add"},
+                                       {ReduceOp::Max, "max", "maximum"},
+                                       {ReduceOp::Min, "min", "minimum"},
+                                       {ReduceOp::SumExp, "sumexp", "add"}};
+const ReduceOpInfo& reduce_info(ReduceOp op) {
+  const ReduceOpInfo& info = kReduceOps[size_t(op)];
+  SMELT_INTERNAL_CHECK(info.op == op) << "the reduction table is out of ReduceOp's order";
+  return info;
+}
+}  // namespace
+
+const char* reduce_op_name(ReduceOp op) { return reduce_info(op).name; }
+const char* reduce_fold_fn(ReduceOp op) { return reduce_info(op).fold; }
 
 const BatchConstant* batch_term(const LoopKernel& kernel, int expr, int param) {
   if (!kernel.batch) return nullptr;

@@ -92,6 +92,13 @@ struct Access {
 // itself), usually in the same stage: softmax's statistics then take one pass, not two.
 enum class ReduceOp : uint8_t { Sum, Max, Min, SumExp };
 
+// The reduction table (loop_kernel.cpp): a ReduceOp's name ("sum", in printed kernels and the
+// generated OpenMP reductions) and the kernels/scalar.h function that folds two partial results
+// ("add", "maximum", "minimum"). The identities: 0 for sums, scalar::extreme_identity for
+// max and min (one owner for eager, the interpreter and generated code).
+const char* reduce_op_name(ReduceOp op);
+const char* reduce_fold_fn(ReduceOp op);
+
 struct Reduction {
   ReduceOp op = ReduceOp::Sum;
   int value = -1;  // expression folded in, of the reduction's stage

@@ -9,12 +9,6 @@
 namespace smelt::fusion::detail {
 namespace {
 
-int64_t value_bytes(const ir::Value* v) {
-  int64_t n = 1;
-  for (int64_t d : v->meta.shape) n *= d;
-  return n * int64_t(dtype_size(v->meta.dtype));
-}
-
 std::string ref(const ir::Node* n) { return ir::value_ref(n->outputs[0]) + " = " + n->name(); }
 
 // Broadcast epilogues: at least this many rows, or rows short enough to run serially.
@@ -33,7 +27,7 @@ CostModel::CostModel(const ir::Graph& graph, const ir::Graph* cost) {
     SMELT_CHECK(v->meta.dtype == c->meta.dtype && v->meta.shape.size() == c->meta.shape.size())
         << "fuse: value " << ir::value_ref(v) << " differs from its cost-model counterpart " << ir::value_ref(c)
         << " beyond its dims";
-    cost_bytes_[v] = value_bytes(c);
+    cost_bytes_[v] = c->meta.nbytes();
   };
   for (size_t i = 0; i < graph.inputs().size(); ++i) pair(graph.inputs()[i], cost->inputs()[i]);
   for (size_t i = 0; i < graph.constants().size(); ++i) pair(graph.constants()[i], cost->constants()[i]);
@@ -45,7 +39,7 @@ CostModel::CostModel(const ir::Graph& graph, const ir::Graph* cost) {
 }
 
 int64_t CostModel::bytes(const ir::Value* v) const {
-  if (cost_bytes_.empty()) return value_bytes(v);
+  if (cost_bytes_.empty()) return v->meta.nbytes();
   auto it = cost_bytes_.find(v);
   SMELT_INTERNAL_CHECK(it != cost_bytes_.end()) << "fuse: value " << ir::value_ref(v) << " has no cost-model size";
   return it->second;

@@ -17,12 +17,6 @@
 namespace smelt::fusion {
 namespace {
 
-int64_t value_bytes(const ir::Value* v) {
-  int64_t n = 1;
-  for (int64_t d : v->meta.shape) n *= d;
-  return n * int64_t(dtype_size(v->meta.dtype));
-}
-
 std::string node_ref(const ir::Node* n) { return ir::value_ref(n->outputs[0]) + " = " + n->name(); }
 
 // One entry of the schedule: an unfused node at its index, or a group at its qpos.
@@ -285,7 +279,7 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
       if (is_view(*node)) continue;
       report.fused_ops += plan.roles[i] != Role::None;
       for (ir::Value* out : node->outputs) {
-        if (!replaced.count(out)) report.bytes_not_written += value_bytes(out);
+        if (!replaced.count(out)) report.bytes_not_written += out->meta.nbytes();
       }
       continue;
     }

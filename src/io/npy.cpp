@@ -114,7 +114,7 @@ void write_npy(const std::string& path, const Tensor& t) {
   f.write(len, 2);
   f << header;
   const Tensor c = t.contiguous();
-  f.write(static_cast<const char*>(c.raw_data()), std::streamsize(size_t(c.numel()) * dtype_size(c.dtype())));
+  f.write(static_cast<const char*>(c.raw_data()), std::streamsize(c.nbytes()));
   SMELT_CHECK(f.good()) << "npy: writing '" << path << "' failed";
 }
 

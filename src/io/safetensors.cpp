@@ -181,7 +181,7 @@ void save_safetensors(const std::string& path, const StateDict& tensors, const M
       SMELT_CHECK(t.defined() && t.storage())
           << where << "tensor '" << name << "' is undefined or has no data";
       Tensor c = t.detach().contiguous();
-      const uint64_t nbytes = uint64_t(c.numel()) * dtype_size(c.dtype());
+      const uint64_t nbytes = uint64_t(c.nbytes());
       header[name] = {{"dtype", safetensors_dtype(c.dtype())},
                       {"shape", c.shape()},
                       {"data_offsets", {offset, offset + nbytes}}};
@@ -198,7 +198,7 @@ void save_safetensors(const std::string& path, const StateDict& tensors, const M
   out.write(&header_len, 8);
   out.write(text.data(), text.size());
   for (const Tensor& t : data) {
-    if (t.numel() > 0) out.write(t.raw_data(), size_t(t.numel()) * dtype_size(t.dtype()));
+    if (t.numel() > 0) out.write(t.raw_data(), std::streamsize(t.nbytes()));
   }
   out.commit();
 }

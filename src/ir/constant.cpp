@@ -7,7 +7,7 @@ namespace smelt::ir {
 
 std::string constant_bytes(const Tensor& t) {
   Tensor c = t.is_contiguous() ? t : t.contiguous();
-  const size_t n = size_t(c.numel()) * dtype_size(c.dtype());
+  const size_t n = size_t(c.nbytes());
   std::string bytes(n, '\0');
   if (n) std::memcpy(bytes.data(), c.raw_data(), n);
   return bytes;

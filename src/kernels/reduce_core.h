@@ -201,13 +201,7 @@ struct ProdOp {
 // Maximum or minimum; NaN wins (once NaN, stays NaN).
 template <class T, bool kMax>
 struct ExtremeOp {
-  T start() const {
-    if constexpr (std::numeric_limits<T>::has_infinity) {
-      return kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-    } else {
-      return kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-    }
-  }
+  T start() const { return scalar::extreme_identity<T, kMax>(); }
   T step(T a, T v, int64_t) const { return detail::row_pick<T, kMax>(a, v); }
   T row(const T* p, int64_t n, int64_t) const { return detail::row_extreme<T, kMax>(p, n); }
   T merge(T a, T b) const { return detail::row_pick<T, kMax>(a, b); }

@@ -9,6 +9,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "kernels/scalar.h"
+
 namespace smelt::kernels {
 
 inline constexpr int kRowLanes = 16;
@@ -74,12 +76,7 @@ inline T row_pick(T best, T candidate) {
 
 template <class T, bool kMax>
 T row_extreme(const T* x, int64_t n) {
-  T start;
-  if constexpr (std::numeric_limits<T>::has_infinity) {
-    start = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-  } else {
-    start = kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-  }
+  const T start = scalar::extreme_identity<T, kMax>();
   T lanes[kRowLanes];
   for (int l = 0; l < kRowLanes; ++l) lanes[l] = start;
   int64_t i = 0;

@@ -370,29 +370,21 @@ namespace libm {
     else if constexpr (std::is_same_v<T, double>) return ::name(x); \
     else return std::name(x);                                       \
   }
-SMELT_LIBM_UNARY(exp)
-SMELT_LIBM_UNARY(log)
-SMELT_LIBM_UNARY(log1p)
-SMELT_LIBM_UNARY(erf)
-SMELT_LIBM_UNARY(erfc)
-SMELT_LIBM_UNARY(tanh)
-SMELT_LIBM_UNARY(sin)
-SMELT_LIBM_UNARY(cos)
-SMELT_LIBM_UNARY(tan)
-SMELT_LIBM_UNARY(asin)
-SMELT_LIBM_UNARY(acos)
-SMELT_LIBM_UNARY(atan)
-SMELT_LIBM_UNARY(sinh)
-SMELT_LIBM_UNARY(cosh)
-SMELT_LIBM_UNARY(asinh)
-SMELT_LIBM_UNARY(acosh)
-SMELT_LIBM_UNARY(atanh)
+// The list, once: these wrappers and the compiler's -fno-builtin flags (kLibmFunctions).
+#define SMELT_LIBM_UNARY_FUNCTIONS(X) \
+  X(exp) X(log) X(log1p) X(erf) X(erfc) X(tanh) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) \
+  X(cosh) X(asinh) X(acosh) X(atanh)
+SMELT_LIBM_UNARY_FUNCTIONS(SMELT_LIBM_UNARY)
 #undef SMELT_LIBM_UNARY
 template <class T> inline T pow(T a, T b) {
   if constexpr (std::is_same_v<T, float>) return ::powf(a, b);
   else if constexpr (std::is_same_v<T, double>) return ::pow(a, b);
   else return std::pow(a, b);
 }
+#define SMELT_LIBM_NAME(name) #name,
+// Every C library function above by its double name (the float one adds "f").
+inline constexpr const char* kLibmFunctions[] = {"pow", SMELT_LIBM_UNARY_FUNCTIONS(SMELT_LIBM_NAME)};
+#undef SMELT_LIBM_NAME
 }  // namespace libm
 
 namespace detail {
@@ -507,6 +499,17 @@ template <class T> inline T div(T a, T b) {
   }
 }
 template <class T> inline T pow(T a, T b) { return libm::pow(a, b); }
+// The identity of a maximum (kMax) or minimum reduction over T: -inf / +inf, or T's lowest /
+// highest value for a type without infinities. One owner for the eager reductions
+// (kernels/row_reduce.h), the fused-kernel interpreter and generated kernels.
+template <class T, bool kMax> constexpr T extreme_identity() {
+  if constexpr (std::numeric_limits<T>::has_infinity) {
+    return kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  } else {
+    return kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  }
+}
+
 // NaN-propagating, as PyTorch's maximum/minimum. Of -0 and +0, maximum gives +0 and minimum -0
 // in either order (IEEE 754-2019): the op table declares both commutative, and canonicalize / cse
 // swap their operands on that promise (maximum(-0, +0) returning its second operand broke it).

@@ -3,6 +3,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "nn/mode_reads.h"
 #include "smelt/autograd.h"
 #include "smelt/nn.h"
 
@@ -103,8 +104,20 @@ int64_t Module::num_parameters() const {
   return n;
 }
 
+namespace {
+thread_local ModeReads* t_mode_reads = nullptr;
+}  // namespace
+
+ModeReads::ModeReads() : previous_(t_mode_reads) { t_mode_reads = this; }
+ModeReads::~ModeReads() { t_mode_reads = previous_; }
+
+bool Module::is_training() const {
+  if (t_mode_reads) t_mode_reads->reads.push_back(training_);
+  return *training_;
+}
+
 void Module::train(bool on) {
-  training_ = on;
+  *training_ = on;
   for (auto& [_, child] : children_) child->train(on);
 }
 

@@ -216,7 +216,7 @@ TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
   p.set_data_type(dtype_to_onnx(t.dtype()));
   for (int64_t d : t.shape()) p.add_dims(d);
   const Tensor c = t.contiguous();
-  p.set_raw_data(std::string(static_cast<const char*>(c.raw_data()), size_t(c.numel()) * dtype_size(c.dtype())));
+  p.set_raw_data(std::string(static_cast<const char*>(c.raw_data()), size_t(c.nbytes())));
   return p;
 }
 

@@ -239,7 +239,7 @@ void check_given_outputs(OpId op, const std::vector<TensorMeta>& metas,
     SMELT_CHECK(o.is_contiguous())
         << "call_into: " << name << ": output " << k << " " << shape_str(o.shape())
         << " must be contiguous (row-major), got strides " << shape_str(o.strides());
-    const size_t end = size_t(o.offset() + o.numel()) * dtype_size(o.dtype());
+    const size_t end = size_t(o.offset()) * dtype_size(o.dtype()) + size_t(o.nbytes());
     SMELT_CHECK(o.offset() >= 0 && end <= o.storage()->nbytes())
         << "call_into: " << name << ": output " << k << " (offset " << o.offset() << ", "
         << o.numel() << " elements) reaches past its storage of " << o.storage()->nbytes()
@@ -251,9 +251,9 @@ void check_given_outputs(OpId op, const std::vector<TensorMeta>& metas,
       const Tensor &x = outputs[a], &y = outputs[b];
       if (x.storage().get() != y.storage().get() || x.numel() == 0 || y.numel() == 0) continue;
       const int64_t xs = x.offset() * int64_t(dtype_size(x.dtype())),
-                    xe = xs + x.numel() * int64_t(dtype_size(x.dtype()));
+                    xe = xs + x.nbytes();
       const int64_t ys = y.offset() * int64_t(dtype_size(y.dtype())),
-                    ye = ys + y.numel() * int64_t(dtype_size(y.dtype()));
+                    ye = ys + y.nbytes();
       SMELT_CHECK(xe <= ys || ye <= xs)
           << "call_into: " << name << ": outputs " << a << " and " << b
           << " overlap in memory (bytes [" << xs << ", " << xe << ") and [" << ys << ", " << ye

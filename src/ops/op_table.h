@@ -71,6 +71,7 @@ bool op_from_name(const std::string& name, OpId* out);
 struct TensorMeta {
   Shape shape;
   DType dtype = DType::Float32;
+  int64_t nbytes() const { return shape_numel(shape) * int64_t(dtype_size(dtype)); }
   bool operator==(const TensorMeta& o) const { return shape == o.shape && dtype == o.dtype; }
 };
 

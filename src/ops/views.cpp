@@ -199,7 +199,7 @@ std::vector<TensorMeta> slice_grad_shape(const std::vector<TensorMeta>& in, cons
 void slice_grad_kernel(const std::vector<Tensor>& in, const Attrs& attrs,
                        const std::vector<Tensor>& out) {
   const Tensor& y = out[0];  // contiguous, but its memory holds anything: cleared first
-  std::memset(y.raw_data(), 0, size_t(y.numel()) * dtype_size(y.dtype()));
+  std::memset(y.raw_data(), 0, size_t(y.nbytes()));
   std::vector<Tensor> window = slice_view({y}, attrs, {TensorMeta{in[0].shape(), in[0].dtype()}});
   SMELT_DISPATCH_ALL(y.dtype(), "slice_grad", [&] {
     using T = scalar_t;

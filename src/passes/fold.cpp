@@ -7,6 +7,8 @@
 
 #include "base/env.h"
 #include "ops/dispatch.h"
+#include "smelt/autograd.h"
+#include "trace/interpreter.h"
 
 namespace smelt::passes {
 namespace {
@@ -25,16 +27,23 @@ bool integer_division_may_trap(const ir::Node& node) {
   return false;
 }
 
-bool foldable(const ir::Node& node, const FoldOptions& options) {
-  if (!ops::is_pure(node.op)) return false;
-  if (node.body) return false;  // a group runs its body, not a kernel
+bool pure_graph(const ir::Graph& g) {
+  for (const auto& n : g.nodes()) {
+    if (n->body ? !pure_graph(*n->body) : !ops::is_pure(n->op)) return false;
+  }
+  return true;
+}
+
+bool foldable(const ir::Graph& graph, const ir::Node& node, const FoldOptions& options) {
+  // a group (after fusion) is interpreted when hoisting; the passes before fusion see none
+  if (node.body ? !options.hoist || !pure_graph(*node.body) : !ops::is_pure(node.op)) return false;
   for (const ir::Value* in : node.inputs) {
     if (in->kind != ir::ValueKind::Constant) return false;
   }
   for (const ir::Value* out : node.outputs) {
-    if (shape_numel(out->meta.shape) > options.max_elements) return false;
+    if (options.hoist ? graph.is_output(out) : shape_numel(out->meta.shape) > options.max_elements) return false;
   }
-  return !integer_division_may_trap(node);
+  return node.body || !integer_division_may_trap(node);
 }
 
 // Kernels may return views of their inputs (reshape, slice, expand); a constant owns a dense copy
@@ -67,7 +76,7 @@ bool fold(ir::Graph& graph, const FoldOptions& options) {
   for (ir::Node* node : order) {
     bool live = false;
     for (const ir::Value* out : node->outputs) live |= !out->uses.empty() || graph.is_output(out);
-    if (!live || !foldable(*node, options)) continue;
+    if (!live || !foldable(graph, *node, options)) continue;
     std::vector<Tensor> args;
     for (const ir::Value* in : node->inputs) args.push_back(in->constant);
     std::vector<ops::TensorMeta> metas;
@@ -77,8 +86,9 @@ bool fold(ir::Graph& graph, const FoldOptions& options) {
     // same error then (the fuzzer checks that every run of such a graph fails alike). A smelt
     // bug is not hidden that way.
     std::vector<Tensor> results;
+    NoGradGuard no_grad;  // (a frozen parameter's transpose is a constant, not a graph to record)
     try {
-      results = ops::compute(node->op, args, node->attrs, metas);
+      results = node->body ? trace::interpret(*node->body, args) : ops::compute(node->op, args, node->attrs, metas);
     } catch (const Error& e) {
       if (e.internal()) throw;
       continue;
@@ -89,6 +99,7 @@ bool fold(ir::Graph& graph, const FoldOptions& options) {
       graph.replace_all_uses(out, graph.add_constant(materialize(results[k], *node)));
     }
     changed = true;
+    if (options.folded) ++*options.folded;
   }
   return changed;
 }

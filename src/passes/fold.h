@@ -13,6 +13,12 @@ namespace smelt::passes {
 
 struct FoldOptions {
   int64_t max_elements = 65536;  // per folded output
+  // Hoisting, the plan stage's mode (runtime/pipeline.cpp, after fusion): every pure node or
+  // group whose inputs are all constants is computed once, whatever its size (a transpose of a
+  // captured weight that max_elements left), except graph outputs (each call returns fresh
+  // tensors); the plan then has nothing to run for it. `folded` counts the nodes folded.
+  bool hoist = false;
+  int* folded = nullptr;
 };
 
 // Defaults with SMELT_FOLD_MAX_ELEMENTS applied (see docs/env.md).

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "ir/constant.h"
 #include "ir/verifier.h"
 #include "ops/attrs.h"
 #include "smelt/creation.h"
@@ -11,12 +12,10 @@
 namespace smelt::runtime {
 namespace {
 
-// FNV-1a over a constant's bytes: constants must be the same at every batch size.
+// FNV-1a over a constant's bytes: constants must be the same at every size.
 uint64_t bytes_hash(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  const auto* p = static_cast<const unsigned char*>(c.raw_data());
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0, n = size_t(c.numel()) * dtype_size(c.dtype()); i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  for (unsigned char c : ir::constant_bytes(t)) h = (h ^ c) * 1099511628211ull;
   return h;
 }
 

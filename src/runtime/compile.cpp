@@ -8,6 +8,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "nn/mode_reads.h"
 #include "ops/attrs.h"
 #include "ops/dispatch.h"
 #include "runtime/compile_impl.h"
@@ -25,7 +26,17 @@ std::string difference(const Signature& before, const Signature& now) {
     return std::string("module mode: ") + (before.training ? "training" : "eval") + " -> " +
            (now.training ? "training" : "eval");
   }
-  if (before.modes != now.modes) return "a submodule's mode (training / eval) changed";
+  if (before.modes != now.modes) {
+    if (before.training >= 0) return "a submodule's mode (training / eval) changed";
+    // a function: the modes of the modules its traces read, in the order first read
+    for (size_t i = 0; i < std::min(before.modes.size(), now.modes.size()); ++i) {
+      if (before.modes[i] != now.modes[i]) {
+        return "module mode: the " + std::to_string(i + 1) + ". module the function reads the mode of: " +
+               (before.modes[i] ? "training" : "eval") + " -> " + (now.modes[i] ? "training" : "eval");
+      }
+    }
+    return "the modules the function calls";
+  }
   if (before.requires_grad != now.requires_grad) {
     for (size_t i = 0; i < std::min(before.requires_grad.size(), now.requires_grad.size()); ++i) {
       if (before.requires_grad[i] != now.requires_grad[i]) {
@@ -166,9 +177,13 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::trace_graph(Compiled& c,
   std::unique_ptr<ir::Graph> graph;
   if (mode == Mode::Function) {
     std::vector<Tensor> frozen;
+    nn::ModeReads modes;
     graph = trace::trace(
         [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return fn(in); }, inputs,
         {}, {&c.captured, options.freeze ? &frozen : nullptr});
+    for (const auto& r : modes.reads) {
+      if (std::find(mode_reads.begin(), mode_reads.end(), r) == mode_reads.end()) mode_reads.push_back(r);
+    }
     for (const Tensor& t : frozen) c.frozen.emplace_back(t, t.storage()->version());
     c.random = graph->inputs().size() > inputs.size() + c.captured.size();
     c.aliases = alias_outputs(*graph, graph->outputs().size() - (c.random ? 1 : 0),
@@ -263,6 +278,7 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   std::shared_ptr<Compiled> c;
   {
     std::lock_guard<std::mutex> lock(f.mutex);
+    if (f.mode == Mode::Function) sig.modes = f.modes_now();  // of the modules it read when traced
     auto it = f.plans.find(sig);
     std::string note;
     if (it != f.plans.end()) {
@@ -294,7 +310,9 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
              " input signatures (recompile_limit " + std::to_string(f.options.recompile_limit) +
              "); each compiles anew — mark varying inputs or pad them to fewer shapes");
       }
-      c = f.plans.emplace(sig, f.compile(sig, inputs)).first->second;
+      c = f.compile(sig, inputs);
+      if (f.mode == Mode::Function) sig.modes = f.modes_now();  // with those this trace read first
+      f.plans[sig] = c;
       f.order.push_back(sig);
       f.last_sig = sig;
     }

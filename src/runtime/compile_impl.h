@@ -161,6 +161,14 @@ struct CompiledFunction::Impl {
   std::vector<Signature> order;       // signatures compiled, in the order they were first seen
   std::optional<Signature> last_sig;  // the latest new signature (for the recompile reasons)
   std::vector<std::unique_ptr<DynamicBatch>> dynamic;
+  // Function mode: the modes of the modules its traces read (nn/mode_reads.h), in first-read
+  // order; their values now are the signature's `modes`.
+  std::vector<std::shared_ptr<const bool>> mode_reads;
+  std::vector<bool> modes_now() const {
+    std::vector<bool> m;
+    for (const auto& r : mode_reads) m.push_back(*r);
+    return m;
+  }
   std::vector<std::string> reasons;
   const CompileReport* last = nullptr;
   std::shared_ptr<Compiled> last_compiled;

@@ -10,6 +10,8 @@
 #include "fusion/fuse.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "passes/dce.h"
+#include "passes/fold.h"
 #include "passes/pass_manager.h"
 #include "runtime/layout_choice.h"
 #include "runtime/memory_plan.h"
@@ -88,6 +90,12 @@ void plan_stage(CompiledGraph& c, const PipelineOptions& options, std::chrono::s
                                         : int(env_int("SMELT_COMPILE_AFTER", 2, 1, 1 << 30));
   plan_options.epilogue_in_tile = env_int("SMELT_NO_EPILOGUE_IN_TILE", 0, 0, 1) == 0;
   plan_options.cat_in_place = env_int("SMELT_NO_CAT_IN_PLACE", 0, 0, 1) == 0;
+  // Hoisting: a node or group that reads only constants is computed now, once (passes/fold.h's
+  // hoist mode, with fold's error policy), so that the plan has nothing to run for it.
+  passes::FoldOptions hoist;
+  hoist.hoist = true;
+  hoist.folded = &plan_options.hoisted;
+  if (passes::fold(*c.graph, hoist)) passes::dce(*c.graph);
   const codegen::KernelCacheStats cache_before = codegen::KernelCache::global().stats();
   c.plan = Plan::build(*c.graph, plan_options);
   const codegen::KernelCacheStats cache_after = codegen::KernelCache::global().stats();

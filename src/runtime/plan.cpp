@@ -87,6 +87,7 @@ Plan::~Plan() = default;
 std::unique_ptr<Plan> Plan::build(const ir::Graph& graph, const PlanOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->stats.hoisted = options.hoisted;
   impl->build(graph);
   impl->instantiate();
   if (options.backend != KernelBackend::Interpreter && !impl->defer_compile()) {

@@ -59,6 +59,8 @@ struct PlanOptions {
   // of its probe builds and hands their fitted dynamic-batch kernels to later builds
   // (runtime/batch_graph.h).
   LowerFn lower;
+  // Nodes the plan stage hoisted before the build (passes/fold.h), for the stats.
+  int hoisted = 0;
 };
 
 struct PlanStats {
@@ -66,7 +68,7 @@ struct PlanStats {
   int kernels = 0;          // Kernel steps (fused groups and lowered view copies)
   int op_steps = 0;         // Op steps
   int interpreted = 0;      // groups the lowering refused
-  int hoisted = 0;          // pure nodes reading only constants, computed once at build
+  int hoisted = 0;          // pure nodes reading only constants, computed once at build (PlanOptions)
   int cat_slices = 0;       // cat operands written in place into the cat's buffer (no copy)
   int tiled_contractions = 0;  // contraction groups run as one step, epilogue in the GEMM's tiles
                                // (each also counts as a kernel and an op step)

@@ -7,8 +7,6 @@
 #include "ops/dispatch.h"
 #include "runtime/contraction_step.h"
 #include "runtime/plan_impl.h"
-#include "smelt/autograd.h"
-#include "trace/interpreter.h"
 
 namespace smelt::runtime {
 
@@ -25,13 +23,6 @@ std::unique_ptr<ir::Graph> single_node_body(const ir::Node& node) {
   ir::Node* n = body->add_node(node.op, in, node.attrs);
   for (ir::Value* v : n->outputs) body->add_output(v);
   return body;
-}
-
-bool pure_graph(const ir::Graph& g) {
-  for (const auto& n : g.nodes()) {
-    if (n->body ? !pure_graph(*n->body) : !ops::is_pure(n->op)) return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -71,7 +62,7 @@ int Plan::Impl::arena_slot(const ops::TensorMeta& meta, int first_step, int last
   s.meta = meta;
   s.request = int(requests.size());
   BufferRequest r;
-  r.bytes = shape_numel(meta.shape) * int64_t(dtype_size(meta.dtype));
+  r.bytes = meta.nbytes();
   r.first_step = first_step;
   r.last_step = last_step;
   r.label = std::move(label);
@@ -163,7 +154,6 @@ void Plan::Impl::build(const ir::Graph& graph) {
       slot_of[node.outputs[0]] = add_slot(s);
       continue;
     }
-    if (hoist_constant_node(node, in, output_index)) continue;
     if (add_cat(node, in)) continue;
     // A transpose read only as a matmul operand is handed over as a strided view: the GEMM takes
     // any strides, and the copy would cost a pass over the operand on every call.
@@ -224,38 +214,6 @@ void Plan::Impl::build(const ir::Graph& graph) {
     output_slots.push_back(slot);
   }
   stats.steps = int(steps.size());
-}
-
-// A pure node reading only constants (a transpose of a captured weight that `fold` left because
-// of its size limit) is computed once, here: its results become constants of the plan instead of
-// work on every call. Graph outputs are left to run (each call returns fresh tensors).
-bool Plan::Impl::hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
-                                     const std::map<const ir::Value*, int>& output_index) {
-  for (int slot : in) {
-    if (slots[size_t(slot)].kind != SlotKind::Constant) return false;
-  }
-  for (const ir::Value* v : node.outputs) {
-    if (output_index.count(v)) return false;
-  }
-  if (node.body ? !pure_graph(*node.body) : !ops::is_pure(node.op)) return false;
-  std::vector<Tensor> args;
-  for (int slot : in) args.push_back(slots[size_t(slot)].constant);
-  std::vector<ops::TensorMeta> metas;
-  for (const ir::Value* v : node.outputs) metas.push_back(v->meta);
-  NoGradGuard no_grad;
-  std::vector<Tensor> results;
-  try {
-    results = node.body ? trace::interpret(*node.body, args)
-                        : ops::compute(node.op, args, node.attrs, metas);
-  } catch (const Error& e) {
-    if (e.internal()) throw;  // a smelt bug is reported, never taken for a refusal of the data
-    return false;  // a node that fails on its data fails when run, as the unoptimized graph does
-  }
-  for (size_t k = 0; k < node.outputs.size(); ++k) {
-    slot_of[node.outputs[k]] = constant_slot(results[k]);
-  }
-  ++stats.hoisted;
-  return true;
 }
 
 void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in,

@@ -137,8 +137,6 @@ struct Plan::Impl {
     return s.kind == SlotKind::Alias && s.strided_view;
   }
   int strided_alias(const ir::Node& node, int in_slot);
-  bool hoist_constant_node(const ir::Node& node, const std::vector<int>& in,
-                           const std::map<const ir::Value*, int>& output_index);
   void add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);
   void mark_constant_weight(ops::OpId op, const std::vector<int>& operand_slots, ops::Attrs* attrs) const;
   void add_group(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);

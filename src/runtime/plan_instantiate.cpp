@@ -46,7 +46,7 @@ void Plan::Impl::measure_steps() {
       for (int slot : *list) {
         if (!seen.insert(root(slot)).second) continue;
         const ops::TensorMeta& m = slots[size_t(slot)].meta;
-        bytes += shape_numel(m.shape) * int64_t(dtype_size(m.dtype));
+        bytes += m.nbytes();
       }
     }
     int64_t flops = 0;

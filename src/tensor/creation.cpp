@@ -164,7 +164,7 @@ Tensor full(const Shape& shape, const Scalar& value, TensorOptions options) {
 Tensor zeros(const Shape& shape, TensorOptions options) {
   const DType dtype = options.dtype_or(DType::Float32);
   Tensor t = empty(shape, dtype);
-  std::memset(t.raw_data(), 0, size_t(t.numel()) * dtype_size(dtype));
+  std::memset(t.raw_data(), 0, size_t(t.nbytes()));
   return with_options(t, options);
 }
 Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1, options); }

@@ -128,6 +128,7 @@ int64_t Tensor::stride(int64_t d) const {
   return impl_->strides[wrap_dim(d, dim(), "Tensor::stride")];
 }
 int64_t Tensor::numel() const { return shape_numel(checked_impl().shape); }
+int64_t Tensor::nbytes() const { return numel() * int64_t(dtype_size(dtype())); }
 int64_t Tensor::offset() const { return checked_impl().offset; }
 DType Tensor::dtype() const { return checked_impl().dtype; }
 const Ref<Storage>& Tensor::storage() const { return checked_impl().storage; }

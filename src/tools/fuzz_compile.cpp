@@ -151,8 +151,8 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
                 static_cast<long long>(t.kernels), static_cast<long long>(t.op_steps),
                 static_cast<long long>(t.interpreted), t.compile_ms / 1e3, t.wait_ms / 1e3, t.run_ms / 1e3);
     if (args.second_batch > 0) {
-      std::printf("%s second batch: %lld cases replayed at two more batch sizes, %lld of them on the dynamic "
-                  "batch (the rest specialized), %lld failed\n",
+      std::printf("%s second batch: %lld cases replayed at two more sizes (batch, last dim or both), %lld of "
+                  "them on dynamic shapes (the rest specialized), %lld failed\n",
                   fuzz::compile_backend_name(backends[b]), static_cast<long long>(t.second),
                   static_cast<long long>(t.second_dynamic), static_cast<long long>(t.second_failed));
     }

@@ -443,3 +443,67 @@ TEST(CompileState, ABatchNormTrainingInsideCompileSaysToCompileTheModule) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// A function that captures a module and calls it: the module's train / eval mode is read while
+// traced (dropout, batch norm trace differently per mode), so it is part of the signature. Found
+// in issue 22's review: model.eval() after a compile in training mode kept running dropout.
+TEST(CompileState, ACapturedModuleSwitchedToEvalIsSeen) {
+  for (const char* backend : {"interpreter", "cpp"}) {
+    nn::Linear lin(6, 4);
+    nn::Dropout drop(0.5);
+    nn::BatchNorm2d bn(4);
+    const Fn fn = [&](const std::vector<Tensor>& in) {
+      const Tensor h = drop(lin(in[0]));
+      return std::vector<Tensor>{h, bn(h.reshape({-1, 4, 1, 1}))};
+    };
+    CompileOptions options;
+    options.backend = backend;
+    CompiledFunction f = compile(fn, options);
+    const Tensor x = rand32({8, 6}, -1, 1, 61);
+    lin.eval(), drop.eval(), bn.eval();
+    std::vector<Tensor> got = f({x}), want = fn({x});
+    EXPECT_TRUE(same_bits(got[0], want[0])) << backend;
+    EXPECT_TRUE(testing::all_close(got[1], want[1], 1e-6, 1e-6)) << backend;
+    drop.train();  // dropout active: about half the elements zero, the rest doubled
+    got = f({x});
+    const std::vector<double> h = got[0].to_vector(), plain = lin(x).to_vector();
+    int zeros = 0;
+    for (size_t i = 0; i < h.size(); ++i) {
+      zeros += h[i] == 0;
+      EXPECT_TRUE(h[i] == 0 || std::abs(h[i] - 2 * plain[i]) < 1e-6) << backend << " " << i;
+    }
+    EXPECT_GT(zeros, 2) << backend;
+    EXPECT_LT(zeros, int(h.size()) - 2) << backend;
+    ASSERT_EQ(f.num_compiles(), 2) << backend;
+    EXPECT_NE(f.recompile_reasons().back().find("module mode"), std::string::npos) << f.recompile_reasons().back();
+    EXPECT_NE(f.recompile_reasons().back().find("eval -> training"), std::string::npos)
+        << f.recompile_reasons().back();
+    drop.eval();  // the eval plan again, no third compile
+    got = f({x});
+    EXPECT_TRUE(same_bits(got[0], lin(x))) << backend;
+    EXPECT_EQ(f.num_compiles(), 2) << backend;
+  }
+}
+
+// A module made inside the function on every call: its mode state outlives it (ASan sees any
+// read of a destroyed module), and every call behaves as eager.
+TEST(CompileState, AModuleMadeInsideTheFunctionIsNoDanglingGuard) {
+  nn::Linear lin(3, 3);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    nn::Dropout drop(0.25);
+    drop.eval();
+    return std::vector<Tensor>{drop(lin(in[0]))};
+  };
+  CompiledFunction f = compile(fn, on("interpreter"));
+  for (int call = 0; call < 3; ++call) {
+    const Tensor x = rand32({2, 3}, -1, 1, uint64_t(70 + call));
+    EXPECT_TRUE(same_bits(f({x})[0], fn({x})[0])) << call;
+  }
+  EXPECT_EQ(f.num_compiles(), 1);
+}
+
+}  // namespace
+}  // namespace smelt
