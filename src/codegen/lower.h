@@ -23,6 +23,7 @@
 // different dims — is `LowerResult::reason`: the caller runs the group node by node instead.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -57,6 +58,10 @@ struct LowerOptions {
   bool batch_generic = false;
 };
 LowerResult lower(const ir::Graph& body, const std::string& name, const LowerOptions& options);
+
+// How a plan lowers a fusion group (the body, its name, the options): lower() unless the plan's
+// options say otherwise (runtime/plan.h PlanOptions::lower: dynamic shapes replay fitted kernels).
+using LowerFn = std::function<LowerResult(const ir::Graph& body, const std::string& name, const LowerOptions& options)>;
 
 // The largest power of two B <= max_block dividing `n`, or 1: how a long 1-D elementwise space is
 // split into [n / B, B] so the outer loop can run in parallel.

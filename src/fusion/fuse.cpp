@@ -39,6 +39,9 @@ std::unique_ptr<ir::Graph> planned_body(const std::unordered_set<const ir::Value
   std::vector<int> members = G.owned;
   members.insert(members.end(), G.recomputed.begin(), G.recomputed.end());
   std::sort(members.begin(), members.end());
+  if (G.pattern == Pattern::Contraction) {  // the contract: the product is the first body node
+    std::stable_partition(members.begin(), members.end(), [&](int m) { return plan.roles[size_t(m)] == Role::Contraction; });
+  }
   auto member = [&](const ir::Node* n) {
     auto p = pos.find(n);
     return p != pos.end() && std::binary_search(members.begin(), members.end(), p->second);
@@ -140,8 +143,8 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
   const std::unordered_set<const ir::Value*> graph_outputs(graph.outputs().begin(), graph.outputs().end());
   for (int g = 0; options.lowers && g < int(plan.groups.size()); ++g) {
     detail::PlannedGroup& G = plan.groups[size_t(g)];
-    if (!G.alive || G.pattern == Pattern::Contraction) continue;
-    const std::string why = options.lowers(*planned_body(graph_outputs, plan, g, pos));
+    if (!G.alive) continue;
+    const std::string why = options.lowers(*planned_body(graph_outputs, plan, g, pos), G.pattern);
     if (why.empty() || !can_dissolve(g)) continue;
     G.alive = false;
     ++report.unlowered_groups;

@@ -138,9 +138,9 @@ struct FusionOptions {
   // Set: whether a planned group's body lowers to one kernel ("" when it does, else why not), asked
   // before the group is made (runtime/pipeline.cpp passes codegen's lowering; fusion cannot
   // include codegen). A group that would not lower is not made: its nodes stay unfused and run
-  // as the plan's op steps, instead of a group interpreted node by node. Contraction groups are
-  // not asked (the plan runs their product as an op and lowers only the epilogue).
-  std::function<std::string(const ir::Graph& body)> lowers;
+  // as the plan's op steps, instead of a group interpreted node by node. For a contraction group
+  // the question is its epilogue's (codegen/lower_contraction.h: the product runs as an op).
+  std::function<std::string(const ir::Graph& body, Pattern pattern)> lowers;
 };
 
 // The options with SMELT_FUSE_MAX_OPS, SMELT_FUSE_MAX_DEPTH, SMELT_FUSE_MAX_RECOMPUTE,

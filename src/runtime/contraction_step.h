@@ -19,20 +19,14 @@
 #include <string>
 #include <vector>
 
-#include "codegen/lower.h"
+#include "codegen/lower_contraction.h"
 #include "kernels/gemm.h"
 #include "ir/graph.h"
 #include "runtime/kernel_step.h"
 
 namespace smelt::runtime {
 
-struct TiledContraction {
-  // The epilogue in tile form. Arguments: the body's inputs, the product, the constants, the
-  // body's outputs (as the two-step path's epilogue kernel).
-  codegen::LowerResult lowered;
-  std::vector<int> operand_inputs;  // the contraction's operands, as indices into the body's inputs
-  int product_output = -1;          // the body output the GEMM writes the product into; -1: a temporary
-};
+using codegen::TiledContraction;
 
 // A blocked conv group whose epilogue is y = min(max((y + bias) + residual, lo), hi) (an add of a
 // per-channel constant, an add of a group input of y's shape, then relu, clamp, maximum or minimum
@@ -49,15 +43,6 @@ struct ConvPostOps {
 // plan constant (or nullptr): fusion leaves a bias either there or in the body.
 std::optional<ConvPostOps> conv_epilogue_as_post_ops(const ir::Graph& body,
                                                      const std::function<const Tensor*(const ir::Value*)>& constant_of);
-
-// nullopt when the tile form does not apply to this group (the op cannot take a tile epilogue,
-// or the epilogue does not lower to the tile form).
-std::optional<TiledContraction> lower_tiled_contraction(const ir::Graph& body, const std::string& name,
-                                                        const LowerFn& lower);
-
-// A contraction group's body with the contraction (its first node) removed and its output turned
-// into the last body input: the epilogue alone.
-std::unique_ptr<ir::Graph> contraction_epilogue_body(const ir::Graph& body);
 
 // Runs `op` on `operands` into `product` with `epilogue` (bound to its arguments) on every tile.
 // `post_ops`: the epilogue as data too (may be nullptr).

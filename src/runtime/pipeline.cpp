@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "codegen/kernel_cache.h"
 #include "codegen/lower.h"
+#include "codegen/lower_contraction.h"
 #include "fusion/fuse.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -53,8 +54,11 @@ CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOpti
   if (options.fuse) {
     fusion::FusionOptions fusion_options = fusion::fusion_options_from_env();
     fusion_options.cost_shapes = options.fusion_cost_shapes;
-    fusion_options.lowers = [](const ir::Graph& body) {
-      codegen::LowerResult lowered = codegen::lower(body, "fusion_check", codegen::LowerOptions{});
+    fusion_options.lowers = [](const ir::Graph& body, fusion::Pattern pattern) {
+      codegen::LowerResult lowered =
+          pattern == fusion::Pattern::Contraction
+              ? codegen::lower(*codegen::contraction_epilogue_body(body), "fusion_check", codegen::LowerOptions{})
+              : codegen::lower(body, "fusion_check", codegen::LowerOptions{});
       return lowered.kernel ? std::string() : lowered.reason;
     };
     fusion::FusionReport report = fusion::fuse(*c.graph, fusion_options);

@@ -37,10 +37,7 @@ enum class KernelBackend : uint8_t {
   Tiered,       // interpreter first, generated C++ as soon as the background compile finishes
 };
 
-// How the plan lowers a fusion group (the body, its name, the options): codegen::lower unless
-// PlanOptions::lower says otherwise.
-using LowerFn = std::function<codegen::LowerResult(const ir::Graph& body, const std::string& name,
-                                                   const codegen::LowerOptions& options)>;
+using LowerFn = codegen::LowerFn;  // (codegen/lower.h)
 
 struct PlanOptions {
   KernelBackend backend = KernelBackend::Tiered;

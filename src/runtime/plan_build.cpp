@@ -250,7 +250,7 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in,
   add_op_step(first, first_in, {temp});
   std::vector<int> epilogue_in = in;
   epilogue_in.push_back(temp);
-  add_kernel_step(*contraction_epilogue_body(body), name, epilogue_in, out);
+  add_kernel_step(*codegen::contraction_epilogue_body(body), name, epilogue_in, out);
 }
 
 // A conv2d whose weight is one of the plan's constants may keep it converted to a library's layout
@@ -308,7 +308,7 @@ void Plan::Impl::add_kernel_step(const ir::Graph& body, const std::string& name,
 // false when the tile form does not apply (the caller then makes the two steps).
 bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string& name,
                                        const std::vector<int>& in, const std::vector<int>& out) {
-  std::optional<TiledContraction> tiled = lower_tiled_contraction(body, name, lower);
+  std::optional<TiledContraction> tiled = codegen::lower_tiled_contraction(body, name, lower);
   if (!tiled) return false;
   const ir::Node& first = *body.nodes().front();
   Step s;

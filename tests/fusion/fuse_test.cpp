@@ -132,3 +132,48 @@ TEST(Fuse, LargeGraph) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Legality is the lowering's (FusionOptions::lowers), contraction groups included: a contraction
+// group is asked with its product first (codegen/lower_contraction.h splits the epilogue off it),
+// and one whose epilogue the lowering refuses is not made.
+TEST(Fuse, AContractionGroupIsAskedAndNotMadeWhenRefused) {
+  auto g = ir::parse(R"(graph(%x: f32[4,8], %w: f32[8,6], %b: f32[6]) {
+  %1: f32[4,6] = matmul(%x, %w)
+  %2: f32[4,6] = add(%1, %b)
+  %3: f32[4,6] = relu(%2)
+  return %3
+})");
+  fusion::FusionOptions options;
+  std::vector<fusion::Pattern> asked;
+  options.lowers = [&](const ir::Graph& body, fusion::Pattern pattern) -> std::string {
+    asked.push_back(pattern);
+    if (pattern != fusion::Pattern::Contraction) return "";
+    EXPECT_EQ(body.nodes().front()->op, ops::OpId::matmul) << ir::print(body);
+    return "refused by the test";
+  };
+  fusion::FusionReport r = fusion::fuse(*g, options);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], fusion::Pattern::Contraction);
+  for (const auto& n : g->nodes()) {
+    EXPECT_NE(fusion::group_pattern(*n), fusion::Pattern::Contraction) << ir::print(*g);
+  }
+  EXPECT_NE(r.explain().find("would not lower to one kernel (refused by the test)"), std::string::npos) << r.explain();
+  // accepted, the same graph makes the contraction group
+  options.lowers = [](const ir::Graph&, fusion::Pattern) { return std::string(); };
+  auto again = ir::parse(R"(graph(%x: f32[4,8], %w: f32[8,6], %b: f32[6]) {
+  %1: f32[4,6] = matmul(%x, %w)
+  %2: f32[4,6] = add(%1, %b)
+  %3: f32[4,6] = relu(%2)
+  return %3
+})");
+  fusion::fuse(*again, options);
+  bool contraction = false;
+  for (const auto& n : again->nodes()) contraction |= fusion::group_pattern(*n) == fusion::Pattern::Contraction;
+  EXPECT_TRUE(contraction) << ir::print(*again);
+}
+
+}  // namespace
+}  // namespace smelt
