@@ -5,6 +5,7 @@
 #include "codegen/online_sumexp.h"
 #include "ops/elementwise_bind.h"
 #include "ops/op_util.h"
+#include "ops/views.h"
 
 namespace smelt::codegen::detail {
 
@@ -107,37 +108,35 @@ Map Lowerer::broadcast_map(const Map& m, const Shape& to, const Shape& from) {
 Map Lowerer::view_input_map(const ir::Node& n, const Map& m) const {
   const Shape& in = n.inputs[0]->meta.shape;
   const Shape& out = n.outputs[0]->meta.shape;
-  switch (n.op) {
-    case OpId::contiguous:
-      return m;
-    case OpId::expand:
-      return broadcast_map(m, out, in);
-    case OpId::permute: {
-      Map r = m;
-      const auto& dims = n.attrs.get_ints("dims");
-      for (size_t d = 0; d < dims.size(); ++d) {
-        const size_t w = size_t(wrap_dim(dims[d], int64_t(in.size()), "permute"));
-        r.rows[w] = m.rows[d];
-        r.base[w] = m.base[d];
-        if (!m.gather.empty()) r.gather[w] = m.gather[d];
-      }
-      return r;
-    }
-    case OpId::slice: {
-      Map r = m;
-      const size_t dim = size_t(wrap_dim(n.attrs.get_int("dim"), int64_t(in.size()), "slice"));
-      const int64_t start = n.attrs.get_int("start"), step = n.attrs.get_int("step");
-      for (int64_t& c : r.rows[dim]) c *= step;
-      r.base[dim] = start + step * m.base[dim];
-      if (!m.gather.empty()) r.gather[dim] *= step;
-      return r;
-    }
-    case OpId::reshape:
-      if (gathers(m)) throw CannotLower{"a gathered read through a reshape"};
-      return detail::reshape_input_map(in, out, m, space_.size());
-    default:
-      throw CannotLower{std::string("no lowering for op ") + n.name()};
+  if (n.op == OpId::contiguous) return m;
+  if (n.op == OpId::reshape) {
+    if (gathers(m)) throw CannotLower{"a gathered read through a reshape"};
+    return detail::reshape_input_map(in, out, m, space_.size());
   }
+  // permute, slice, expand: the view arithmetic's one owner (ops::view_layout) gives, for an input
+  // laid out with stride 1 in dim w and 0 elsewhere, the output's strides and offset: how input
+  // dim w's index follows from the output's (w = sum_d strides[d] * out_d + offset).
+  Map r;
+  r.rows.assign(in.size(), std::vector<int64_t>(space_.size(), 0));
+  r.base.assign(in.size(), 0);
+  if (!m.gather.empty()) r.gather.assign(in.size(), 0);
+  r.gather_access = m.gather_access;
+  r.gather_extent = m.gather_extent;
+  for (size_t w = 0; w < in.size(); ++w) {
+    Shape unit(in.size(), 0);
+    unit[w] = 1;
+    const std::optional<ops::ViewLayout> layout = ops::view_layout(n.op, n.attrs, in, unit, 0, out);
+    if (!layout) throw CannotLower{std::string("no lowering for op ") + n.name()};
+    r.base[w] = layout->offset;
+    for (size_t d = 0; d < out.size(); ++d) {
+      const int64_t c = layout->strides[d];
+      if (c == 0) continue;
+      for (size_t j = 0; j < r.rows[w].size(); ++j) r.rows[w][j] += c * m.rows[d][j];
+      r.base[w] += c * m.base[d];
+      if (!m.gather.empty()) r.gather[w] += c * m.gather[d];
+    }
+  }
+  return r;
 }
 
 int Lowerer::reduction_result(const ir::Value* v, const Map& m, int stage) {

@@ -16,17 +16,12 @@ bool all_ones(const Shape& shape) {
   return std::all_of(shape.begin(), shape.end(), [](int64_t n) { return n == 1; });
 }
 
-// c broadcast to `rank` dims (leading size-1 dims) and permuted by `perm`, as a new dense tensor.
+// c broadcast to `rank` dims (leading size-1 dims) and permuted by `perm`, as a new dense tensor
+// (the eager views: ops::view_layout owns their arithmetic).
 Tensor permuted_constant(const Tensor& c, int64_t rank, const Permutation& perm) {
-  Shape shape(size_t(rank) - c.shape().size(), 1), strides(shape.size(), 0);
+  Shape shape(size_t(rank) - c.shape().size(), 1);
   shape.insert(shape.end(), c.shape().begin(), c.shape().end());
-  strides.insert(strides.end(), c.strides().begin(), c.strides().end());
-  Shape pshape, pstrides;
-  for (int64_t d : perm) {
-    pshape.push_back(shape[size_t(d)]);
-    pstrides.push_back(strides[size_t(d)]);
-  }
-  return kernels::contiguous_copy(make_tensor(c.storage(), pshape, pstrides, c.offset(), c.dtype()));
+  return kernels::contiguous_copy(c.reshape(shape).permute(perm));
 }
 
 // permute(permute(x, p), q) -> permute(x, p then q), or x when that is the identity
