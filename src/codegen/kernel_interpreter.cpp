@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <type_traits>
 
 #include "base/parallel.h"
@@ -323,10 +324,20 @@ struct InterpretedKernel::Program {
   int64_t outer = 1, inner = 1;
 };
 
-InterpretedKernel::InterpretedKernel(LoopKernel kernel) {
+// Programs of a dynamic-shape kernel at sizes other than its own, made on first use; the most
+// recently made few are kept (a kernel shared by plans at several sizes).
+struct InterpretedKernel::Sized {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<const Program>> programs;  // most recent last
+};
+
+InterpretedKernel::InterpretedKernel(LoopKernel kernel) : program_(prepare(std::move(kernel))) {
+  if (program_->kernel.batch) sized_ = std::make_shared<Sized>();
+}
+
+std::shared_ptr<const InterpretedKernel::Program> InterpretedKernel::prepare(LoopKernel kernel) {
   auto made = std::make_shared<Program>();
   Program& plan = *made;
-  program_ = made;
   plan.kernel = std::move(kernel);
   const LoopKernel& k = plan.kernel;
   TilePlan& p = plan.tiles;
@@ -361,14 +372,38 @@ InterpretedKernel::InterpretedKernel(LoopKernel kernel) {
     rows.tile_strides.assign(k.accesses.size() * kMaxTileDims, 0);
     for (size_t a = 0; a < k.accesses.size(); ++a) rows.tile_strides[a * kMaxTileDims] = k.accesses[a].inner_strides[0];
   }
+  return made;
 }
 
 const LoopKernel& InterpretedKernel::kernel() const { return program_->kernel; }
 
-void InterpretedKernel::run(void* const* args) const {
+std::shared_ptr<const InterpretedKernel::Program> InterpretedKernel::program_for(void* const* args) const {
   const LoopKernel& k = program_->kernel;
-  const TilePlan& p = program_->tiles;
-  const int64_t outer = program_->outer, inner = program_->inner;
+  if (!k.batch) return program_;
+  // the sizes follow the buffers, as the generated code reads them (loop_kernel.h BatchTerms)
+  const auto* sizes = static_cast<const int64_t*>(args[k.args.size()]);
+  const SymbolPoint p(sizes, sizes + k.batch->at.size());
+  if (p == k.batch->at) return program_;
+  constexpr size_t kKept = 8;
+  std::lock_guard<std::mutex> lock(sized_->mutex);
+  auto& programs = sized_->programs;
+  for (auto it = programs.begin(); it != programs.end(); ++it) {
+    if ((*it)->kernel.batch->at != p) continue;
+    std::shared_ptr<const Program> found = *it;
+    programs.erase(it);
+    programs.push_back(found);
+    return found;
+  }
+  programs.push_back(prepare(kernel_at(k, p)));
+  if (programs.size() > kKept) programs.erase(programs.begin());
+  return programs.back();
+}
+
+void InterpretedKernel::run(void* const* args) const {
+  const std::shared_ptr<const Program> program = program_for(args);
+  const LoopKernel& k = program->kernel;
+  const TilePlan& p = program->tiles;
+  const int64_t outer = program->outer, inner = program->inner;
   if (p.elementwise) {
     parallel_for(outer * inner, kParallelGrain, [&](int64_t begin, int64_t end) {
       Frame& f = frame_for(p);
@@ -400,15 +435,17 @@ void InterpretedKernel::run(void* const* args) const {
 }
 
 void InterpretedKernel::run_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
-  const LoopKernel& k = program_->kernel;
+  const std::shared_ptr<const Program> program = program_for(args);
+  const LoopKernel& k = program->kernel;
   SMELT_INTERNAL_CHECK(k.tiled) << "kernel '" << k.name << "': a tile run of a kernel not in tile form";
-  const TilePlan& p = program_->row_tiles;
+  const TilePlan& p = program->row_tiles;
   Frame& f = frame_for(p);
   for (int64_t r = r0; r < r1; ++r) {
     row_base(k, f, r, args);
     run_stage(p, f, args, 0, c0, c1);
   }
 }
+
 
 void run_interpreted(const LoopKernel& kernel, void* const* args) { InterpretedKernel(kernel).run(args); }
 

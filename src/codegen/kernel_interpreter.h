@@ -17,7 +17,9 @@ namespace smelt::codegen {
 
 // A kernel (validate()d by the caller: nothing is checked here) prepared for interpretation:
 // the per-call setup is done once, and each thread reuses its scratch, so a run allocates
-// nothing once warm. Runs are reentrant.
+// nothing once warm. Runs are reentrant. A dynamic-shape kernel (LoopKernel::batch) runs at the
+// sizes its arguments carry after the buffers, as its generated code does: one interpreter
+// serves every size (a program per size, made on first use).
 class InterpretedKernel {
  public:
   explicit InterpretedKernel(LoopKernel kernel);
@@ -28,10 +30,14 @@ class InterpretedKernel {
 
  private:
   struct Program;
+  struct Sized;
+  static std::shared_ptr<const Program> prepare(LoopKernel kernel);
+  std::shared_ptr<const Program> program_for(void* const* args) const;
   std::shared_ptr<const Program> program_;
+  std::shared_ptr<Sized> sized_;  // dynamic-shape kernels: the programs at other sizes
 };
 
-// Prepares and runs `kernel` once.
+// Prepares and runs `kernel` once (tests).
 void run_interpreted(const LoopKernel& kernel, void* const* args);
 
 }  // namespace smelt::codegen

@@ -12,18 +12,12 @@ KernelStep::KernelStep(codegen::LoopKernel kernel) {
                                 << "': " << e.what() << "\n" << codegen::print_kernel(kernel);
   }
   args_.resize(kernel.args.size());
-  if (kernel.tiled) tiles_ = std::make_shared<codegen::InterpretedKernel>(kernel);
   if (kernel.batch) {
     sizes_ = kernel.batch->at;
     args_.push_back(sizes_.data());
-    interpreted_ = tiles_ ? tiles_ : std::make_shared<codegen::InterpretedKernel>(kernel);
   }
+  handle_ = std::make_shared<codegen::KernelHandle>(kernel);
   kernel_ = std::move(kernel);
-}
-
-void KernelStep::run_interpreted() const {
-  if (interpreted_) interpreted_->run(args_.data());
-  else codegen::run_interpreted(kernel_, args_.data());
 }
 
 std::string KernelStep::wait_compiled(const std::shared_ptr<codegen::KernelHandle>& handle) {
@@ -34,7 +28,7 @@ std::string KernelStep::wait_compiled(const std::shared_ptr<codegen::KernelHandl
 }
 
 const char* KernelStep::backend_name() const {
-  if (!handle_) return "interpreter";
+  if (!cached_) return "interpreter";
   if (handle_->compiled_entry()) return "compiled";
   return handle_->error().empty() ? "compiling" : "interpreter";
 }

@@ -17,32 +17,27 @@ using codegen::KernelEntry;
 
 class KernelStep {
  public:
-  // Validates the kernel (an invalid one is an internal error of the lowering). The step runs on
-  // the interpreter until attach() gives it the kernel cache's handle: the plan asks the cache
-  // for all its kernels at once (KernelCache::get_many), so that they compile in batches.
-  // A dynamic-shape kernel (LoopKernel::batch) runs at its `batch->at`: the compiled code reads
-  // those sizes from one more argument, the interpreter runs the kernel as it is.
+  // Validates the kernel (an invalid one is an internal error of the lowering). The step runs
+  // through one KernelHandle, the kernel's one execution owner (interpreted until compiled): its
+  // own until attach() gives it the kernel cache's (the plan asks the cache for all its kernels
+  // at once, KernelCache::get_many, so that they compile in batches). A dynamic-shape kernel
+  // (LoopKernel::batch) runs at its `batch->at`: its sizes follow the buffers in the arguments,
+  // for compiled code and interpreter alike (so one cache handle serves every size).
   explicit KernelStep(codegen::LoopKernel kernel);
 
   // From now on the step runs through `handle` (compiled once its compile is done). Not while a
   // run of this step is in flight.
-  void attach(std::shared_ptr<codegen::KernelHandle> handle) { handle_ = std::move(handle); }
+  void attach(std::shared_ptr<codegen::KernelHandle> handle) {
+    handle_ = std::move(handle);
+    cached_ = true;
+  }
 
   // `pointers[arg_slots[i]]` is argument i.
   void run(const std::vector<void*>& pointers, const std::vector<int>& arg_slots) {
     for (size_t i = 0; i < arg_slots.size(); ++i) args_[i] = pointers[size_t(arg_slots[i])];
     // nll_loss's targets, checked as the eager op checks them (the backends assume them in range)
     if (!kernel_.index_checks.empty()) codegen::check_indices(kernel_, args_.data());
-    if (!handle_) {
-      run_interpreted();
-    } else if (!kernel_.batch) {
-      handle_->run(args_.data());
-    } else if (KernelEntry entry = handle_->compiled_entry()) {
-      entry(args_.data());  // args_ ends with sizes_.data()
-    } else {
-      // The cache's handle is shared by every size: its interpreter may hold another one.
-      run_interpreted();
-    }
+    handle_->run(args_.data());
   }
 
   // A tiled kernel run tile by tile (a contraction's epilogue inside the GEMM): bind() once, then
@@ -50,20 +45,14 @@ class KernelStep {
   void bind(const std::vector<void*>& pointers, const std::vector<int>& arg_slots) {
     for (size_t i = 0; i < arg_slots.size(); ++i) args_[i] = pointers[size_t(arg_slots[i])];
   }
-  void run_tile(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const {
-    if (handle_ && (!kernel_.batch || handle_->compiled_entry())) {
-      handle_->run_tile(args_.data(), r0, r1, c0, c1);
-    } else {
-      tiles_->run_tile(args_.data(), r0, r1, c0, c1);
-    }
-  }
+  void run_tile(int64_t r0, int64_t r1, int64_t c0, int64_t c1) const { handle_->run_tile(args_.data(), r0, r1, c0, c1); }
 
-  // The kernel; kept by the step also once the cache holds it, so that a reader's reference
-  // stays valid when a run switches the step to compiled code.
+  // The kernel (at this step's sizes); kept by the step also once the cache holds it, so that a
+  // reader's reference stays valid when a run switches the step to compiled code.
   const codegen::LoopKernel& kernel() const { return kernel_; }
   // The kernel cache's handle (null until the step asks the cache: Interpreter backend, or a
   // Tiered step before start_compile). Changes only in start_compile.
-  std::shared_ptr<codegen::KernelHandle> handle() const { return handle_; }
+  std::shared_ptr<codegen::KernelHandle> handle() const { return cached_ ? handle_ : nullptr; }
   // Waits for `handle`'s pending compile; then "" when the kernel runs compiled (or `handle` is
   // null: the interpreter is the backend), else why it stays interpreted (no compiler, an error).
   static std::string wait_compiled(const std::shared_ptr<codegen::KernelHandle>& handle);
@@ -71,11 +60,9 @@ class KernelStep {
   const char* backend_name() const;
 
  private:
-  void run_interpreted() const;
   codegen::LoopKernel kernel_;
-  std::shared_ptr<codegen::KernelHandle> handle_;
-  std::shared_ptr<codegen::InterpretedKernel> tiles_;  // tiled kernels, until compiled
-  std::shared_ptr<codegen::InterpretedKernel> interpreted_;  // dynamic-shape kernels
+  std::shared_ptr<codegen::KernelHandle> handle_;  // runs the kernel: the step's own, or the cache's
+  bool cached_ = false;                            // handle_ is the cache's
   std::vector<void*> args_;
   std::vector<int64_t> sizes_;  // dynamic-shape kernels: the symbols' values, args_.back() points here
 };
