@@ -26,42 +26,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* where) {
 namespace ops {
 namespace {
 
-std::vector<TensorMeta> arith_shape(const std::vector<TensorMeta>& in, const char* op) {
-  check_same_dtype(in[0], in[1], op);
-  check_numeric(in[0], op, "operands");
-  return {{broadcast_shapes(in[0].shape, in[1].shape, op), in[0].dtype}};
-}
-
-std::vector<TensorMeta> compare_shape(const std::vector<TensorMeta>& in, const char* op) {
-  check_same_dtype(in[0], in[1], op);
-  return {{broadcast_shapes(in[0].shape, in[1].shape, op), DType::Bool}};
-}
-
-#define ARITH_SHAPE(NAME)                                                                      \
-  std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs&) {      \
-    return arith_shape(in, #NAME);                                                             \
-  }
-
-ARITH_SHAPE(add)
-ARITH_SHAPE(sub)
-ARITH_SHAPE(mul)
-ARITH_SHAPE(maximum)
-ARITH_SHAPE(minimum)
-// pow has float rows only in the elementwise table (kernels/scalar_table.h): an int64 pow passed
-// this rule and then failed in the kernel, inside fold at compile time (found by smelt fuzz).
-std::vector<TensorMeta> pow_shape(const std::vector<TensorMeta>& in, const Attrs&) {
-  std::vector<TensorMeta> out = arith_shape(in, "pow");
-  SMELT_CHECK(dtype_is_floating(in[0].dtype))
-      << "pow: operands must be float32 or float64, got " << dtype_name(in[0].dtype) << "; cast first";
-  return out;
-}
-
 // Integer division truncates toward zero (C semantics, ONNX Div) and INT64_MIN / -1 (INT32_MIN /
 // -1) wraps (scalar::div);
 // an integer divisor of zero is refused here with a clear error (PyTorch raises too).
-std::vector<TensorMeta> div_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  return arith_shape(in, "div");
-}
 void div_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
   if (dtype_is_signed_integer(in[1].dtype())) {
     std::atomic<bool> zero{false};
@@ -76,25 +43,6 @@ void div_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::ve
                        << " holds a 0); cast to float32 for IEEE division (inf/nan)";
   }
   elementwise_kernel(OpId::div, in, attrs, out);
-}
-
-#define COMPARE_SHAPE(NAME)                                                                    \
-  std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs&) {      \
-    return compare_shape(in, #NAME);                                                           \
-  }
-
-COMPARE_SHAPE(eq)
-COMPARE_SHAPE(ne)
-COMPARE_SHAPE(lt)
-COMPARE_SHAPE(le)
-COMPARE_SHAPE(gt)
-COMPARE_SHAPE(ge)
-
-std::vector<TensorMeta> where_shape(const std::vector<TensorMeta>& in, const Attrs&) {
-  check_dtype(in[0], DType::Bool, "where", "condition");
-  check_same_dtype(in[1], in[2], "where");
-  Shape s = broadcast_shapes(in[0].shape, in[1].shape, "where");
-  return {{broadcast_shapes(s, in[2].shape, "where"), in[1].dtype}};
 }
 
 // ---- gradient rules (results may have the broadcast shape; the engine sums them down)
@@ -156,20 +104,20 @@ std::vector<Tensor> where_grad(const GradContext& c) {
 
 }  // namespace
 
-SMELT_OP_IMPL(add) = {add_shape, table_kernel<OpId::add>, add_grad, kSaveNothing};
-SMELT_OP_IMPL(sub) = {sub_shape, table_kernel<OpId::sub>, sub_grad, kSaveNothing};
-SMELT_OP_IMPL(mul) = {mul_shape, table_kernel<OpId::mul>, mul_grad, kSaveInputs};
-SMELT_OP_IMPL(div) = {div_shape, div_kernel, div_grad, kSaveInputs};
-SMELT_OP_IMPL(pow) = {pow_shape, table_kernel<OpId::pow>, pow_grad, kSaveInputs};
-SMELT_OP_IMPL(maximum) = {maximum_shape, table_kernel<OpId::maximum>, maximum_grad, kSaveInputs};
-SMELT_OP_IMPL(minimum) = {minimum_shape, table_kernel<OpId::minimum>, minimum_grad, kSaveInputs};
-SMELT_OP_IMPL(eq) = {eq_shape, table_kernel<OpId::eq>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(ne) = {ne_shape, table_kernel<OpId::ne>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(lt) = {lt_shape, table_kernel<OpId::lt>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(le) = {le_shape, table_kernel<OpId::le>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(gt) = {gt_shape, table_kernel<OpId::gt>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(ge) = {ge_shape, table_kernel<OpId::ge>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(where) = {where_shape, table_kernel<OpId::where>, where_grad, kSaveInputs};
+SMELT_OP_IMPL(add) = {table_shape<OpId::add>, table_kernel<OpId::add>, add_grad, kSaveNothing};
+SMELT_OP_IMPL(sub) = {table_shape<OpId::sub>, table_kernel<OpId::sub>, sub_grad, kSaveNothing};
+SMELT_OP_IMPL(mul) = {table_shape<OpId::mul>, table_kernel<OpId::mul>, mul_grad, kSaveInputs};
+SMELT_OP_IMPL(div) = {table_shape<OpId::div>, div_kernel, div_grad, kSaveInputs};
+SMELT_OP_IMPL(pow) = {table_shape<OpId::pow>, table_kernel<OpId::pow>, pow_grad, kSaveInputs};
+SMELT_OP_IMPL(maximum) = {table_shape<OpId::maximum>, table_kernel<OpId::maximum>, maximum_grad, kSaveInputs};
+SMELT_OP_IMPL(minimum) = {table_shape<OpId::minimum>, table_kernel<OpId::minimum>, minimum_grad, kSaveInputs};
+SMELT_OP_IMPL(eq) = {table_shape<OpId::eq>, table_kernel<OpId::eq>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(ne) = {table_shape<OpId::ne>, table_kernel<OpId::ne>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(lt) = {table_shape<OpId::lt>, table_kernel<OpId::lt>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(le) = {table_shape<OpId::le>, table_kernel<OpId::le>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(gt) = {table_shape<OpId::gt>, table_kernel<OpId::gt>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(ge) = {table_shape<OpId::ge>, table_kernel<OpId::ge>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(where) = {table_shape<OpId::where>, table_kernel<OpId::where>, where_grad, kSaveInputs};
 
 }  // namespace ops
 

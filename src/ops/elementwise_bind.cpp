@@ -52,7 +52,7 @@ std::optional<ScalarCall> elementwise_scalar_call(OpId op, const Attrs& attrs, D
     case OpId::leaky_relu: return ScalarCall{ScalarFn::leaky_relu, {attrs.get_float("negative_slope")}};
     // approximate = 1 selects the tanh form
     case OpId::gelu:
-      return ScalarCall{attrs.get_int("approximate") == 1 ? ScalarFn::gelu_tanh : ScalarFn::gelu_erf};
+      return ScalarCall{get_int_in(attrs, "gelu", "approximate", 0, 1) == 1 ? ScalarFn::gelu_tanh : ScalarFn::gelu_erf};
     // softplus(x, beta, threshold)
     case OpId::softplus:
       return ScalarCall{ScalarFn::softplus, {attrs.get_float("beta"), attrs.get_float("threshold")}};
@@ -68,6 +68,25 @@ std::optional<ScalarCall> elementwise_scalar_call(OpId op, const Attrs& attrs, D
     }
     default: return std::nullopt;
   }
+}
+
+std::vector<TensorMeta> elementwise_shape(OpId op, const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  const char* name = op_name(op);
+  const TensorMeta& value = in.back();  // (where's values: its last two operands)
+  if (in.size() == 3) check_dtype(in[0], DType::Bool, name, "condition");
+  if (in.size() >= 2) check_same_dtype(in[in.size() - 2], value, name);
+  const std::optional<ScalarCall> call = elementwise_scalar_call(op, attrs, value.dtype);
+  SMELT_INTERNAL_CHECK(call) << name << " has no row in the elementwise table";
+  const kernels::ScalarFnInfo& info = kernels::scalar_fn_info(call->fn);
+  const char* what = in.size() == 1 ? "input" : "operands";
+  if (info.dtypes == kernels::ScalarDTypes::Floating) check_floating(value, name, what);
+  if (info.dtypes == kernels::ScalarDTypes::Numeric) check_numeric(value, name, what);
+  Shape shape = in[0].shape;
+  for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].shape, name);
+  const DType result = info.result == kernels::ScalarResult::Bool         ? DType::Bool
+                       : info.result == kernels::ScalarResult::CastTarget ? call->cast_to
+                                                                          : value.dtype;
+  return {{shape, result}};
 }
 
 void elementwise_kernel(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,

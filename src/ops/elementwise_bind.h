@@ -21,6 +21,16 @@ std::optional<kernels::ScalarCall> elementwise_scalar_call(OpId op, const Attrs&
 // infinity / out-of-range value on the side where it clamps nothing).
 void check_clamp_bounds(const Attrs& attrs, DType dtype);
 
+// The shape and dtype rule of every table op, read off its scalar function's row
+// (kernels/scalar_table.h): operands of one dtype (where's condition bool) in the row's dtype
+// class, the attributes checked by binding them; the result broadcast over the operands
+// (NumPy), of the operands' dtype, bool (comparisons) or the cast's target.
+std::vector<TensorMeta> elementwise_shape(OpId op, const std::vector<TensorMeta>& in, const Attrs& attrs);
+template <OpId kOp>
+std::vector<TensorMeta> table_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
+  return elementwise_shape(kOp, in, attrs);
+}
+
 // The eager kernel of every table op: binds, then runs the generic loop into out[0].
 void elementwise_kernel(OpId op, const std::vector<Tensor>& in, const Attrs& attrs,
                         const std::vector<Tensor>& out);

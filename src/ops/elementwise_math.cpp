@@ -1,6 +1,6 @@
 // Unary math for float tensors: rounding (floor, ceil, round half to even) and the trigonometric
-// and hyperbolic functions with their inverses. Shape rule: same shape and dtype, float only.
-// Kernels are the elementwise table's (kernels/scalar.h). Rounding has no gradient rule (its
+// and hyperbolic functions with their inverses. Shape rules (float only) and kernels are the
+// elementwise table's (ops/elementwise_bind.h, kernels/scalar.h). Rounding has no gradient rule (its
 // derivative is zero almost everywhere; like sign, the result carries no history).
 #include <cmath>
 
@@ -9,27 +9,6 @@
 
 namespace smelt::ops {
 namespace {
-
-#define FLOAT_ONLY_SHAPE(NAME)                                                                \
-  std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs& a) {  \
-    check_floating(in[0], #NAME);                                                             \
-    return same_as_first(in, a);                                                             \
-  }
-FLOAT_ONLY_SHAPE(floor)
-FLOAT_ONLY_SHAPE(ceil)
-FLOAT_ONLY_SHAPE(round)
-FLOAT_ONLY_SHAPE(sin)
-FLOAT_ONLY_SHAPE(cos)
-FLOAT_ONLY_SHAPE(tan)
-FLOAT_ONLY_SHAPE(asin)
-FLOAT_ONLY_SHAPE(acos)
-FLOAT_ONLY_SHAPE(atan)
-FLOAT_ONLY_SHAPE(sinh)
-FLOAT_ONLY_SHAPE(cosh)
-FLOAT_ONLY_SHAPE(asinh)
-FLOAT_ONLY_SHAPE(acosh)
-FLOAT_ONLY_SHAPE(atanh)
-#undef FLOAT_ONLY_SHAPE
 
 // ---- gradient rules: x the input, y the output, g dL/dy
 Tensor g0(const GradContext& c) { return c.grads[0]; }
@@ -55,20 +34,20 @@ std::vector<Tensor> atanh_grad(const GradContext& c) { return {g0(c) / (1.0 - x0
 
 }  // namespace
 
-SMELT_OP_IMPL(floor) = {floor_shape, table_kernel<OpId::floor>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(ceil) = {ceil_shape, table_kernel<OpId::ceil>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(round) = {round_shape, table_kernel<OpId::round>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(sin) = {sin_shape, table_kernel<OpId::sin>, sin_grad, kSaveInputs};
-SMELT_OP_IMPL(cos) = {cos_shape, table_kernel<OpId::cos>, cos_grad, kSaveInputs};
-SMELT_OP_IMPL(tan) = {tan_shape, table_kernel<OpId::tan>, tan_grad, kSaveOutputs};
-SMELT_OP_IMPL(asin) = {asin_shape, table_kernel<OpId::asin>, asin_grad, kSaveInputs};
-SMELT_OP_IMPL(acos) = {acos_shape, table_kernel<OpId::acos>, acos_grad, kSaveInputs};
-SMELT_OP_IMPL(atan) = {atan_shape, table_kernel<OpId::atan>, atan_grad, kSaveInputs};
-SMELT_OP_IMPL(sinh) = {sinh_shape, table_kernel<OpId::sinh>, sinh_grad, kSaveInputs};
-SMELT_OP_IMPL(cosh) = {cosh_shape, table_kernel<OpId::cosh>, cosh_grad, kSaveInputs};
-SMELT_OP_IMPL(asinh) = {asinh_shape, table_kernel<OpId::asinh>, asinh_grad, kSaveInputs};
-SMELT_OP_IMPL(acosh) = {acosh_shape, table_kernel<OpId::acosh>, acosh_grad, kSaveInputs};
-SMELT_OP_IMPL(atanh) = {atanh_shape, table_kernel<OpId::atanh>, atanh_grad, kSaveInputs};
+SMELT_OP_IMPL(floor) = {table_shape<OpId::floor>, table_kernel<OpId::floor>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(ceil) = {table_shape<OpId::ceil>, table_kernel<OpId::ceil>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(round) = {table_shape<OpId::round>, table_kernel<OpId::round>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(sin) = {table_shape<OpId::sin>, table_kernel<OpId::sin>, sin_grad, kSaveInputs};
+SMELT_OP_IMPL(cos) = {table_shape<OpId::cos>, table_kernel<OpId::cos>, cos_grad, kSaveInputs};
+SMELT_OP_IMPL(tan) = {table_shape<OpId::tan>, table_kernel<OpId::tan>, tan_grad, kSaveOutputs};
+SMELT_OP_IMPL(asin) = {table_shape<OpId::asin>, table_kernel<OpId::asin>, asin_grad, kSaveInputs};
+SMELT_OP_IMPL(acos) = {table_shape<OpId::acos>, table_kernel<OpId::acos>, acos_grad, kSaveInputs};
+SMELT_OP_IMPL(atan) = {table_shape<OpId::atan>, table_kernel<OpId::atan>, atan_grad, kSaveInputs};
+SMELT_OP_IMPL(sinh) = {table_shape<OpId::sinh>, table_kernel<OpId::sinh>, sinh_grad, kSaveInputs};
+SMELT_OP_IMPL(cosh) = {table_shape<OpId::cosh>, table_kernel<OpId::cosh>, cosh_grad, kSaveInputs};
+SMELT_OP_IMPL(asinh) = {table_shape<OpId::asinh>, table_kernel<OpId::asinh>, asinh_grad, kSaveInputs};
+SMELT_OP_IMPL(acosh) = {table_shape<OpId::acosh>, table_kernel<OpId::acosh>, acosh_grad, kSaveInputs};
+SMELT_OP_IMPL(atanh) = {table_shape<OpId::atanh>, table_kernel<OpId::atanh>, atanh_grad, kSaveInputs};
 
 }  // namespace smelt::ops
 

@@ -1,6 +1,6 @@
-// Unary elementwise ops: shape rule (same shape and dtype) and gradient rule in smelt ops. The
-// kernels are the elementwise table's (ops/elementwise_bind.h: the scalar function of
-// kernels/scalar.h and how the op's attributes bind to it).
+// Unary elementwise ops: gradient rules in smelt ops. The shape rules and kernels are the
+// elementwise table's (ops/elementwise_bind.h: the scalar function of kernels/scalar.h, its
+// dtypes, and how the op's attributes bind to it).
 #include <cmath>
 
 #include "ops/elementwise_bind.h"
@@ -8,63 +8,6 @@
 
 namespace smelt::ops {
 namespace {
-
-std::vector<TensorMeta> numeric_shape(const std::vector<TensorMeta>& in, const char* op) {
-  check_numeric(in[0], op);
-  return {in[0]};
-}
-
-#define NUMERIC_SHAPE(NAME)                                                                   \
-  std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs&) {    \
-    return numeric_shape(in, #NAME);                                                          \
-  }
-
-NUMERIC_SHAPE(neg)
-NUMERIC_SHAPE(abs)
-NUMERIC_SHAPE(sign)
-NUMERIC_SHAPE(relu)
-
-std::vector<TensorMeta> clamp_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  check_clamp_bounds(attrs, in[0].dtype);
-  return numeric_shape(in, "clamp");
-}
-
-// Each floating op checks its dtype in the kernel dispatch too; the shape rule names the op.
-#define FLOATING_SHAPE(NAME)                                                                  \
-  std::vector<TensorMeta> NAME##_shape(const std::vector<TensorMeta>& in, const Attrs& a) {  \
-    check_floating(in[0], #NAME);                                                             \
-    return same_as_first(in, a);                                                             \
-  }
-
-FLOATING_SHAPE(exp)
-FLOATING_SHAPE(log)
-FLOATING_SHAPE(sqrt)
-FLOATING_SHAPE(rsqrt)
-FLOATING_SHAPE(erf)
-FLOATING_SHAPE(sigmoid)
-FLOATING_SHAPE(tanh)
-FLOATING_SHAPE(silu)
-
-std::vector<TensorMeta> leaky_relu_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  attrs.get_float("negative_slope");
-  check_floating(in[0], "leaky_relu");
-  return {in[0]};
-}
-std::vector<TensorMeta> gelu_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  get_int_in(attrs, "gelu", "approximate", 0, 1);
-  check_floating(in[0], "gelu");
-  return {in[0]};
-}
-std::vector<TensorMeta> softplus_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  attrs.get_float("beta");
-  attrs.get_float("threshold");
-  check_floating(in[0], "softplus");
-  return {in[0]};
-}
-
-std::vector<TensorMeta> cast_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  return {{in[0].shape, attrs.get_dtype("dtype")}};
-}
 
 // ---- gradient rules: ctx.inputs[0] is x, ctx.outputs[0] is y, ctx.grads[0] is dL/dy
 
@@ -148,23 +91,23 @@ std::vector<Tensor> cast_grad(const GradContext& c) {
 
 }  // namespace
 
-SMELT_OP_IMPL(neg) = {neg_shape, table_kernel<OpId::neg>, neg_grad, kSaveNothing};
-SMELT_OP_IMPL(exp) = {exp_shape, table_kernel<OpId::exp>, exp_grad, kSaveOutputs};
-SMELT_OP_IMPL(log) = {log_shape, table_kernel<OpId::log>, log_grad, kSaveInputs};
-SMELT_OP_IMPL(sqrt) = {sqrt_shape, table_kernel<OpId::sqrt>, sqrt_grad, kSaveOutputs};
-SMELT_OP_IMPL(rsqrt) = {rsqrt_shape, table_kernel<OpId::rsqrt>, rsqrt_grad, kSaveOutputs};
-SMELT_OP_IMPL(abs) = {abs_shape, table_kernel<OpId::abs>, abs_grad, kSaveInputs};
-SMELT_OP_IMPL(sign) = {sign_shape, table_kernel<OpId::sign>, nullptr, kSaveNothing};
-SMELT_OP_IMPL(erf) = {erf_shape, table_kernel<OpId::erf>, erf_grad, kSaveInputs};
-SMELT_OP_IMPL(relu) = {relu_shape, table_kernel<OpId::relu>, relu_grad, kSaveInputs};
-SMELT_OP_IMPL(leaky_relu) = {leaky_relu_shape, table_kernel<OpId::leaky_relu>, leaky_relu_grad, kSaveInputs};
-SMELT_OP_IMPL(sigmoid) = {sigmoid_shape, table_kernel<OpId::sigmoid>, sigmoid_grad, kSaveOutputs};
-SMELT_OP_IMPL(tanh) = {tanh_shape, table_kernel<OpId::tanh>, tanh_grad, kSaveOutputs};
-SMELT_OP_IMPL(gelu) = {gelu_shape, table_kernel<OpId::gelu>, gelu_grad, kSaveInputs};
-SMELT_OP_IMPL(silu) = {silu_shape, table_kernel<OpId::silu>, silu_grad, kSaveInputs};
-SMELT_OP_IMPL(softplus) = {softplus_shape, table_kernel<OpId::softplus>, softplus_grad, kSaveInputs};
-SMELT_OP_IMPL(clamp) = {clamp_shape, table_kernel<OpId::clamp>, clamp_grad, kSaveInputs};
-SMELT_OP_IMPL(cast) = {cast_shape, table_kernel<OpId::cast>, cast_grad, kSaveInputs};
+SMELT_OP_IMPL(neg) = {table_shape<OpId::neg>, table_kernel<OpId::neg>, neg_grad, kSaveNothing};
+SMELT_OP_IMPL(exp) = {table_shape<OpId::exp>, table_kernel<OpId::exp>, exp_grad, kSaveOutputs};
+SMELT_OP_IMPL(log) = {table_shape<OpId::log>, table_kernel<OpId::log>, log_grad, kSaveInputs};
+SMELT_OP_IMPL(sqrt) = {table_shape<OpId::sqrt>, table_kernel<OpId::sqrt>, sqrt_grad, kSaveOutputs};
+SMELT_OP_IMPL(rsqrt) = {table_shape<OpId::rsqrt>, table_kernel<OpId::rsqrt>, rsqrt_grad, kSaveOutputs};
+SMELT_OP_IMPL(abs) = {table_shape<OpId::abs>, table_kernel<OpId::abs>, abs_grad, kSaveInputs};
+SMELT_OP_IMPL(sign) = {table_shape<OpId::sign>, table_kernel<OpId::sign>, nullptr, kSaveNothing};
+SMELT_OP_IMPL(erf) = {table_shape<OpId::erf>, table_kernel<OpId::erf>, erf_grad, kSaveInputs};
+SMELT_OP_IMPL(relu) = {table_shape<OpId::relu>, table_kernel<OpId::relu>, relu_grad, kSaveInputs};
+SMELT_OP_IMPL(leaky_relu) = {table_shape<OpId::leaky_relu>, table_kernel<OpId::leaky_relu>, leaky_relu_grad, kSaveInputs};
+SMELT_OP_IMPL(sigmoid) = {table_shape<OpId::sigmoid>, table_kernel<OpId::sigmoid>, sigmoid_grad, kSaveOutputs};
+SMELT_OP_IMPL(tanh) = {table_shape<OpId::tanh>, table_kernel<OpId::tanh>, tanh_grad, kSaveOutputs};
+SMELT_OP_IMPL(gelu) = {table_shape<OpId::gelu>, table_kernel<OpId::gelu>, gelu_grad, kSaveInputs};
+SMELT_OP_IMPL(silu) = {table_shape<OpId::silu>, table_kernel<OpId::silu>, silu_grad, kSaveInputs};
+SMELT_OP_IMPL(softplus) = {table_shape<OpId::softplus>, table_kernel<OpId::softplus>, softplus_grad, kSaveInputs};
+SMELT_OP_IMPL(clamp) = {table_shape<OpId::clamp>, table_kernel<OpId::clamp>, clamp_grad, kSaveInputs};
+SMELT_OP_IMPL(cast) = {table_shape<OpId::cast>, table_kernel<OpId::cast>, cast_grad, kSaveInputs};
 
 }  // namespace smelt::ops
 
