@@ -55,10 +55,7 @@ std::optional<Pattern> group_pattern(const ir::Node& node) {
   return p;
 }
 
-bool is_view(const ir::Node& n) {
-  return n.op == OpId::reshape || n.op == OpId::permute || n.op == OpId::slice || n.op == OpId::expand ||
-         n.op == OpId::contiguous;
-}
+bool is_view(const ir::Node& n) { return !n.is_group() && ops::is_view_op(n.op); }  // the views column
 
 bool is_squeeze_reshape(const ir::Node& n) {
   return n.op == OpId::reshape && without_ones(n.inputs[0]->meta.shape) == without_ones(n.outputs[0]->meta.shape);

@@ -184,7 +184,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
     } last_step{*this, in, out};
     if (node.is_group()) {
       add_group(node, in, out);
-    } else if (ops::op_info(node.op).views != 0) {
+    } else if (ops::is_view_op(node.op)) {
       add_kernel_step(*single_node_body(node), node.name(), in, out);
     } else {
       add_op_step(node, in, out);
