@@ -18,22 +18,22 @@ namespace smelt::runtime {
 void Plan::Impl::bind(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   for (size_t i = 0; i < slots.size(); ++i) {
     const Slot& s = slots[i];
-    switch (s.kind) {
-      case SlotKind::Input: tensors[i] = inputs[size_t(s.index)]; break;
-      case SlotKind::Constant: tensors[i] = s.constant; break;
-      case SlotKind::Arena: tensors[i] = arena_tensors[i]; break;
-      case SlotKind::Output: tensors[i] = outputs[size_t(s.index)]; break;
-      case SlotKind::Alias: {
-        const Tensor& base = tensors[size_t(s.index)];  // aliases follow the slot they alias
-        if (s.strided_view) {  // plan_views.cpp: the op's own view kernel, no copy (checked at build)
-          tensors[i] = ops::compute(s.view_op, {base}, s.view_attrs, {s.meta})[0];
-          SMELT_INTERNAL_CHECK(tensors[i].storage() == base.storage()) << "plan: a strided alias became a copy";
-        } else {
-          tensors[i] = make_tensor(base.storage(), s.meta.shape, contiguous_strides(s.meta.shape),
-                                   base.offset() + s.alias_offset, s.meta.dtype);
-        }
-        break;
-      }
+    if (const InputSlot* in = s.as<InputSlot>()) {
+      tensors[i] = inputs[size_t(in->index)];
+    } else if (const ConstantSlot* c = s.as<ConstantSlot>()) {
+      tensors[i] = c->value;
+    } else if (s.as<ArenaSlot>()) {
+      tensors[i] = arena_tensors[i];
+    } else if (const OutputSlot* out = s.as<OutputSlot>()) {
+      tensors[i] = outputs[size_t(out->index)];
+    } else if (const AliasSlot* a = s.as<AliasSlot>()) {  // follows the slot it aliases
+      const Tensor& base = tensors[size_t(a->of)];
+      tensors[i] = make_tensor(base.storage(), s.meta.shape, contiguous_strides(s.meta.shape),
+                               base.offset() + a->offset, s.meta.dtype);
+    } else if (const ViewSlot* v = s.as<ViewSlot>()) {  // plan_views.cpp: the op's own view kernel
+      const Tensor& base = tensors[size_t(v->of)];
+      tensors[i] = ops::compute(v->op, {base}, v->attrs, {s.meta})[0];
+      SMELT_INTERNAL_CHECK(tensors[i].storage() == base.storage()) << "plan: a strided alias became a copy";
     }
     pointers[i] = tensors[i].raw_data();
   }
@@ -185,12 +185,13 @@ std::string Plan::describe() const {
   std::ostringstream os;
   auto slot_text = [&](int s) {
     const Slot& slot = p.slots[size_t(s)];
-    static const char* kinds[] = {"in", "const", "arena", "out", "alias"};
+    static const char* kinds[] = {"in", "const", "arena", "out", "alias", "alias"};  // by alternative
     std::ostringstream t;
-    t << kinds[int(slot.kind)];
-    if (slot.kind == SlotKind::Input || slot.kind == SlotKind::Output) t << slot.index;
-    if (slot.kind == SlotKind::Arena) t << "@" << slot.offset;
-    if (slot.kind == SlotKind::Alias && slot.alias_offset != 0) t << "+" << slot.alias_offset;
+    t << kinds[slot.source.index()];
+    if (const InputSlot* in = slot.as<InputSlot>()) t << in->index;
+    if (const OutputSlot* out = slot.as<OutputSlot>()) t << out->index;
+    if (const ArenaSlot* a = slot.as<ArenaSlot>()) t << "@" << a->offset;
+    if (const AliasSlot* a = slot.as<AliasSlot>(); a && a->offset != 0) t << "+" << a->offset;
     t << ":" << ops::dtype_short_name(slot.meta.dtype) << shape_str(slot.meta.shape);
     return t.str();
   };

@@ -48,19 +48,12 @@ void Plan::Impl::request_kernels() {
 }
 
 int Plan::Impl::constant_slot(const Tensor& value) {
-  Slot s;
-  s.kind = SlotKind::Constant;
-  s.meta = ops::meta_of(value);
-  s.constant = value.contiguous();
-  return add_slot(std::move(s));
+  return add_slot({ops::meta_of(value), ConstantSlot{value.contiguous()}});
 }
 
 int Plan::Impl::arena_slot(const ops::TensorMeta& meta, int first_step, int last_step,
                            std::string label) {
-  Slot s;
-  s.kind = SlotKind::Arena;
-  s.meta = meta;
-  s.request = int(requests.size());
+  Slot s{meta, ArenaSlot{int(requests.size())}};
   BufferRequest r;
   r.bytes = meta.nbytes();
   r.first_step = first_step;
@@ -71,9 +64,8 @@ int Plan::Impl::arena_slot(const ops::TensorMeta& meta, int first_step, int last
 }
 
 void Plan::Impl::read_at(int slot, int step) {
-  const Slot& s = slots[size_t(root(slot))];
-  if (s.kind == SlotKind::Arena) {
-    BufferRequest& r = requests[size_t(s.request)];
+  if (const ArenaSlot* a = slots[size_t(root(slot))].as<ArenaSlot>()) {
+    BufferRequest& r = requests[size_t(a->request)];
     r.last_step = std::max<int64_t>(r.last_step, step);
   }
 }
@@ -84,11 +76,7 @@ int Plan::Impl::new_value_slot(const ir::Value* v, int step,
   int slot;
   auto out = output_index.find(v);
   if (out != output_index.end()) {
-    Slot s;
-    s.kind = SlotKind::Output;
-    s.meta = v->meta;
-    s.index = out->second;
-    slot = add_slot(std::move(s));
+    slot = add_slot({v->meta, OutputSlot{out->second}});
   } else if (cat_slices.count(v)) {
     slot = cat_slice_slot(v, step);
   } else {
@@ -113,13 +101,10 @@ void Plan::Impl::build(const ir::Graph& graph) {
     if (v->kind == ir::ValueKind::Computed && !output_index.count(v)) output_index[v] = int(i);
   }
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
-    Slot s;
-    s.kind = SlotKind::Input;
-    s.meta = graph.inputs()[i]->meta;
-    s.index = int(i);
-    input_slots.push_back(add_slot(s));
+    const ops::TensorMeta& meta = graph.inputs()[i]->meta;
+    input_slots.push_back(add_slot({meta, InputSlot{int(i)}}));
     slot_of[graph.inputs()[i]] = input_slots.back();
-    input_metas.push_back(s.meta);
+    input_metas.push_back(meta);
   }
   for (const ir::Value* c : graph.constants()) slot_of[c] = constant_slot(c->constant);
   if (options.cat_in_place) plan_cat_slices(graph, output_index);
@@ -147,11 +132,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
     }
     // A reshape of a contiguous value that is not a graph output is the same memory.
     if (is_free_view(node.op) && !output_index.count(node.outputs[0])) {
-      Slot s;
-      s.kind = SlotKind::Alias;
-      s.meta = node.outputs[0]->meta;
-      s.index = in[0];
-      slot_of[node.outputs[0]] = add_slot(s);
+      slot_of[node.outputs[0]] = add_slot({node.outputs[0]->meta, AliasSlot{in[0]}});
       continue;
     }
     if (add_cat(node, in)) continue;
@@ -173,11 +154,10 @@ void Plan::Impl::build(const ir::Graph& graph) {
         const int last = int(p.steps.size()) - 1;
         for (int s : in) p.read_at(s, last);
         for (int s : out) {
-          const Slot& slot = p.slots[size_t(s)];
-          if (slot.kind == SlotKind::Arena) {
-            p.requests[size_t(slot.request)].first_step = last;
-            p.requests[size_t(slot.request)].last_step =
-                std::max<int64_t>(p.requests[size_t(slot.request)].last_step, last);
+          if (const ArenaSlot* a = p.slots[size_t(s)].as<ArenaSlot>()) {
+            BufferRequest& r = p.requests[size_t(a->request)];
+            r.first_step = last;
+            r.last_step = std::max<int64_t>(r.last_step, last);
           }
         }
       }
@@ -198,11 +178,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
       output_slots.push_back(slot_of.at(v));
       continue;
     }
-    Slot s;
-    s.kind = SlotKind::Output;
-    s.meta = v->meta;
-    s.index = int(i);
-    const int slot = add_slot(s);
+    const int slot = add_slot({v->meta, OutputSlot{int(i)}});
     read_at(slot_of.at(v), int(steps.size()));
     Step copy;
     copy.kind = StepKind::Op;
@@ -258,7 +234,7 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in,
 void Plan::Impl::mark_constant_weight(ops::OpId op, const std::vector<int>& operand_slots,
                                       ops::Attrs* attrs) const {
   if ((op == ops::OpId::conv2d || op == ops::OpId::conv2d_blocked) && operand_slots.size() == 2 &&
-      slots[size_t(operand_slots[1])].kind == SlotKind::Constant) {
+      slots[size_t(operand_slots[1])].as<ConstantSlot>()) {
     attrs->set("weight_constant", int64_t(1));
   }
 }
@@ -333,8 +309,8 @@ bool Plan::Impl::add_tiled_contraction(const ir::Graph& body, const std::string&
   if (s.op == ops::OpId::conv2d_blocked && tiled->product_output == 0 && out.size() == 1) {
     s.post_ops = conv_epilogue_as_post_ops(body, [&](const ir::Value* v) -> const Tensor* {
       for (size_t i = 0; i < body.inputs().size(); ++i) {
-        const Slot& slot = slots[size_t(in[i])];
-        if (body.inputs()[i] == v && slot.kind == SlotKind::Constant) return &slot.constant;
+        const ConstantSlot* c = slots[size_t(in[i])].as<ConstantSlot>();
+        if (body.inputs()[i] == v && c) return &c->value;
       }
       return nullptr;
     });

@@ -2,7 +2,7 @@
 // dim before the cat dim has size 1: batch 1 for a channel cat, plain NCHW or blocked NCHW16c)
 // gets its arena buffer from the step that writes its first operand on, and each operand that
 // only the cat reads is written by its producer straight into its slice: the slice is an alias
-// slot at an element offset (Slot::alias_offset). The cat step then copies only the operands that
+// slot at an element offset (AliasSlot::offset). The cat step then copies only the operands that
 // could not be placed (an input, a constant, a value read elsewhere): none, for a SqueezeNet fire
 // module's two expand convolutions.
 //
@@ -68,12 +68,7 @@ int Plan::Impl::cat_slice_slot(const ir::Value* v, int step) {
     label += std::to_string(out->id);
     buffer = cat_buffers.emplace(slice.cat, arena_slot(out->meta, step, step, std::move(label))).first;
   }
-  Slot s;
-  s.kind = SlotKind::Alias;
-  s.meta = v->meta;
-  s.index = buffer->second;
-  s.alias_offset = slice.offset;
-  slice.slot = add_slot(std::move(s));
+  slice.slot = add_slot({v->meta, AliasSlot{buffer->second, slice.offset}});
   ++stats.cat_slices;
   return slice.slot;
 }
@@ -97,12 +92,7 @@ bool Plan::Impl::add_cat(const ir::Node& node, const std::vector<int>& in) {
     int64_t inner = 1;
     for (size_t d = size_t(dim) + 1; d < shape.size(); ++d) inner *= shape[d];
     for (size_t j = 0; j < k; ++j) offset += node.inputs[j]->meta.shape[size_t(dim)] * inner;
-    Slot s;
-    s.kind = SlotKind::Alias;
-    s.meta = node.inputs[k]->meta;
-    s.index = cat_slot;
-    s.alias_offset = offset;
-    const int target = add_slot(std::move(s));
+    const int target = add_slot({node.inputs[k]->meta, AliasSlot{cat_slot, offset}});
     const int step = int(steps.size());
     read_at(in[k], step);
     read_at(cat_slot, step);  // written here: live until at least this step

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ops/attrs.h"
@@ -19,25 +20,53 @@
 
 namespace smelt::runtime {
 
-enum class SlotKind : uint8_t { Input, Constant, Arena, Output, Alias };
+// Where a slot's tensor comes from on each run: one alternative per kind, each with only its own
+// fields (Slot::source).
+struct InputSlot {
+  int index = 0;  // the run's input
+};
+struct ConstantSlot {
+  Tensor value;
+};
+struct ArenaSlot {
+  int request = -1;    // its memory-plan request
+  int64_t offset = 0;  // byte offset in the arena (after planning)
+};
+struct OutputSlot {
+  int index = 0;  // the graph output, allocated per call
+};
+// Contiguous memory at `offset` elements into slot `of` (0 for a reshape; a cat operand's slice of
+// the cat's buffer otherwise, plan_cat.cpp).
+struct AliasSlot {
+  int of = 0;
+  int64_t offset = 0;
+};
+// A strided view of slot `of` (plan_views.cpp): `op` (a permute, slice or reshape) with `attrs`,
+// applied by the op's view kernel when binding. Only the readers strided_operand_only or
+// strided_view checked read such a slot; every other step takes contiguous memory.
+struct ViewSlot {
+  int of = 0;
+  ops::OpId op{};
+  ops::Attrs attrs;
+};
 
 struct Slot {
-  SlotKind kind = SlotKind::Arena;
   ops::TensorMeta meta;
-  int index = 0;       // Input: graph input; Output: graph output; Alias: the slot it aliases
-  // Alias without permute: where it starts in the aliased slot, in elements (0 for a reshape; a
-  // cat operand's slice of the cat's buffer otherwise, plan_cat.cpp).
-  int64_t alias_offset = 0;
-  // Alias that is a strided view of the aliased slot's tensor (plan_views.cpp): view_op (a
-  // permute, slice or reshape) with view_attrs, applied by the op's view kernel when binding. Only
-  // the readers strided_operand_only or strided_view checked read such a slot; every other step
-  // takes contiguous memory. (Without it, an alias is contiguous memory at alias_offset.)
-  bool strided_view = false;
-  ops::OpId view_op{};
-  ops::Attrs view_attrs;
-  int64_t offset = 0;  // Arena: byte offset (after planning)
-  int request = -1;    // Arena: its memory-plan request
-  Tensor constant;     // Constant
+  std::variant<InputSlot, ConstantSlot, ArenaSlot, OutputSlot, AliasSlot, ViewSlot> source;
+  template <class T>
+  T* as() {
+    return std::get_if<T>(&source);
+  }
+  template <class T>
+  const T* as() const {
+    return std::get_if<T>(&source);
+  }
+  // The slot this one views or aliases, or -1.
+  int base() const {
+    if (const AliasSlot* a = as<AliasSlot>()) return a->of;
+    if (const ViewSlot* v = as<ViewSlot>()) return v->of;
+    return -1;
+  }
 };
 
 enum class StepKind : uint8_t { Kernel, Op, Interpret, TiledContraction };
@@ -105,7 +134,7 @@ struct Plan::Impl {
   int arena_slot(const ops::TensorMeta& meta, int first_step, int last_step, std::string label = "");
 
   int root(int slot) const {
-    while (slots[size_t(slot)].kind == SlotKind::Alias) slot = slots[size_t(slot)].index;
+    while (slots[size_t(slot)].base() >= 0) slot = slots[size_t(slot)].base();
     return slot;
   }
 
@@ -132,10 +161,7 @@ struct Plan::Impl {
   bool strided_readers(const ir::Value* v, const Shape& strides,
                        const std::map<const ir::Value*, int>& output_index) const;
   Shape slot_strides(int slot) const;
-  bool is_strided(int slot) const {
-    const Slot& s = slots[size_t(slot)];
-    return s.kind == SlotKind::Alias && s.strided_view;
-  }
+  bool is_strided(int slot) const { return slots[size_t(slot)].as<ViewSlot>() != nullptr; }
   int strided_alias(const ir::Node& node, int in_slot);
   void add_op_step(const ir::Node& node, const std::vector<int>& in, const std::vector<int>& out);
   void mark_constant_weight(ops::OpId op, const std::vector<int>& operand_slots, ops::Attrs* attrs) const;

@@ -89,8 +89,8 @@ void Plan::Impl::offer_inplace() {
     const codegen::LoopKernel& k = s.kernel->kernel();
     if (k.stages != 1 || !k.reductions.empty()) continue;
     for (size_t out = 0; out < k.args.size(); ++out) {
-      const Slot& o = slots[size_t(s.arg_slots[out])];
-      if (!k.args[out].output || o.kind != SlotKind::Arena || requests[size_t(o.request)].inplace_of >= 0) continue;
+      const ArenaSlot* o = slots[size_t(s.arg_slots[out])].as<ArenaSlot>();
+      if (!k.args[out].output || !o || requests[size_t(o->request)].inplace_of >= 0) continue;
       const codegen::Access* store = nullptr;
       for (const codegen::Store& st : k.stores) {
         if (k.accesses[size_t(st.access)].arg == int(out)) store = &k.accesses[size_t(st.access)];
@@ -98,10 +98,10 @@ void Plan::Impl::offer_inplace() {
       if (!store) continue;
       for (size_t in = 0; in < k.args.size(); ++in) {
         const int root_slot = root(s.arg_slots[in]);
-        const Slot& a = slots[size_t(root_slot)];
-        if (k.args[in].output || a.kind != SlotKind::Arena || offered.count(root_slot)) continue;
-        const BufferRequest& r = requests[size_t(a.request)];
-        if (r.last_step != int64_t(i) || r.bytes != requests[size_t(o.request)].bytes) continue;
+        const ArenaSlot* a = slots[size_t(root_slot)].as<ArenaSlot>();
+        if (k.args[in].output || !a || offered.count(root_slot)) continue;
+        const BufferRequest& r = requests[size_t(a->request)];
+        if (r.last_step != int64_t(i) || r.bytes != requests[size_t(o->request)].bytes) continue;
         // Positions are counted in elements: equal accesses over elements of different sizes
         // (an f32 input cast to f64 of the same byte size) touch different bytes.
         if (dtype_size(k.args[in].dtype) != dtype_size(k.args[out].dtype)) continue;
@@ -116,7 +116,7 @@ void Plan::Impl::offer_inplace() {
           }
         }
         if (!same_positions) continue;
-        requests[size_t(o.request)].inplace_of = a.request;
+        requests[size_t(o->request)].inplace_of = a->request;
         offered.insert(root_slot);
         break;
       }
@@ -143,12 +143,12 @@ void Plan::Impl::instantiate() {
   arena_tensors.resize(slots.size());
   for (size_t i = 0; i < slots.size(); ++i) {
     Slot& s = slots[i];
-    if (s.kind == SlotKind::Arena) {
-      s.offset = memory.offsets[size_t(s.request)];
+    if (ArenaSlot* a = s.as<ArenaSlot>()) {
+      a->offset = memory.offsets[size_t(a->request)];
       const int64_t elem = int64_t(dtype_size(s.meta.dtype));
-      SMELT_INTERNAL_CHECK((arena_offset + s.offset) % elem == 0) << "plan: a misaligned arena slot";
+      SMELT_INTERNAL_CHECK((arena_offset + a->offset) % elem == 0) << "plan: a misaligned arena slot";
       arena_tensors[i] = make_tensor(arena, s.meta.shape, contiguous_strides(s.meta.shape),
-                                     (arena_offset + s.offset) / elem, s.meta.dtype);
+                                     (arena_offset + a->offset) / elem, s.meta.dtype);
     }
   }
 }

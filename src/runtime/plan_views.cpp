@@ -1,4 +1,4 @@
-// Values the plan hands over as strided views instead of copying them (Slot::strided_view): a
+// Values the plan hands over as strided views instead of copying them (ViewSlot): a
 // transpose read only as a matmul operand, and view chains (slice, reshape, permute) of computed
 // values whose every reader takes strided operands — attention's split of a projection into
 // queries, keys, values and heads. Their strides come from ops::view_layout, as eager's do.
@@ -61,25 +61,19 @@ bool Plan::Impl::strided_operand_only(const ir::Node& node,
 
 // The alias slot of a strided view `node` of `in_slot` (its view kernel applied when binding).
 int Plan::Impl::strided_alias(const ir::Node& node, int in_slot) {
-  Slot s;
-  s.kind = SlotKind::Alias;
-  s.meta = node.outputs[0]->meta;
-  s.index = in_slot;
-  s.strided_view = true;
-  s.view_op = node.op;
-  s.view_attrs = node.attrs;
-  return add_slot(s);
+  return add_slot({node.outputs[0]->meta, ViewSlot{in_slot, node.op, node.attrs}});
 }
 
 // The strides `slot` has when bound, for the views of arena memory strided_view makes (a slot's
 // offset does not matter to them).
 Shape Plan::Impl::slot_strides(int slot) const {
   const Slot& s = slots[size_t(slot)];
-  if (s.kind != SlotKind::Alias || !s.strided_view) return contiguous_strides(s.meta.shape);
-  const Slot& base = slots[size_t(s.index)];
+  const ViewSlot* view = s.as<ViewSlot>();
+  if (!view) return contiguous_strides(s.meta.shape);
+  const Slot& base = slots[size_t(view->of)];
   Shape out;
-  SMELT_INTERNAL_CHECK(view_output_strides(s.view_op, s.view_attrs, base.meta.shape,
-                                           slot_strides(s.index), s.meta.shape, &out))
+  SMELT_INTERNAL_CHECK(view_output_strides(view->op, view->attrs, base.meta.shape,
+                                           slot_strides(view->of), s.meta.shape, &out))
       << "plan: a strided alias without view strides";
   return out;
 }
@@ -114,7 +108,7 @@ bool Plan::Impl::strided_view(const ir::Node& node, int in_slot,
                           node.op != ops::OpId::reshape)) {
     return false;
   }
-  if (slots[size_t(root(in_slot))].kind != SlotKind::Arena) return false;
+  if (!slots[size_t(root(in_slot))].as<ArenaSlot>()) return false;
   if (node.op == ops::OpId::reshape && !is_strided(in_slot)) return false;
   Shape strides;
   return view_output_strides(node, slot_strides(in_slot), &strides) &&
