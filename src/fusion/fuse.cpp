@@ -39,16 +39,17 @@ std::unique_ptr<ir::Graph> planned_body(const std::unordered_set<const ir::Value
   std::vector<int> members = G.owned;
   members.insert(members.end(), G.recomputed.begin(), G.recomputed.end());
   std::sort(members.begin(), members.end());
-  if (G.pattern == Pattern::Contraction) {  // the contract: the product is the first body node
-    std::stable_partition(members.begin(), members.end(), [&](int m) { return plan.roles[size_t(m)] == Role::Contraction; });
-  }
-  auto member = [&](const ir::Node* n) {
+  auto member = [&](const ir::Node* n) {  // (on the sorted list)
     auto p = pos.find(n);
     return p != pos.end() && std::binary_search(members.begin(), members.end(), p->second);
   };
+  std::vector<int> order = members;  // the body's node order
+  if (G.pattern == Pattern::Contraction) {  // the contract: the product is the first body node
+    std::stable_partition(order.begin(), order.end(), [&](int m) { return plan.roles[size_t(m)] == Role::Contraction; });
+  }
   auto body = std::make_unique<ir::Graph>();
   std::unordered_map<const ir::Value*, ir::Value*> map;
-  for (int m : members) {
+  for (int m : order) {
     const ir::Node* node = plan.nodes[size_t(m)];
     std::vector<ir::Value*> ins;
     for (ir::Value* w : node->inputs) {

@@ -238,9 +238,9 @@ CompiledFunction make(Mode mode, nn::Module* module, CompiledFunction::Fn fn,
       options.backend);  // an unknown name is an error now, not at the first call
   const std::array<int64_t, 4>& probes = options.dynamic_probes;
   const std::set<int64_t> distinct(probes.begin(), probes.end());
-  SMELT_CHECK(distinct.size() == probes.size() && *distinct.begin() > 0)
+  SMELT_CHECK(distinct.size() == probes.size() && *distinct.begin() > 0 && *distinct.rbegin() <= (1 << 20))
       << "compile: CompileOptions::dynamic_probes is " << probes[0] << ", " << probes[1] << ", "
-      << probes[2] << ", " << probes[3] << "; valid: four distinct positive sizes";
+      << probes[2] << ", " << probes[3] << "; valid: four distinct positive sizes up to 2^20";
   SMELT_CHECK(options.dynamic_dims.empty() || options.dynamic_batch)
       << "compile: CompileOptions::dynamic_dims needs dynamic_batch (true by default)";
   auto impl = std::make_shared<CompiledFunction::Impl>();

@@ -73,13 +73,16 @@ Symbols marked_symbols(const std::vector<std::pair<int, int>>& marked, const Sig
 
 // The probe grid for `count` symbols from CompileOptions::dynamic_probes: symbol s takes the
 // first three values shifted by s times their span (so no two symbols are equal at a probe: a
-// pass might simplify a reshape from [B, S] to [S, B] where B == S), its check the fourth.
+// pass might simplify a reshape from [B, S] to [S, B] where B == S), its check the fourth. The
+// span is rounded up to even, so that the shifted probes keep their parity (odd defaults stay
+// odd: no power of two, where a pass may rewrite a graph otherwise).
 codegen::SymbolGrid probe_grid(const std::array<int64_t, 4>& probes, int count) {
   int64_t lo = probes[0], hi = probes[0];
   for (int64_t p : probes) lo = std::min(lo, p), hi = std::max(hi, p);
+  const int64_t span = (hi - lo + 2) / 2 * 2;
   codegen::SymbolGrid grid;
   for (int s = 0; s < count; ++s) {
-    const int64_t shift = s * (hi - lo + 1);
+    const int64_t shift = s * span;
     grid.axes.push_back({probes[0] + shift, probes[1] + shift, probes[2] + shift});
     grid.check.push_back(probes[3] + shift);
   }
@@ -96,6 +99,7 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
                                                                std::string* note) {
   DynamicBatch* d = nullptr;
   SymbolPoint p;
+  Signature now = sig;  // (its modes updated by a build's traces)
   for (auto& entry : dynamic) {
     if (std::optional<SymbolPoint> q = entry->point_of(sig)) {
       d = entry.get();
@@ -133,7 +137,16 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
     } catch (const Error& e) {
       if (e.internal()) throw;
       entry->why_not = e.what();
+    } catch (const std::exception& e) {
+      // The function traced at sizes the user never passed may fail in its own code (a table
+      // indexed by the sequence length, a Python exception): that is no reason to fail the call.
+      entry->why_not = std::string("the function fails at a probe size: ") + e.what();
     }
+    // The probe traces may have read module modes first seen now (nn/mode_reads.h): the key
+    // holds them, as a specialized compile's signature does after its trace. (Found in review:
+    // with dynamic_dims, the entry's key had no modes and the next call never matched it.)
+    if (mode == Mode::Function) now.modes = modes_now();
+    entry->key = DynamicBatch::erase(now, *symbols);
     d = entry.get();
     dynamic.push_back(std::move(entry));
     built = true;
@@ -145,13 +158,13 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
   for (auto it = d->plans.begin(); it != d->plans.end(); ++it) {
     if (it->first != p) continue;
     d->plans.splice(d->plans.begin(), d->plans, it);  // evicted from `plans` only by the LRU
-    last_sig = sig;
+    last_sig = now;
     return it->second;
   }
   const codegen::KernelCacheStats before = codegen::KernelCache::global().stats();
   std::shared_ptr<Compiled> c;
   try {
-    c = instantiate(*d, p, sig, inputs);
+    c = instantiate(*d, p, now, inputs);
   } catch (const Error& e) {
     if (e.internal()) throw;
     *note = std::string(" (not dynamic at this size: ") + e.what() + "; kernels specialized)";
@@ -159,7 +172,7 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
   }
   const codegen::KernelCacheStats after = codegen::KernelCache::global().stats();
   if (last_sig) {  // (the first call, with CompileOptions::dynamic_dims, is no recompile)
-    reasons.push_back(difference(*last_sig, sig) + " (dynamic " + d->describe() +
+    reasons.push_back(difference(*last_sig, now) + " (dynamic " + d->describe() +
                       (built ? ": kernels compiled once for every size)" : ": kernels reused, plan re-instantiated)"));
     debug_log(1, "recompiling: " + reasons.back());
   }
@@ -170,8 +183,8 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
                      " compiler runs (compiler runs saved: a specialized plan compiles " +
                      std::to_string(c->report.kernels) + " kernels anew)");
   }
-  if (built) order.push_back(sig);
-  last_sig = sig;
+  if (built) order.push_back(now);
+  last_sig = now;
   d->plans.emplace_front(p, c);
   while (int(d->plans.size()) > options.batch_plans) d->plans.pop_back();
   return c;

@@ -8,6 +8,7 @@
 #include "codegen/kernel_cache.h"
 #include "smelt/compile.h"
 #include "smelt/creation.h"
+#include "smelt/nn.h"
 #include "support/check.h"
 #include "support/errors.h"
 #include "support/temp_dir.h"
@@ -248,6 +249,50 @@ TEST(DynamicDimsOptions, TooManyVaryingSizesAreSpecializedWithAReason) {
   ASSERT_EQ(f.recompile_reasons().size(), 1u);
   EXPECT_NE(f.recompile_reasons()[0].find("(not dynamic: 4 sizes vary; at most 3 can be symbolic"), std::string::npos)
       << f.recompile_reasons()[0];
+}
+
+}  // namespace
+}  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Found in review: with dynamic_dims, the entry's key was made before the probe traces read the
+// module modes, so the next call at another size never matched it and compiled specialized.
+TEST(DynamicDimsModes, MarkedDimsWithAModuleKeepOneCompile) {
+  nn::Linear lin(6, 4);
+  nn::Dropout drop(0.5);
+  drop.eval();
+  const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{drop(lin(in[0]))}; };
+  CompileOptions options;
+  options.backend = "interpreter";
+  options.dynamic_dims = {{0, 0}};
+  CompiledFunction f = compile(fn, options);
+  for (int64_t b : {3, 5, 9, 3}) {
+    const Tensor x = testing::random_tensor({b, 6}, -1, 1, uint64_t(b)).to(DType::Float32);
+    EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-6, 1e-6)) << b;
+    EXPECT_TRUE(f.report().dynamic_batch) << b << ": " << ::testing::PrintToString(f.recompile_reasons());
+  }
+  EXPECT_EQ(f.num_compiles(), 1) << ::testing::PrintToString(f.recompile_reasons());
+}
+
+// Found in review: the function traced at a probe size may fail in its own code (a table indexed
+// by the sequence length); the call falls back to a specialized compile instead of failing.
+TEST(DynamicDimsModes, AFunctionThatFailsAtAProbeSizeIsSpecialized) {
+  const std::vector<double> table(12, 0.5);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{in[0] * table.at(size_t(in[0].shape()[1]))};  // throws past 11
+  };
+  CompileOptions options;
+  options.backend = "interpreter";
+  CompiledFunction f = compile(fn, options);
+  for (int64_t s : {4, 8, 10}) {
+    const Tensor x = testing::random_tensor({2, s}, -1, 1, uint64_t(s)).to(DType::Float32);
+    EXPECT_TRUE(testing::same_bits(f({x})[0], fn({x})[0])) << s;
+  }
+  const std::vector<std::string> reasons = f.recompile_reasons();
+  ASSERT_FALSE(reasons.empty());
+  EXPECT_NE(reasons[0].find("the function fails at a probe size"), std::string::npos) << reasons[0];
 }
 
 }  // namespace
