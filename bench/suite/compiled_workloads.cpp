@@ -31,10 +31,11 @@ constexpr int64_t kChainElements = int64_t(16) << 20;
 constexpr int64_t kRows = 2048, kCols = 1024;
 constexpr int64_t kGemm = 1024;
 
-CompileOptions cpp_backend(bool fuse = true) {
+CompileOptions cpp_backend(bool fuse = true, std::vector<std::pair<int, int>> dynamic_dims = {}) {
   CompileOptions o;
   o.backend = "cpp";  // compile every kernel before the first run: no interpreter phase to time
   o.fuse = fuse;
+  o.dynamic_dims = std::move(dynamic_dims);
   o.freeze = true;  // inference with fixed weights: the captured weights are constants, as before
   return o;
 }
@@ -67,6 +68,9 @@ struct Case {
   CompiledFunction::Fn fn;
   Inputs inputs;
   bool fuse = true;
+  // CompileOptions::dynamic_dims: the plan timed is the dynamic-shape one (kernels taking the
+  // sizes at run time), to compare with the same function specialized.
+  std::vector<std::pair<int, int>> dynamic_dims = {};
 };
 
 // A smelt-compiled workload: `make` builds the case (model, inputs) once.
@@ -75,7 +79,7 @@ Workload compiled(std::string name, double bytes, double flops, std::function<Ca
   Workload w{.name = std::move(name), .bytes = bytes, .flops = flops, .impl = "smelt-compiled"};
   w.build = [holder, make] {
     Case c = make();
-    CompiledFunction f = compile(c.fn, cpp_backend(c.fuse));
+    CompiledFunction f = compile(c.fn, cpp_backend(c.fuse, c.dynamic_dims));
     *holder = f;
     return Step([f, inputs = c.inputs]() mutable { f(inputs); });
   };
@@ -163,6 +167,13 @@ Case transformer_forward() {
   return {[block](const Inputs& in) { return Inputs{(*block)(in[0])}; }, {randn({8, 128, 256})}};
 }
 
+// The same block with its batch and sequence dims dynamic (one set of kernels for every size).
+Case transformer_forward_dynamic() {
+  Case c = transformer_forward();
+  c.dynamic_dims = {{0, 0}, {0, 1}};
+  return c;
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -178,7 +189,7 @@ CompileTime time_first_call(const std::function<Case()>& make) {
     NoGradGuard guard;
     c.fn(c.inputs);
   }
-  return measure_first_call(compile(c.fn, cpp_backend(c.fuse)), c.inputs);
+  return measure_first_call(compile(c.fn, cpp_backend(c.fuse, c.dynamic_dims)), c.inputs);
 }
 
 }  // namespace
@@ -203,6 +214,8 @@ std::vector<Workload> compiled_workloads() {
       compiled("chain: 1000 tiny adds, unfused plan", 0, 0, tiny_chain(false)),
       compiled("MLP 784-1024-1024-10 forward b256", 0, mlp_flops, mlp_forward),
       compiled("transformer block d256 h4 s128 b8 forward", 0, transformer_flops, transformer_forward),
+      compiled("transformer block d256 h4 s128 b8 forward, dynamic (batch, seq)", 0, transformer_flops,
+               transformer_forward_dynamic),
   };
 }
 
