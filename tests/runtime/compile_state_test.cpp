@@ -396,10 +396,11 @@ TEST(CompileState, InvalidDynamicProbesAreRefusedWhenCompiling) {
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0}; };
   for (std::array<int64_t, 4> probes :
        {std::array<int64_t, 4>{0, 19, 23, 29}, std::array<int64_t, 4>{17, 17, 23, 29},
-        std::array<int64_t, 4>{17, 19, 23, -1}, std::array<int64_t, 4>{17, 19, 23, 17}}) {
+        std::array<int64_t, 4>{17, 19, 23, -1}, std::array<int64_t, 4>{17, 19, 23, 17},
+        std::array<int64_t, 4>{17, 19, 23, int64_t(1) << 21}}) {
     CompileOptions o = on("interpreter");
     o.dynamic_probes = probes;
-    expect_error([&] { compile(fn, o); }, {"dynamic_probes", "four distinct positive"});
+    expect_error([&] { compile(fn, o); }, {"dynamic_probes", "four distinct positive sizes up to 2^20"});
   }
 }
 
