@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "autograd/node.h"
 #include "base/log.h"
 #include "nn/mode_reads.h"
 #include "ops/attrs.h"
@@ -136,6 +137,41 @@ std::vector<Tensor> with_aliases(std::vector<Tensor> outs, const std::vector<Ali
     outs[a.output] = t;
   }
   return outs;
+}
+
+// The history a compiled function's outputs carry when an input (or a captured tensor) requires
+// grad and grad mode is on: compiled calls record no backward yet, and a gradient that reached
+// them used to be lost silently (a loss mixing a compiled part with eager parts: the compiled
+// part's gradient was missing). Backward through them is an error that says so.
+class CompiledFunctionBackward final : public autograd::Node {
+ public:
+  explicit CompiledFunctionBackward(uint32_t outputs) : Node(outputs) {}
+  std::vector<Tensor> apply(std::vector<Tensor>&&) override {
+    SMELT_CHECK(false) << "backward through the output of a compiled function: smelt::compile records no "
+                          "gradient for its calls yet; compute that part of the loss outside the compiled "
+                          "function, or train with compile_training_step";
+    return {};
+  }
+  const char* name() const override { return "CompiledFunctionBackward"; }
+};
+
+void mark_not_differentiable(std::vector<Tensor>& outs, const std::vector<Tensor>& graph_inputs) {
+  if (!autograd::grad_enabled()) return;
+  bool any = false;
+  for (const Tensor& t : graph_inputs) any |= t.defined() && t.requires_grad();
+  if (!any) return;
+  Ref<CompiledFunctionBackward> node(new CompiledFunctionBackward(uint32_t(outs.size())));
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (!outs[k].defined() || !dtype_is_floating(outs[k].dtype())) continue;
+    TensorImpl* o = outs[k].impl();
+    // (a fresh impl where the tensor is shared: an output that is the caller's own input)
+    if (o->ref_count() > 1 || o->requires_grad) {
+      outs[k] = make_tensor(outs[k].storage(), o->shape, o->strides, o->offset, o->dtype);
+    }
+    outs[k].impl()->requires_grad = true;
+    outs[k].impl()->grad_fn = Ref<GradNode>(node.get());
+    outs[k].impl()->output_nr = uint32_t(k);
+  }
 }
 
 // What changed in place among the tensors `c` froze, or "".
@@ -322,14 +358,20 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   if (f.mode != Mode::Function) return run_module(f, *c, inputs);
   std::vector<Tensor> all = inputs;
   all.insert(all.end(), c->captured.begin(), c->captured.end());
-  if (!c->random) return with_aliases(c->compiled.plan->run(all), c->aliases, all);
-  std::vector<Tensor> outs = c->draws.run([&](const Tensor& state) {
-    std::vector<Tensor> with_state = all;
-    with_state.push_back(state);
-    return c->compiled.plan->run(with_state);
-  });
-  outs.pop_back();  // the advanced generator state (reserved by draws.run)
-  return with_aliases(std::move(outs), c->aliases, all);
+  std::vector<Tensor> outs;
+  if (!c->random) {
+    outs = with_aliases(c->compiled.plan->run(all), c->aliases, all);
+  } else {
+    outs = c->draws.run([&](const Tensor& state) {
+      std::vector<Tensor> with_state = all;
+      with_state.push_back(state);
+      return c->compiled.plan->run(with_state);
+    });
+    outs.pop_back();  // the advanced generator state (reserved by draws.run)
+    outs = with_aliases(std::move(outs), c->aliases, all);
+  }
+  mark_not_differentiable(outs, all);
+  return outs;
 }
 
 int CompiledFunction::num_compiles() const {

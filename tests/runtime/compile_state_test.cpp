@@ -508,3 +508,40 @@ TEST(CompileState, AModuleMadeInsideTheFunctionIsNoDanglingGuard) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// A loss mixing a compiled part with eager parts lost the compiled part's gradient silently (1.28
+// off in issue 23's case): compiled calls record no backward yet, so backward through their
+// outputs is an error that says so; inference and no-grad calls are as before.
+TEST(CompileState, BackwardThroughACompiledOutputIsAnErrorNotALostGradient) {
+  Tensor w = rand32({4}, -1, 1, 80).set_requires_grad();
+  CompiledFunction f = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w}; },
+                               on("interpreter"));
+  const Tensor x = rand32({4}, -1, 1, 81);
+  Tensor y = f({x})[0];
+  EXPECT_TRUE(same_bits(y.detach(), (x * w).detach()));
+  EXPECT_TRUE(y.requires_grad());
+  Tensor loss = sum(y) + sum(x * w);  // the compiled part and an eager part
+  expect_error([&] { loss.backward(); }, {"backward through the output of a compiled function", "compile_training_step"});
+  {
+    NoGradGuard no_grad;
+    EXPECT_FALSE(f({x})[0].requires_grad());
+  }
+  // nothing requires grad: no history at all
+  Tensor v = rand32({4}, -1, 1, 82);
+  CompiledFunction g = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * v}; },
+                               on("interpreter"));
+  EXPECT_FALSE(g({x})[0].requires_grad());
+  // an output that is the input itself: the caller's tensor keeps its own (leaf) state
+  Tensor leaf = rand32({4}, -1, 1, 83).set_requires_grad();
+  CompiledFunction id = compile([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0]}; },
+                                on("interpreter"));
+  Tensor out = id({leaf})[0];
+  EXPECT_TRUE(leaf.is_leaf());
+  EXPECT_EQ(out.storage().get(), leaf.storage().get());
+}
+
+}  // namespace
+}  // namespace smelt
