@@ -68,8 +68,9 @@ struct CompileOptions {
   // falls back to specialized kernels, saying why in recompile_reasons(). Sizes 0 are always
   // specialized. false: every signature compiles its own kernels.
   bool dynamic_batch = true;
-  // Dims dynamic from the first call, as (input, dim) pairs (as torch's mark_dynamic): the first
-  // call compiles the dynamic-shape kernels at once. Needs dynamic_batch.
+  // Dims dynamic from the first call, as (input, dim) pairs (as torch's mark_dynamic; a negative
+  // dim counts from the end): the first call compiles the dynamic-shape kernels at once. Needs
+  // dynamic_batch.
   std::vector<std::pair<int, int>> dynamic_dims;
   int batch_plans = 8;  // dynamic shapes: plans kept per size (least recently used dropped)
   // Dynamic shapes: the sizes traced to fit the graph (each symbol takes the first three, shifted

@@ -56,10 +56,12 @@ Symbols marked_symbols(const std::vector<std::pair<int, int>>& marked, const Sig
   Symbols out(sig.shapes.size());
   for (size_t i = 0; i < sig.shapes.size(); ++i) out[i].assign(sig.shapes[i].size(), -1);
   std::map<int64_t, int> groups;
-  for (const auto& [i, d] : marked) {
-    SMELT_CHECK(i >= 0 && size_t(i) < sig.shapes.size() && d >= 0 && size_t(d) < sig.shapes[size_t(i)].size())
+  for (auto [i, d] : marked) {
+    const int rank = i >= 0 && size_t(i) < sig.shapes.size() ? int(sig.shapes[size_t(i)].size()) : 0;
+    SMELT_CHECK(i >= 0 && size_t(i) < sig.shapes.size() && d >= -rank && d < rank)
         << "compile: CompileOptions::dynamic_dims names input " << i << " dim " << d << ", but the call's inputs are "
-        << sig.str() << "; valid: (input, dim) pairs of the inputs given";
+        << sig.str() << "; valid: (input, dim) pairs of the inputs given (a negative dim counts from the end)";
+    if (d < 0) d += rank;
     const int64_t v = sig.shapes[size_t(i)][size_t(d)];
     SMELT_CHECK(v >= 1) << "compile: CompileOptions::dynamic_dims marks input " << i << " dim " << d
                         << ", which has size " << v << "; valid: dims of size >= 1 at the first call";

@@ -224,6 +224,17 @@ TEST(DynamicDimsOptions, BadMarksAreClearErrors) {
   options.dynamic_dims = {{0, 2}};
   CompiledFunction f = compile(fn, options);
   testing::expect_error([&] { f({x}); }, {"dynamic_dims names input 0 dim 2", "f32(2, 3)", "valid"});
+  options.dynamic_dims = {{0, -3}};
+  CompiledFunction too_low = compile(fn, options);
+  testing::expect_error([&] { too_low({x}); }, {"dynamic_dims names input 0 dim -3", "from the end"});
+  options.dynamic_dims = {{0, -1}};  // the last dim, as Python counts
+  CompiledFunction last = compile(fn, options);
+  for (int64_t s : {3, 7, 2}) {
+    const Tensor y = testing::random_tensor({2, s}, -1, 1, uint64_t(s)).to(DType::Float32);
+    EXPECT_TRUE(testing::same_bits(last({y})[0], fn({y})[0])) << s;
+    EXPECT_TRUE(last.report().dynamic_batch) << s;
+  }
+  EXPECT_EQ(last.num_compiles(), 1);
   options.dynamic_dims = {{1, 0}};
   CompiledFunction g = compile(fn, options);
   testing::expect_error([&] { g({x}); }, {"dynamic_dims names input 1 dim 0"});
