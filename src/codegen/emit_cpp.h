@@ -2,9 +2,10 @@
 // #includes kernels/scalar.h (the eager kernels' math, so compiled kernels compute the same bits
 // wherever no reduction is reassociated) and defines `extern "C" void <symbol>(void* const* args)`.
 //
-// A dynamic-batch kernel (LoopKernel::batch) reads the batch size B after its buffers
-// (args[args.size()], a const int64_t*); its extents and strides are expressions in B, and the
-// choices that depend on them (blocks, running in parallel) are made at run time.
+// A dynamic-shape kernel (LoopKernel::batch) reads the sizes S0, S1, ... after its buffers
+// (args[args.size()], a const int64_t*); its extents and strides are polynomials in them
+// (codegen/size_poly.h), and the choices that depend on them (blocks, running in parallel) are
+// made at run time.
 //
 // Otherwise the code is specialized to the kernel's shapes: extents and strides are constants, dims that
 // every access walks contiguously together are merged, size-1 dims dropped. The innermost loop

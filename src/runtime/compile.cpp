@@ -1,6 +1,6 @@
 // smelt::compile (include/smelt/compile.h): traces the function once per input signature, runs the
-// compile pipeline (runtime/pipeline.h) on the graph, and keeps one plan per signature (or, for a
-// dynamic batch, per batch size: runtime/compile_dynamic.cpp).
+// compile pipeline (runtime/pipeline.h) on the graph, and keeps one plan per signature (or, for
+// dynamic dims, per size: runtime/compile_dynamic.cpp).
 #include "smelt/compile.h"
 
 #include <algorithm>
