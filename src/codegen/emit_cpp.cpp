@@ -25,7 +25,7 @@ class Emitter {
  public:
   Emitter(const LoopKernel& k, std::string symbol) : k_(k), symbol_(std::move(symbol)) {
     // Each integer as a Num: a constant, or for a dynamic-shape kernel its polynomial.
-    const BatchTerms* b = k.batch ? &*k.batch : nullptr;
+    const SizeTerms* b = k.sizes ? &*k.sizes : nullptr;
     auto num = [&](int64_t v, const std::vector<SizePoly>* polys, size_t i) { return b ? (*polys)[i] : Num(v); };
     auto nums = [&](const std::vector<int64_t>& v, const std::vector<SizePoly>* polys) {
       std::vector<Num> r;
@@ -65,25 +65,25 @@ class Emitter {
       out_ << "  [[maybe_unused]] " << q << t << "* a" << i << " = static_cast<" << q << t << "*>(args[" << i
            << "]);\n";
     }
-    if (k_.batch) {  // a dynamic-shape kernel: the sizes follow the buffers
+    if (k_.sizes) {  // a dynamic-shape kernel: the sizes follow the buffers
       out_ << "  [[maybe_unused]] const int64_t* const sizes = static_cast<const int64_t*>(args[" << k_.args.size()
            << "]);\n";
-      for (size_t s = 0; s < k_.batch->at.size(); ++s) {
+      for (size_t s = 0; s < k_.sizes->at.size(); ++s) {
         out_ << "  [[maybe_unused]] const int64_t S" << s << " = sizes[" << s << "];\n";
       }
     }
     for (size_t e = 0; e < k_.exprs.size(); ++e) {
       if (k_.exprs[e].kind != ExprKind::Constant) continue;
-      const BatchConstant* term = batch_term(k_, int(e));
+      const SizeConstant* term = size_term(k_, int(e));
       out_ << "  [[maybe_unused]] const " << dtype_cpp_type(k_.exprs[e].dtype) << " e" << e << " = "
-           << (term ? batch_constant_text(k_.exprs[e].dtype, term->value) : constant_text(k_.exprs[e]))
+           << (term ? size_constant_text(k_.exprs[e].dtype, term->value) : constant_text(k_.exprs[e]))
            << ";\n";
     }
-    if (k_.batch) {  // Call parameters that follow the batch size: q<expr>_<param>
-      for (const BatchConstant& c : k_.batch->constants) {
+    if (k_.sizes) {  // Call parameters that follow the batch size: q<expr>_<param>
+      for (const SizeConstant& c : k_.sizes->constants) {
         if (c.param < 0) continue;
         out_ << "  [[maybe_unused]] const double q" << c.expr << "_" << c.param << " = "
-             << batch_constant_text(DType::Float64, c.value) << ";\n";
+             << size_constant_text(DType::Float64, c.value) << ";\n";
       }
     }
   }
@@ -93,7 +93,7 @@ class Emitter {
   std::vector<std::string> params(int e) const {
     std::vector<std::string> names;
     for (int p = 0; p < kernels::kMaxScalarParams; ++p) {
-      names.push_back(batch_term(k_, e, p) ? cat("q", e) + "_" + std::to_string(p) : "");
+      names.push_back(size_term(k_, e, p) ? cat("q", e) + "_" + std::to_string(p) : "");
     }
     return names;
   }
@@ -475,7 +475,7 @@ class Emitter {
 
   const LoopKernel& k_;
   std::string symbol_;
-  // The kernel's integers (loop_kernel.h) as Nums: constants, or polynomials (LoopKernel::batch).
+  // The kernel's integers (loop_kernel.h) as Nums: constants, or polynomials (LoopKernel::sizes).
   std::vector<Num> outer_, inner_, offset_;
   std::vector<std::vector<Num>> outer_stride_, inner_stride_;  // [access][dim]
   std::vector<bool> hoisted_ = std::vector<bool>(k_.exprs.size(), false);  // emitted before the loops

@@ -2,7 +2,7 @@
 // #includes kernels/scalar.h (the eager kernels' math, so compiled kernels compute the same bits
 // wherever no reduction is reassociated) and defines `extern "C" void <symbol>(void* const* args)`.
 //
-// A dynamic-shape kernel (LoopKernel::batch) reads the sizes S0, S1, ... after its buffers
+// A dynamic-shape kernel (LoopKernel::sizes) reads the sizes S0, S1, ... after its buffers
 // (args[args.size()], a const int64_t*); its extents and strides are polynomials in them
 // (codegen/size_poly.h), and the choices that depend on them (blocks, running in parallel) are
 // made at run time.

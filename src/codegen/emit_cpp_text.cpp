@@ -71,11 +71,11 @@ std::string constant_text(const Expr& e) {
   return buf;
 }
 
-std::string batch_constant_text(DType dtype, const BatchFloat& value) {
+std::string size_constant_text(DType dtype, const SizeFloat& value) {
   const std::string n = "double(" + value.n.text() + ")";
   char c[40];
-  std::snprintf(c, sizeof c, "%a", value.scale);  // exact (batch_float_fit's c is finite)
-  const std::string x = std::string(c) + (value.form == BatchFloatForm::Count ? " * " : " / ") + n;
+  std::snprintf(c, sizeof c, "%a", value.scale);  // exact (size_float_fit's c is finite)
+  const std::string x = std::string(c) + (value.form == SizeFloatForm::Count ? " * " : " / ") + n;
   return dtype_cpp_type(dtype) + std::string("(") + x + ")";
 }
 

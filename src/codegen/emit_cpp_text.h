@@ -15,7 +15,7 @@ namespace smelt::codegen::emit {
 // An integer of the generated code: a polynomial in the symbolic sizes S0, S1, ... with integer
 // coefficients (codegen/size_poly.h). A kernel specialized on every extent has only constants
 // (printed as decimal literals); a dynamic-shape kernel's fields are polynomials
-// (LoopKernel::batch), and so are their products. Equal polynomials are equal at every size, so a
+// (LoopKernel::sizes), and so are their products. Equal polynomials are equal at every size, so a
 // merge of dims decided on them holds at every size.
 using Num = SizePoly;
 
@@ -34,10 +34,10 @@ std::string cat(const std::string& a, int64_t b);  // a + decimal b
 std::string add_scaled(const std::string& base, const std::string& index, const Num& stride);
 // A Constant expression as a C++ literal of its dtype (floating values exact, from their bits).
 std::string constant_text(const Expr& e);
-// A dynamic-shape kernel's Constant that follows the sizes (BatchTerms::constants): the C++
-// expression that computes it from S0, S1, ... as the trace does (codegen/batch_float.h), in e's dtype.
+// A dynamic-shape kernel's Constant that follows the sizes (SizeTerms::constants): the C++
+// expression that computes it from S0, S1, ... as the trace does (codegen/size_float.h), in e's dtype.
 // A Call's parameter that follows the batch size: `dtype` is Float64 (parameters are doubles).
-std::string batch_constant_text(DType dtype, const BatchFloat& value);
+std::string size_constant_text(DType dtype, const SizeFloat& value);
 // A reduction's identity (its accumulator's start) as a C++ expression.
 std::string reduce_start(ReduceOp op, DType dtype);
 std::string udr_name(const Reduction& r);  // its OpenMP user-defined reduction

@@ -332,7 +332,7 @@ struct InterpretedKernel::Sized {
 };
 
 InterpretedKernel::InterpretedKernel(LoopKernel kernel) : program_(prepare(std::move(kernel))) {
-  if (program_->kernel.batch) sized_ = std::make_shared<Sized>();
+  if (program_->kernel.sizes) sized_ = std::make_shared<Sized>();
 }
 
 std::shared_ptr<const InterpretedKernel::Program> InterpretedKernel::prepare(LoopKernel kernel) {
@@ -379,16 +379,16 @@ const LoopKernel& InterpretedKernel::kernel() const { return program_->kernel; }
 
 std::shared_ptr<const InterpretedKernel::Program> InterpretedKernel::program_for(void* const* args) const {
   const LoopKernel& k = program_->kernel;
-  if (!k.batch) return program_;
-  // the sizes follow the buffers, as the generated code reads them (loop_kernel.h BatchTerms)
+  if (!k.sizes) return program_;
+  // the sizes follow the buffers, as the generated code reads them (loop_kernel.h SizeTerms)
   const auto* sizes = static_cast<const int64_t*>(args[k.args.size()]);
-  const SymbolPoint p(sizes, sizes + k.batch->at.size());
-  if (p == k.batch->at) return program_;
+  const SymbolPoint p(sizes, sizes + k.sizes->at.size());
+  if (p == k.sizes->at) return program_;
   constexpr size_t kKept = 8;
   std::lock_guard<std::mutex> lock(sized_->mutex);
   auto& programs = sized_->programs;
   for (auto it = programs.begin(); it != programs.end(); ++it) {
-    if ((*it)->kernel.batch->at != p) continue;
+    if ((*it)->kernel.sizes->at != p) continue;
     std::shared_ptr<const Program> found = *it;
     programs.erase(it);
     programs.push_back(found);

@@ -17,7 +17,7 @@ namespace smelt::codegen {
 
 // A kernel (validate()d by the caller: nothing is checked here) prepared for interpretation:
 // the per-call setup is done once, and each thread reuses its scratch, so a run allocates
-// nothing once warm. Runs are reentrant. A dynamic-shape kernel (LoopKernel::batch) runs at the
+// nothing once warm. Runs are reentrant. A dynamic-shape kernel (LoopKernel::sizes) runs at the
 // sizes its arguments carry after the buffers, as its generated code does: one interpreter
 // serves every size (a program per size, made on first use).
 class InterpretedKernel {

@@ -170,7 +170,7 @@ std::string skeleton(LoopKernel k) {
     if (e.kind == ExprKind::Constant && dtype_is_floating(e.dtype)) e.fvalue = 0;
     if (e.kind == ExprKind::Call) std::fill(std::begin(e.call.params), std::end(e.call.params), 0.0);
   }
-  k.batch.reset();
+  k.sizes.reset();
   return k.name + "\n" + print_kernel(k);
 }
 
@@ -290,7 +290,7 @@ std::vector<bool> row_invariant_exprs(const LoopKernel& k, bool loads) {
         return std::all_of(v.begin(), v.end(), [](const SizePoly& x) { return x == SizePoly(0); });
       };
       inv[i] = zero(k.accesses[size_t(e.access)].inner_strides) &&
-               (!k.batch || zero_polys(k.batch->inner_strides[size_t(e.access)]));
+               (!k.sizes || zero_polys(k.sizes->inner_strides[size_t(e.access)]));
     } else if (e.kind == ExprKind::Call) {
       bool all = true;
       for (int o : e.operands) all = all && inv[size_t(o)];
@@ -302,7 +302,7 @@ std::vector<bool> row_invariant_exprs(const LoopKernel& k, bool loads) {
 
 std::string print_kernel(const LoopKernel& k) {
   std::ostringstream out;
-  const BatchTerms* b = k.batch ? &*k.batch : nullptr;
+  const SizeTerms* b = k.sizes ? &*k.sizes : nullptr;
   out << "loop_kernel stages=" << k.stages << (k.tiled ? " tiled" : "");
   if (b) out << " symbols=" << b->at.size();
   out << " outer=";
@@ -325,8 +325,8 @@ std::string print_kernel(const LoopKernel& k) {
     out << "\n";
   }
   // a number that follows the sizes: the same text at every size
-  auto print_term = [&](const BatchConstant& term) {
-    out << batch_float_form_name(term.value.form) << "(";
+  auto print_term = [&](const SizeConstant& term) {
+    out << size_float_form_name(term.value.form) << "(";
     if (term.value.scale != 1) {
       hex_double(out, term.value.scale);
       out << ", ";
@@ -337,7 +337,7 @@ std::string print_kernel(const LoopKernel& k) {
   for (size_t i = 0; i < k.exprs.size(); ++i) {
     const Expr& e = k.exprs[i];
     out << "e" << i << " s" << e.stage << " " << dtype_name(e.dtype) << " = ";
-    const BatchConstant* term = batch_term(k, int(i));
+    const SizeConstant* term = size_term(k, int(i));
     switch (e.kind) {
       case ExprKind::Load: out << "load " << e.access; break;
       case ExprKind::Constant:
@@ -358,7 +358,7 @@ std::string print_kernel(const LoopKernel& k) {
         for (size_t j = 0; j < e.operands.size(); ++j) out << (j ? ", e" : "e") << e.operands[j];
         for (int p = 0; p < info.params; ++p) {
           out << ", ";
-          if (const BatchConstant* param = batch_term(k, int(i), p)) print_term(*param);
+          if (const SizeConstant* param = size_term(k, int(i), p)) print_term(*param);
           else hex_double(out, e.call.params[p]);
         }
         out << ")";
@@ -399,18 +399,18 @@ const ReduceOpInfo& reduce_info(ReduceOp op) {
 const char* reduce_op_name(ReduceOp op) { return reduce_info(op).name; }
 const char* reduce_fold_fn(ReduceOp op) { return reduce_info(op).fold; }
 
-const BatchConstant* batch_term(const LoopKernel& kernel, int expr, int param) {
-  if (!kernel.batch) return nullptr;
-  for (const BatchConstant& c : kernel.batch->constants) {
+const SizeConstant* size_term(const LoopKernel& kernel, int expr, int param) {
+  if (!kernel.sizes) return nullptr;
+  for (const SizeConstant& c : kernel.sizes->constants) {
     if (c.expr == expr && c.param == param) return &c;
   }
   return nullptr;
 }
 
 LoopKernel kernel_at(const LoopKernel& kernel, const SymbolPoint& p) {
-  SMELT_INTERNAL_CHECK(kernel.batch) << "kernel_at: kernel '" << kernel.name << "' is not a dynamic-shape kernel";
+  SMELT_INTERNAL_CHECK(kernel.sizes) << "kernel_at: kernel '" << kernel.name << "' is not a dynamic-shape kernel";
   LoopKernel k = kernel;
-  BatchTerms& t = *k.batch;
+  SizeTerms& t = *k.sizes;
   SMELT_INTERNAL_CHECK(p.size() == t.at.size()) << "kernel_at: " << p.size() << " sizes for " << t.at.size() << " symbols";
   auto set = [&](std::vector<int64_t>& v, const std::vector<SizePoly>& poly) {
     for (size_t i = 0; i < v.size(); ++i) v[i] = poly[i].at(p);
@@ -423,11 +423,11 @@ LoopKernel kernel_at(const LoopKernel& kernel, const SymbolPoint& p) {
     set(k.accesses[i].outer_strides, t.outer_strides[i]);
     set(k.accesses[i].inner_strides, t.inner_strides[i]);
   }
-  for (const BatchConstant& c : t.constants) {
+  for (const SizeConstant& c : t.constants) {
     const int64_t n = c.value.n.at(p);
     Expr& e = k.exprs[size_t(c.expr)];
-    if (c.param < 0) e.fvalue = batch_float_value(c.value, n, e.dtype);
-    else e.call.params[c.param] = batch_float_value(c.value, n, DType::Float64);  // a double
+    if (c.param < 0) e.fvalue = size_float_value(c.value, n, e.dtype);
+    else e.call.params[c.param] = size_float_value(c.value, n, DType::Float64);  // a double
   }
   t.at = p;
   return k;
@@ -462,7 +462,7 @@ std::optional<LoopKernel> kernel_fit(const std::vector<const LoopKernel*>& kerne
     return out;
   };
   LoopKernel k = k0;
-  BatchTerms t;
+  SizeTerms t;
   t.at = points[0];
   t.outer = fit_list([](const LoopKernel& x) -> const std::vector<int64_t>& { return x.outer; });
   t.inner = fit_list([](const LoopKernel& x) -> const std::vector<int64_t>& { return x.inner; });
@@ -486,10 +486,10 @@ std::optional<LoopKernel> kernel_fit(const std::vector<const LoopKernel*>& kerne
     bool same = true;
     for (const LoopKernel* x : kernels) {
       values.push_back(get(*x));
-      same = same && batch_float_same_bits(values[0], values.back());
+      same = same && size_float_same_bits(values[0], values.back());
     }
     if (same) return true;
-    std::optional<BatchFloat> f = batch_float_fit_grid(grid, values, dtype);
+    std::optional<SizeFloat> f = size_float_fit_grid(grid, values, dtype);
     if (!f) {
       char text[96];
       std::snprintf(text, sizeof text, "%.9g at %s, %.9g at %s", values[0], point_str(points[0]).c_str(), values[1],
@@ -514,7 +514,7 @@ std::optional<LoopKernel> kernel_fit(const std::vector<const LoopKernel*>& kerne
       }
     }
   }
-  k.batch = std::move(t);
+  k.sizes = std::move(t);
   return k;
 }
 

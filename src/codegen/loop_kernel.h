@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/batch_float.h"
+#include "codegen/size_float.h"
 #include "kernels/scalar_table.h"
 #include "smelt/dtype.h"
 
@@ -138,29 +138,29 @@ struct Arg {
   bool output = false;
 };
 
-// Dynamic shapes (runtime/batch_graph.h): the kernel's integers are polynomials in the symbolic
+// Dynamic shapes (runtime/shape_fit.h): the kernel's integers are polynomials in the symbolic
 // sizes S0, S1, ... (codegen/size_poly.h). The LoopKernel's fields hold their values at the point
 // `at`; each vector here holds the matching field as a polynomial (a constant for what the sizes
 // do not change). One such kernel serves every size: its generated C++ reads the symbols from one
 // more argument after the buffers (args[args.size()] points to `at.size()` const int64_t), and
 // the interpreter runs kernel_at(kernel, point).
 // A floating Constant may depend on the sizes too, as a number the trace computes from an integer
-// polynomial (codegen/batch_float.h: a mean's count, 1 / count): its `fvalue` holds the value at
+// polynomial (codegen/size_float.h: a mean's count, 1 / count): its `fvalue` holds the value at
 // `at`. So may a Call's parameter (a double: a clamp bound c * B), its value at `at` in
 // call.params.
-struct BatchConstant {
+struct SizeConstant {
   int expr = -1;   // a floating Constant expression, or a Call's
   int param = -1;  // -1: the Constant's value; else the Call's parameter of this index
-  BatchFloat value;
+  SizeFloat value;
 };
 
-struct BatchTerms {
+struct SizeTerms {
   SymbolPoint at;
   std::vector<SizePoly> outer, inner;  // per outer / inner dim
   std::vector<SizePoly> numel;         // per argument
   std::vector<SizePoly> offset;        // per access
   std::vector<std::vector<SizePoly>> outer_strides, inner_strides;  // per access, per dim
-  std::vector<BatchConstant> constants;  // the Constants and parameters that change, by expression index
+  std::vector<SizeConstant> constants;  // the Constants and parameters that change, by expression index
 };
 
 struct LoopKernel {
@@ -177,12 +177,12 @@ struct LoopKernel {
   std::vector<IndexCheck> index_checks;  // before the kernel runs
   bool tiled = false;      // offers the tile entry (see the top)
   std::string comment;     // what the kernel fuses (op list, source nodes), kept in dumps
-  std::optional<BatchTerms> batch;  // set: a dynamic-shape kernel (see BatchTerms)
+  std::optional<SizeTerms> sizes;  // set: a dynamic-shape kernel (see SizeTerms)
 };
 
-// The term of `kernel` (a dynamic-batch kernel's) for expression `expr`'s value (param -1) or its
-// parameter `param`; null when that number does not change with the batch (or no batch).
-const BatchConstant* batch_term(const LoopKernel& kernel, int expr, int param = -1);
+// The term of `kernel` (a dynamic-shape kernel's) for expression `expr`'s value (param -1) or its
+// parameter `param`; null when that number does not change with the sizes (or no sizes).
+const SizeConstant* size_term(const LoopKernel& kernel, int expr, int param = -1);
 
 // Checks the invariants above (indices in range, operands earlier and of the same stage or
 // constants, dtypes consistent with the elementwise table, float32 constants exact, no reduction
@@ -211,11 +211,11 @@ std::vector<bool> row_invariant_exprs(const LoopKernel& kernel, bool loads = tru
 // every size, so the kernel caches hold one compiled kernel for all of them.
 std::string print_kernel(const LoopKernel& kernel);
 
-// A dynamic-shape kernel at the sizes `p` (its fields re-evaluated, `batch->at` = p).
+// A dynamic-shape kernel at the sizes `p` (its fields re-evaluated, `sizes->at` = p).
 LoopKernel kernel_at(const LoopKernel& kernel, const SymbolPoint& p);
 // The dynamic-shape kernel through `kernels` (one lowered at each of grid.points()): the same
 // kernel but for its integers, each of which must be a polynomial with integer coefficients, and
-// its floating constants (codegen/batch_float.h). nullopt, with `why` set, when they differ
+// its floating constants (codegen/size_float.h). nullopt, with `why` set, when they differ
 // otherwise. (The caller checks the fit at grid.check.)
 std::optional<LoopKernel> kernel_fit(const std::vector<const LoopKernel*>& kernels, const SymbolGrid& grid,
                                      std::string* why);

@@ -25,7 +25,7 @@ LoopKernel Lowerer::run(const std::string& name) {
   if (options_.tile_col_dims > 0) {
     detail::tile_space(k_, space_, size_t(options_.tile_col_dims), !reductions_.empty());
   } else {
-    detail::simplify_space(k_, space_, n_outer_, !reductions_.empty(), !options_.batch_generic);
+    detail::simplify_space(k_, space_, n_outer_, !reductions_.empty(), !options_.size_generic);
   }
   return std::move(k_);
 }

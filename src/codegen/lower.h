@@ -52,10 +52,10 @@ struct LowerOptions {
   // others the row dims. Refused (reason) with reductions, with fewer than k dims, or when some
   // access does not walk the last k dims as one.
   int tile_col_dims = 0;
-  // For a dynamic batch (runtime/batch_graph.h): no choice that depends on an extent's factors
+  // For a dynamic batch (runtime/shape_fit.h): no choice that depends on an extent's factors
   // (the split of a long 1-D space into blocks), so the kernels lowered at two batch sizes differ
   // only in their integers.
-  bool batch_generic = false;
+  bool size_generic = false;
 };
 LowerResult lower(const ir::Graph& body, const std::string& name, const LowerOptions& options);
 

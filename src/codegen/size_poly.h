@@ -1,4 +1,4 @@
-// The sizes of a dynamic-shape graph (runtime/batch_graph.h) as polynomials in its symbols.
+// The sizes of a dynamic-shape graph (runtime/shape_fit.h) as polynomials in its symbols.
 //
 // A compiled function whose calls differ in some input dims makes those dims symbols S0, S1, ...
 // (dims that always had equal sizes share one). Every integer of its graphs and kernels — a dim,

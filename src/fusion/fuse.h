@@ -130,7 +130,7 @@ struct FusionOptions {
   // so (CostModel::gather_pays: the row group is a generated kernel anyway), 2 always.
   int gathers = 1;
   // Set: a graph of the same structure as the one fused, node for node (the same graph at another
-  // batch size, runtime/batch_graph.h), whose value sizes the cost model reads instead. A dynamic
+  // batch size, runtime/shape_fit.h), whose value sizes the cost model reads instead. A dynamic
   // batch fuses each probe batch size with the sizes at one large batch, so that every batch size
   // gets the same groups (the cost model compares bytes that are affine in the batch size: with
   // constant terms, a comparison can flip between two small batch sizes).

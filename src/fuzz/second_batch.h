@@ -2,7 +2,7 @@
 // function through smelt::compile (its nodes called through the dispatcher, so that a trace at
 // any size records the same ops), at its own sizes, then at two others, where the inputs' dims of
 // one or two sizes vary (the batch, a last dim such as a sequence length, or both: two symbols):
-// the second call builds the dynamic shapes (runtime/batch_graph.h), the third re-instantiates
+// the second call builds the dynamic shapes (runtime/shape_fit.h), the third re-instantiates
 // them. Each of those is compared with the unoptimized graph traced at those sizes on the IR
 // interpreter, by the rule of the main check (compile_fuzzer.cpp): bit for bit, except outputs
 // that a lowered reduction of the plan that ran (CompiledFunction::compiled_graph) or a

@@ -1,6 +1,6 @@
 // smelt::compile's dynamic dims (CompileOptions::dynamic_batch, dynamic_dims): after a call that
 // differs from a compiled signature in some dims, one graph and one set of kernels for every size
-// of those dims (runtime/batch_graph.h), and a plan per size instantiated from them.
+// of those dims (runtime/shape_fit.h), and a plan per size instantiated from them.
 #include <map>
 #include <optional>
 
@@ -99,7 +99,7 @@ codegen::SymbolGrid probe_grid(const std::array<int64_t, 4>& probes, int count) 
 std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& sig,
                                                                const std::vector<Tensor>& inputs,
                                                                std::string* note) {
-  DynamicBatch* d = nullptr;
+  DynamicDims* d = nullptr;
   SymbolPoint p;
   Signature now = sig;  // (its modes updated by a build's traces)
   for (auto& entry : dynamic) {
@@ -126,9 +126,9 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
       if (!why.empty()) *note = " (not dynamic: " + why + "; kernels specialized)";
       return nullptr;
     }
-    auto entry = std::make_unique<DynamicBatch>();
+    auto entry = std::make_unique<DynamicDims>();
     entry->symbols = *symbols;
-    entry->key = DynamicBatch::erase(sig, *symbols);
+    entry->key = DynamicDims::erase(sig, *symbols);
     for (const auto& dims : *symbols) {
       for (int s : dims) entry->count = std::max(entry->count, s + 1);
     }
@@ -148,7 +148,7 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
     // holds them, as a specialized compile's signature does after its trace. (Found in review:
     // with dynamic_dims, the entry's key had no modes and the next call never matched it.)
     if (mode == Mode::Function) now.modes = modes_now();
-    entry->key = DynamicBatch::erase(now, *symbols);
+    entry->key = DynamicDims::erase(now, *symbols);
     d = entry.get();
     dynamic.push_back(std::move(entry));
     built = true;
@@ -198,7 +198,7 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
 // specialized compile at `now` would choose), and fits the fused graphs and their kernels
 // (lowered on the interpreter backend: no compiles) the same way. "" or why the function's graph
 // is not polynomial in the sizes.
-std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const SymbolPoint& now,
+std::string CompiledFunction::Impl::build_dynamic(DynamicDims& d, const SymbolPoint& now,
                                                   const std::vector<Tensor>& inputs) {
   std::vector<SymbolPoint> probes = d.grid.points();
   probes.push_back(d.grid.check);
@@ -211,17 +211,17 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const SymbolP
     optimized.push_back(traced.back()->clone());
     runtime::optimize_graph(*optimized.back(), pipeline_options());
   }
-  auto fit = [&](const std::vector<std::unique_ptr<ir::Graph>>& graphs, std::optional<runtime::BatchGraph>* out) {
+  auto fit = [&](const std::vector<std::unique_ptr<ir::Graph>>& graphs, std::optional<runtime::GraphFit>* out) {
     std::vector<const ir::Graph*> grid_graphs;
     for (size_t i = 0; i < n; ++i) grid_graphs.push_back(graphs[i].get());
     std::string why;
-    *out = runtime::BatchGraph::fit(grid_graphs, d.grid, &why);
+    *out = runtime::GraphFit::fit(grid_graphs, d.grid, &why);
     if (!*out) return why;
     return (*out)->compare(*graphs[n], d.grid.check);
   };
   std::string why = fit(traced, &d.traced);
   if (!why.empty()) return why;
-  std::optional<runtime::BatchGraph> optimized_fit;
+  std::optional<runtime::GraphFit> optimized_fit;
   why = fit(optimized, &optimized_fit);
   if (!why.empty()) return why;
   const std::unique_ptr<ir::Graph> cost_shapes = optimized_fit->at(now);
@@ -239,7 +239,7 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicBatch& d, const SymbolP
   return d.kernels.fit(d.grid);
 }
 
-std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d,
+std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicDims& d,
                                                              const std::vector<Tensor>& inputs,
                                                              const SymbolPoint& p, std::string* why) {
   std::vector<Tensor> in;
@@ -291,7 +291,7 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::traced_at(DynamicBatch& d,
 // bit; before the passes, which may rewrite a graph differently at sizes like 1 or a power of
 // two and stay right): a difference is an error, and the caller compiles p specialized. (No
 // compiler runs: a trace costs little next to compiling kernels.)
-std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicBatch& d, const SymbolPoint& p,
+std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicDims& d, const SymbolPoint& p,
                                                               const Signature& sig,
                                                               const std::vector<Tensor>& inputs) {
   std::string why;

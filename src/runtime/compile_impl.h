@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "runtime/batch_graph.h"
+#include "runtime/shape_fit.h"
 #include "runtime/pipeline.h"
 #include "smelt/compile.h"
 #include "trace/random_draws.h"
@@ -79,7 +79,7 @@ using Symbols = std::vector<std::vector<int>>;
 
 // One set of dynamic dims (runtime/compile_dynamic.cpp): the graph and kernels for every size of
 // them, and the plans instantiated from those, one per point (an LRU).
-struct DynamicBatch {
+struct DynamicDims {
   Signature key;  // the signature with the dynamic dims as -1
   Symbols symbols;
   int count = 0;              // symbols
@@ -88,9 +88,9 @@ struct DynamicBatch {
   // The fit of the function's traces (before the passes): each new point is traced and checked
   // against it before its plan is instantiated (a fit through a grid of probes is a guess:
   // x[:100] gives B rows at every probe; a constant c / B may have two fits).
-  std::optional<runtime::BatchGraph> traced;
-  std::optional<runtime::BatchGraph> graph;  // the fused graphs' fit: what plans are made from
-  runtime::BatchKernels kernels;
+  std::optional<runtime::GraphFit> traced;
+  std::optional<runtime::GraphFit> graph;  // the fused graphs' fit: what plans are made from
+  runtime::KernelFit kernels;
   std::shared_ptr<trace::ModuleGraph> module_graph;
   std::vector<Tensor> captured;  // what the latest trace captured (Compiled::captured)
   std::vector<std::pair<Tensor, uint64_t>> frozen;  // and froze (Compiled::frozen)
@@ -149,7 +149,7 @@ enum class Mode { Function, Module, TrainingStep };
 struct CompiledFunction::Impl {
   using Signature = compile_impl::Signature;
   using Compiled = compile_impl::Compiled;
-  using DynamicBatch = compile_impl::DynamicBatch;
+  using DynamicDims = compile_impl::DynamicDims;
   using Mode = compile_impl::Mode;
 
   Mode mode = Mode::Function;
@@ -160,7 +160,7 @@ struct CompiledFunction::Impl {
   std::map<Signature, std::shared_ptr<Compiled>> plans;
   std::vector<Signature> order;       // signatures compiled, in the order they were first seen
   std::optional<Signature> last_sig;  // the latest new signature (for the recompile reasons)
-  std::vector<std::unique_ptr<DynamicBatch>> dynamic;
+  std::vector<std::unique_ptr<DynamicDims>> dynamic;
   // Function mode: the modes of the modules its traces read (nn/mode_reads.h), in first-read
   // order; their values now are the signature's `modes`.
   std::vector<std::shared_ptr<const bool>> mode_reads;
@@ -181,13 +181,13 @@ struct CompiledFunction::Impl {
   // when that is the reason). compile_dynamic.cpp.
   std::shared_ptr<Compiled> dynamic_plan(const Signature& sig, const std::vector<Tensor>& inputs,
                                          std::string* note);
-  std::string build_dynamic(DynamicBatch& d, const codegen::SymbolPoint& now,
+  std::string build_dynamic(DynamicDims& d, const codegen::SymbolPoint& now,
                             const std::vector<Tensor>& inputs);
-  std::shared_ptr<Compiled> instantiate(DynamicBatch& d, const codegen::SymbolPoint& p,
+  std::shared_ptr<Compiled> instantiate(DynamicDims& d, const codegen::SymbolPoint& p,
                                         const Signature& sig, const std::vector<Tensor>& inputs);
   // The function traced at sizes `p` (the inputs' dynamic dims set to their symbol's size); null
   // with `why` when it draws random numbers or captures other tensors.
-  std::unique_ptr<ir::Graph> traced_at(DynamicBatch& d, const std::vector<Tensor>& inputs,
+  std::unique_ptr<ir::Graph> traced_at(DynamicDims& d, const std::vector<Tensor>& inputs,
                                        const codegen::SymbolPoint& p, std::string* why);
 };
 

@@ -12,8 +12,8 @@ KernelStep::KernelStep(codegen::LoopKernel kernel) {
                                 << "': " << e.what() << "\n" << codegen::print_kernel(kernel);
   }
   args_.resize(kernel.args.size());
-  if (kernel.batch) {
-    sizes_ = kernel.batch->at;
+  if (kernel.sizes) {
+    sizes_ = kernel.sizes->at;
     args_.push_back(sizes_.data());
   }
   handle_ = std::make_shared<codegen::KernelHandle>(kernel);

@@ -21,7 +21,7 @@ class KernelStep {
   // through one KernelHandle, the kernel's one execution owner (interpreted until compiled): its
   // own until attach() gives it the kernel cache's (the plan asks the cache for all its kernels
   // at once, KernelCache::get_many, so that they compile in batches). A dynamic-shape kernel
-  // (LoopKernel::batch) runs at its `batch->at`: its sizes follow the buffers in the arguments,
+  // (LoopKernel::sizes) runs at its `sizes->at`: its sizes follow the buffers in the arguments,
   // for compiled code and interpreter alike (so one cache handle serves every size).
   explicit KernelStep(codegen::LoopKernel kernel);
 

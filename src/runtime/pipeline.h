@@ -21,7 +21,7 @@ struct PipelineOptions {
   KernelBackend backend = KernelBackend::Tiered;
   bool memory_plan = true;  // and SMELT_NO_MEMPLAN unset
   int compile_after_runs = 0;  // Tiered: see PlanOptions; 0: SMELT_COMPILE_AFTER (default 2)
-  LowerFn lower;  // PlanOptions::lower (a dynamic batch's, runtime/batch_graph.h)
+  LowerFn lower;  // PlanOptions::lower (a dynamic batch's, runtime/shape_fit.h)
   bool optimize = true;  // false: the graph comes optimized (optimize_graph), compile_graph fuses and plans
   const ir::Graph* fusion_cost_shapes = nullptr;  // fusion::FusionOptions::cost_shapes (a dynamic batch's)
   // Follow the tuning file's layout choice for this graph (runtime/layout_choice.h): a recorded
@@ -47,7 +47,7 @@ void optimize_graph(ir::Graph& graph, const PipelineOptions& options);
 // IR after each stage.
 CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph, const PipelineOptions& options);
 // The last stage alone: the plan of a graph already optimized and fused (a dynamic batch's graph
-// at a new batch size, runtime/batch_graph.h). Logs as compile_graph at SMELT_DEBUG=1.
+// at a new batch size, runtime/shape_fit.h). Logs as compile_graph at SMELT_DEBUG=1.
 CompiledGraph plan_graph(std::unique_ptr<ir::Graph> fused, const PipelineOptions& options);
 
 // "auto" (Tiered), "interpreter", "cpp" (Compiled); anything else is a smelt::Error.

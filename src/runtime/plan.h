@@ -54,7 +54,7 @@ struct PlanOptions {
   bool cat_in_place = true;
   // Replaces codegen::lower for every group, in build order: a dynamic batch records the kernels
   // of its probe builds and hands their fitted dynamic-batch kernels to later builds
-  // (runtime/batch_graph.h).
+  // (runtime/shape_fit.h).
   LowerFn lower;
   // Nodes the plan stage hoisted before the build (passes/fold.h), for the stats.
   int hoisted = 0;

@@ -1,4 +1,4 @@
-// Dynamic-shape kernels (codegen/loop_kernel.h BatchTerms): fitted through kernels lowered at a
+// Dynamic-shape kernels (codegen/loop_kernel.h SizeTerms): fitted through kernels lowered at a
 // grid of sizes (kernel_fit), equal to the kernel lowered at any other size (kernel_at), and one
 // InterpretedKernel runs them at every size its arguments carry (the sizes after the buffers).
 #include <cmath>
@@ -20,7 +20,7 @@ LoopKernel lowered_at(int64_t b, int64_t s) {
   auto g = ir::parse("graph(%0: f32[" + shape + "]) {\n  %1: f32[" + shape + "] = exp(%0)\n  %2: f32[" +
                      std::to_string(b) + "] = sum(%1) {dims=[1]}\n  return %1, %2\n}\n");
   LowerOptions options;
-  options.batch_generic = true;
+  options.size_generic = true;
   LowerResult r = lower(*g, "exp_sum", options);
   EXPECT_TRUE(r.kernel) << r.reason;
   return *r.kernel;
@@ -40,7 +40,7 @@ TEST(DynamicKernel, FitsThroughTheGridAndMatchesTheLoweringElsewhere) {
   for (const SymbolPoint& p : {SymbolPoint{29, 42}, SymbolPoint{3, 100}, SymbolPoint{2, 2}}) {
     LoopKernel at = kernel_at(*fitted, p);
     validate(at);
-    at.batch.reset();
+    at.sizes.reset();
     EXPECT_EQ(print_kernel(at), print_kernel(lowered_at(p[0], p[1]))) << point_str(p);
   }
   // (at size 1 the lowering drops the dim; the fitted kernel keeps an extent of 1, as valid)

@@ -1,4 +1,4 @@
-// Dynamic batch with means (runtime/batch_graph.h, codegen/batch_float.h): a mean's 1 / count is a
+// Dynamic batch with means (runtime/shape_fit.h, codegen/size_float.h): a mean's 1 / count is a
 // number that follows the batch size — in the lowered mean (a kernel Constant) and in its gradient
 // rule (an IR constant). Every batch size must give the bits a compile specialized on that size
 // gives (CompileOptions::dynamic_batch = false), be close to eager, and compile only twice.

@@ -2,20 +2,20 @@
 // set of kernels for every size of a compiled function's dynamic dims, the symbols S0, S1, ...
 // (runtime/compile_dynamic.cpp chooses them; codegen/size_poly.h).
 //
-// BatchGraph fits the graphs a function gives (traced, optimized and fused) at the points of a
+// GraphFit fits the graphs a function gives (traced, optimized and fused) at the points of a
 // grid of probe sizes: they must be the same graph — nodes, edges, ops, dtypes, constants (bit for
 // bit), float and string attributes — except for integers (shape dims, int attributes), each of
 // which must be a polynomial in the symbols with integer coefficients. at(p) then makes the graph
 // at sizes p without tracing again. The grid's check point checks the fit (compare): an integer
 // that only looked polynomial on the grid (a reshape to a fixed batch of 64, a strided conv's
 // floor division) shows there. One-element floating constants and float attributes may differ
-// too when the trace computes them from such a polynomial (codegen/batch_float.h: a mean's
+// too when the trace computes them from such a polynomial (codegen/size_float.h: a mean's
 // 1 / count in its gradient): at(p) re-evaluates them as the trace would at p, bit for bit, and
 // compare checks those bits.
 //
-// BatchKernels does the same for the kernels a plan lowers: it records the lowerings of a plan
-// built at each probe (in build order, with LowerOptions::batch_generic), fits dynamic-shape
-// kernels (codegen/loop_kernel.h BatchTerms) through the grid, checks them at the check point, and
+// KernelFit does the same for the kernels a plan lowers: it records the lowerings of a plan
+// built at each probe (in build order, with LowerOptions::size_generic), fits dynamic-shape
+// kernels (codegen/loop_kernel.h SizeTerms) through the grid, checks them at the check point, and
 // then lowers for a plan at any sizes p by handing out those kernels at p (PlanOptions::lower):
 // every size shares their cache keys, so no new compiler run.
 #pragma once
@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/batch_float.h"
+#include "codegen/size_float.h"
 #include "codegen/lower.h"
 #include "codegen/size_poly.h"
 #include "ir/graph.h"
@@ -34,11 +34,11 @@
 
 namespace smelt::runtime {
 
-class BatchGraph {
+class GraphFit {
  public:
   // nullopt, with `why` set, when `graphs` (one at each grid.points()) differ beyond polynomial
   // integers and floats.
-  static std::optional<BatchGraph> fit(const std::vector<const ir::Graph*>& graphs, const codegen::SymbolGrid& grid,
+  static std::optional<GraphFit> fit(const std::vector<const ir::Graph*>& graphs, const codegen::SymbolGrid& grid,
                                        std::string* why);
   // The graph at sizes `p`; a smelt::Error when a dim would be negative there.
   std::unique_ptr<ir::Graph> at(const codegen::SymbolPoint& p) const;
@@ -47,11 +47,11 @@ class BatchGraph {
 
  private:
   std::shared_ptr<const ir::Graph> base_;  // the graph at the first grid point
-  std::vector<codegen::SizePoly> ints_;    // per integer, in walk order (batch_graph.cpp)
-  std::vector<std::pair<size_t, codegen::BatchFloat>> floats_;  // (float in walk order, its term)
+  std::vector<codegen::SizePoly> ints_;    // per integer, in walk order (shape_fit.cpp)
+  std::vector<std::pair<size_t, codegen::SizeFloat>> floats_;  // (float in walk order, its term)
 };
 
-class BatchKernels {
+class KernelFit {
  public:
   // The lowering for a plan built at probe sizes `p`: codegen::lower, size-generic, recorded.
   // Probes are recorded at the grid's points in order, then at its check point.
@@ -73,7 +73,7 @@ class BatchKernels {
     std::vector<std::string> names;
   };
   std::vector<std::shared_ptr<Probe>> probes_;
-  std::vector<codegen::LowerResult> fitted_;  // kernels with BatchTerms (or the reason none)
+  std::vector<codegen::LowerResult> fitted_;  // kernels with SizeTerms (or the reason none)
   std::vector<int> tile_col_dims_;
   std::vector<std::string> names_;
 };

@@ -1,4 +1,4 @@
-#include "runtime/batch_graph.h"
+#include "runtime/shape_fit.h"
 
 #include <cstdio>
 #include <cstring>
@@ -19,7 +19,7 @@ uint64_t bytes_hash(const Tensor& t) {
   return h;
 }
 
-// One floating number of a graph that may follow the batch size (codegen/batch_float.h): a
+// One floating number of a graph that may follow the batch size (codegen/size_float.h): a
 // one-element floating constant's value, or a float attribute (a double: float64).
 struct Float {
   double value = 0;
@@ -138,11 +138,11 @@ Walk walk(const ir::Graph& g) {
 
 }  // namespace
 
-std::optional<BatchGraph> BatchGraph::fit(const std::vector<const ir::Graph*>& graphs,
+std::optional<GraphFit> GraphFit::fit(const std::vector<const ir::Graph*>& graphs,
                                           const codegen::SymbolGrid& grid, std::string* why) {
   const std::vector<codegen::SymbolPoint> points = grid.points();
   SMELT_INTERNAL_CHECK(graphs.size() == points.size())
-      << "BatchGraph::fit: " << graphs.size() << " graphs for " << points.size() << " grid points";
+      << "GraphFit::fit: " << graphs.size() << " graphs for " << points.size() << " grid points";
   std::vector<Walk> walks;
   for (const ir::Graph* g : graphs) walks.push_back(walk(*g));
   const Walk& w0 = walks[0];
@@ -154,7 +154,7 @@ std::optional<BatchGraph> BatchGraph::fit(const std::vector<const ir::Graph*>& g
       return std::nullopt;
     }
   }
-  BatchGraph bg;
+  GraphFit bg;
   bg.base_ = graphs[0]->clone();
   std::vector<int64_t> values(walks.size());
   for (size_t i = 0; i < w0.ints.size(); ++i) {
@@ -173,10 +173,10 @@ std::optional<BatchGraph> BatchGraph::fit(const std::vector<const ir::Graph*>& g
     bool same = true;
     for (size_t j = 0; j < walks.size(); ++j) {
       floats[j] = walks[j].floats[i].value;
-      same = same && codegen::batch_float_same_bits(floats[0], floats[j]);
+      same = same && codegen::size_float_same_bits(floats[0], floats[j]);
     }
     if (same) continue;
-    std::optional<codegen::BatchFloat> term = codegen::batch_float_fit_grid(grid, floats, w0.floats[i].dtype);
+    std::optional<codegen::SizeFloat> term = codegen::size_float_fit_grid(grid, floats, w0.floats[i].dtype);
     if (!term) {
       *why = "a constant or float attribute (" + number_str(floats[0]) + " at " + codegen::point_str(points[0]) +
              ", " + number_str(floats[1]) + " at " + codegen::point_str(points[1]) +
@@ -188,7 +188,7 @@ std::optional<BatchGraph> BatchGraph::fit(const std::vector<const ir::Graph*>& g
   return bg;
 }
 
-std::unique_ptr<ir::Graph> BatchGraph::at(const codegen::SymbolPoint& p) const {
+std::unique_ptr<ir::Graph> GraphFit::at(const codegen::SymbolPoint& p) const {
   const Walk base = walk(*base_);
   std::vector<int64_t> ints(base.ints.size());
   for (size_t i = 0; i < ints.size(); ++i) {
@@ -199,7 +199,7 @@ std::unique_ptr<ir::Graph> BatchGraph::at(const codegen::SymbolPoint& p) const {
         << ints_[i].text() << "); valid: sizes where every dim is >= 0";
   }
   std::vector<Float> floats = base.floats;
-  for (const auto& [i, term] : floats_) floats[i].value = codegen::batch_float_value(term, term.n.at(p), floats[i].dtype);
+  for (const auto& [i, term] : floats_) floats[i].value = codegen::size_float_value(term, term.n.at(p), floats[i].dtype);
   std::unique_ptr<ir::Graph> g = base_->clone();
   Walk set(&ints, &floats);
   set.graph(*g);
@@ -207,7 +207,7 @@ std::unique_ptr<ir::Graph> BatchGraph::at(const codegen::SymbolPoint& p) const {
   return g;
 }
 
-std::string BatchGraph::compare(const ir::Graph& g, const codegen::SymbolPoint& p) const {
+std::string GraphFit::compare(const ir::Graph& g, const codegen::SymbolPoint& p) const {
   const Walk want = walk(*at(p)), got = walk(g);
   const std::string where = "at " + codegen::point_str(p);
   if (want.skeleton != got.skeleton) return "the graph " + where + " has another structure";
@@ -218,7 +218,7 @@ std::string BatchGraph::compare(const ir::Graph& g, const codegen::SymbolPoint& 
     }
   }
   for (size_t i = 0; i < want.floats.size(); ++i) {
-    if (!codegen::batch_float_same_bits(want.floats[i].value, got.floats[i].value)) {
+    if (!codegen::size_float_same_bits(want.floats[i].value, got.floats[i].value)) {
       return where + " a constant or float attribute is " + number_str(got.floats[i].value) + " where the fit says " +
              number_str(want.floats[i].value);
     }
@@ -226,13 +226,13 @@ std::string BatchGraph::compare(const ir::Graph& g, const codegen::SymbolPoint& 
   return "";
 }
 
-LowerFn BatchKernels::record(const codegen::SymbolPoint& p) {
+LowerFn KernelFit::record(const codegen::SymbolPoint& p) {
   auto probe = std::make_shared<Probe>();
   probe->sizes = p;
   probes_.push_back(probe);
   return [probe](const ir::Graph& body, const std::string& name, const codegen::LowerOptions& options) {
     codegen::LowerOptions generic = options;
-    generic.batch_generic = true;
+    generic.size_generic = true;
     codegen::LowerResult r = codegen::lower(body, name, generic);
     probe->lowered.push_back(r);
     probe->tile_col_dims.push_back(options.tile_col_dims);
@@ -241,10 +241,10 @@ LowerFn BatchKernels::record(const codegen::SymbolPoint& p) {
   };
 }
 
-std::string BatchKernels::fit(const codegen::SymbolGrid& grid) {
+std::string KernelFit::fit(const codegen::SymbolGrid& grid) {
   const size_t n = grid.points().size();
   SMELT_INTERNAL_CHECK(probes_.size() == n + 1)
-      << "BatchKernels::fit: " << probes_.size() << " probes; wants " << n + 1;
+      << "KernelFit::fit: " << probes_.size() << " probes; wants " << n + 1;
   const Probe& p0 = *probes_[0];
   for (const auto& p : probes_) {
     if (p->tile_col_dims != p0.tile_col_dims || p->names != p0.names) {
@@ -265,7 +265,7 @@ std::string BatchKernels::fit(const codegen::SymbolGrid& grid) {
       std::optional<codegen::LoopKernel> k = codegen::kernel_fit(kernels, grid, &why);
       if (!k) return why;
       codegen::LoopKernel check = codegen::kernel_at(*k, grid.check);
-      check.batch.reset();
+      check.sizes.reset();
       const codegen::LoopKernel& want = *check_probe.lowered[i].kernel;
       bool same = codegen::print_kernel(check) == codegen::print_kernel(want);
       for (size_t a = 0; same && a < check.args.size(); ++a) same = check.args[a].numel == want.args[a].numel;
@@ -283,7 +283,7 @@ std::string BatchKernels::fit(const codegen::SymbolGrid& grid) {
 // groups in the same order: each by name and tile shape here, their number by the caller
 // (`used`). A plan whose layout decisions change with the size (a reshape that is a view only when
 // the batch is 1, plan_views.cpp) would otherwise run one group's kernel for another's.
-LowerFn BatchKernels::replay(const codegen::SymbolPoint& p, std::shared_ptr<const size_t>* used) const {
+LowerFn KernelFit::replay(const codegen::SymbolPoint& p, std::shared_ptr<const size_t>* used) const {
   auto next = std::make_shared<size_t>(0);
   if (used) *used = next;
   return [this, next, p](const ir::Graph&, const std::string& name, const codegen::LowerOptions& options) {

@@ -1,4 +1,4 @@
-#include "codegen/batch_float.h"
+#include "codegen/size_float.h"
 
 #include <bit>
 #include <cmath>
@@ -22,7 +22,7 @@ constexpr int64_t kDenseMultiples = 256;
 constexpr int kIntegerScales = 64;
 
 double round_to(double v, DType dtype) {
-  SMELT_INTERNAL_CHECK(dtype_is_floating(dtype)) << "batch_float: " << dtype_name(dtype) << " is not floating";
+  SMELT_INTERNAL_CHECK(dtype_is_floating(dtype)) << "size_float: " << dtype_name(dtype) << " is not floating";
   return dtype == DType::Float32 ? double(float(v)) : v;
 }
 
@@ -58,18 +58,18 @@ std::vector<std::pair<int64_t, int64_t>> convergents(double x) {
 
 }  // namespace
 
-double batch_float_value(const BatchFloat& f, int64_t n, DType dtype) {
-  return round_to(f.form == BatchFloatForm::Count ? f.scale * double(n) : f.scale / double(n), dtype);
+double size_float_value(const SizeFloat& f, int64_t n, DType dtype) {
+  return round_to(f.form == SizeFloatForm::Count ? f.scale * double(n) : f.scale / double(n), dtype);
 }
 
-std::optional<BatchFloat> batch_float_fit(double v1, int64_t b1, double v2, int64_t b2, DType dtype) {
-  SMELT_INTERNAL_CHECK(b1 != b2) << "batch_float_fit: two values at the same batch size " << b1;
+std::optional<SizeFloat> size_float_fit(double v1, int64_t b1, double v2, int64_t b2, DType dtype) {
+  SMELT_INTERNAL_CHECK(b1 != b2) << "size_float_fit: two values at the same batch size " << b1;
   if (!std::isfinite(v1) || !std::isfinite(v2) || v1 == 0 || v2 == 0 || std::signbit(v1) != std::signbit(v2)) {
     return std::nullopt;
   }
   // How far x2 / x1 may be from n2 / n1: each value is rounded to the dtype once (and 1 / v once more).
   const double tolerance = dtype == DType::Float32 ? 0x1p-21 : 0x1p-49;
-  std::optional<BatchFloat> best;
+  std::optional<SizeFloat> best;
   int best_bits = 54;
   // Among c of equally few bits, the one nearest 1 (n = 12 B, not 4 * (3 B)); then the first found.
   auto nearer_one = [](double a, double b) {
@@ -78,14 +78,14 @@ std::optional<BatchFloat> batch_float_fit(double v1, int64_t b1, double v2, int6
     std::frexp(b, &eb);
     return std::abs(ea - 1) < std::abs(eb - 1);
   };
-  for (BatchFloatForm form : {BatchFloatForm::Count, BatchFloatForm::Reciprocal}) {
+  for (SizeFloatForm form : {SizeFloatForm::Count, SizeFloatForm::Reciprocal}) {
     // x is n times a constant (c, or 1 / c)
-    const double x1 = form == BatchFloatForm::Count ? std::fabs(v1) : 1 / std::fabs(v1);
-    const double x2 = form == BatchFloatForm::Count ? std::fabs(v2) : 1 / std::fabs(v2);
+    const double x1 = form == SizeFloatForm::Count ? std::fabs(v1) : 1 / std::fabs(v1);
+    const double x2 = form == SizeFloatForm::Count ? std::fabs(v2) : 1 / std::fabs(v2);
     const double ratio = x2 / x1;
     for (const auto& [p, q] : convergents(ratio)) {
       if (std::fabs(double(p) / double(q) - ratio) > tolerance * ratio) continue;
-      auto c_for = [&](int64_t n1) { return form == BatchFloatForm::Count ? v1 / double(n1) : v1 * double(n1); };
+      auto c_for = [&](int64_t n1) { return form == SizeFloatForm::Count ? v1 / double(n1) : v1 * double(n1); };
       std::set<int64_t> multiples;
       for (int64_t k = 1; k <= kDenseMultiples; ++k) multiples.insert(k);
       for (int t = 1; t <= kIntegerScales; ++t) {
@@ -99,10 +99,10 @@ std::optional<BatchFloat> batch_float_fit(double v1, int64_t b1, double v2, int6
         const double c_estimate = c_for(n1);
         for (int bits = 1; bits <= best_bits && bits <= 53; ++bits) {
           const int64_t slope = (n2 - n1) / (b2 - b1);
-          const BatchFloat f{form, SizePoly(n1 - slope * b1) + SizePoly(slope) * SizePoly::symbol(0),
+          const SizeFloat f{form, SizePoly(n1 - slope * b1) + SizePoly(slope) * SizePoly::symbol(0),
                              round_bits(c_estimate, bits)};
-          if (batch_float_same_bits(batch_float_value(f, n1, dtype), v1) &&
-              batch_float_same_bits(batch_float_value(f, n2, dtype), v2)) {
+          if (size_float_same_bits(size_float_value(f, n1, dtype), v1) &&
+              size_float_same_bits(size_float_value(f, n2, dtype), v2)) {
             const int fb = std::max(1, significant_bits(f.scale));
             if (!best || fb < best_bits || (fb == best_bits && nearer_one(f.scale, best->scale))) {
               best = f;
@@ -117,20 +117,20 @@ std::optional<BatchFloat> batch_float_fit(double v1, int64_t b1, double v2, int6
   return best;
 }
 
-std::optional<BatchFloat> batch_float_fit_grid(const SymbolGrid& grid, const std::vector<double>& values,
+std::optional<SizeFloat> size_float_fit_grid(const SymbolGrid& grid, const std::vector<double>& values,
                                                DType dtype) {
   const std::vector<SymbolPoint> points = grid.points();
   SMELT_INTERNAL_CHECK(points.size() == values.size() && points.size() >= 2)
-      << "batch_float_fit_grid: " << values.size() << " values for " << points.size() << " points";
-  std::optional<BatchFloat> f =
-      batch_float_fit(values[0], points[0].back(), values[1], points[1].back(), dtype);
+      << "size_float_fit_grid: " << values.size() << " values for " << points.size() << " points";
+  std::optional<SizeFloat> f =
+      size_float_fit(values[0], points[0].back(), values[1], points[1].back(), dtype);
   if (!f) return std::nullopt;
   std::vector<int64_t> n;
   for (double v : values) {
-    const double x = f->form == BatchFloatForm::Count ? v / f->scale : f->scale / v;
+    const double x = f->form == SizeFloatForm::Count ? v / f->scale : f->scale / v;
     if (!std::isfinite(x) || x < 1 || x > double(kMaxN)) return std::nullopt;
     n.push_back(int64_t(std::nearbyint(x)));
-    if (!batch_float_same_bits(batch_float_value(*f, n.back(), dtype), v)) return std::nullopt;
+    if (!size_float_same_bits(size_float_value(*f, n.back(), dtype), v)) return std::nullopt;
   }
   std::optional<SizePoly> poly = fit_size(grid, n);
   if (!poly) return std::nullopt;
@@ -138,10 +138,10 @@ std::optional<BatchFloat> batch_float_fit_grid(const SymbolGrid& grid, const std
   return f;
 }
 
-bool batch_float_same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool size_float_same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-const char* batch_float_form_name(BatchFloatForm form) {
-  return form == BatchFloatForm::Count ? "count" : "reciprocal";
+const char* size_float_form_name(SizeFloatForm form) {
+  return form == SizeFloatForm::Count ? "count" : "reciprocal";
 }
 
 }  // namespace smelt::codegen
