@@ -26,7 +26,8 @@ LoopKernel lowered_at(int64_t b, int64_t s) {
   return *r.kernel;
 }
 
-TEST(DynamicKernel, FitsThroughTheGridAndMatchesTheLoweringElsewhere) {
+// The kernel fitted through lowerings at a (B, S) grid; nullopt with `why` when the fit fails.
+std::optional<LoopKernel> fitted_kernel(std::string* why) {
   SymbolGrid grid;
   grid.axes = {{17, 19, 23}, {30, 32, 36}};
   grid.check = {29, 42};
@@ -34,8 +35,12 @@ TEST(DynamicKernel, FitsThroughTheGridAndMatchesTheLoweringElsewhere) {
   for (const SymbolPoint& p : grid.points()) kernels.push_back(lowered_at(p[0], p[1]));
   std::vector<const LoopKernel*> ptrs;
   for (const LoopKernel& k : kernels) ptrs.push_back(&k);
+  return kernel_fit(ptrs, grid, why);
+}
+
+TEST(DynamicKernel, FitsThroughTheGridAndMatchesTheLoweringElsewhere) {
   std::string why;
-  std::optional<LoopKernel> fitted = kernel_fit(ptrs, grid, &why);
+  const std::optional<LoopKernel> fitted = fitted_kernel(&why);
   ASSERT_TRUE(fitted) << why;
   for (const SymbolPoint& p : {SymbolPoint{29, 42}, SymbolPoint{3, 100}, SymbolPoint{2, 2}}) {
     LoopKernel at = kernel_at(*fitted, p);
@@ -49,15 +54,8 @@ TEST(DynamicKernel, FitsThroughTheGridAndMatchesTheLoweringElsewhere) {
 
 // One interpreter, the kernel made at one size, run at others through the sizes argument.
 TEST(DynamicKernel, OneInterpreterRunsEverySize) {
-  SymbolGrid grid;
-  grid.axes = {{17, 19, 23}, {30, 32, 36}};
-  grid.check = {29, 42};
-  std::vector<LoopKernel> kernels;
-  for (const SymbolPoint& p : grid.points()) kernels.push_back(lowered_at(p[0], p[1]));
-  std::vector<const LoopKernel*> ptrs;
-  for (const LoopKernel& k : kernels) ptrs.push_back(&k);
   std::string why;
-  std::optional<LoopKernel> fitted = kernel_fit(ptrs, grid, &why);
+  const std::optional<LoopKernel> fitted = fitted_kernel(&why);
   ASSERT_TRUE(fitted) << why;
   const InterpretedKernel interpreter(*fitted);  // at the first grid point
   for (int round = 0; round < 2; ++round) {       // the second finds the programs made

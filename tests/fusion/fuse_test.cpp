@@ -140,12 +140,13 @@ namespace {
 // group is asked with its product first (codegen/lower_contraction.h splits the epilogue off it),
 // and one whose epilogue the lowering refuses is not made.
 TEST(Fuse, AContractionGroupIsAskedAndNotMadeWhenRefused) {
-  auto g = ir::parse(R"(graph(%x: f32[4,8], %w: f32[8,6], %b: f32[6]) {
+  constexpr const char* kLinearRelu = R"(graph(%x: f32[4,8], %w: f32[8,6], %b: f32[6]) {
   %1: f32[4,6] = matmul(%x, %w)
   %2: f32[4,6] = add(%1, %b)
   %3: f32[4,6] = relu(%2)
   return %3
-})");
+})";
+  auto g = ir::parse(kLinearRelu);
   fusion::FusionOptions options;
   std::vector<fusion::Pattern> asked;
   options.lowers = [&](const ir::Graph& body, fusion::Pattern pattern) -> std::string {
@@ -163,12 +164,7 @@ TEST(Fuse, AContractionGroupIsAskedAndNotMadeWhenRefused) {
   EXPECT_NE(r.explain().find("would not lower to one kernel (refused by the test)"), std::string::npos) << r.explain();
   // accepted, the same graph makes the contraction group
   options.lowers = [](const ir::Graph&, fusion::Pattern) { return std::string(); };
-  auto again = ir::parse(R"(graph(%x: f32[4,8], %w: f32[8,6], %b: f32[6]) {
-  %1: f32[4,6] = matmul(%x, %w)
-  %2: f32[4,6] = add(%1, %b)
-  %3: f32[4,6] = relu(%2)
-  return %3
-})");
+  auto again = ir::parse(kLinearRelu);
   fusion::fuse(*again, options);
   bool contraction = false;
   for (const auto& n : again->nodes()) contraction |= fusion::group_pattern(*n) == fusion::Pattern::Contraction;

@@ -4,6 +4,7 @@
 // dim beyond a polynomial fall back to specialized kernels and say why.
 #include <cmath>
 #include <cstdlib>
+#include <thread>
 
 #include "codegen/kernel_cache.h"
 #include "smelt/compile.h"
@@ -304,6 +305,40 @@ TEST(DynamicDimsModes, AFunctionThatFailsAtAProbeSizeIsSpecialized) {
   const std::vector<std::string> reasons = f.recompile_reasons();
   ASSERT_FALSE(reasons.empty());
   EXPECT_NE(reasons[0].find("the function fails at a probe size"), std::string::npos) << reasons[0];
+}
+
+}  // namespace
+}  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Threads calling one compiled function at different sizes at once: the plans per size, the
+// shared kernel handles (the interpreter's programs per size, "auto" before the compiles finish)
+// and the LRU (2 plans kept for 4 sizes) under concurrent calls, every result equal to eager.
+TEST(DynamicDimsThreads, ConcurrentCallsAtDifferentSizesMatchEager) {
+  const Fn fn = [](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{softmax(in[0] * 2.0, -1) + sum(in[0], {1}, true)};
+  };
+  CompileOptions options;  // backend "auto": interpreted until the background compiles finish
+  options.batch_plans = 2;
+  options.dynamic_dims = {{0, 0}, {0, 1}};
+  CompiledFunction f = compile(fn, options);
+  f({testing::random_tensor({2, 3}, -1, 1, 1).to(DType::Float32)});
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        const int64_t b = 1 + (t + i) % 4, s = 2 + 3 * t;
+        const Tensor x = testing::random_tensor({b, s}, -3, 3, uint64_t(100 * t + i)).to(DType::Float32);
+        if (!testing::all_close(f({x})[0], fn({x})[0], 1e-6, 1e-6)) ++wrong[size_t(t)];
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(wrong[size_t(t)], 0) << "thread " << t;
+  EXPECT_EQ(f.num_compiles(), 1);
 }
 
 }  // namespace
