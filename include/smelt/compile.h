@@ -28,7 +28,17 @@
 //
 // A call with a new input signature (shapes, dtypes) compiles again and records why
 // ("input 0 dim 0: 64 -> 128"; printed with SMELT_DEBUG=1); past `recompile_limit` signatures
-// a warning says so once. Compiled calls record no autograd history.
+// a warning says so once.
+//
+// Gradients: a call made with grad mode on, where an input or a captured tensor requires grad,
+// runs the forward half of the function's joint forward+backward graph, which also keeps what the
+// backward needs, and records one autograd node whose backward runs the compiled backward half
+// (both halves compiled once per signature and set of inputs that require grad; what is kept
+// and what the backward recomputes is chosen by a min cut, CompileOptions::memory_budget).
+// Compiled and eager code mix freely: gradients reach the function's inputs, captured tensors
+// and module parameters as eager backward() would send them. A higher-order gradient
+// (create_graph) through a compiled call is an error, as is a backward after a tensor the call
+// saved was changed in place.
 #pragma once
 
 #include <array>
@@ -89,6 +99,11 @@ struct CompileOptions {
   // Storage::bump_version(). compile_module and compile_training_step read the module's state
   // on every call whatever this says. false: captured tensors are inputs.
   bool freeze = false;
+  // Differentiable calls and training steps: what the backward keeps against what it recomputes (cheap elementwise,
+  // view and normalization work only; matmul, conv and random ops are never recomputed).
+  // 0: keep the least bytes; 1: recompute nothing; between: recomputing a value is charged
+  // budget / (1 - budget) times its bytes. CompileReport::partition says what was chosen.
+  double memory_budget = 0;
 };
 
 // What one compile produced (the latest signature's).
@@ -104,6 +119,14 @@ struct CompileReport {
   int64_t lower_bound_bytes = 0;  // most bytes live at one step: no arena can be smaller
   double compile_ms = 0;
   bool dynamic_batch = false;  // the plan was instantiated from dynamic-batch kernels
+  // The call differentiated some inputs: the counts above are the forward and backward plans'
+  // together. For such a call and for a training step, the backward keeps saved_bytes of the
+  // forward's values (saved_bytes_no_recompute with memory_budget 1; a training step's outputs
+  // and inputs are not counted: they live to the end anyway).
+  bool differentiable = false;
+  int64_t saved_bytes = 0;
+  int64_t saved_bytes_no_recompute = 0;
+  std::string partition;  // what is saved and what is recomputed
   std::string fusion;          // the fusion report (groups, rate, why nodes stayed unfused)
   std::string plan;            // the plan's steps and arena
 };

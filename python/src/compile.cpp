@@ -71,8 +71,9 @@ CompiledFunction::Fn wrap(py::object callable, const std::shared_ptr<Returns>& r
 
 CompileOptions options(const std::string& backend, const std::string& passes, bool fuse,
                        bool memory_plan, int recompile_limit, bool profile, bool freeze = false,
-                       std::vector<std::pair<int, int>> dynamic_dims = {}) {
+                       std::vector<std::pair<int, int>> dynamic_dims = {}, double memory_budget = 0) {
   CompileOptions o;
+  o.memory_budget = memory_budget;
   o.freeze = freeze;
   o.dynamic_dims = std::move(dynamic_dims);
   o.backend = backend;
@@ -98,6 +99,10 @@ void bind_compile(py::module_& m) {
       .def_readonly("naive_bytes", &CompileReport::naive_bytes)
       .def_readonly("lower_bound_bytes", &CompileReport::lower_bound_bytes)
       .def_readonly("compile_ms", &CompileReport::compile_ms)
+      .def_readonly("differentiable", &CompileReport::differentiable)
+      .def_readonly("saved_bytes", &CompileReport::saved_bytes)
+      .def_readonly("saved_bytes_no_recompute", &CompileReport::saved_bytes_no_recompute)
+      .def_readonly("partition", &CompileReport::partition)
       .def_readonly("fusion", &CompileReport::fusion)
       .def_readonly("plan", &CompileReport::plan);
   py::class_<PyCompiled>(m, "CompiledFunction")
@@ -114,37 +119,42 @@ void bind_compile(py::module_& m) {
       "compile",
       [](py::object fn, const std::string& backend, const std::string& passes, bool fuse,
          bool memory_plan, int recompile_limit, bool profile, bool freeze,
-         std::vector<std::pair<int, int>> dynamic_dims) {
+         std::vector<std::pair<int, int>> dynamic_dims, double memory_budget) {
         if (!PyCallable_Check(fn.ptr())) throw py::type_error("compile: expected a callable");
         auto returns = std::make_shared<Returns>();
         return PyCompiled{
             compile(wrap(fn, returns), options(backend, passes, fuse, memory_plan, recompile_limit,
-                                               profile, freeze, std::move(dynamic_dims))),
+                                               profile, freeze, std::move(dynamic_dims),
+                                               memory_budget)),
             returns};
       },
       py::arg("fn"), py::kw_only(), py::arg("backend") = "auto", py::arg("passes") = "",
       py::arg("fuse") = true, py::arg("memory_plan") = true, py::arg("recompile_limit") = 8,
       py::arg("profile") = false, py::arg("freeze") = false,
-      py::arg("dynamic_dims") = std::vector<std::pair<int, int>>{},
+      py::arg("dynamic_dims") = std::vector<std::pair<int, int>>{}, py::arg("memory_budget") = 0.0,
       R"(Captures fn(*tensors) once per input signature, optimizes and fuses it, and replays
 the plan. Tensors fn captures from outside (weights) are read on every call, so in-place changes to them
 are seen (freeze=True: folded as constants, recompiled when changed in place by smelt ops; a
 write through a NumPy view from Tensor.numpy() is not seen then); fn must not read tensor values
 or change captured tensors in place. A call that differs from an earlier one only in some dims
 (batch, sequence length) makes those dims dynamic: one set of kernels for every size;
-dynamic_dims=[(input, dim), ...] marks dims dynamic from the first call.)");
+dynamic_dims=[(input, dim), ...] marks dims dynamic from the first call. With grad mode on and
+inputs or captured tensors that require grad, a call records one autograd node whose backward is
+compiled too, so compiled and eager code mix in one loss; memory_budget (0 to 1) trades what the
+backward recomputes for what it keeps (report().partition says which).)");
   m.def(
       "compile_module",
-      [](nn::Module& mod, py::object fn, const std::string& backend, bool fuse) {
+      [](nn::Module& mod, py::object fn, const std::string& backend, bool fuse, double memory_budget) {
         auto returns = std::make_shared<Returns>();
         py::object call = fn.is_none() ? py::cast(&mod, py::return_value_policy::reference) : fn;
-        return PyCompiled{
-            compile_module(mod, wrap(call, returns), options(backend, "", fuse, true, 8, false)),
-            returns, &mod};
+        return PyCompiled{compile_module(mod, wrap(call, returns),
+                                         options(backend, "", fuse, true, 8, false, false, {}, memory_budget)),
+                          returns, &mod};
       },
       py::arg("module"), py::arg("fn") = py::none(), py::kw_only(), py::arg("backend") = "auto",
-      py::arg("fuse") = true, py::keep_alive<0, 1>(),
-      "The module's forward (or fn(*inputs) calling it), reading its parameters on every call.");
+      py::arg("fuse") = true, py::arg("memory_budget") = 0.0, py::keep_alive<0, 1>(),
+      "The module's forward (or fn(*inputs) calling it), reading its parameters on every call; "
+      "with grad mode on, the parameters get their gradients through it.");
   m.def(
       "compile_training_step",
       [](nn::Module& mod, py::object loss_fn, const std::string& backend) {

@@ -49,10 +49,12 @@ def test_compile_module_of_a_python_module(rng):
     net = Net()
     f = smelt.compile_module(net, backend="interpreter")
     x = smelt.tensor(rng.standard_normal((5, 6)).astype(np.float32))
-    np.testing.assert_allclose(f(x).numpy(), net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    y = f(x)
+    assert y.requires_grad                      # the parameters' gradients go through it, as eager
+    np.testing.assert_allclose(y.detach().numpy(), net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
     with smelt.no_grad():
         net.gain.fill_(-1.0)                    # parameters are read on every call
-    np.testing.assert_allclose(f(x).numpy(), net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(f(x).numpy(), net(x).numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_compile_errors_reach_python():
@@ -138,3 +140,28 @@ def test_dynamic_sequence_and_marked_dims(rng):
     bad = smelt.compile(pooled, backend="interpreter", dynamic_dims=[(0, 5)])
     with pytest.raises(Exception, match="dynamic_dims names input 0 dim 5"):
         bad(smelt.tensor(np.ones((2, 3, 6), np.float32)))
+
+
+def test_compiled_function_is_differentiable_mixed_with_eager(rng):
+    w = smelt.tensor(rng.standard_normal((8, 4)).astype(np.float32), requires_grad=True)
+    x = smelt.tensor(rng.standard_normal((3, 8)).astype(np.float32), requires_grad=True)
+
+    def head(x):
+        return (x @ w).tanh().softmax(-1)
+
+    def grads(fn):
+        w.grad = None
+        x.grad = None
+        loss = (fn(x) * fn(x)).sum() + (x @ w).sum()  # the compiled part and an eager part
+        loss.backward()
+        return w.grad.numpy().copy(), x.grad.numpy().copy()
+
+    want = grads(head)
+    f = smelt.compile(head, backend="interpreter", memory_budget=0.0)
+    for g, e in zip(grads(f), want):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    report = f.report()
+    assert report.differentiable and "saved for the backward" in report.partition
+    assert report.saved_bytes <= report.saved_bytes_no_recompute
+    with smelt.no_grad():
+        assert not f(x).requires_grad

@@ -75,6 +75,12 @@ std::string difference(const Signature& before, const Signature& now) {
   return changes.empty() ? "identical signature" : changes;
 }
 
+void add_recomputation(CompileReport& r, const passes::Recomputation& recomputation) {
+  r.saved_bytes = recomputation.saved_bytes;
+  r.saved_bytes_no_recompute = recomputation.saved_bytes_no_recompute;
+  r.partition = recomputation.explain();
+}
+
 void fill_report(Compiled& c, const Signature& sig) {
   const runtime::PlanStats& stats = c.compiled.plan->stats();
   CompileReport& r = c.report;
@@ -126,7 +132,7 @@ std::vector<AliasOutput> alias_outputs(const ir::Graph& graph, size_t outputs, s
 // tensors, made as eager code makes them.
 std::vector<Tensor> with_aliases(std::vector<Tensor> outs, const std::vector<AliasOutput>& aliases,
                                  const std::vector<Tensor>& graph_inputs) {
-  NoGradGuard no_grad;  // compiled calls record no autograd history
+  NoGradGuard no_grad;  // the history is the compiled call's (GradHistory), not the views'
   for (const AliasOutput& a : aliases) {
     Tensor t = graph_inputs[a.input];
     if (!t.is_contiguous()) continue;  // traced as contiguous: the plan's copy (AliasOutput)
@@ -137,41 +143,6 @@ std::vector<Tensor> with_aliases(std::vector<Tensor> outs, const std::vector<Ali
     outs[a.output] = t;
   }
   return outs;
-}
-
-// The history a compiled function's outputs carry when an input (or a captured tensor) requires
-// grad and grad mode is on: compiled calls record no backward yet, and a gradient that reached
-// them used to be lost silently (a loss mixing a compiled part with eager parts: the compiled
-// part's gradient was missing). Backward through them is an error that says so.
-class CompiledFunctionBackward final : public autograd::Node {
- public:
-  explicit CompiledFunctionBackward(uint32_t outputs) : Node(outputs) {}
-  std::vector<Tensor> apply(std::vector<Tensor>&&) override {
-    SMELT_CHECK(false) << "backward through the output of a compiled function: smelt::compile records no "
-                          "gradient for its calls yet; compute that part of the loss outside the compiled "
-                          "function, or train with compile_training_step";
-    return {};
-  }
-  const char* name() const override { return "CompiledFunctionBackward"; }
-};
-
-void mark_not_differentiable(std::vector<Tensor>& outs, const std::vector<Tensor>& graph_inputs) {
-  if (!autograd::grad_enabled()) return;
-  bool any = false;
-  for (const Tensor& t : graph_inputs) any |= t.defined() && t.requires_grad();
-  if (!any) return;
-  Ref<CompiledFunctionBackward> node(new CompiledFunctionBackward(uint32_t(outs.size())));
-  for (size_t k = 0; k < outs.size(); ++k) {
-    if (!outs[k].defined() || !dtype_is_floating(outs[k].dtype())) continue;
-    TensorImpl* o = outs[k].impl();
-    // (a fresh impl where the tensor is shared: an output that is the caller's own input)
-    if (o->ref_count() > 1 || o->requires_grad) {
-      outs[k] = make_tensor(outs[k].storage(), o->shape, o->strides, o->offset, o->dtype);
-    }
-    outs[k].impl()->requires_grad = true;
-    outs[k].impl()->grad_fn = Ref<GradNode>(node.get());
-    outs[k].impl()->output_nr = uint32_t(k);
-  }
 }
 
 // What changed in place among the tensors `c` froze, or "".
@@ -237,10 +208,22 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::compile(const Signature& sig,
                                                           const std::vector<Tensor>& inputs) {
   auto c = std::make_shared<Compiled>();
   std::unique_ptr<ir::Graph> graph = trace_graph(*c, inputs);
-  c->compiled = runtime::compile_graph(std::move(graph), pipeline_options());
+  if (mode != Mode::TrainingStep) c->traced = graph->clone();  // for differentiable calls
+  runtime::PipelineOptions pipeline = pipeline_options();
+  const std::optional<passes::Recomputation> recomputation = optimize(*graph);
+  pipeline.optimize = false;
+  c->compiled = runtime::compile_graph(std::move(graph), pipeline);
   c->compiled.plan->set_profiling(options.profile);
   fill_report(*c, sig);
+  if (recomputation) add_recomputation(c->report, *recomputation);
   return c;
+}
+
+std::optional<passes::Recomputation> CompiledFunction::Impl::optimize(ir::Graph& graph) const {
+  runtime::optimize_graph(graph, pipeline_options());
+  if (mode != Mode::TrainingStep) return std::nullopt;
+  // The loss tangent is the joint graph's last input (trace/trace_module.h).
+  return passes::recompute_in_backward(graph, graph.inputs().size() - 1, options.memory_budget);
 }
 namespace {
 
@@ -249,8 +232,14 @@ namespace {
 std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c,
                                const std::vector<Tensor>& inputs) {
   const trace::ModuleGraph& mg = *c.module_graph;
-  std::vector<Tensor> outs = mg.run_with(
-      *f.module, inputs, [&](const std::vector<Tensor>& all) { return c.compiled.plan->run(all); });
+  std::vector<Tensor> outs = mg.run_with(*f.module, inputs, [&](const std::vector<Tensor>& all) {
+    const std::vector<bool> wrt = f.mode == Mode::Module ? grad_inputs(all) : std::vector<bool>{};
+    if (wrt.empty()) return c.compiled.plan->run(all);
+    GradHistory history;  // the parameters' (and inputs') gradients, through the module's outputs
+    std::vector<Tensor> outs = f.run_with_grad(c, all, wrt, mg.num_outputs, &history);
+    history.attach(outs);
+    return outs;
+  });
   if (f.mode == Mode::Module) return outs;
   std::map<std::string, Tensor*> params;
   for (const auto& [name, slot] : f.module->named_slots(true)) params.emplace(name, slot);
@@ -277,6 +266,9 @@ CompiledFunction make(Mode mode, nn::Module* module, CompiledFunction::Fn fn,
   SMELT_CHECK(distinct.size() == probes.size() && *distinct.begin() > 0 && *distinct.rbegin() <= (1 << 20))
       << "compile: CompileOptions::dynamic_probes is " << probes[0] << ", " << probes[1] << ", "
       << probes[2] << ", " << probes[3] << "; valid: four distinct positive sizes up to 2^20";
+  SMELT_CHECK(options.memory_budget >= 0 && options.memory_budget <= 1)
+      << "compile: CompileOptions::memory_budget is " << options.memory_budget
+      << "; valid: 0 (keep the least) to 1 (recompute nothing)";
   SMELT_CHECK(options.dynamic_dims.empty() || options.dynamic_batch)
       << "compile: CompileOptions::dynamic_dims needs dynamic_batch (true by default)";
   auto impl = std::make_shared<CompiledFunction::Impl>();
@@ -308,6 +300,10 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     sig.modes = trace::module_modes(*f.module);
   }
   if (f.mode == Mode::TrainingStep) {
+    SMELT_CHECK(autograd::grad_enabled())
+        << "a compiled training step was called with grad mode off (inside a NoGradGuard): "
+           "eager training would fail there too (its loss would not require grad, so "
+           "backward() could not run); call the step with grad mode on";
     for (const auto& [name, slot] : f.module->named_slots(true))
       sig.requires_grad.emplace_back(name, slot->requires_grad());
   }
@@ -358,19 +354,27 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   if (f.mode != Mode::Function) return run_module(f, *c, inputs);
   std::vector<Tensor> all = inputs;
   all.insert(all.end(), c->captured.begin(), c->captured.end());
+  // The plan, or with inputs that require grad its differentiable variant (compile_grad.cpp).
+  GradHistory history;
+  const size_t outputs = c->traced->outputs().size() - (c->random ? 1 : 0);
+  auto execute = [&](const std::vector<Tensor>& graph_inputs) {
+    const std::vector<bool> wrt = grad_inputs(graph_inputs);
+    if (wrt.empty()) return c->compiled.plan->run(graph_inputs);
+    return f.run_with_grad(*c, graph_inputs, wrt, outputs, &history);
+  };
   std::vector<Tensor> outs;
   if (!c->random) {
-    outs = with_aliases(c->compiled.plan->run(all), c->aliases, all);
+    outs = with_aliases(execute(all), c->aliases, all);
   } else {
     outs = c->draws.run([&](const Tensor& state) {
       std::vector<Tensor> with_state = all;
       with_state.push_back(state);
-      return c->compiled.plan->run(with_state);
+      return execute(with_state);
     });
     outs.pop_back();  // the advanced generator state (reserved by draws.run)
     outs = with_aliases(std::move(outs), c->aliases, all);
   }
-  mark_not_differentiable(outs, all);
+  history.attach(outs);
   return outs;
 }
 

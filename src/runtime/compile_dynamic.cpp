@@ -209,7 +209,7 @@ std::string CompiledFunction::Impl::build_dynamic(DynamicDims& d, const SymbolPo
     traced.push_back(traced_at(d, inputs, p, &why));
     if (!traced.back()) return why;
     optimized.push_back(traced.back()->clone());
-    runtime::optimize_graph(*optimized.back(), pipeline_options());
+    optimize(*optimized.back());
   }
   auto fit = [&](const std::vector<std::unique_ptr<ir::Graph>>& graphs, std::optional<runtime::GraphFit>* out) {
     std::vector<const ir::Graph*> grid_graphs;
@@ -295,12 +295,13 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::instantiate(DynamicDims& d, co
                                                               const Signature& sig,
                                                               const std::vector<Tensor>& inputs) {
   std::string why;
-  const std::unique_ptr<ir::Graph> traced = traced_at(d, inputs, p, &why);
+  std::unique_ptr<ir::Graph> traced = traced_at(d, inputs, p, &why);
   if (traced) why = d.traced->compare(*traced, p);
   SMELT_CHECK(why.empty()) << "dynamic shapes: the function traced at " << codegen::point_str(p)
                            << " is not the graph fitted at the probe sizes: " << why
                            << "; valid: functions whose graph is polynomial in the sizes";
   auto c = std::make_shared<Compiled>();
+  c->traced = std::move(traced);  // for differentiable calls
   c->module_graph = d.module_graph;
   c->captured = d.captured;  // the trace at p's
   c->aliases = d.aliases;

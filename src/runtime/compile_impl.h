@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include "autograd/node.h"
+#include "passes/partition.h"
 #include "runtime/shape_fit.h"
 #include "runtime/pipeline.h"
 #include "smelt/compile.h"
@@ -56,8 +58,37 @@ struct AliasOutput {
   std::vector<std::pair<ops::OpId, ops::Attrs>> views;  // applied in this order
 };
 
+// A signature's plans for the calls that differentiate some of its graph inputs
+// (runtime/compile_grad.cpp): the forward half of the joint graph, which also returns what the
+// backward saves, and the backward half.
+struct Differentiable {
+  runtime::CompiledGraph forward;
+  runtime::CompiledGraph backward;
+  passes::Partition partition;  // where each saved value comes from, and what it explains
+  std::vector<size_t> tangent_of;  // the outputs differentiated (trace::Vjp)
+  std::vector<ops::TensorMeta> tangents;  // and their metas
+  std::vector<size_t> grad_of;     // the graph inputs that get a gradient
+  size_t outputs = 0;              // the traced graph's outputs (the forward plan returns more)
+  CompileReport report;
+};
+
+// The autograd node a differentiable call's outputs share, and which outputs get it.
+struct GradHistory {
+  Ref<autograd::Node> node;
+  std::vector<size_t> outputs;
+  void attach(std::vector<Tensor>& outs) const;
+};
+
+// Which of a call's graph inputs it differentiates (grad mode on, the input requires grad and is
+// floating), or empty when none.
+std::vector<bool> grad_inputs(const std::vector<Tensor>& graph_inputs);
+
 struct Compiled {
   runtime::CompiledGraph compiled;
+  // The traced graph (before the passes), for the differentiable variants, which are built on
+  // the first call that needs each: by which graph inputs they differentiate.
+  std::shared_ptr<const ir::Graph> traced;
+  std::map<std::vector<bool>, std::shared_ptr<const Differentiable>> differentiable;
   // Function mode: the tensors the function captured (trace.h), graph inputs after the user's.
   std::vector<Tensor> captured;
   // CompileOptions::freeze: the captured tensors folded in as constants, and their storage
@@ -72,6 +103,8 @@ struct Compiled {
 
 // The report of a plan just compiled or instantiated for `sig`.
 void fill_report(Compiled& c, const Signature& sig);
+// And what its backward keeps and recomputes.
+void add_recomputation(CompileReport& r, const passes::Recomputation& recomputation);
 
 // Per input, per dim: the symbol (S0, S1, ...: codegen/size_poly.h) of a dynamic dim, -1 for a
 // dim every call of the entry shares.
@@ -177,6 +210,17 @@ struct CompiledFunction::Impl {
   std::shared_ptr<Compiled> compile(const Signature& sig, const std::vector<Tensor>& inputs);
   runtime::PipelineOptions pipeline_options() const;
   std::unique_ptr<ir::Graph> trace_graph(Compiled& c, const std::vector<Tensor>& inputs);
+  // The canonical passes, and for a training step the recomputation its backward does (passes/
+  // partition.h: recompute_in_backward), whose choice it returns.
+  std::optional<passes::Recomputation> optimize(ir::Graph& graph) const;
+  // The differentiable variant of `c` for the graph inputs `wrt`, whose first `outputs` outputs
+  // are differentiated (built on first use), and a call of it: the traced graph's outputs, with
+  // `history` to attach to them. compile_grad.cpp.
+  std::shared_ptr<const compile_impl::Differentiable> differentiable(Compiled& c, const std::vector<bool>& wrt,
+                                                                     size_t outputs);
+  std::vector<Tensor> run_with_grad(Compiled& c, const std::vector<Tensor>& graph_inputs,
+                                    const std::vector<bool>& wrt, size_t outputs,
+                                    compile_impl::GradHistory* history);
   // A plan for `sig` from dynamic dims, or null (then `note` says why its dims are not dynamic,
   // when that is the reason). compile_dynamic.cpp.
   std::shared_ptr<Compiled> dynamic_plan(const Signature& sig, const std::vector<Tensor>& inputs,

@@ -7,6 +7,7 @@
 #include "ops/views.h"
 #include "smelt/autograd.h"
 #include "smelt/creation.h"
+#include "smelt/ops.h"
 #include "tensor/capture.h"
 
 namespace smelt::trace {
@@ -253,6 +254,69 @@ std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& 
                                        const std::vector<Tensor>& params,
                                        std::vector<size_t>* grads_for, Capture capture) {
   return run_trace(fn, example_inputs, params, true, grads_for, capture);
+}
+
+Vjp trace_vjp(const ir::Graph& forward, const std::vector<bool>& wrt,
+              const std::vector<bool>& differentiable) {
+  const std::vector<ir::Value*>& inputs = forward.inputs();
+  SMELT_INTERNAL_CHECK(wrt.size() == inputs.size() &&
+                       differentiable.size() == forward.outputs().size())
+      << "trace_vjp: " << wrt.size() << " wrt flags for " << inputs.size() << " inputs, "
+      << differentiable.size() << " output flags for " << forward.outputs().size() << " outputs";
+  Vjp vjp;
+  vjp.graph = std::make_unique<ir::Graph>();
+  ir::Graph& graph = *vjp.graph;
+  Tracer tracer(&graph, {});
+  std::unordered_map<const ir::Value*, Tensor> env;
+  std::vector<Tensor> wrt_tensors;
+  std::vector<size_t> wrt_index;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value* v = inputs[i];
+    Tensor t = tracer.symbolic(graph.add_input(v->meta, v->name, v->kind), wrt[i]);
+    if (wrt[i]) {
+      wrt_tensors.push_back(t);
+      wrt_index.push_back(i);
+    }
+    env[v] = t;
+  }
+  for (const ir::Value* c : forward.constants()) env[c] = c->constant;
+  HookScope scope(&tracer, false);
+  autograd::EnableGradGuard grad_on;
+  for (const auto& node : forward.nodes()) {
+    SMELT_INTERNAL_CHECK(!node->body) << "trace_vjp: the forward graph is fused (group node)";
+    std::vector<Tensor> args;
+    for (const ir::Value* v : node->inputs) args.push_back(env.at(v));
+    std::vector<Tensor> outs = ops::call(node->op, args, node->attrs);
+    for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
+  }
+  // The outputs differentiated, each once (an output listed twice gets the sum of its tangents).
+  std::vector<Tensor> roots, tangents;
+  std::unordered_map<const ir::Value*, size_t> root_of;
+  for (size_t k = 0; k < forward.outputs().size(); ++k) {
+    const ir::Value* out = forward.outputs()[k];
+    const Tensor& t = env.at(out);
+    graph.add_output(tracer.value_of(t));
+    if (!differentiable[k] || !t.requires_grad() || !dtype_is_floating(t.dtype())) continue;
+    Tensor tangent = tracer.symbolic(graph.add_input(out->meta, "tangent." + std::to_string(k)),
+                                     false);
+    vjp.tangent_of.push_back(k);
+    auto [it, fresh] = root_of.emplace(out, roots.size());
+    if (fresh) {
+      roots.push_back(t);
+      tangents.push_back(tangent);
+    } else {
+      tangents[it->second] = tangents[it->second] + tangent;
+    }
+  }
+  if (roots.empty()) return vjp;
+  const std::vector<Tensor> grads =
+      autograd::grad(roots, wrt_tensors, tangents, false, false, true);
+  for (size_t j = 0; j < grads.size(); ++j) {
+    if (!grads[j].defined()) continue;  // no differentiated output reaches this input
+    graph.add_output(tracer.value_of(grads[j]));
+    vjp.grad_of.push_back(wrt_index[j]);
+  }
+  return vjp;
 }
 
 }  // namespace smelt::trace

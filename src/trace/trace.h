@@ -50,4 +50,20 @@ std::unique_ptr<ir::Graph> trace_joint(const Fn& fn, const std::vector<Tensor>& 
                                        std::vector<size_t>* grads_for = nullptr,
                                        Capture capture = {});
 
+// The vector-Jacobian product of a traced graph: ahead-of-time autograd for the calls of
+// smelt::compile whose inputs require grad. `forward` (a traced graph, not fused) is replayed op
+// by op under the tracer with grad mode on, its inputs where `wrt` is true requiring grad; then
+// smelt's own gradient rules run backward from the outputs where `differentiable` is true and
+// that depend on a `wrt` input, each weighted by a tangent (an input of the output's shape).
+// Graph inputs: `forward`'s inputs, then the tangents. Graph outputs: `forward`'s outputs, then
+// one gradient per `wrt` input that a differentiated output reaches. passes/partition.h splits it
+// into a forward and a backward graph.
+struct Vjp {
+  std::unique_ptr<ir::Graph> graph;
+  std::vector<size_t> tangent_of;  // per tangent input: the forward output it weights
+  std::vector<size_t> grad_of;     // per gradient output: the forward input it is for
+};
+Vjp trace_vjp(const ir::Graph& forward, const std::vector<bool>& wrt,
+              const std::vector<bool>& differentiable);
+
 }  // namespace smelt::trace
