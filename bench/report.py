@@ -285,20 +285,23 @@ def markdown(run, results):
         out += ["", "Peak memory of the training steps: growth of the peak resident set (ru_maxrss) "
                 "over the steps, above the peak after building the model and inputs, each in a "
                 "fresh process; 0 means the steps never went above that earlier peak.", "",
-                "| training step | smelt-eager | torch-eager | smelt / torch |", "|---|---:|---:|---:|"]
+                "| training step | smelt-eager | smelt-compiled | torch-eager | eager / torch | "
+                "compiled / torch |", "|---|---:|---:|---:|---:|---:|"]
         for r in memory:
             mib = r["mib"]
             cells = []
-            for impl in ("smelt-eager", "torch-eager"):
+            for impl in ("smelt-eager", "smelt-compiled", "torch-eager"):
                 if impl in mib:
                     cells.append(f"{mib[impl]:.1f} MiB")
                 elif impl in r["missing"]:
                     cells.append(NOT_YET)
                 else:
                     cells.append(r["errors"].get(impl + " memory", "—"))
-            ratio = (f"{mib['smelt-eager'] / mib['torch-eager']:.2f}"
-                     if "smelt-eager" in mib and mib.get("torch-eager") else "—")
-            out.append(f"| {r['name']} | {cells[0]} | {cells[1]} | {ratio} |")
+
+            def over_torch(impl):
+                return f"{mib[impl] / mib['torch-eager']:.2f}" if impl in mib and mib.get("torch-eager") else "—"
+            out.append(f"| {r['name']} | {' | '.join(cells)} | {over_torch('smelt-eager')} | "
+                       f"{over_torch('smelt-compiled')} |")
     if future:
         out += ["", "Workloads of the issue that smelt cannot run yet:", "",
                 "| workload | status |", "|---|---|"]

@@ -214,8 +214,10 @@ def measure(workloads, tasks_by_workload, rounds):
         print(f"round {r + 1}/{rounds}: {time.time() - t0:.1f} s", flush=True)
 
 
-def peak_memory(argv_prefix, workload, steps, env):
-    out = subprocess.run(argv_prefix + ["--peak-memory", workload, str(steps)], env=env,
+def peak_memory(argv_prefix, workload, steps, env, impl=None):
+    """Peak RSS growth of `steps` steps in a fresh process; `impl` picks smelt's side (eager or
+    compiled), torch_bench.py measures its eager step."""
+    out = subprocess.run(argv_prefix + ["--peak-memory", workload, str(steps)] + ([impl] if impl else []), env=env,
                          capture_output=True, text=True, timeout=600)
     try:
         reply = json.loads(out.stdout.strip().splitlines()[-1])
@@ -324,8 +326,14 @@ def main():
     memory = {}
     for w in workloads:
         for side, argv in (("smelt", smelt_argv), ("torch", torch_argv)):
-            if w["peak_memory"].get(side):
-                memory[(w["name"], side)] = peak_memory(argv, w["name"], mem_steps, env)
+            if not w["peak_memory"].get(side):
+                continue
+            if side == "torch":
+                memory[(w["name"], "torch-eager")] = peak_memory(argv, w["name"], mem_steps, env)
+                continue
+            for impl in ("smelt-eager", "smelt-compiled"):
+                if w["impls"].get(impl) == "smelt":
+                    memory[(w["name"], impl)] = peak_memory(argv, w["name"], mem_steps, env, impl)
     print(f"peak memory: {len(memory)} fresh processes", flush=True)
     compile_names = [n for n in smelt_list.get("compile_time", []) if args.only in n]
     compiles = compile_times(smelt_argv, compile_names, compile_pairs, env)
@@ -390,8 +398,8 @@ def build_results(workloads, tasks_by_workload, memory, l3_size, profiles=None):
             if w["flops"]:
                 records.append({"workload": w["name"], "impl": task.impl, "metric": "GFLOP/s",
                                 "value": round(w["flops"] / value / 1e6, 3)})
-        for side, impl in (("smelt", "smelt-eager"), ("torch", "torch-eager")):
-            reply = memory.get((w["name"], side))
+        for impl in ("smelt-eager", "smelt-compiled", "torch-eager"):
+            reply = memory.get((w["name"], impl))
             if reply is None:
                 continue
             if "error" in reply:

@@ -3,7 +3,8 @@
 //
 //   smelt_bench --serve                      smelt's workloads, line protocol below (stdin/stdout)
 //   smelt_bench --serve-limits               the machine's limits (impl "limit"), same protocol
-//   smelt_bench --peak-memory <name> <steps> one workload in this (fresh) process: prints
+//   smelt_bench --peak-memory <name> <steps> [impl]  one workload (smelt-eager unless `impl`)
+//                                            in this (fresh) process: prints
 //                                            {"MiB": peak RSS growth over <steps> steps}
 //   smelt_bench --list                       both tables as JSON
 //   smelt_bench --compile-time <name>        the first call of a compiled function in this (fresh)
@@ -197,8 +198,9 @@ double max_rss_mib() {
 
 // Peak resident memory the steps add on top of the built workload (model, optimizer, inputs):
 // the same measurement as torch_bench.py --peak-memory, each in a fresh process.
-int peak_memory(const std::vector<Workload>& workloads, const std::string& name, int steps) {
-  const Workload* w = find(workloads, name, "smelt-eager");
+int peak_memory(const std::vector<Workload>& workloads, const std::string& name, int steps,
+                const std::string& impl) {
+  const Workload* w = find(workloads, name, impl);
   if (!w || !w->missing.empty()) {
     std::cout << json{{"error", w ? w->missing : "unknown workload '" + name + "'"}}.dump() << "\n";
     return 1;
@@ -243,7 +245,7 @@ int describe(const std::vector<Workload>& workloads, const std::string& name) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: smelt_bench --serve | --serve-limits | --list | --peak-memory <workload> <steps>\n"
+               "usage: smelt_bench --serve | --serve-limits | --list | --peak-memory <workload> <steps> [impl]\n"
                "                   | --compile-time <name> | --describe <name>\n");
   return 2;
 }
@@ -264,8 +266,9 @@ int main(int argc, char** argv) {
     }
     if (args.size() == 2 && args[0] == "--compile-time") return compile_time(args[1]);
     if (args.size() == 2 && args[0] == "--describe") return describe(smelt_workloads(), args[1]);
-    if (args.size() == 3 && args[0] == "--peak-memory") {
-      return peak_memory(smelt_workloads(), args[1], std::stoi(args[2]));
+    if ((args.size() == 3 || args.size() == 4) && args[0] == "--peak-memory") {
+      return peak_memory(smelt_workloads(), args[1], std::stoi(args[2]),
+                         args.size() == 4 ? args[3] : "smelt-eager");
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "smelt_bench: %s\n", e.what());

@@ -62,10 +62,12 @@ Step eager_train(TrainCase c) {
   };
 }
 
-// compile_training_step with generated kernels compiled before the first call.
-CompiledFunction compile_case(const TrainCase& c) {
+// compile_training_step with generated kernels compiled before the first call; `memory_budget`
+// as CompileOptions' (0: the backward recomputes what the min cut chooses; 1: nothing).
+CompiledFunction compile_case(const TrainCase& c, double memory_budget = 0) {
   CompileOptions options;
   options.backend = "cpp";
+  options.memory_budget = memory_budget;
   nn::Module* model = c.model.get();
   auto loss = c.loss;
   return compile_training_step(
@@ -74,12 +76,13 @@ CompiledFunction compile_case(const TrainCase& c) {
 }
 
 // zero_grad, the compiled forward+backward (gradients into .grad), the eager optimizer step.
-Workload compiled_train(std::string name, double flops, std::function<TrainCase()> make) {
+Workload compiled_train(std::string name, double flops, std::function<TrainCase()> make,
+                        double memory_budget = 0) {
   auto holder = std::make_shared<std::optional<CompiledFunction>>();
   Workload w{.name = std::move(name), .flops = flops, .impl = "smelt-compiled", .training = true};
-  w.build = [holder, make] {
+  w.build = [holder, make, memory_budget] {
     TrainCase c = make();
-    CompiledFunction f = compile_case(c);
+    CompiledFunction f = compile_case(c, memory_budget);
     *holder = f;
     return Step([f, c]() mutable {
       c.opt->zero_grad();
@@ -94,13 +97,15 @@ Workload compiled_train(std::string name, double flops, std::function<TrainCase(
     os << "joint graph: " << r.kernels << " kernels, " << r.op_steps << " op steps";
     if (r.interpreted_groups) os << ", " << r.interpreted_groups << " interpreted groups";
     os << "; arena " << r.arena_bytes / 1024 << " KiB (lower bound " << r.lower_bound_bytes / 1024
-       << " KiB, naive " << r.naive_bytes / 1024 << " KiB)";
+       << " KiB, naive " << r.naive_bytes / 1024 << " KiB); the backward keeps "
+       << r.saved_bytes / 1024 << " KiB of forward values (" << r.saved_bytes_no_recompute / 1024
+       << " KiB recomputing nothing)";
     return os.str();
   };
   w.plan = [holder]() -> std::string {
     if (!holder->has_value()) return "";
     const CompileReport& r = (*holder)->report();
-    return r.fusion + "\n" + r.plan;
+    return r.partition + "\n" + r.fusion + "\n" + r.plan;
   };
   return w;
 }
@@ -156,6 +161,10 @@ std::vector<Workload> training_workloads() {
       compiled_train("MLP 784-1024-1024-10 train step b256", mlp_flops, mlp_case),
       compiled_train("CNN digits train step b64", cnn_flops, cnn_case),
       compiled_train("transformer block d256 h4 s128 b8 fwd+bwd+AdamW", transformer_flops, transformer_case),
+      // The same compiled steps recomputing nothing: what recomputation saves (peak memory).
+      compiled_train("MLP 784-1024-1024-10 train step b256, memory_budget 1", mlp_flops, mlp_case, 1),
+      compiled_train("transformer block d256 h4 s128 b8 fwd+bwd+AdamW, memory_budget 1", transformer_flops,
+                     transformer_case, 1),
   };
 }
 

@@ -114,9 +114,12 @@ struct Cut {
 
 // `tangents` are the graph inputs from that index on; `backward_outputs` what the backward
 // returns; `kept` values stay alive anyway (graph outputs of a single plan: free to keep).
+// `views_alias`: a view keeps its operand's memory alive (one plan), so it is never saved on its
+// own (its operand is, or it is recomputed from a recomputed one); otherwise (a forward plan's
+// outputs) a saved view is a copy of its own bytes.
 Cut choose_cut(const ir::Graph& joint, size_t tangents,
                const std::vector<const ir::Value*>& backward_outputs, const ValueSet& kept,
-               double memory_budget) {
+               double memory_budget, bool views_alias) {
   Cut cut;
   cut.dependent.insert(joint.inputs().begin() + std::ptrdiff_t(tangents), joint.inputs().end());
   for (const auto& node : joint.nodes()) {
@@ -155,7 +158,8 @@ Cut choose_cut(const ir::Graph& joint, size_t tangents,
   FlowNetwork network(2 * n + 2);
   for (int i = 0; i < n; ++i) {
     const ir::Value* v = candidates[size_t(i)];
-    network.add_edge(2 * i, 2 * i + 1, v->meta.nbytes());
+    const bool view = ops::is_view_op(v->producer->op);
+    network.add_edge(2 * i, 2 * i + 1, view && views_alias ? FlowNetwork::kInfinite : v->meta.nbytes());
     network.add_edge(source, 2 * i,
                      recomputable(v->producer->op) ? recompute_penalty(v, memory_budget)
                                                     : FlowNetwork::kInfinite);
@@ -205,10 +209,11 @@ Partition partition(const ir::Graph& joint, size_t forward_inputs, size_t forwar
       << ", " << forward_outputs << " forward outputs of " << joint.outputs().size();
   const std::vector<const ir::Value*> gradients(
       joint.outputs().begin() + std::ptrdiff_t(forward_outputs), joint.outputs().end());
-  const Cut cut = choose_cut(joint, forward_inputs, gradients, {}, memory_budget);
+  const Cut cut = choose_cut(joint, forward_inputs, gradients, {}, memory_budget, false);
   Partition result;
   result.saved_bytes = cut.saved_bytes;
-  result.saved_bytes_no_recompute = choose_cut(joint, forward_inputs, gradients, {}, 1).saved_bytes;
+  result.saved_bytes_no_recompute =
+      choose_cut(joint, forward_inputs, gradients, {}, 1, false).saved_bytes;
   describe_cut(joint, cut, {}, &result.saved_values, &result.recomputed);
 
   // The forward: its outputs, then the saved values it computes that are not among them.
@@ -253,10 +258,10 @@ Partition partition(const ir::Graph& joint, size_t forward_inputs, size_t forwar
 Recomputation recompute_in_backward(ir::Graph& joint, size_t tangents, double memory_budget) {
   // The graph's outputs stay alive to the end anyway: keeping them costs the arena nothing.
   const ValueSet kept(joint.outputs().begin(), joint.outputs().end());
-  const Cut cut = choose_cut(joint, tangents, {}, kept, memory_budget);
+  const Cut cut = choose_cut(joint, tangents, {}, kept, memory_budget, true);
   Recomputation result;
   result.saved_bytes = cut.saved_bytes;
-  result.saved_bytes_no_recompute = choose_cut(joint, tangents, {}, kept, 1).saved_bytes;
+  result.saved_bytes_no_recompute = choose_cut(joint, tangents, {}, kept, 1, true).saved_bytes;
   describe_cut(joint, cut, kept, &result.saved_values, &result.recomputed);
   // Each recomputed node is cloned once, just before the first backward node that reads it (or
   // reads a clone made from it), so that it lives from there to its last backward use.

@@ -90,6 +90,52 @@ bool sink_through(ir::Graph& g, ir::Node* node) {
   return true;
 }
 
+// The permutation of a rank-`rank` tensor that swaps its last two dims.
+Permutation swap_last_two(size_t rank) {
+  Permutation p(rank);
+  for (size_t i = 0; i < rank; ++i) p[i] = int64_t(i);
+  std::swap(p[rank - 2], p[rank - 1]);
+  return p;
+}
+
+bool swaps_last_two(const ir::Value* v) {
+  return is_permute(v) && v->meta.shape.size() >= 2 &&
+         permutation_of(v->producer) == swap_last_two(v->meta.shape.size());
+}
+
+// Used by `node` alone (and not a graph output): moving it leaves no second copy.
+bool only_used_by(const ir::Graph& g, const ir::Value* v, const ir::Node* node) {
+  return !g.is_output(v) && std::all_of(v->uses.begin(), v->uses.end(),
+                                        [&](const ir::Use& u) { return u.node == node; });
+}
+
+// permute(matmul(a, b), swap) -> matmul(b^T, a^T) when an operand is itself a transpose that goes
+// away: a gradient computed directly in the layout its consumer wants (a weight's gradient
+// x^T dy, transposed to the weight's (out, in), becomes dy^T x: no copy of the whole matrix). The
+// GEMM reads transposed operands through their strides. Permutes never grow in number.
+bool pull_through_matmul(ir::Graph& g, ir::Node* node) {
+  ir::Value* product = node->inputs[0];
+  if (!product->producer || product->producer->op != OpId::matmul) return false;
+  ir::Node* matmul = product->producer;
+  if (!swaps_last_two(node->outputs[0]) || !only_used_by(g, product, node)) return false;
+  ir::Value* a = matmul->inputs[0];
+  ir::Value* b = matmul->inputs[1];
+  if (a->meta.shape.size() < 2 || b->meta.shape.size() < 2) return false;
+  const bool a_goes = swaps_last_two(a) && only_used_by(g, a, matmul);
+  const bool b_goes = swaps_last_two(b) && only_used_by(g, b, matmul);
+  if (!a_goes && !b_goes) return false;
+  auto transposed = [&](ir::Value* v) {
+    if (swaps_last_two(v)) return v->producer->inputs[0];
+    return g.insert_node(node, OpId::permute, {v}, {{"dims", swap_last_two(v->meta.shape.size())}})
+        ->outputs[0];
+  };
+  ir::Value* lhs = transposed(b);
+  ir::Value* rhs = transposed(a);
+  ir::Value* swapped = g.insert_node(node, OpId::matmul, {lhs, rhs}, matmul->attrs)->outputs[0];
+  g.replace_all_uses(node->outputs[0], swapped);
+  return true;
+}
+
 }  // namespace
 
 bool transpose_sink(ir::Graph& graph) {
@@ -101,7 +147,7 @@ bool transpose_sink(ir::Graph& graph) {
     ir::Value* out = node->outputs[0];
     if (out->uses.empty() && !graph.is_output(out)) continue;  // dead: dce's job
     if (node->op == OpId::permute) {
-      changed |= compose_permutes(graph, node);
+      changed |= compose_permutes(graph, node) || pull_through_matmul(graph, node);
     } else if (ops::op_info(node->op).kind == ops::OpKind::Elementwise) {
       changed |= sink_through(graph, node);
     }
