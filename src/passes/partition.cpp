@@ -233,7 +233,15 @@ Partition partition(const ir::Graph& joint, size_t forward_inputs, size_t forwar
     if (it == forward_outs.end()) it = forward_outs.insert(forward_outs.end(), v);
     result.saved.push_back({false, size_t(it - forward_outs.begin())});
   }
-  const NodeSet forward_nodes = producers_of(forward_outs, [](const ir::Value*) { return false; });
+  // What the forward computes: its outputs and the saved values, and every node that must run
+  // even unread (ir::Node::must_run: a call that may refuse its operands raises as in eager).
+  std::vector<const ir::Value*> forward_wanted = forward_outs, backward_wanted = gradients;
+  for (const auto& node : joint.nodes()) {
+    if (!node->must_run()) continue;
+    auto& wanted = cut.backward_nodes.count(node.get()) ? backward_wanted : forward_wanted;
+    wanted.insert(wanted.end(), node->outputs.begin(), node->outputs.end());
+  }
+  const NodeSet forward_nodes = producers_of(forward_wanted, [](const ir::Value*) { return false; });
   for (const ir::Node* node : forward_nodes) {
     SMELT_INTERNAL_CHECK(!cut.backward_nodes.count(node))
         << "partition: a forward output depends on a tangent (" << node->name() << ")";
@@ -245,7 +253,7 @@ Partition partition(const ir::Graph& joint, size_t forward_inputs, size_t forwar
   backward_ins.insert(backward_ins.end(), forward_end, ins.end());
   const ValueSet backward_in_set(backward_ins.begin(), backward_ins.end());
   const NodeSet backward_run =
-      producers_of(gradients, [&](const ir::Value* v) { return backward_in_set.count(v) > 0; });
+      producers_of(backward_wanted, [&](const ir::Value* v) { return backward_in_set.count(v) > 0; });
   for (const ir::Node* node : backward_run) {
     SMELT_INTERNAL_CHECK(cut.backward_nodes.count(node) || cut.recompute.count(node))
         << "partition: the backward would compute " << node->name()

@@ -6,7 +6,9 @@
 //              interpreter, the memory plan and replay checked (fuzz/compile_fuzzer.h).
 //              [--second-batch N]: every N-th case (default 10; 0: none) also runs at two
 //              other sizes of its batch, a last dim or both, through compile's dynamic shapes
-//              (fuzz/second_batch.h).
+//              (fuzz/second_batch.h). [--gradients N]: every N-th case (default 10; 0: none) also
+//              has its joint forward+backward graph split at a random memory budget, the halves
+//              checked against the joint graph and compiled (fuzz/gradient_check.h).
 //   smelt fuzz --autograd --seed S --cases N: the eager autograd fuzzer (fuzz/autograd_fuzzer.h)
 //              instead; each failure prints its program.
 // Constants and inputs hold special values (NaN, ±inf, ±0, subnormals, extremes; int64 limits);
@@ -70,6 +72,7 @@ void register_fuzz(CLI::App& app) {
     std::string backend = "both";
     int batch = 128;
     int second_batch = 10;
+    int gradients = 10;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand("fuzz", "Random graphs: optimized vs interpreter vs eager");
@@ -98,6 +101,11 @@ void register_fuzz(CLI::App& app) {
                   "dim or both, through compile's dynamic shapes, compared with the interpreter; 0: none")
       ->check(integer_in(0, 1 << 30))
       ->capture_default_str();
+  cmd->add_option("--gradients", opt->gradients,
+                  "with --compile: every n-th case (1: each) also has its joint forward+backward graph split "
+                  "into the halves a differentiable compiled call runs, at a random memory budget; 0: none")
+      ->check(integer_in(0, 1 << 30))
+      ->capture_default_str();
   cmd->callback([opt] {
     if (!opt->out.empty()) prepare_output_dir(opt->out, "fuzz: --out");  // before any case runs
     if (opt->compile) {
@@ -112,6 +120,7 @@ void register_fuzz(CLI::App& app) {
       args.out = opt->out;
       args.batch = opt->batch;
       args.second_batch = opt->second_batch;
+      args.gradients = opt->gradients;
       run_compile_fuzz(args);
       return;
     }

@@ -3,13 +3,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <fstream>
 #include <vector>
 
 #include "codegen/kernel_cache.h"
 #include "fuzz/compile_fuzzer.h"
 #include "fuzz/fuzzer.h"
+#include "fuzz/gradient_check.h"
 #include "fuzz/second_batch.h"
 
 namespace smelt::tools {
@@ -19,6 +22,7 @@ struct Totals {
   int64_t cases = 0, failed = 0, exact = 0, tolerant = 0, rounded = 0, layout = 0, ill_conditioned = 0,
           runtime_errors = 0, kernels = 0, op_steps = 0, interpreted = 0;
   int64_t second = 0, second_dynamic = 0, second_failed = 0;  // --second-batch: replayed, dynamic, failed
+  int64_t gradients = 0, gradients_failed = 0, saved = 0, recomputed = 0;  // --gradients
   double compile_ms = 0, wait_ms = 0, run_ms = 0;
 
   void add(const fuzz::CompileCaseResult& r) {
@@ -98,26 +102,44 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
         prepared[b][size_t(i)].reset();
         totals[b].add(r);
         const fuzz::CompileCheckOptions options{passes, backends[b], nullptr};
+        // A failure of an extra check (second batch, gradients): minimized while `fails` holds.
+        auto report = [&](const char* what, const std::string& message,
+                          const std::function<bool(const ir::Graph&)>& fails, const std::string& header) {
+          case_failed = true;
+          auto small = fuzz::minimize(*graphs[size_t(i)], fails);
+          std::printf("FAIL seed %llu [%s, %s]: %s (minimized to %zu nodes)\n", static_cast<unsigned long long>(seed),
+                      fuzz::compile_backend_name(backends[b]), what, message.c_str(), small->num_nodes());
+          if (!args.out.empty()) {
+            std::string name = what;
+            std::replace(name.begin(), name.end(), ' ', '_');
+            const std::string path = args.out + "/" + name + "_" + fuzz::compile_backend_name(backends[b]) +
+                                     "_seed_" + std::to_string(seed) + ".ir";
+            write_text_file(path, header + fuzz::compiled_regression_text(*small, options, seed, message));
+            std::printf("  written to %s\n", path.c_str());
+          }
+          std::fflush(stdout);
+        };
         if (r.passed && args.second_batch > 0 && (first + i) % args.second_batch == 0) {
           const fuzz::SecondBatchResult s = fuzz::check_second_batch(*graphs[size_t(i)], options, seed);
           totals[b].second += s.applicable;
           totals[b].second_dynamic += s.dynamic;
           totals[b].second_failed += !s.passed;
           if (!s.passed) {
-            case_failed = true;
-            auto small = fuzz::minimize(*graphs[size_t(i)], [&](const ir::Graph& g) {
-              return !fuzz::check_second_batch(g, options, seed).passed;
-            });
-            std::printf("FAIL seed %llu [%s, second batch]: %s (minimized to %zu nodes)\n",
-                        static_cast<unsigned long long>(seed), fuzz::compile_backend_name(backends[b]),
-                        s.message.c_str(), small->num_nodes());
-            if (!args.out.empty()) {
-              const std::string path = args.out + "/second_batch_" + fuzz::compile_backend_name(backends[b]) +
-                                       "_seed_" + std::to_string(seed) + ".ir";
-              write_text_file(path, "# SECOND-BATCH\n" + fuzz::compiled_regression_text(*small, options, seed, s.message));
-              std::printf("  written to %s\n", path.c_str());
-            }
-            std::fflush(stdout);
+            report("second batch", s.message,
+                   [&](const ir::Graph& g) { return !fuzz::check_second_batch(g, options, seed).passed; },
+                   "# SECOND-BATCH\n");
+          }
+        }
+        if (r.passed && args.gradients > 0 && (first + i) % args.gradients == 0) {
+          const fuzz::GradientResult g = fuzz::check_gradients(*graphs[size_t(i)], options, seed);
+          totals[b].gradients += g.applicable;
+          totals[b].gradients_failed += !g.passed;
+          totals[b].saved += g.saved;
+          totals[b].recomputed += g.recomputed;
+          if (!g.passed) {
+            report("gradients", g.message,
+                   [&](const ir::Graph& h) { return !fuzz::check_gradients(h, options, seed).passed; },
+                   "# GRADIENTS\n");
           }
         }
         if (r.passed) continue;
@@ -155,6 +177,13 @@ void run_compile_fuzz(const CompileFuzzArgs& args) {
                   "them on dynamic shapes (the rest specialized), %lld failed\n",
                   fuzz::compile_backend_name(backends[b]), static_cast<long long>(t.second),
                   static_cast<long long>(t.second_dynamic), static_cast<long long>(t.second_failed));
+    }
+    if (args.gradients > 0) {
+      std::printf("%s gradients: %lld cases split into forward and backward (%lld values saved, %lld nodes "
+                  "recomputed in all), %lld failed\n",
+                  fuzz::compile_backend_name(backends[b]), static_cast<long long>(t.gradients),
+                  static_cast<long long>(t.saved), static_cast<long long>(t.recomputed),
+                  static_cast<long long>(t.gradients_failed));
     }
     if (backends[b] == fuzz::CompileBackend::Cpp) {
       const codegen::KernelCacheStats s = codegen::KernelCache::global().stats();

@@ -17,6 +17,7 @@ struct CompileFuzzArgs {
   std::string out;                // directory for minimized failing cases
   int batch = 128;                // cases prepared at once (their cpp kernels compile together)
   int second_batch = 10;          // every n-th case also at two more batch sizes (fuzz/second_batch.h); 0: none
+  int gradients = 10;             // every n-th case also split into forward and backward (fuzz/gradient_check.h)
 };
 
 // Prints one line per failure, counts and timings per backend, then "N passed, M failed".

@@ -331,3 +331,27 @@ TEST(CompileGrad, TrainingStepRecomputationChangesMemoryNotResults) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// A division that refuses its operands raises in eager code even when its result is unused; a
+// differentiable compiled call must too (its forward half kept only what the outputs and the
+// backward need, once: found by the gradient fuzzer).
+TEST(CompileGrad, AnUnreadRefusingOpRaisesAsInEager) {
+  Tensor w = rand32({3}, 95, true);
+  const Tensor zero = from_vector(std::vector<int64_t>{0}, {1});
+  CompiledFunction f = compile(
+      [&](const std::vector<Tensor>& in) {
+        (void)(in[1] / zero);
+        return std::vector<Tensor>{exp(in[0]) * w};
+      },
+      with("interpreter"));
+  const Tensor x = rand32({3}, 96);
+  const Tensor k = from_vector(std::vector<int64_t>{1, 2, 3}, {3});
+  expect_error([&] { (void)(k / zero); }, "division by zero");
+  expect_error([&] { f({x, k}); }, "division by zero");
+}
+
+}  // namespace
+}  // namespace smelt
