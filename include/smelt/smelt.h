@@ -10,6 +10,7 @@
 #include "smelt/models.h"
 #include "smelt/int_or_2.h"
 #include "smelt/io.h"
+#include "smelt/memory.h"
 #include "smelt/nn.h"
 #include "smelt/ops.h"
 #include "smelt/optim.h"

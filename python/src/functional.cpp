@@ -81,6 +81,15 @@ void bind_functional(py::module_& m) {
   m.def("scalar_tensor", [](double v, py::handle dtype) { return scalar_tensor(v, dtype_or(dtype, DType::Float32)); },
         py::arg("value"), py::kw_only(), py::arg("dtype") = py::none());
   m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, py::arg("seed"));
+  // ---- memory: live storages, bytes and autograd nodes (smelt/memory.h)
+  m.def("memory_stats", [] {
+    const MemoryStats s = memory_stats();
+    py::dict d;
+    d["storages"] = s.storages;
+    d["bytes"] = s.bytes;
+    d["autograd_nodes"] = s.autograd_nodes;
+    return d;
+  }, "Live tensor storages, their bytes and live autograd nodes: a training loop whose counts grow leaks.");
 
   // ---- grad mode and autograd
   m.def("is_grad_enabled", &autograd::grad_enabled);

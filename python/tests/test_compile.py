@@ -165,3 +165,16 @@ def test_compiled_function_is_differentiable_mixed_with_eager(rng):
     assert report.saved_bytes <= report.saved_bytes_no_recompute
     with smelt.no_grad():
         assert not f(x).requires_grad
+
+
+def test_memory_stats_count_storages_and_nodes():
+    before = smelt.memory_stats()
+    x = smelt.zeros((64,))
+    w = smelt.ones((64,), requires_grad=True)
+    y = x * w
+    now = smelt.memory_stats()
+    assert now["storages"] - before["storages"] >= 3 and now["bytes"] - before["bytes"] >= 3 * 64 * 4
+    assert now["autograd_nodes"] > before["autograd_nodes"]
+    del x, w, y
+    after = smelt.memory_stats()
+    assert after == before

@@ -1,5 +1,7 @@
 #include "autograd/node.h"
 
+#include "tensor/memory_tracking.h"
+
 #include <cstdlib>
 #include <mutex>
 
@@ -60,12 +62,14 @@ ViewHistoryRefresher g_view_refresher = nullptr;
 }  // namespace
 
 void* Node::operator new(size_t size) {
+  detail::track_node(1);  // smelt::memory_stats
   size_t cls = size_class(size);
   if (cls >= kClasses) return ::operator new(size);
   return arena().take(cls);
 }
 
 void Node::operator delete(void* p, size_t size) {
+  detail::track_node(-1);
   size_t cls = size_class(size);
   if (cls >= kClasses) { ::operator delete(p); return; }
   arena().give(p, cls);

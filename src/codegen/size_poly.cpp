@@ -32,7 +32,6 @@ Rational make(__int128 num, __int128 den) {
 }
 
 Rational operator-(const Rational& a, const Rational& b) { return make(a.num * b.den - b.num * a.den, a.den * b.den); }
-Rational operator*(const Rational& a, const Rational& b) { return make(a.num * b.num, a.den * b.den); }
 Rational operator/(const Rational& a, int64_t d) { return make(a.num, a.den * d); }
 Rational times(const Rational& a, int64_t x) { return make(a.num * x, a.den); }
 

@@ -6,6 +6,7 @@
 #include "smelt/autograd.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
+#include "tensor/memory_tracking.h"
 
 namespace smelt::ops {
 
@@ -299,6 +300,7 @@ std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inpu
 
 std::vector<Tensor> compute(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                             const std::vector<TensorMeta>& out_metas) {
+  detail::CurrentOp current(op_name(op));  // the site of what it allocates (smelt/memory.h)
   const OpImpl& impl = op_impl(op);
   if (is_view_op(op)) {
     SMELT_INTERNAL_CHECK(impl.view_kernel && !impl.kernel)

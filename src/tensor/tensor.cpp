@@ -3,6 +3,7 @@
 #include "base/buffer.h"
 #include "base/log.h"
 #include "tensor/capture.h"
+#include "tensor/memory_tracking.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -17,15 +18,18 @@ namespace smelt {
 
 Storage::Storage(size_t nbytes) : data_(buffer_alloc(nbytes)), nbytes_(nbytes), owned_(true) {
   detail::note_storage_created(this);
+  detail::track_storage_created(this);
 }
 
 Storage::Storage(void* data, size_t nbytes, std::function<void(void*)> release)
     : data_(data), nbytes_(nbytes), release_(std::move(release)) {
   detail::note_storage_created(this);
+  detail::track_storage_created(this);
 }
 
 Storage::~Storage() {
   detail::note_storage_destroyed(this);
+  detail::track_storage_destroyed(this);
   if (owned_) buffer_free(data_, nbytes_);
   else if (release_) release_(data_);
 }
