@@ -21,9 +21,12 @@ struct MemoryStats {
   int64_t storages = 0;        // live Storage objects (smelt's own memory and wrapped memory)
   int64_t bytes = 0;           // their bytes
   int64_t autograd_nodes = 0;  // live autograd nodes (backward functions and leaf accumulators)
+  int64_t peak_bytes = 0;      // the most `bytes` reached since the start or reset_memory_peak()
 };
 
 MemoryStats memory_stats();
+// Starts a new peak from the bytes live now (to measure one phase: a training loop's steps).
+void reset_memory_peak();
 
 // Whether new storages record their allocation site (the op being run and a few stack frames);
 // starts as SMELT_TRACK_ALLOC says. Storages made while it was off have no site.

@@ -88,8 +88,11 @@ void bind_functional(py::module_& m) {
     d["storages"] = s.storages;
     d["bytes"] = s.bytes;
     d["autograd_nodes"] = s.autograd_nodes;
+    d["peak_bytes"] = s.peak_bytes;
     return d;
-  }, "Live tensor storages, their bytes and live autograd nodes: a training loop whose counts grow leaks.");
+  }, "Live tensor storages, their bytes, live autograd nodes (a training loop whose counts grow leaks) "
+     "and the most bytes live since reset_memory_peak().");
+  m.def("reset_memory_peak", &reset_memory_peak, "Starts a new peak_bytes from the bytes live now.");
 
   // ---- grad mode and autograd
   m.def("is_grad_enabled", &autograd::grad_enabled);

@@ -47,6 +47,11 @@ void Plan::Impl::request_kernels() {
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->attach(handles[i]);
 }
 
+int Plan::Impl::add_slot(Slot s) {
+  slots.push_back(std::move(s));
+  return int(slots.size()) - 1;
+}
+
 int Plan::Impl::constant_slot(const Tensor& value) {
   return add_slot({ops::meta_of(value), ConstantSlot{value.contiguous()}});
 }

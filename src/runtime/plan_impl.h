@@ -125,10 +125,8 @@ struct Plan::Impl {
   // The slot holding `v`, made on first sight for inputs and constants.
   std::map<const ir::Value*, int> slot_of;
 
-  int add_slot(Slot s) {
-    slots.push_back(std::move(s));
-    return int(slots.size()) - 1;
-  }
+  // (Out of line: GCC 12 inlining the variant's move into callers warned -Wmaybe-uninitialized.)
+  int add_slot(Slot s);
   int constant_slot(const Tensor& value);
   // An arena slot for a value of `meta` live from `first_step` to `last_step`.
   int arena_slot(const ops::TensorMeta& meta, int first_step, int last_step, std::string label = "");

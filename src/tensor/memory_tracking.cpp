@@ -22,7 +22,7 @@ namespace smelt {
 namespace detail {
 namespace {
 
-std::atomic<int64_t> g_storages{0}, g_bytes{0}, g_nodes{0};
+std::atomic<int64_t> g_storages{0}, g_bytes{0}, g_nodes{0}, g_peak{0};
 std::atomic<uint64_t> g_serial{0};  // storages ever made: a scope's start
 thread_local const char* t_current_op = nullptr;
 
@@ -80,7 +80,11 @@ std::string caller_name(void* address) {
 
 void track_storage_created(const Storage* storage) {
   g_storages.fetch_add(1, std::memory_order_relaxed);
-  g_bytes.fetch_add(int64_t(storage->nbytes()), std::memory_order_relaxed);
+  const int64_t bytes = g_bytes.fetch_add(int64_t(storage->nbytes()), std::memory_order_relaxed) +
+                        int64_t(storage->nbytes());
+  for (int64_t peak = g_peak.load(std::memory_order_relaxed);
+       bytes > peak && !g_peak.compare_exchange_weak(peak, bytes, std::memory_order_relaxed);) {
+  }
   const uint64_t serial = g_serial.fetch_add(1, std::memory_order_relaxed);
   if (!tracking().load(std::memory_order_relaxed)) return;
   Site site;
@@ -108,8 +112,10 @@ CurrentOp::~CurrentOp() { t_current_op = previous_; }
 }  // namespace detail
 
 MemoryStats memory_stats() {
-  return {detail::g_storages.load(), detail::g_bytes.load(), detail::g_nodes.load()};
+  return {detail::g_storages.load(), detail::g_bytes.load(), detail::g_nodes.load(), detail::g_peak.load()};
 }
+
+void reset_memory_peak() { detail::g_peak.store(detail::g_bytes.load()); }
 
 void set_alloc_tracking(bool on) { detail::tracking().store(on); }
 bool alloc_tracking() { return detail::tracking().load(); }
@@ -118,7 +124,8 @@ LeakScope::LeakScope() : start_(memory_stats()), first_serial_(detail::g_serial.
 
 MemoryStats LeakScope::grown() const {
   const MemoryStats now = memory_stats();
-  return {now.storages - start_.storages, now.bytes - start_.bytes, now.autograd_nodes - start_.autograd_nodes};
+  return {now.storages - start_.storages, now.bytes - start_.bytes, now.autograd_nodes - start_.autograd_nodes,
+          now.peak_bytes - start_.peak_bytes};
 }
 
 std::string LeakScope::report(int max_sites) const {

@@ -50,7 +50,9 @@ void expect_close(const std::vector<Tensor>& got, const std::vector<Tensor>& wan
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t k = 0; k < got.size(); ++k) {
     ASSERT_EQ(got[k].defined(), want[k].defined()) << what << " gradient " << k;
-    if (want[k].defined()) EXPECT_TRUE(all_close(got[k], want[k], 1e-5, 1e-6)) << what << " gradient " << k;
+    if (want[k].defined()) {
+      EXPECT_TRUE(all_close(got[k], want[k], 1e-5, 1e-6)) << what << " gradient " << k;
+    }
   }
 }
 
@@ -141,7 +143,9 @@ TEST(CompileGrad, BudgetsChangeSavedBytesNotResults) {
     const CompileReport& r = f.report();
     saved.push_back(r.saved_bytes);
     EXPECT_EQ(r.saved_bytes_no_recompute, f.report().saved_bytes_no_recompute);
-    if (budget == 1.0) EXPECT_EQ(r.saved_bytes, r.saved_bytes_no_recompute) << r.partition;
+    if (budget == 1.0) {
+      EXPECT_EQ(r.saved_bytes, r.saved_bytes_no_recompute) << r.partition;
+    }
     EXPECT_NE(r.partition.find("saved for the backward"), std::string::npos);
     std::istringstream lines(r.partition);
     for (std::string line; std::getline(lines, line);) {
@@ -322,7 +326,9 @@ TEST(CompileGrad, TrainingStepRecomputationChangesMemoryNotResults) {
       for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same_bits(got[k], first[k])) << backend << " " << budget << " " << k;
       arena.push_back(step.report().arena_bytes);
       saved.push_back(step.report().saved_bytes);
-      if (budget == 0) EXPECT_NE(step.report().partition.find("recomputed"), std::string::npos) << step.report().partition;
+      if (budget == 0) {
+        EXPECT_NE(step.report().partition.find("recomputed"), std::string::npos) << step.report().partition;
+      }
     }
     EXPECT_LT(saved[1], saved[0]) << backend;
     EXPECT_LT(arena[1], arena[0]) << backend;

@@ -113,7 +113,9 @@ TEST_P(DynamicDims, MarkedDimsCompileOnce) {
     expect_matches_eager(fn, f, {x, causal_mask(s)}, "B=" + std::to_string(b) + " S=" + std::to_string(s));
     EXPECT_TRUE(f.report().dynamic_batch);
     const int64_t now = int64_t(codegen::KernelCache::global().stats().compiler_runs);
-    if (runs >= 0) EXPECT_EQ(now, runs) << "B=" << b << " S=" << s;
+    if (runs >= 0) {
+      EXPECT_EQ(now, runs) << "B=" << b << " S=" << s;
+    }
     runs = now;
   }
   EXPECT_EQ(f.num_compiles(), 1);
