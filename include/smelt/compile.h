@@ -104,6 +104,11 @@ struct CompileOptions {
   // 0: keep the least bytes; 1: recompute nothing; between: recomputing a value is charged
   // budget / (1 - budget) times its bytes. CompileReport::partition says what was chosen.
   double memory_budget = 0;
+  // A training step also computes each gradient's squared L2 norm inside its plan (fused with the
+  // work that produces the gradient where fusion can): CompiledFunction::gradient_norms, read by
+  // smelt::GradientMonitor (smelt/monitor.h). When one is not finite, the call runs the step's
+  // graph once more node by node to name the op that first produced a NaN or an infinity.
+  bool gradient_norms = false;
 };
 
 // What one compile produced (the latest signature's).
@@ -148,6 +153,11 @@ class CompiledFunction {
   void write_chrome_trace(const std::string& path) const;
   // The last call's arena over its schedule, as an SVG picture.
   std::string arena_svg() const;
+  // A training step compiled with CompileOptions::gradient_norms: the last call's L2 norm of
+  // each parameter's gradient (by name), and the op that first produced a NaN or an infinity
+  // when one was not finite ("" otherwise).
+  std::vector<std::pair<std::string, double>> gradient_norms() const;
+  std::string non_finite_origin() const;
   // A copy of the graph the last call's plan runs: optimized and fused (groups as nodes holding
   // their subgraphs), at that call's shapes. For tools and tests that reason about the plan.
   Graph compiled_graph() const;

@@ -8,6 +8,7 @@
 #include "smelt/error.h"
 #include "smelt/graph.h"
 #include "smelt/models.h"
+#include "smelt/monitor.h"
 #include "smelt/int_or_2.h"
 #include "smelt/io.h"
 #include "smelt/memory.h"

@@ -2,6 +2,7 @@
 
 #include "autograd/node.h"
 #include "kernels/transpose.h"
+#include "ops/anomaly.h"
 #include "ops/inplace.h"
 #include "smelt/autograd.h"
 #include "smelt/creation.h"
@@ -346,6 +347,7 @@ std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs
       << out_metas.size();
 
   if (t_hook) return record_autograd(op, inputs, attrs, outputs);
+  if (anomaly_detection_on()) check_anomaly(op, inputs, outputs);  // smelt/monitor.h
   // Views of a tensor that an in-place op rebased take its new history before being read.
   if (autograd::grad_enabled()) {
     for (const Tensor& t : inputs) {

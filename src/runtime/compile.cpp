@@ -4,6 +4,7 @@
 #include "smelt/compile.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -15,6 +16,7 @@
 #include "runtime/compile_impl.h"
 #include "smelt/autograd.h"
 #include "smelt/nn.h"
+#include "trace/interpreter.h"
 #include "trace/random_draws.h"
 #include "trace/trace.h"
 #include "trace/trace_module.h"
@@ -201,6 +203,18 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::trace_graph(Compiled& c,
                              : trace::trace_module_joint(*module, fn, inputs));
     graph = c.module_graph->graph->clone();  // the module graph keeps the traced one to bind with
     c.random = c.module_graph->random;
+    if (mode == Mode::TrainingStep && options.gradient_norms) {
+      // After the graph's own outputs (the plan's last ones; run_module takes them off): each
+      // gradient's sum of squares.
+      const size_t grads = c.module_graph->grad_params.size();
+      for (size_t k = 1; k <= grads; ++k) {
+        ir::Value* g = graph->outputs()[k];
+        std::vector<int64_t> dims(g->meta.shape.size());
+        for (size_t d = 0; d < dims.size(); ++d) dims[d] = int64_t(d);
+        ir::Value* squares = graph->add_node(ops::OpId::mul, {g, g})->outputs[0];
+        graph->add_output(graph->add_node(ops::OpId::sum, {squares}, {{"dims", dims}, {"keepdim", int64_t(0)}})->outputs[0]);
+      }
+    }
   }
   return graph;
 }
@@ -232,14 +246,35 @@ namespace {
 std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c,
                                const std::vector<Tensor>& inputs) {
   const trace::ModuleGraph& mg = *c.module_graph;
+  const bool norms = f.mode == Mode::TrainingStep && f.options.gradient_norms;
+  std::vector<std::pair<std::string, double>> norm_of;
+  std::string origin;
   std::vector<Tensor> outs = mg.run_with(*f.module, inputs, [&](const std::vector<Tensor>& all) {
     const std::vector<bool> wrt = f.mode == Mode::Module ? grad_inputs(all) : std::vector<bool>{};
+    if (norms) {
+      std::vector<Tensor> outs = c.compiled.plan->run(all);
+      const size_t first = outs.size() - mg.grad_params.size();
+      bool finite = true;
+      for (size_t k = 0; k < mg.grad_params.size(); ++k) {
+        const double n = std::sqrt(outs[first + k].to(DType::Float64).item());
+        norm_of.emplace_back(mg.params[mg.grad_params[k]], n);
+        finite = finite && std::isfinite(n);
+      }
+      outs.resize(first);
+      if (!finite) origin = trace::first_non_finite(*mg.graph, all);  // only then: the graph again
+      return outs;
+    }
     if (wrt.empty()) return c.compiled.plan->run(all);
     GradHistory history;  // the parameters' (and inputs') gradients, through the module's outputs
     std::vector<Tensor> outs = f.run_with_grad(c, all, wrt, mg.num_outputs, &history);
     history.attach(outs);
     return outs;
   });
+  if (norms) {
+    std::lock_guard<std::mutex> lock(f.mutex);
+    f.last_norms = std::move(norm_of);
+    f.last_origin = std::move(origin);
+  }
   if (f.mode == Mode::Module) return outs;
   std::map<std::string, Tensor*> params;
   for (const auto& [name, slot] : f.module->named_slots(true)) params.emplace(name, slot);
@@ -424,6 +459,18 @@ void CompiledFunction::write_chrome_trace(const std::string& path) const {
 std::string CompiledFunction::arena_svg() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return last_plan(*impl_, "arena_svg").arena_svg();
+}
+
+std::vector<std::pair<std::string, double>> CompiledFunction::gradient_norms() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  SMELT_CHECK(impl_->mode == Mode::TrainingStep && impl_->options.gradient_norms)
+      << "CompiledFunction::gradient_norms: compile a training step with CompileOptions::gradient_norms = true";
+  return impl_->last_norms;
+}
+
+std::string CompiledFunction::non_finite_origin() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->last_origin;
 }
 
 Graph CompiledFunction::compiled_graph() const {

@@ -205,6 +205,10 @@ struct CompiledFunction::Impl {
   std::vector<std::string> reasons;
   const CompileReport* last = nullptr;
   std::shared_ptr<Compiled> last_compiled;
+  // A training step with CompileOptions::gradient_norms: the last call's norms and the op that
+  // made one non-finite.
+  std::vector<std::pair<std::string, double>> last_norms;
+  std::string last_origin;
   bool warned_limit = false;
 
   std::shared_ptr<Compiled> compile(const Signature& sig, const std::vector<Tensor>& inputs);

@@ -1,9 +1,11 @@
 #include "trace/interpreter.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include "ir/printer.h"
+#include "ops/anomaly.h"
 #include "ops/dispatch.h"
 
 namespace smelt::trace {
@@ -23,9 +25,11 @@ ops::Attrs constant_weight(const ir::Node& node) {
   return attrs;
 }
 
-}  // namespace
+// Runs `graph`; `visit(node, inputs, outs)` after each node may stop the run (returns false:
+// then the result is empty).
+using Visit = std::function<bool(const ir::Node&, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs)>;
 
-std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs, const Visit& visit) {
   SMELT_CHECK(inputs.size() == graph.inputs().size())
       << "interpret: the graph has " << graph.inputs().size() << " inputs, got " << inputs.size();
   std::unordered_map<const ir::Value*, Tensor> env;
@@ -50,7 +54,8 @@ std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>&
     // A group node runs its body: a graph of its own whose inputs are the node's inputs.
     std::vector<Tensor> outs;
     if (node->body) {
-      outs = interpret(*node->body, args);
+      outs = run(*node->body, args, visit);
+      if (outs.size() != node->outputs.size()) return {};  // the visit stopped inside
     } else {
       // Outputs no one reads may be skipped by the kernel (max_pool2d's indices); a conv2d whose
       // weight is a graph constant keeps it converted (weight_constant), as a plan step does.
@@ -68,11 +73,36 @@ std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>&
       }
       outs = ops::compute(node->op, args, *attrs, metas);
     }
+    if (visit && !visit(*node, args, outs)) return {};
     for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
   }
   std::vector<Tensor> results;
   for (const ir::Value* v : graph.outputs()) results.push_back(env.at(v));
   return results;
+}
+
+}  // namespace
+
+std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+  return run(graph, inputs, nullptr);
+}
+
+std::string first_non_finite(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+  std::string found;
+  run(graph, inputs, [&](const ir::Node& node, const std::vector<Tensor>& args, const std::vector<Tensor>& outs) {
+    if (node.body) return true;  // its body's nodes were visited
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (ops::all_finite(outs[k])) continue;
+      for (const Tensor& a : args) {
+        if (!ops::all_finite(a)) return true;  // propagated, not produced here
+      }
+      found = std::string(node.name()) + " " + ir::value_ref(node.outputs[k]) + " (output " + std::to_string(k) +
+              ", " + ir::meta_str(node.outputs[k]->meta) + "): a NaN or an infinity from finite operands";
+      return false;
+    }
+    return true;
+  });
+  return found;
 }
 
 }  // namespace smelt::trace

@@ -11,4 +11,9 @@ namespace smelt::trace {
 // `inputs` match graph.inputs() in order (shapes and dtypes are checked); returns the outputs.
 std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>& inputs);
 
+// interpret, stopping at the first node that returns a NaN or an infinity from finite floating
+// operands: "log %12 (output 0, f32[4,8])", or "" when none does. How a compiled training step
+// whose gradients were not finite names the op (include/smelt/monitor.h).
+std::string first_non_finite(const ir::Graph& graph, const std::vector<Tensor>& inputs);
+
 }  // namespace smelt::trace
