@@ -182,3 +182,29 @@ def test_memory_stats_count_storages_and_nodes():
     assert after["peak_bytes"] >= now["bytes"]
     smelt.reset_memory_peak()
     assert smelt.memory_stats()["peak_bytes"] == after["bytes"]
+
+
+def test_char_lm_example_compiled_step_matches_eager():
+    """examples/train_char_lm.py's model: the compiled training step gives eager's losses and gradients."""
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "train_char_lm.py"
+    spec = importlib.util.spec_from_file_location("train_char_lm", path)
+    lm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lm)
+    smelt.manual_seed(1)
+    eager = lm.CharLM(12, 8, 16, 2)
+    smelt.manual_seed(1)
+    compiled = lm.CharLM(12, 8, 16, 2)
+    step = smelt.compile_training_step(compiled, lambda x, y: lm.lm_loss(compiled, x, y), backend="interpreter")
+    for s in range(3):
+        x = smelt.randint(0, 12, (4, 8))
+        y = smelt.randint(0, 12, (4, 8))
+        for m in (eager, compiled):
+            m.zero_grad()
+        want = lm.lm_loss(eager, x, y)
+        want.backward()
+        got = step(x, y)
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+        for (name, pe), (_, pc) in zip(eager.named_parameters(), compiled.named_parameters()):
+            np.testing.assert_allclose(pc.grad.numpy(), pe.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)

@@ -9,6 +9,7 @@ namespace smelt::tools {
 
 void register_info(CLI::App& app);  // smelt info: build and machine facts
 void register_demo(CLI::App& app);  // smelt demo: train a CNN on digits
+void register_demo_lm(CLI::App& app);  // smelt demo-lm: a character transformer on a text file
 void register_fuzz(CLI::App& app);  // smelt fuzz: differential fuzzer of the pass pipeline
 void register_opt(CLI::App& app);   // smelt opt: run passes over a text IR file
 void register_cache(CLI::App& app); // smelt cache stats|clear: the disk cache of compiled kernels

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   smelt::tools::register_info(app);
   smelt::tools::register_demo(app);
+  smelt::tools::register_demo_lm(app);
   smelt::tools::register_fuzz(app);
   smelt::tools::register_opt(app);
   smelt::tools::register_cache(app);

@@ -106,6 +106,29 @@ TEST_F(Cli, FuzzCompile) {
   EXPECT_EQ(no_cxx.out, "");
 }
 
+// smelt demo-lm: a few steps of the character transformer on a small text, compiled; its files
+// are written, it samples, and its final loss is below chance. A missing corpus is refused.
+TEST_F(Cli, DemoLmTrainsAndSamples) {
+  const fs::path corpus = dir_ / "corpus.txt";
+  {
+    std::ofstream text(corpus);
+    for (int i = 0; i < 200; ++i) text << "the cat sat on the mat. ";
+  }
+  const fs::path out = dir_ / "lm";
+  const CliRun r = smelt("demo-lm --steps 40 --context 8 --batch-size 8 --corpus " + quote(corpus.string()) +
+                         " --out " + quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out / "char_lm.safetensors"));
+  EXPECT_TRUE(fs::exists(out / "loss_curve.svg"));
+  const size_t at = r.out.find("final loss: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  double loss = 0, chance = 0;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + at, "final loss: %lf (chance: %lf)", &loss, &chance), 2) << r.out;
+  EXPECT_LT(loss, chance) << r.out;  // 11 distinct characters, a repeated sentence: learnable
+  expect_refused(smelt("demo-lm --corpus " + quote((dir_ / "missing.txt").string()) + " --out " + quote(out.string())),
+                 {"cannot read the corpus", "--corpus"});
+}
+
 TEST_F(Cli, DemoChecksOutBeforeTraining) {
   const fs::path file = dir_ / "a_file";
   std::ofstream(file) << "x";
