@@ -157,16 +157,43 @@ backward recomputes for what it keeps (report().partition says which).)");
       "with grad mode on, the parameters get their gradients through it.");
   m.def(
       "compile_training_step",
-      [](nn::Module& mod, py::object loss_fn, const std::string& backend) {
+      [](nn::Module& mod, py::object loss_fn, const std::string& backend, double memory_budget,
+         bool gradient_norms) {
         auto returns = std::make_shared<Returns>();
-        return PyCompiled{compile_training_step(mod, wrap(loss_fn, returns),
-                                                options(backend, "", true, true, 8, false)),
-                          returns, &mod};
+        CompileOptions o = options(backend, "", true, true, 8, false, false, {}, memory_budget);
+        o.gradient_norms = gradient_norms;
+        return PyCompiled{compile_training_step(mod, wrap(loss_fn, returns), o), returns, &mod};
       },
       py::arg("module"), py::arg("loss_fn"), py::kw_only(), py::arg("backend") = "auto",
-      py::keep_alive<0, 1>(),
+      py::arg("memory_budget") = 0.0, py::arg("gradient_norms") = false, py::keep_alive<0, 1>(),
       "loss_fn(*inputs) -> scalar loss; each call returns the loss and adds the gradients into "
-      ".grad.");
+      ".grad. memory_budget (0 to 1): what the backward recomputes against what it keeps; "
+      "gradient_norms: the step's plan also computes each gradient's norm (GradientMonitor.check(step)).");
+
+  // The gradient health monitor (smelt/monitor.h): each step's record as a dict.
+  py::class_<GradientMonitor>(m, "GradientMonitor")
+      .def(py::init([](nn::Module& module, double exploding, double vanishing, bool detect_anomaly) {
+             return std::make_unique<GradientMonitor>(
+                 module, GradientMonitorOptions{exploding, vanishing, detect_anomaly});
+           }),
+           py::arg("module"), py::kw_only(), py::arg("exploding") = 1e4, py::arg("vanishing") = 1e-10,
+           py::arg("detect_anomaly") = true, py::keep_alive<1, 2>())
+      .def(
+          "check",
+          [](GradientMonitor& monitor, py::object step) {
+            const GradientStep& s = step.is_none() ? monitor.check() : monitor.check(step.cast<PyCompiled&>().fn);
+            py::dict d;
+            d["step"] = s.step;
+            d["norms"] = s.norms;
+            d["non_finite"] = s.non_finite;
+            d["origin"] = s.origin;
+            d["warnings"] = s.warnings;
+            return d;
+          },
+          py::arg("step") = py::none(),
+          "After a step's backward (or a call of a training step compiled with gradient_norms=True, "
+          "passed as `step`): the norm of each parameter's gradient, the parameters whose gradient "
+          "is not finite and the op that first produced a NaN or an infinity, and the warnings.");
 }
 
 }  // namespace smelt::python

@@ -208,3 +208,29 @@ def test_char_lm_example_compiled_step_matches_eager():
         np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
         for (name, pe), (_, pc) in zip(eager.named_parameters(), compiled.named_parameters()):
             np.testing.assert_allclose(pc.grad.numpy(), pe.grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_gradient_monitor_names_a_nan_eager_and_compiled(rng):
+    model = nn.Linear(4, 3)
+    x = smelt.tensor(rng.standard_normal((5, 4)).astype(np.float32))
+    bad = x.numpy().copy()
+    bad[0, 0] = -5.0
+    monitor = smelt.GradientMonitor(model)
+    model(smelt.log(x.abs() + 1.0)).sum().backward()
+    s = monitor.check()
+    assert [name for name, _ in s["norms"]] == ["weight", "bias"] and not s["non_finite"]
+    model.zero_grad()
+    model(smelt.log(smelt.tensor(bad) + 2.0)).sum().backward()  # log(-3): NaN
+    s = monitor.check()
+    assert "weight" in s["non_finite"] and "log" in s["origin"], s
+    del monitor
+    step = smelt.compile_training_step(model, lambda v: model(smelt.log(v + 2.0)).sum(), backend="interpreter",
+                                       gradient_norms=True)
+    watch = smelt.GradientMonitor(model, detect_anomaly=False)
+    model.zero_grad()
+    step(x.abs())
+    assert not watch.check(step)["non_finite"]
+    model.zero_grad()
+    step(smelt.tensor(bad))
+    s = watch.check(step)
+    assert "weight" in s["non_finite"] and "log" in s["origin"], s
