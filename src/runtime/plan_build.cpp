@@ -75,13 +75,30 @@ void Plan::Impl::read_at(int slot, int step) {
   }
 }
 
-// A graph output's own slot (allocated per call), or an arena slot.
+// The graph output that `v` is read as only: a reshape (or contiguous) of `v` returned by the
+// graph, `v` read nowhere else. Null otherwise.
+const ir::Value* reshaped_output(const ir::Value* v, const std::map<const ir::Value*, int>& output_index) {
+  if (v->uses.size() != 1 || output_index.count(v)) return nullptr;
+  const ir::Node* reader = v->uses[0].node;
+  if (!is_free_view(reader->op) || reader->inputs[0] != v) return nullptr;
+  const ir::Value* r = reader->outputs[0];
+  auto out = output_index.find(r);
+  return out != output_index.end() && r->meta.nbytes() == v->meta.nbytes() ? r : nullptr;
+}
+
+// A graph output's own slot (allocated per call), or an arena slot. A value whose only reader
+// reshapes it into a graph output is written straight into that output's memory (the reshape is
+// then the same memory, not a copy: a bias gradient summed to (1, N) and returned as (N)).
 int Plan::Impl::new_value_slot(const ir::Value* v, int step,
                                const std::map<const ir::Value*, int>& output_index) {
   int slot;
   auto out = output_index.find(v);
   if (out != output_index.end()) {
     slot = add_slot({v->meta, OutputSlot{out->second}});
+  } else if (const ir::Value* r = cat_slices.count(v) ? nullptr : reshaped_output(v, output_index)) {
+    const int output = add_slot({r->meta, OutputSlot{output_index.at(r)}});
+    slot_of[r] = output;  // the reshape, when its node comes, finds its slot made
+    slot = add_slot({v->meta, AliasSlot{output}});
   } else if (cat_slices.count(v)) {
     slot = cat_slice_slot(v, step);
   } else {
@@ -135,6 +152,8 @@ void Plan::Impl::build(const ir::Graph& graph) {
           fusion::group_pattern(node) == fusion::Pattern::Contraction)
           << "plan: " << node.name() << " would read a strided view as contiguous memory";
     }
+    // A reshape whose operand was written into the output it reshapes to (new_value_slot).
+    if (is_free_view(node.op) && slot_of.count(node.outputs[0])) continue;
     // A reshape of a contiguous value that is not a graph output is the same memory.
     if (is_free_view(node.op) && !output_index.count(node.outputs[0])) {
       slot_of[node.outputs[0]] = add_slot({node.outputs[0]->meta, AliasSlot{in[0]}});

@@ -63,6 +63,27 @@ TEST(Compile, ElementwiseChainIsOneKernelAndBitExact) {
   EXPECT_EQ(f.report().op_steps, 0) << f.report().plan;
 }
 
+// A value read only by a reshape that the function returns is written straight into the
+// output's memory: no copy step for the reshape (a bias gradient summed to (1, N), returned as
+// (N); once a kernel of its own in every training step). Both outputs equal eager's bits.
+TEST(Compile, AReshapedOutputIsNotACopy) {
+  const Fn fn = [](const std::vector<Tensor>& in) {
+    const Tensor s = sum(in[0] * 2.0, {0}, true);                   // (1, 6)
+    return std::vector<Tensor>{s.reshape({6}), exp(in[0]).reshape({3, 2, 2})};
+  };
+  for (const char* backend : {"interpreter", "cpp"}) {
+    CompileOptions o;
+    o.backend = backend;
+    CompiledFunction f = compile(fn, o);
+    const Tensor x = testing::random_tensor({2, 6}, -1, 1, 3).to(DType::Float32);
+    const std::vector<Tensor> got = f({x}), want = fn({x});
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same_bits(got[k], want[k])) << backend << " " << k;
+    const std::string plan = f.report().plan;
+    EXPECT_EQ(plan.find("reshape"), std::string::npos) << plan;
+    EXPECT_EQ(plan.find("copy to output"), std::string::npos) << plan;
+  }
+}
+
 TEST(Compile, ViewsInsideGroupsReadThroughStrides) {
   Fn fn = [](const std::vector<Tensor>& in) {
     Tensor t = in[0].permute({1, 0});    // [5, 4]
