@@ -74,7 +74,9 @@ TEST(SizePoly, TheCheckPointSeesACube) {
   const SymbolGrid g = grid_of(1);
   auto cube = [](const SymbolPoint& p) { return p[0] * p[0] * p[0]; };
   std::optional<SizePoly> poly = fit(g, cube);
-  if (poly) EXPECT_NE(poly->at(g.check), cube(g.check));
+  if (poly) {
+    EXPECT_NE(poly->at(g.check), cube(g.check));
+  }
 }
 
 // Random integer polynomials of degree <= 2 in each of 3 symbols come back exactly.
