@@ -20,6 +20,15 @@ class RefCounted {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) const_cast<RefCounted*>(this)->destroy();
   }
   int32_t ref_count() const { return refs_.load(std::memory_order_relaxed); }
+  // Retains the object unless its count already reached zero (its destruction has begun): how a
+  // weak pointer that other threads may release meanwhile becomes a strong one. True if retained.
+  bool try_retain() const {
+    int32_t n = refs_.load(std::memory_order_relaxed);
+    while (n > 0) {
+      if (refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel)) return true;
+    }
+    return false;
+  }
 
  protected:
   // Called when the count reaches zero. Autograd nodes override it to free long chains

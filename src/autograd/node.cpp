@@ -93,11 +93,23 @@ void Node::destroy() {
 
 // ---- leaf accumulation
 
+namespace {
+// Guards every leaf's weak accumulator pointer (TensorImpl::grad_accumulator): threads that
+// differentiate through the same leaf (shared weights) must find the same live node, never one
+// being destroyed, nor overwrite each other's (found by a test of compiled calls from 4 threads:
+// a gradient came back undefined).
+std::mutex& accumulator_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
 AccumulateGrad::AccumulateGrad(Ref<TensorImpl> leaf) : Node(1), leaf_(std::move(leaf)) {
-  leaf_->grad_accumulator = this;
+  leaf_->grad_accumulator = this;  // (gradient_edge holds accumulator_mutex)
 }
 
 AccumulateGrad::~AccumulateGrad() {
+  std::lock_guard<std::mutex> lock(accumulator_mutex());
   if (leaf_->grad_accumulator == this) leaf_->grad_accumulator = nullptr;
 }
 
@@ -129,7 +141,13 @@ Edge gradient_edge(const Tensor& t) {
   TensorImpl* impl = t.impl();
   if (!impl || !impl->requires_grad) return {};
   if (impl->grad_fn) return {Ref<Node>(static_cast<Node*>(impl->grad_fn.get())), impl->output_nr};
-  if (impl->grad_accumulator) return {Ref<Node>(static_cast<Node*>(impl->grad_accumulator)), 0};
+  std::lock_guard<std::mutex> lock(accumulator_mutex());
+  if (impl->grad_accumulator && impl->grad_accumulator->try_retain()) {
+    Ref<Node> node(static_cast<Node*>(impl->grad_accumulator));
+    node->ref_release();  // try_retain's reference, now held by `node`
+    return {std::move(node), 0};
+  }
+  // None, or the last one is being destroyed: a new one takes its place.
   return {Ref<Node>(new AccumulateGrad(t.impl_ref())), 0};
 }
 

@@ -5,6 +5,7 @@
 // compiled function), across memory budgets (recomputation changes no bit), and at the edges:
 // outputs that are not differentiable, an output that is an input, random ops, a gradient that
 // reaches only some outputs, saved tensors changed in place, higher-order gradients, grad mode off.
+#include <cmath>
 #include <sstream>
 #include <vector>
 
@@ -357,6 +358,43 @@ TEST(CompileGrad, AnUnreadRefusingOpRaisesAsInEager) {
   const Tensor k = from_vector(std::vector<int64_t>{1, 2, 3}, {3});
   expect_error([&] { (void)(k / zero); }, "division by zero");
   expect_error([&] { f({x, k}); }, "division by zero");
+}
+
+}  // namespace
+}  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Adversarial inputs for a differentiable call: the same tensor passed as two inputs (its
+// gradients add), an empty batch, NaN / inf / -0 / subnormal values, and a backward after the
+// compiled function itself is gone: every gradient equals eager's bits. (Calls from several
+// threads through one shared leaf sometimes returned an undefined gradient: open, issue 23's note.)
+TEST(CompileGrad, AdversarialCallsMatchEager) {
+  Tensor w = rand32({4}, 110, true);
+  const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0] * in[1] * w)}; };
+  auto grads = [&](const Fn& g, const Tensor& x) {
+    return autograd::grad({sum(g({x, x})[0])}, {x, w}, {}, false, false, true);
+  };
+  auto expect_same = [&](const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what) {
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same_bits(got[k], want[k])) << what << " " << k;
+  };
+  Tensor y;
+  {
+    CompiledFunction f = compile(fn, with("interpreter"));
+    const Fn compiled = [&](const std::vector<Tensor>& in) { return f(in); };
+    expect_same(grads(compiled, rand32({3, 4}, 111, true)), grads(fn, rand32({3, 4}, 111, true)), "twice");
+    const Tensor empty = zeros({0, 4}).set_requires_grad();
+    expect_same(grads(compiled, empty), grads(fn, empty), "empty");
+    const Tensor special =
+        from_vector(std::vector<float>{NAN, INFINITY, -0.0f, 1e-41f, -INFINITY, 3.0f, 0.0f, -1e-41f}, {2, 4})
+            .set_requires_grad();
+    expect_same(grads(compiled, special), grads(fn, special), "special values");
+    y = f({rand32({3, 4}, 130), rand32({3, 4}, 131)})[0];
+  }  // the compiled function is gone; its output's backward still runs
+  const Tensor gw = autograd::grad({sum(y)}, {w})[0];
+  const Tensor want = autograd::grad({sum(fn({rand32({3, 4}, 130), rand32({3, 4}, 131)})[0])}, {w})[0];
+  EXPECT_TRUE(same_bits(gw, want));
 }
 
 }  // namespace
