@@ -2,9 +2,8 @@
 // optimizers as bench/torch_bench.py. A training step = zero_grad, forward, loss, backward,
 // optimizer step; the MLP and transformer block also run as inference forward passes (no grad),
 // the eager side of their compiled versions (compiled_workloads.cpp). The smelt-compiled training
-// rows run the same step with the forward and backward as one compiled joint graph
-// (compile_training_step, backend "cpp": generated kernels compiled before the first timed call),
-// then the same optimizer.
+// rows run the same step as one compiled plan: forward, backward and the same optimizer's update
+// (compile_step, backend "cpp": generated kernels compiled before the first timed call).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -62,20 +61,21 @@ Step eager_train(TrainCase c) {
   };
 }
 
-// compile_training_step with generated kernels compiled before the first call; `memory_budget`
-// as CompileOptions' (0: the backward recomputes what the min cut chooses; 1: nothing).
-CompiledFunction compile_case(const TrainCase& c, double memory_budget = 0) {
+// compile_step (the optimizer's update in the plan) with generated kernels compiled before the
+// first call; `memory_budget` as CompileOptions' (0: the backward recomputes what the min cut
+// chooses; 1: nothing). `with_optimizer` false: compile_training_step (forward and backward only).
+CompiledFunction compile_case(const TrainCase& c, double memory_budget = 0, bool with_optimizer = true) {
   CompileOptions options;
   options.backend = "cpp";
   options.memory_budget = memory_budget;
   nn::Module* model = c.model.get();
   auto loss = c.loss;
-  return compile_training_step(
-      *c.model, [model, loss](const std::vector<Tensor>& in) { return std::vector<Tensor>{loss(*model, in)}; },
-      options);
+  auto loss_fn = [model, loss](const std::vector<Tensor>& in) { return std::vector<Tensor>{loss(*model, in)}; };
+  if (!with_optimizer) return compile_training_step(*c.model, loss_fn, options);
+  return compile_step(*c.model, loss_fn, *c.opt, {}, options);
 }
 
-// zero_grad, the compiled forward+backward (gradients into .grad), the eager optimizer step.
+// The compiled step: forward, backward and the optimizer's update, one plan.
 Workload compiled_train(std::string name, double flops, std::function<TrainCase()> make,
                         double memory_budget = 0) {
   auto holder = std::make_shared<std::optional<CompiledFunction>>();
@@ -84,11 +84,7 @@ Workload compiled_train(std::string name, double flops, std::function<TrainCase(
     TrainCase c = make();
     CompiledFunction f = compile_case(c, memory_budget);
     *holder = f;
-    return Step([f, c]() mutable {
-      c.opt->zero_grad();
-      f(c.inputs);
-      c.opt->step();
-    });
+    return Step([f, c]() mutable { f(c.inputs); });
   };
   w.note = [holder]() -> std::string {
     if (!holder->has_value()) return "";
@@ -131,7 +127,7 @@ Step transformer_forward() {
 
 }  // namespace
 
-// The first compiled training step (Adam's state untouched: only the joint graph is timed).
+// The first compiled training step (compile_step: its plan holds the joint graph and Adam's update).
 std::vector<CompileTimeCase> training_compile_time_cases() {
   return {{"MLP 784-1024-1024-10 train step b256", [] {
              TrainCase c = mlp_case();

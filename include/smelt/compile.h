@@ -56,6 +56,9 @@ namespace smelt {
 namespace nn {
 class Module;
 }
+namespace optim {
+class Optimizer;
+}
 
 struct CompileOptions {
   // Passes run before fusion, as smelt::Graph::optimize takes them; empty: the default pipeline.
@@ -184,5 +187,39 @@ CompiledFunction compile_module(nn::Module& module, CompiledFunction::Fn fn,
 // buffers and the generator advance as in eager training.
 CompiledFunction compile_training_step(nn::Module& module, CompiledFunction::Fn loss_fn,
                                        CompileOptions options = {});
+
+struct StepOptions {
+  // > 0: scale the gradients of the optimizer's parameters by max_norm / (total norm + 1e-6)
+  // when their total L2 norm is above it, as optim::clip_grad_norm_ (a non-finite total leaves
+  // them as they are).
+  double clip_grad_norm = 0;
+  // k: every call adds its gradients into the parameters' .grad, as loss.backward() would; every
+  // k-th call also updates (gradient accumulation over k micro-batches: scale the loss by 1/k).
+  int accumulation_steps = 1;
+};
+
+// A whole training step as one plan: forward, backward, gradient clipping and `optimizer`'s
+// update (SGD, Adam, AdamW: Optimizer::update traced into the graph), replayed with the
+// parameters and the optimizer's state updated in place, each by the kernel that computes its
+// new value (fused with the gradient's last op where fusion can). A call returns {loss} and does
+// what this eager code does:
+//
+//   loss = loss_fn(inputs); loss.backward();
+//   if (++calls % accumulation_steps == 0) {
+//     clip_grad_norm_(optimizer's parameters, clip_grad_norm);  // when > 0
+//     optimizer.step(); optimizer.zero_grad();
+//   }
+//
+// The gradients of an updating call live in the plan's arena only: .grad of the optimizer's
+// parameters is empty after it (gradients an earlier call or eager code left there are added in
+// first). Each group's learning rate and each parameter's step count are read on every call
+// (schedulers work without recompiling); the update's constants (momentum, betas, weight decay)
+// are compiled in, and a change compiles again. Parameters of the module the optimizer does not
+// hold get their gradients in .grad as compile_training_step gives them; frozen ones (requires_grad
+// false) and those the loss does not reach get no gradient work and no update, as in eager code.
+// The optimizer and the module must outlive the returned function.
+CompiledFunction compile_step(nn::Module& module, CompiledFunction::Fn loss_fn,
+                              optim::Optimizer& optimizer, StepOptions step = {},
+                              CompileOptions options = {});
 
 }  // namespace smelt

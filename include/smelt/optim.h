@@ -61,8 +61,9 @@ class Optimizer {
   // parameter counts, key names, shapes) and changes nothing on error.
   void load_state_dict(const StateDict& state);
 
- protected:
-  Optimizer(std::vector<ParamGroupOptions> groups, double default_lr, double default_weight_decay);
+  // ---- The update as smelt ops, for compiled training steps (smelt::compile_step traces it
+  // into its plan, where it fuses into one pass over each parameter). Eager step() runs the
+  // fused kernels of kernels/optim.h instead; tests/optim checks that both give the same values.
 
   struct ParamState {
     int64_t step = 0;             // 0: no update yet (buffers not created)
@@ -70,6 +71,31 @@ class Optimizer {
   };
   // The per-parameter state buffers this optimizer keeps, by name.
   virtual std::vector<std::string> buffer_names() const = 0;
+  // Parameter `index`, counted over all groups in order: its group and its state.
+  size_t num_params() const { return state_.size(); }
+  const ParamGroup& group_of(size_t index) const;
+  const Tensor& param(size_t index) const;
+  ParamState& param_state(size_t index);
+  const ParamState& param_state(size_t index) const;
+  // Creates the state buffers of parameter `index` (zeros) when it has none yet.
+  void ensure_state(size_t index);
+  // What one parameter's update takes as inputs on every call, in this order: values that change
+  // with the learning rate and the step count (`step`: the update about to be made, from 1).
+  virtual std::vector<double> update_scalars(const ParamGroup& group, int64_t step) const = 0;
+  // What the update bakes in as constants (momentum, betas, eps, weight decay...), as text: a
+  // compiled step built with other constants compiles again. `first_step`: the parameter's first
+  // update, which some rules treat apart (SGD's dampened momentum).
+  virtual std::string update_constants(const ParamGroup& group, bool first_step) const = 0;
+  // The new parameter and state buffers (buffer_names() order), computed with smelt ops from
+  // the parameter, its gradient, its state buffers and the scalars (0-dim tensors of the
+  // parameter's dtype, in update_scalars() order). Pure: nothing is written.
+  virtual std::vector<Tensor> update(const Tensor& param, const Tensor& grad,
+                                     const std::vector<Tensor>& state,
+                                     const std::vector<Tensor>& scalars, const ParamGroup& group,
+                                     bool first_step) const = 0;
+
+ protected:
+  Optimizer(std::vector<ParamGroupOptions> groups, double default_lr, double default_weight_decay);
   // Calls fn(group, param, state) for each parameter that has a gradient.
   template <class F>
   void for_each_param_with_grad(F fn) {
@@ -103,9 +129,14 @@ class SGD : public Optimizer {
   void step() override;
   std::string type_name() const override { return "SGD"; }
   const SGDOptions& options() const { return options_; }
+  std::vector<std::string> buffer_names() const override;
+  std::vector<double> update_scalars(const ParamGroup& group, int64_t step) const override;
+  std::string update_constants(const ParamGroup& group, bool first_step) const override;
+  std::vector<Tensor> update(const Tensor& param, const Tensor& grad,
+                             const std::vector<Tensor>& state, const std::vector<Tensor>& scalars,
+                             const ParamGroup& group, bool first_step) const override;
 
  private:
-  std::vector<std::string> buffer_names() const override;
   SGDOptions options_;
 };
 
@@ -128,12 +159,17 @@ class Adam : public Optimizer {
   void step() override;
   std::string type_name() const override { return decoupled_ ? "AdamW" : "Adam"; }
   const AdamOptions& options() const { return options_; }
+  std::vector<std::string> buffer_names() const override;
+  std::vector<double> update_scalars(const ParamGroup& group, int64_t step) const override;
+  std::string update_constants(const ParamGroup& group, bool first_step) const override;
+  std::vector<Tensor> update(const Tensor& param, const Tensor& grad,
+                             const std::vector<Tensor>& state, const std::vector<Tensor>& scalars,
+                             const ParamGroup& group, bool first_step) const override;
 
  protected:
   Adam(std::vector<ParamGroupOptions> groups, AdamOptions options, bool decoupled);
 
  private:
-  std::vector<std::string> buffer_names() const override;
   AdamOptions options_;
   bool decoupled_;
 };

@@ -170,6 +170,27 @@ backward recomputes for what it keeps (report().partition says which).)");
       ".grad. memory_budget (0 to 1): what the backward recomputes against what it keeps; "
       "gradient_norms: the step's plan also computes each gradient's norm (GradientMonitor.check(step)).");
 
+  m.def(
+      "compile_step",
+      [](nn::Module& mod, py::object loss_fn, optim::Optimizer& optimizer, double clip_grad_norm,
+         int accumulation_steps, const std::string& backend, double memory_budget, bool gradient_norms) {
+        auto returns = std::make_shared<Returns>();
+        CompileOptions o = options(backend, "", true, true, 8, false, false, {}, memory_budget);
+        o.gradient_norms = gradient_norms;
+        return PyCompiled{compile_step(mod, wrap(loss_fn, returns), optimizer,
+                                       StepOptions{clip_grad_norm, accumulation_steps}, o),
+                          returns, &mod};
+      },
+      py::arg("module"), py::arg("loss_fn"), py::arg("optimizer"), py::kw_only(),
+      py::arg("clip_grad_norm") = 0.0, py::arg("accumulation_steps") = 1, py::arg("backend") = "auto",
+      py::arg("memory_budget") = 0.0, py::arg("gradient_norms") = false, py::keep_alive<0, 1>(),
+      py::keep_alive<0, 3>(),
+      "A whole training step as one plan: loss_fn(*inputs) -> scalar loss, its gradients, "
+      "clipping by total norm (clip_grad_norm > 0) and the optimizer's update, the parameters "
+      "and the optimizer's state updated in place. Each call returns the loss; every "
+      "accumulation_steps-th call updates (the others add into .grad). The rate and step count "
+      "are read on every call, so schedulers need no recompile.");
+
   // The gradient health monitor (smelt/monitor.h): each step's record as a dict.
   py::class_<GradientMonitor>(m, "GradientMonitor")
       .def(py::init([](nn::Module& module, double exploding, double vanishing, bool detect_anomaly) {

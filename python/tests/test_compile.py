@@ -234,3 +234,37 @@ def test_gradient_monitor_names_a_nan_eager_and_compiled(rng):
     step(smelt.tensor(bad))
     s = watch.check(step)
     assert "weight" in s["non_finite"] and "log" in s["origin"], s
+
+
+def test_compile_step_runs_the_optimizer_in_the_plan(rng):
+    """compile_step: loss, gradients, clipping and AdamW's update in one plan equal the eager loop."""
+    def make():
+        smelt.manual_seed(9)
+        return nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Linear(16, 3))
+    eager, model = make(), make()
+    opt_e = smelt.optim.AdamW(eager.parameters(), lr=1e-2)
+    opt = smelt.optim.AdamW(model.parameters(), lr=1e-2)
+    sched_e = smelt.optim.lr_scheduler.StepLR(opt_e, 1, 0.9)
+    sched = smelt.optim.lr_scheduler.StepLR(opt, 1, 0.9)
+    loss_fn = smelt.nn.functional.cross_entropy
+    step = smelt.compile_step(model, lambda x, t: loss_fn(model(x), t), opt, clip_grad_norm=0.5,
+                              backend="interpreter")
+    memory = [p.detach().numpy().ctypes.data for p in model.parameters()]
+    for s in range(6):
+        x = smelt.tensor(rng.standard_normal((8, 6)).astype(np.float32))
+        t = smelt.tensor((np.arange(8) + s) % 3)
+        opt_e.zero_grad()
+        want = loss_fn(eager(x), t)
+        want.backward()
+        smelt.nn.clip_grad_norm_(eager.parameters(), 0.5)
+        opt_e.step()
+        sched_e.step()
+        got = step(x, t)
+        sched.step()
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+    for (name, pe), (_, pc) in zip(eager.named_parameters(), model.named_parameters()):
+        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+        assert pc.grad is None
+    assert [p.detach().numpy().ctypes.data for p in model.parameters()] == memory, "updated in place"
+    assert step.num_compiles == 1
+    assert "in place" in step.report().plan

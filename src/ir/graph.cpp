@@ -211,6 +211,22 @@ void Graph::set_id(Value* v, int id) {
   next_id_ = std::max(next_id_, id + 1);
 }
 
+void Graph::set_output_updates(size_t output, size_t input) {
+  SMELT_CHECK(output < outputs_.size() && input < inputs_.size())
+      << "graph: output " << output << " updates input " << input << ", but the graph has "
+      << outputs_.size() << " outputs and " << inputs_.size() << " inputs";
+  for (const auto& [o, i] : updates_) {
+    SMELT_CHECK(o != output && i != input)
+        << "graph: output " << output << " updates input " << input << ", but output " << o
+        << " already updates input " << i << "; one update per output and per input";
+  }
+  updates_.emplace_back(output, input);
+}
+
+void Graph::move_node(Node* node, Node* before) {
+  nodes_.splice(before ? before->self_ : nodes_.end(), nodes_, node->self_);
+}
+
 std::unique_ptr<Graph> Graph::clone() const {
   auto g = std::make_unique<Graph>();
   std::unordered_map<const Value*, Value*> map;
@@ -235,6 +251,7 @@ std::unique_ptr<Graph> Graph::clone() const {
     for (size_t k = 0; k < n->outputs.size(); ++k) copy_value(n->outputs[k], nn->outputs[k]);
   }
   for (Value* v : outputs_) g->add_output(map.at(v));
+  g->updates_ = updates_;
   g->next_id_ = next_id_;
   return g;
 }

@@ -23,6 +23,7 @@
 #include <list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/op_table.h"
@@ -125,6 +126,18 @@ class Graph {
   void set_output(size_t i, Value* v);
   void set_outputs(std::vector<Value*> outputs);
 
+  // Functional state (docs/design.md "Purity"): graph output `output` is the new value of graph
+  // input `input` (a parameter after an optimizer step, a moment buffer). The graph stays pure;
+  // a plan writes that output straight into the input's memory where its schedule allows, and
+  // copies it there at the end of the run otherwise (runtime/plan.h). At most one output per
+  // input; equal metas (the verifier checks both).
+  void set_output_updates(size_t output, size_t input);
+  // (output, input) pairs, in the order set.
+  const std::vector<std::pair<size_t, size_t>>& updates() const { return updates_; }
+  // Moves `node` before `before` (null: to the end), keeping everything else in order. The
+  // caller keeps the order topological.
+  void move_node(Node* node, Node* before);
+
   // Points every use of `from` (and graph outputs) at `to`.
   void replace_all_uses(Value* from, Value* to);
   void set_input(Node* node, int index, Value* v);
@@ -158,6 +171,7 @@ class Graph {
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
   std::vector<Value*> constants_;
+  std::vector<std::pair<size_t, size_t>> updates_;
 };
 
 }  // namespace smelt::ir

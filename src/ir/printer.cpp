@@ -116,6 +116,10 @@ void print_graph(std::ostringstream& os, const Graph& g, const std::string& inde
   }
   os << indent << "  return";
   for (size_t i = 0; i < g.outputs().size(); ++i) os << (i ? ", " : " ") << value_ref(g.outputs()[i]);
+  // Which outputs are new values of inputs (Graph::set_output_updates), as a comment: the text
+  // format reads back the pure graph.
+  for (const auto& [o, i] : g.updates())
+    os << "\n" << indent << "  # output " << o << " updates " << value_ref(g.inputs()[i]);
   os << "\n" << indent << "}";
 }
 

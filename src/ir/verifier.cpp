@@ -85,6 +85,13 @@ void verify_graph(const Graph& g, int depth) {
     SMELT_CHECK(v->output_refs == want) << "verify: " << value_ref(v) << " is marked as " << v->output_refs
                                         << " graph output(s) but is listed " << want << " time(s)";
   }
+  for (const auto& [o, i] : g.updates()) {
+    SMELT_CHECK(o < g.outputs().size() && i < g.inputs().size())
+        << "verify: output " << o << " updates input " << i << ", out of range";
+    SMELT_CHECK(g.outputs()[o]->meta == g.inputs()[i]->meta)
+        << "verify: output " << o << " " << value_ref(g.outputs()[o]) << " updates input "
+        << value_ref(g.inputs()[i]) << " of another shape or dtype";
+  }
 }
 
 // A group's body is a valid graph whose inputs match the node's inputs and whose outputs are

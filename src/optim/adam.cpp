@@ -1,6 +1,10 @@
 // Adam and AdamW (PyTorch's semantics, bias-corrected, optional AMSGrad).
+#include <cmath>
+#include <sstream>
+
 #include "kernels/optim.h"
 #include "smelt/creation.h"
+#include "smelt/ops.h"
 #include "smelt/optim.h"
 
 namespace smelt::optim {
@@ -62,6 +66,49 @@ void Adam::step() {
                        options_.amsgrad ? state.buffers[2] : Tensor(), h);
     ++state.step;
   });
+}
+
+// The rule of adam_step (kernels/optim.h) as smelt ops, in its order of operations.
+std::vector<double> Adam::update_scalars(const ParamGroup& group, int64_t step) const {
+  const double bias1 = 1.0 - std::pow(options_.beta1, double(step));
+  const double bias2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, double(step)));
+  const double shrink = decoupled_ ? 1 - group.lr * group.weight_decay : 1.0;
+  return {group.lr / bias1, 1.0 / bias2_sqrt, shrink};
+}
+
+std::string Adam::update_constants(const ParamGroup& group, bool) const {
+  std::ostringstream key;
+  key.precision(17);
+  key << type_name() << " betas " << options_.beta1 << " " << options_.beta2 << " eps "
+      << options_.eps << " weight_decay " << group.weight_decay << " amsgrad "
+      << options_.amsgrad << " maximize " << options_.maximize;
+  return key.str();
+}
+
+std::vector<Tensor> Adam::update(const Tensor& param, const Tensor& grad,
+                                 const std::vector<Tensor>& state,
+                                 const std::vector<Tensor>& scalars, const ParamGroup& group,
+                                 bool) const {
+  const Tensor &step_size = scalars.at(0), &inv_bias2_sqrt = scalars.at(1), &shrink = scalars.at(2);
+  Tensor g = options_.maximize ? -grad : grad;
+  Tensor p = param;
+  if (group.weight_decay != 0) {
+    if (decoupled_) {
+      p = p * shrink;
+    } else {
+      g = g + param * group.weight_decay;
+    }
+  }
+  Tensor m = state.at(0) * options_.beta1 + g * (1 - options_.beta1);
+  Tensor v = state.at(1) * options_.beta2 + g * (1 - options_.beta2) * g;
+  std::vector<Tensor> out = {Tensor(), m, v};
+  Tensor denom_v = v;
+  if (options_.amsgrad) {
+    denom_v = maximum(state.at(2), v);
+    out.push_back(denom_v);
+  }
+  out[0] = p - step_size * m / (sqrt(denom_v) * inv_bias2_sqrt + options_.eps);
+  return out;
 }
 
 }  // namespace smelt::optim

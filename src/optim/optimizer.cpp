@@ -39,6 +39,44 @@ Optimizer::Optimizer(std::vector<ParamGroupOptions> groups, double default_lr,
   state_.resize(total);
 }
 
+const ParamGroup& Optimizer::group_of(size_t index) const {
+  SMELT_CHECK(index < state_.size())
+      << type_name() << ": parameter " << index << " out of range; it has " << state_.size();
+  for (const ParamGroup& g : groups_) {
+    if (index < g.params.size()) return g;
+    index -= g.params.size();
+  }
+  SMELT_INTERNAL_CHECK(false) << "optimizer: parameter counts out of sync";
+  return groups_.front();
+}
+
+const Tensor& Optimizer::param(size_t index) const {
+  const ParamGroup& g = group_of(index);
+  for (const ParamGroup& other : groups_) {
+    if (&other == &g) break;
+    index -= other.params.size();
+  }
+  return g.params[index];
+}
+
+Optimizer::ParamState& Optimizer::param_state(size_t index) {
+  SMELT_CHECK(index < state_.size())
+      << type_name() << ": parameter " << index << " out of range; it has " << state_.size();
+  return state_[index];
+}
+
+const Optimizer::ParamState& Optimizer::param_state(size_t index) const {
+  return const_cast<Optimizer*>(this)->param_state(index);
+}
+
+void Optimizer::ensure_state(size_t index) {
+  ParamState& s = param_state(index);
+  if (s.buffers.size() == buffer_names().size()) return;
+  const Tensor& p = param(index);
+  s.buffers.clear();
+  for (size_t b = 0; b < buffer_names().size(); ++b) s.buffers.push_back(zeros(p.shape(), p.dtype()));
+}
+
 void Optimizer::zero_grad() {
   for (ParamGroup& g : groups_) {
     for (Tensor& p : g.params) p.zero_grad();

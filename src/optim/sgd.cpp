@@ -1,6 +1,9 @@
 // SGD with momentum, dampening, Nesterov momentum and weight decay (PyTorch's semantics).
+#include <sstream>
+
 #include "kernels/optim.h"
 #include "smelt/creation.h"
+#include "smelt/ops.h"
 #include "smelt/optim.h"
 
 namespace smelt::optim {
@@ -45,6 +48,36 @@ void SGD::step() {
     kernels::sgd_step(p, p.grad(), use_momentum ? state.buffers[0] : Tensor(), first, h);
     ++state.step;
   });
+}
+
+// The rule of sgd_step (kernels/optim.h) as smelt ops, in its order of operations.
+std::vector<double> SGD::update_scalars(const ParamGroup& group, int64_t) const { return {group.lr}; }
+
+// The first update sets the momentum buffer to the gradient; a later one with dampening 0 gives
+// the same from a zero buffer (momentum * 0 + 1 * d), so only a dampened rule tells them apart.
+std::string SGD::update_constants(const ParamGroup& group, bool first_step) const {
+  std::ostringstream key;
+  key.precision(17);
+  key << "SGD momentum " << options_.momentum << " dampening " << options_.dampening
+      << " weight_decay " << group.weight_decay << " nesterov " << options_.nesterov
+      << " maximize " << options_.maximize;
+  if (options_.momentum != 0 && options_.dampening != 0 && first_step) key << " first step";
+  return key.str();
+}
+
+std::vector<Tensor> SGD::update(const Tensor& param, const Tensor& grad,
+                                const std::vector<Tensor>& state,
+                                const std::vector<Tensor>& scalars, const ParamGroup& group,
+                                bool first_step) const {
+  const Tensor& lr = scalars.at(0);
+  Tensor d = options_.maximize ? -grad : grad;
+  if (group.weight_decay != 0) d = d + param * group.weight_decay;
+  if (options_.momentum == 0) return {param - lr * d};
+  Tensor b = first_step && options_.dampening != 0
+                 ? d
+                 : state.at(0) * options_.momentum + d * (1 - options_.dampening);
+  Tensor step = options_.nesterov ? d + b * options_.momentum : b;
+  return {param - lr * step, b};
 }
 
 }  // namespace smelt::optim

@@ -50,6 +50,28 @@ std::string difference(const Signature& before, const Signature& now) {
     }
     return "the module's parameters changed";
   }
+  if (before.update != now.update) {
+    if (before.update.empty() || now.update.empty())
+      return now.update.empty() ? "a call that accumulates gradients (StepOptions::accumulation_steps)"
+                                : "a call that updates the parameters";
+    // The first part that differs: "the update of 'fc.weight': ... -> ..." (step_key's parts).
+    auto parts = [](const std::string& key) {
+      std::vector<std::string> out(1);
+      for (char ch : key) {
+        if (ch == '|') {
+          out.emplace_back();
+        } else {
+          out.back().push_back(ch);
+        }
+      }
+      return out;
+    };
+    const std::vector<std::string> a = parts(before.update), b = parts(now.update);
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      if (a[i] != b[i]) return "the update: " + a[i] + " -> " + b[i];
+    }
+    return "the parameters the optimizer updates";
+  }
   if (before.dtypes.size() != now.dtypes.size()) {
     return std::to_string(before.dtypes.size()) + " inputs -> " + std::to_string(now.dtypes.size());
   }
@@ -203,28 +225,40 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::trace_graph(Compiled& c,
                              : trace::trace_module_joint(*module, fn, inputs));
     graph = c.module_graph->graph->clone();  // the module graph keeps the traced one to bind with
     c.random = c.module_graph->random;
-    if (mode == Mode::TrainingStep && options.gradient_norms) {
-      // After the graph's own outputs (the plan's last ones; run_module takes them off): each
-      // gradient's sum of squares.
-      const size_t grads = c.module_graph->grad_params.size();
-      for (size_t k = 1; k <= grads; ++k) {
-        ir::Value* g = graph->outputs()[k];
-        std::vector<int64_t> dims(g->meta.shape.size());
-        for (size_t d = 0; d < dims.size(); ++d) dims[d] = int64_t(d);
-        ir::Value* squares = graph->add_node(ops::OpId::mul, {g, g})->outputs[0];
-        graph->add_output(graph->add_node(ops::OpId::sum, {squares}, {{"dims", dims}, {"keepdim", int64_t(0)}})->outputs[0]);
-      }
-    }
   }
   return graph;
 }
+
+namespace {
+
+// After the graph's own outputs (the plan's last ones; run_module takes them off): each
+// gradient's sum of squares, for CompileOptions::gradient_norms.
+void add_gradient_norms(ir::Graph& graph, size_t grads) {
+  for (size_t k = 1; k <= grads; ++k) {
+    ir::Value* g = graph.outputs()[k];
+    std::vector<int64_t> dims(g->meta.shape.size());
+    for (size_t d = 0; d < dims.size(); ++d) dims[d] = int64_t(d);
+    ir::Value* squares = graph.add_node(ops::OpId::mul, {g, g})->outputs[0];
+    graph.add_output(graph.add_node(ops::OpId::sum, {squares}, {{"dims", dims}, {"keepdim", int64_t(0)}})->outputs[0]);
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<Compiled> CompiledFunction::Impl::compile(const Signature& sig,
                                                           const std::vector<Tensor>& inputs) {
   auto c = std::make_shared<Compiled>();
   std::unique_ptr<ir::Graph> graph = trace_graph(*c, inputs);
   if (mode != Mode::TrainingStep) c->traced = graph->clone();  // for differentiable calls
+  if (!sig.update.empty()) {
+    graph = update_graph(*c, *graph);  // compile_step.cpp (the gradient norms with it)
+  } else if (mode == Mode::TrainingStep && options.gradient_norms) {
+    add_gradient_norms(*graph, c->module_graph->grad_params.size());
+  }
   runtime::PipelineOptions pipeline = pipeline_options();
-  const std::optional<passes::Recomputation> recomputation = optimize(*graph);
+  const std::optional<passes::Recomputation> recomputation =
+      optimize(*graph, c->module_graph ? std::optional<size_t>(c->module_graph->graph->inputs().size() - 1)
+                                       : std::nullopt);
   pipeline.optimize = false;
   c->compiled = runtime::compile_graph(std::move(graph), pipeline);
   c->compiled.plan->set_profiling(options.profile);
@@ -233,11 +267,13 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::compile(const Signature& sig,
   return c;
 }
 
-std::optional<passes::Recomputation> CompiledFunction::Impl::optimize(ir::Graph& graph) const {
+std::optional<passes::Recomputation> CompiledFunction::Impl::optimize(ir::Graph& graph,
+                                                                     std::optional<size_t> tangent) const {
   runtime::optimize_graph(graph, pipeline_options());
   if (mode != Mode::TrainingStep) return std::nullopt;
-  // The loss tangent is the joint graph's last input (trace/trace_module.h).
-  return passes::recompute_in_backward(graph, graph.inputs().size() - 1, options.memory_budget);
+  // The loss tangent is the joint graph's last input (trace/trace_module.h), before an update's.
+  return passes::recompute_in_backward(graph, tangent ? *tangent : graph.inputs().size() - 1,
+                                       options.memory_budget);
 }
 namespace {
 
@@ -249,10 +285,13 @@ std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c,
   const bool norms = f.mode == Mode::TrainingStep && f.options.gradient_norms;
   std::vector<std::pair<std::string, double>> norm_of;
   std::string origin;
+  auto run_plan = [&](const std::vector<Tensor>& all) {
+    return c.update ? f.run_update(c, all) : c.compiled.plan->run(all);
+  };
   std::vector<Tensor> outs = mg.run_with(*f.module, inputs, [&](const std::vector<Tensor>& all) {
     const std::vector<bool> wrt = f.mode == Mode::Module ? grad_inputs(all) : std::vector<bool>{};
     if (norms) {
-      std::vector<Tensor> outs = c.compiled.plan->run(all);
+      std::vector<Tensor> outs = run_plan(all);
       const size_t first = outs.size() - mg.grad_params.size();
       bool finite = true;
       for (size_t k = 0; k < mg.grad_params.size(); ++k) {
@@ -264,7 +303,7 @@ std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c,
       if (!finite) origin = trace::first_non_finite(*mg.graph, all);  // only then: the graph again
       return outs;
     }
-    if (wrt.empty()) return c.compiled.plan->run(all);
+    if (wrt.empty()) return run_plan(all);
     GradHistory history;  // the parameters' (and inputs') gradients, through the module's outputs
     std::vector<Tensor> outs = f.run_with_grad(c, all, wrt, mg.num_outputs, &history);
     history.attach(outs);
@@ -282,13 +321,14 @@ std::vector<Tensor> run_module(CompiledFunction::Impl& f, Compiled& c,
   for (size_t k = 0; k < mg.grad_params.size(); ++k) {
     Tensor& p = *params.at(mg.params[mg.grad_params[k]]);
     const Tensor& g = outs[1 + k];
+    if (!g.defined()) continue;  // consumed by the step's update (compile_step)
     p.set_grad(p.grad().defined() ? p.grad() + g : g);
   }
   return {outs[0]};
 }
 
 CompiledFunction make(Mode mode, nn::Module* module, CompiledFunction::Fn fn,
-                      CompileOptions options) {
+                      CompileOptions options, std::shared_ptr<StepSpec> step = nullptr) {
   SMELT_CHECK(fn) << "compile: the function is empty";
   SMELT_CHECK(options.recompile_limit >= 1)
       << "compile: recompile_limit must be >= 1, got " << options.recompile_limit;
@@ -311,6 +351,7 @@ CompiledFunction make(Mode mode, nn::Module* module, CompiledFunction::Fn fn,
   impl->module = module;
   impl->fn = std::move(fn);
   impl->options = std::move(options);
+  impl->step = std::move(step);
   return CompiledFunction(std::move(impl));
 }
 
@@ -343,6 +384,12 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
       sig.requires_grad.emplace_back(name, slot->requires_grad());
   }
   std::shared_ptr<Compiled> c;
+  // compile_step: the calls serialize (each reads the state the previous one wrote).
+  std::unique_lock<std::mutex> step_lock;
+  if (f.step) {
+    step_lock = std::unique_lock<std::mutex>(f.step_mutex);
+    if ((f.step->calls + 1) % f.step->options.accumulation_steps == 0) sig.update = f.step_key();
+  }
   {
     std::lock_guard<std::mutex> lock(f.mutex);
     if (f.mode == Mode::Function) sig.modes = f.modes_now();  // of the modules it read when traced
@@ -351,7 +398,8 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     if (it != f.plans.end()) {
       c = it->second;
     } else {
-      if (f.options.dynamic_batch) c = f.dynamic_plan(sig, inputs, &note);
+      // (An updating step's graph is built per signature: compile_step.cpp.)
+      if (f.options.dynamic_batch && sig.update.empty()) c = f.dynamic_plan(sig, inputs, &note);
     }
     if (c) {
       const std::string changed = frozen_change(*c);
@@ -386,7 +434,11 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
     f.last = &c->report;
     f.last_compiled = c;
   }
-  if (f.mode != Mode::Function) return run_module(f, *c, inputs);
+  if (f.mode != Mode::Function) {
+    std::vector<Tensor> outs = run_module(f, *c, inputs);
+    if (f.step) ++f.step->calls;
+    return outs;
+  }
   std::vector<Tensor> all = inputs;
   all.insert(all.end(), c->captured.begin(), c->captured.end());
   // The plan, or with inputs that require grad its differentiable variant (compile_grad.cpp).
@@ -491,6 +543,19 @@ CompiledFunction compile_module(nn::Module& module, CompiledFunction::Fn fn,
 CompiledFunction compile_training_step(nn::Module& module, CompiledFunction::Fn loss_fn,
                                        CompileOptions options) {
   return make(Mode::TrainingStep, &module, std::move(loss_fn), std::move(options));
+}
+
+CompiledFunction compile_step(nn::Module& module, CompiledFunction::Fn loss_fn,
+                              optim::Optimizer& optimizer, StepOptions step, CompileOptions options) {
+  SMELT_CHECK(step.accumulation_steps >= 1)
+      << "compile_step: StepOptions::accumulation_steps must be >= 1, got " << step.accumulation_steps;
+  SMELT_CHECK(step.clip_grad_norm >= 0 && std::isfinite(step.clip_grad_norm))
+      << "compile_step: StepOptions::clip_grad_norm must be a finite number >= 0 (0: no clipping), got "
+      << step.clip_grad_norm;
+  auto spec = std::make_shared<StepSpec>();
+  spec->optimizer = &optimizer;
+  spec->options = step;
+  return make(Mode::TrainingStep, &module, std::move(loss_fn), std::move(options), std::move(spec));
 }
 
 }  // namespace smelt

@@ -31,9 +31,12 @@ struct Signature {
   std::vector<bool> modes;  // and every submodule's (trace::module_modes)
   // A training step: each parameter's requires_grad (a frozen parameter has no gradient output).
   std::vector<std::pair<std::string, bool>> requires_grad;
+  // compile_step's updating calls: what the update compiles in (runtime/compile_step.cpp:
+  // step_key); empty for every other call.
+  std::string update;
   bool operator<(const Signature& o) const {
-    return std::tie(dtypes, shapes, training, modes, requires_grad) <
-           std::tie(o.dtypes, o.shapes, o.training, o.modes, o.requires_grad);
+    return std::tie(dtypes, shapes, training, modes, requires_grad, update) <
+           std::tie(o.dtypes, o.shapes, o.training, o.modes, o.requires_grad, o.update);
   }
   std::string str() const {
     std::string s;
@@ -83,8 +86,31 @@ struct GradHistory {
 // floating), or empty when none.
 std::vector<bool> grad_inputs(const std::vector<Tensor>& graph_inputs);
 
+// compile_step (runtime/compile_step.cpp): the optimizer and what the calls have done.
+struct StepSpec {
+  optim::Optimizer* optimizer = nullptr;
+  StepOptions options;
+  int64_t calls = 0;  // finished calls (guarded by the function's mutex)
+};
+
+// An updating step's graph: the joint graph's outputs but the updated parameters' gradients, then
+// per updated parameter its new value and new state buffers, then (CompileOptions::gradient_norms)
+// every gradient's sum of squares. Its inputs: the joint graph's, then per updated parameter its
+// .grad (when it had one), its state buffers and its update scalars.
+struct UpdateLayout {
+  struct Param {
+    size_t grad_output = 0;  // its gradient among the joint graph's outputs
+    size_t optimizer_index = 0;
+    bool grad_in = false;
+  };
+  std::vector<Param> params;
+  std::vector<bool> kept;  // per joint graph output: whether the plan returns it
+  bool norms = false;
+};
+
 struct Compiled {
   runtime::CompiledGraph compiled;
+  std::shared_ptr<const UpdateLayout> update;  // compile_step's updating plans
   // The traced graph (before the passes), for the differentiable variants, which are built on
   // the first call that needs each: by which graph inputs they differentiate.
   std::shared_ptr<const ir::Graph> traced;
@@ -187,9 +213,11 @@ struct CompiledFunction::Impl {
 
   Mode mode = Mode::Function;
   nn::Module* module = nullptr;  // module modes
+  std::shared_ptr<compile_impl::StepSpec> step;  // compile_step
   Fn fn;
   CompileOptions options;
   std::mutex mutex;
+  std::mutex step_mutex;  // compile_step: one call at a time (each reads what the last wrote)
   std::map<Signature, std::shared_ptr<Compiled>> plans;
   std::vector<Signature> order;       // signatures compiled, in the order they were first seen
   std::optional<Signature> last_sig;  // the latest new signature (for the recompile reasons)
@@ -216,7 +244,14 @@ struct CompiledFunction::Impl {
   std::unique_ptr<ir::Graph> trace_graph(Compiled& c, const std::vector<Tensor>& inputs);
   // The canonical passes, and for a training step the recomputation its backward does (passes/
   // partition.h: recompute_in_backward), whose choice it returns.
-  std::optional<passes::Recomputation> optimize(ir::Graph& graph) const;
+  std::optional<passes::Recomputation> optimize(ir::Graph& graph,
+                                                std::optional<size_t> tangent = std::nullopt) const;
+  // compile_step (compile_step.cpp): what an updating call's plan compiles in; the joint graph
+  // extended with the update; an updating call's run, returning the joint graph's outputs (the
+  // updated parameters' gradients undefined) and the gradient norms when the layout has them.
+  std::string step_key() const;
+  std::unique_ptr<ir::Graph> update_graph(Compiled& c, const ir::Graph& joint);
+  std::vector<Tensor> run_update(Compiled& c, const std::vector<Tensor>& graph_inputs);
   // The differentiable variant of `c` for the graph inputs `wrt`, whose first `outputs` outputs
   // are differentiated (built on first use), and a call of it: the traced graph's outputs, with
   // `history` to attach to them. compile_grad.cpp.

@@ -115,12 +115,24 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs) {
     SMELT_CHECK(inputs[i].storage()) << "compiled plan: input " << i << " has no data (a symbolic tensor)";
     in[i] = inputs[i].is_contiguous() ? inputs[i] : inputs[i].contiguous();
   }
+  // An input updated in place whose memory another input shares (the same tensor passed twice)
+  // is updated in a private copy: the other input must read the old values to the end.
+  for (size_t e = 0; e < p.updates.size(); ++e) {
+    const size_t updated = p.updates[e].second;
+    for (size_t i = 0; i < in.size() && p.update_in_place[e]; ++i) {
+      if (i != updated && in[i].storage() == in[updated].storage()) {
+        in[updated] = in[updated].clone();
+        break;
+      }
+    }
+  }
   std::lock_guard<std::mutex> lock(p.mutex);
   NoGradGuard no_grad;  // a plan computes values; autograd of compiled code is the joint graph's
   std::vector<Tensor> outputs;
   for (int s : p.output_slots) {
     const Slot& slot = p.slots[size_t(s)];
-    outputs.push_back(empty(slot.meta.shape, slot.meta.dtype));
+    // An output updated in place (plan_updates.cpp) is its input's memory.
+    outputs.push_back(slot.as<OutputSlot>() ? empty(slot.meta.shape, slot.meta.dtype) : Tensor());
   }
   if (++p.runs == p.options.compile_after_runs && p.defer_compile()) p.request_kernels();
   p.bind(in, outputs);
@@ -131,13 +143,14 @@ std::vector<Tensor> Plan::run(const std::vector<Tensor>& inputs) {
       kernels::PlanStepScope::next();
       p.run_step(step);
     }
-    return outputs;
+  } else {
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      kernels::PlanStepScope::next();
+      ProfileScope timed(p.profile, p.step_profile_id[i], p.step_bytes[i], p.step_flops[i]);
+      p.run_step(p.steps[i]);
+    }
   }
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    kernels::PlanStepScope::next();
-    ProfileScope timed(p.profile, p.step_profile_id[i], p.step_bytes[i], p.step_flops[i]);
-    p.run_step(p.steps[i]);
-  }
+  p.finish_updates(inputs, in, outputs);
   return outputs;
 }
 
@@ -210,6 +223,14 @@ std::string Plan::describe() const {
      << " naive, lower bound " << p.stats.lower_bound << "\n";
   os << "kernels " << p.stats.kernels << ", op steps " << p.stats.op_steps << ", interpreted groups "
      << p.stats.interpreted << ", nodes computed once at build " << p.stats.hoisted << "\n";
+  if (p.stats.updates > 0) {
+    os << "inputs updated: " << p.stats.updates << ", " << p.stats.updates_in_place
+       << " in place by the step that computes them";
+    for (size_t e = 0; e < p.updates.size(); ++e) {
+      if (!p.update_in_place[e]) os << "; output " << p.updates[e].first << " copied";
+    }
+    os << "\n";
+  }
   return os.str();
 }
 

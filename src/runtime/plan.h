@@ -72,6 +72,8 @@ struct PlanStats {
   int64_t arena_bytes = 0;  // planned peak
   int64_t naive_bytes = 0;  // every intermediate in its own region
   int64_t lower_bound = 0;  // most bytes live at one step
+  int updates = 0;           // outputs that update inputs (ir::Graph::updates)
+  int updates_in_place = 0;  // of those, written into the input by the step computing them
 };
 
 class Plan {
@@ -82,7 +84,10 @@ class Plan {
   ~Plan();
 
   // `inputs` match the graph's inputs in shape and dtype (checked; a non-contiguous input is
-  // copied). Returns the graph's outputs in fresh tensors. One call at a time per plan.
+  // copied). Returns the graph's outputs in fresh tensors, but for the outputs that update an
+  // input (ir::Graph::updates): those are written into the caller's input tensor (in place by the
+  // step computing them where the schedule allows, else copied at the end), which is returned.
+  // One call at a time per plan.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
   // Blocks until every kernel step's background compile (Tiered) has finished; returns the first

@@ -213,6 +213,7 @@ void Plan::Impl::build(const ir::Graph& graph) {
     steps.push_back(std::move(copy));
     output_slots.push_back(slot);
   }
+  plan_updates(graph);
   stats.steps = int(steps.size());
 }
 

@@ -92,6 +92,10 @@ struct Step {
   std::optional<ConvPostOps> post_ops;
 };
 
+// Whether kernel `k` may store argument `out` over the memory of arguments `over`: a one-stage
+// kernel without reductions that reads each of them only at the positions it stores `out`.
+bool stores_over_reads(const codegen::LoopKernel& k, size_t out, const std::vector<size_t>& over);
+
 struct Plan::Impl {
   PlanOptions options;
   LowerFn lower;  // options.lower, else codegen::lower
@@ -172,6 +176,15 @@ struct Plan::Impl {
   void instantiate();
   void measure_steps();
   void offer_inplace();
+  std::vector<size_t> args_rooted_at(const Step& s, int root_slot) const;  // kernel arguments
+  // plan_updates.cpp: the graph's updates (ir::Graph::updates) written straight into their
+  // inputs where the schedule and the writing kernel allow it; the rest copied at the end of a run.
+  std::vector<std::pair<size_t, size_t>> updates;  // (output, input), every one of the graph's
+  std::vector<bool> update_in_place;               // per entry of `updates`
+  void plan_updates(const ir::Graph& graph);
+  bool update_writable_in_place(int output_slot, int input_slot) const;
+  void finish_updates(const std::vector<Tensor>& inputs, std::vector<Tensor>& in,
+                      std::vector<Tensor>& outputs) const;
   // plan.cpp: a run.
   void bind(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
   void run_step(Step& step);

@@ -77,10 +77,41 @@ void Plan::Impl::measure_steps() {
   }
 }
 
+// Each element is read before it is overwritten, by the same iteration: no other iteration, lane
+// or tile reads it later.
+bool stores_over_reads(const codegen::LoopKernel& k, size_t out, const std::vector<size_t>& over) {
+  if (k.stages != 1 || !k.reductions.empty() || !k.args[out].output) return false;
+  const codegen::Access* store = nullptr;
+  for (const codegen::Store& st : k.stores) {
+    if (k.accesses[size_t(st.access)].arg == int(out)) store = &k.accesses[size_t(st.access)];
+  }
+  if (!store) return false;
+  for (size_t arg : over) {
+    if (arg == out) continue;
+    // Positions are counted in elements: equal accesses over elements of different sizes (an f32
+    // input cast to f64 of the same byte size) touch different bytes.
+    if (k.args[arg].output || dtype_size(k.args[arg].dtype) != dtype_size(k.args[out].dtype)) return false;
+    for (const codegen::Access& acc : k.accesses) {
+      if (acc.arg != int(arg)) continue;
+      if (acc.index >= 0 || acc.offset != store->offset || acc.outer_strides != store->outer_strides ||
+          acc.inner_strides != store->inner_strides)
+        return false;
+    }
+  }
+  return true;
+}
+
+std::vector<size_t> Plan::Impl::args_rooted_at(const Step& s, int root_slot) const {
+  std::vector<size_t> args;
+  for (size_t a = 0; a < s.arg_slots.size(); ++a) {
+    if (root(s.arg_slots[a]) == root_slot) args.push_back(a);
+  }
+  return args;
+}
+
 // In-place offers for the memory planner: a pointwise kernel may write an output over an input
 // that dies at this step when they have the same size and the kernel reads that input only at
-// the positions it stores the output (each element is read before it is overwritten, by the
-// same iteration: no other iteration, lane or tile reads it later).
+// the positions it stores the output.
 void Plan::Impl::offer_inplace() {
   std::set<int> offered;
   for (size_t i = 0; i < steps.size(); ++i) {
@@ -91,31 +122,14 @@ void Plan::Impl::offer_inplace() {
     for (size_t out = 0; out < k.args.size(); ++out) {
       const ArenaSlot* o = slots[size_t(s.arg_slots[out])].as<ArenaSlot>();
       if (!k.args[out].output || !o || requests[size_t(o->request)].inplace_of >= 0) continue;
-      const codegen::Access* store = nullptr;
-      for (const codegen::Store& st : k.stores) {
-        if (k.accesses[size_t(st.access)].arg == int(out)) store = &k.accesses[size_t(st.access)];
-      }
-      if (!store) continue;
       for (size_t in = 0; in < k.args.size(); ++in) {
         const int root_slot = root(s.arg_slots[in]);
         const ArenaSlot* a = slots[size_t(root_slot)].as<ArenaSlot>();
         if (k.args[in].output || !a || offered.count(root_slot)) continue;
         const BufferRequest& r = requests[size_t(a->request)];
         if (r.last_step != int64_t(i) || r.bytes != requests[size_t(o->request)].bytes) continue;
-        // Positions are counted in elements: equal accesses over elements of different sizes
-        // (an f32 input cast to f64 of the same byte size) touch different bytes.
-        if (dtype_size(k.args[in].dtype) != dtype_size(k.args[out].dtype)) continue;
         // Every argument of this kernel backed by that buffer reads it exactly where `out` is stored.
-        bool same_positions = true;
-        for (size_t arg = 0; arg < k.args.size(); ++arg) {
-          if (arg == out || root(s.arg_slots[arg]) != root_slot) continue;
-          for (const codegen::Access& acc : k.accesses) {
-            if (acc.arg != int(arg)) continue;
-            same_positions &= acc.offset == store->offset && acc.outer_strides == store->outer_strides &&
-                              acc.inner_strides == store->inner_strides;
-          }
-        }
-        if (!same_positions) continue;
+        if (!stores_over_reads(k, out, args_rooted_at(s, root_slot))) continue;
         requests[size_t(o->request)].inplace_of = a->request;
         offered.insert(root_slot);
         break;

@@ -1,6 +1,6 @@
 // smelt demo: trains the digits CNN (models::digits_cnn) on data/digits.csv.gz with a fixed
-// seeded 80/20 split, with a compiled training step (compile_training_step: forward and backward
-// as one plan; --eager: the eager step), saves a checkpoint, reloads it into a fresh model and
+// seeded 80/20 split, with a compiled training step (compile_step: forward, backward and Adam's
+// update as one plan; --eager: the eager step), saves a checkpoint, reloads it into a fresh model and
 // re-evaluates (the accuracy must be identical), writes the loss curve as SVG, and compares the
 // step time and peak tensor memory of the eager and compiled steps on a fresh model. The last
 // line is exactly "test accuracy: NN.N%".
@@ -35,26 +35,22 @@ struct DemoOptions {
   bool eager = false;
 };
 
-// A training step of `model` with Adam: eager (forward, backward, step) or compiled (the
-// compiled forward+backward, then the optimizer's step). Returns the loss.
+// A training step of `model` with Adam: eager (forward, backward, step) or compiled (one plan
+// for all three, the parameters and Adam's moments updated in place). Returns the loss.
 class TrainStep {
  public:
   TrainStep(nn::Module& model, optim::Adam& adam, bool eager) : model_(model), adam_(adam), eager_(eager) {
     if (!eager) {
-      compiled_ = compile_training_step(model, [&model](const std::vector<Tensor>& in) {
+      compiled_ = compile_step(model, [&model](const std::vector<Tensor>& in) {
         return std::vector<Tensor>{cross_entropy(model(images(in[0])), in[1])};
-      });
+      }, adam);
     }
   }
   Tensor operator()(const Tensor& pixels, const Tensor& targets) {
+    if (!eager_) return (*compiled_)({pixels, targets})[0];
     adam_.zero_grad();
-    Tensor loss;
-    if (eager_) {
-      loss = cross_entropy(model_(images(pixels)), targets);
-      loss.backward();
-    } else {
-      loss = (*compiled_)({pixels, targets})[0];
-    }
+    Tensor loss = cross_entropy(model_(images(pixels)), targets);
+    loss.backward();
     adam_.step();
     return loss;
   }
@@ -122,7 +118,7 @@ void run_demo(const DemoOptions& opt) {
   std::printf("model: %lld parameters\n", static_cast<long long>(model->num_parameters()));
   optim::Adam adam(model->parameters(), {.lr = opt.lr});
   TrainStep train_step(*model, adam, opt.eager);
-  std::printf("training step: %s\n", opt.eager ? "eager" : "compiled (compile_training_step; --eager for eager)");
+  std::printf("training step: %s\n", opt.eager ? "eager" : "compiled (compile_step: forward, backward and Adam in one plan; --eager for eager)");
   data::DataLoader loader(train, {.batch_size = opt.batch_size, .shuffle = true, .seed = opt.seed + 1});
   optim::CosineAnnealingLR schedule(adam, opt.epochs);
 

@@ -319,4 +319,38 @@ Vjp trace_vjp(const ir::Graph& forward, const std::vector<bool>& wrt,
   return vjp;
 }
 
+std::unique_ptr<ir::Graph> extend(const ir::Graph& base,
+                                  const std::vector<std::pair<std::string, ops::TensorMeta>>& extra_inputs,
+                                  const std::vector<bool>& keep, const ExtendFn& more) {
+  SMELT_INTERNAL_CHECK(keep.empty() || keep.size() == base.outputs().size())
+      << "trace::extend: " << keep.size() << " keep flags for " << base.outputs().size() << " outputs";
+  auto graph = std::make_unique<ir::Graph>();
+  Tracer tracer(graph.get(), {});
+  std::unordered_map<const ir::Value*, Tensor> env;
+  std::vector<Tensor> inputs, outputs;
+  for (const ir::Value* v : base.inputs()) {
+    inputs.push_back(tracer.symbolic(graph->add_input(v->meta, v->name, v->kind), false));
+    env[v] = inputs.back();
+  }
+  for (const auto& [name, meta] : extra_inputs) {
+    inputs.push_back(tracer.symbolic(graph->add_input(meta, name), false));
+  }
+  for (const ir::Value* c : base.constants()) env[c] = c->constant;
+  HookScope scope(&tracer, false);
+  NoGradGuard no_grad;
+  for (const auto& node : base.nodes()) {
+    SMELT_INTERNAL_CHECK(!node->body) << "trace::extend: the base graph is fused (group node)";
+    std::vector<Tensor> args;
+    for (const ir::Value* v : node->inputs) args.push_back(env.at(v));
+    std::vector<Tensor> outs = ops::call(node->op, args, node->attrs);
+    for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
+  }
+  for (size_t k = 0; k < base.outputs().size(); ++k) {
+    outputs.push_back(env.at(base.outputs()[k]));
+    if (keep.empty() || keep[k]) graph->add_output(tracer.value_of(outputs.back()));
+  }
+  add_outputs(*graph, tracer, more(inputs, outputs), 0);
+  return graph;
+}
+
 }  // namespace smelt::trace

@@ -4,6 +4,8 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -65,5 +67,17 @@ struct Vjp {
 };
 Vjp trace_vjp(const ir::Graph& forward, const std::vector<bool>& wrt,
               const std::vector<bool>& differentiable);
+
+// A graph that computes what `base` computes and more: `base` (a traced graph, not fused) is
+// replayed op by op under the tracer, gradients off; then `more` gets symbolic tensors for
+// base's inputs followed by the `extra_inputs` (new graph inputs, named), and for base's outputs,
+// and returns tensors to add as outputs. Graph inputs: base's, then the extra ones. Graph outputs:
+// base's where `keep` is true (all of them when `keep` is empty), then `more`'s. Tensors `more`
+// creates are constants. (A training step's optimizer update, after the joint graph.)
+using ExtendFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs,
+                                                   const std::vector<Tensor>& outputs)>;
+std::unique_ptr<ir::Graph> extend(const ir::Graph& base,
+                                  const std::vector<std::pair<std::string, ops::TensorMeta>>& extra_inputs,
+                                  const std::vector<bool>& keep, const ExtendFn& more);
 
 }  // namespace smelt::trace

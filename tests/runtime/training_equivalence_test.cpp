@@ -4,9 +4,11 @@
 // memory budgets 0, 0.5 and 1 (what the backward recomputes), compared with the same model trained
 // eagerly: losses and every parameter after the steps, running statistics and the generator's
 // state. Odd cases along the way: a last batch of another size, a frozen layer, a train/eval
-// switch, a scheduler changing the rate every step.
+// switch, a scheduler changing the rate every step. And the same with the optimizer's update
+// (and gradient clipping) inside the plan: compile_step.
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "smelt/compile.h"
@@ -99,7 +101,10 @@ Tensor target_batch(int64_t n, int step) {
 // 100 steps eager and compiled from the same initialization and generator state; every 10th step
 // a batch of another size (the last batch of an epoch), step 50 in eval mode (then back), the
 // rate changed every step.
-void expect_compiled_equals_eager(const Case& c, double budget, const char* what) {
+// With `in_plan`, the step is compile_step's: the optimizer's update (and clipping) runs in the
+// plan; eager clips with clip_grad_norm_ and steps.
+void expect_compiled_equals_eager(const Case& c, double budget, const char* what,
+                                  std::optional<StepOptions> in_plan = std::nullopt) {
   manual_seed(77);
   auto eager = c.make();
   manual_seed(77);
@@ -109,9 +114,10 @@ void expect_compiled_equals_eager(const Case& c, double budget, const char* what
   CompileOptions o;
   o.backend = "interpreter";
   o.memory_budget = budget;
-  CompiledFunction step = compile_training_step(
-      *compiled, [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy((*compiled)(in[0]), in[1])}; },
-      o);
+  auto loss_fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy((*compiled)(in[0]), in[1])}; };
+  CompiledFunction step = in_plan ? compile_step(*compiled, loss_fn, *opt_c, *in_plan, o)
+                                  : compile_training_step(*compiled, loss_fn, o);
+  const double clip = in_plan ? in_plan->clip_grad_norm : 0;
   for (int s = 0; s < 100; ++s) {
     const int64_t n = s % 10 == 9 ? 3 : 8;
     const Tensor x = input_batch(c.input, n, s), t = target_batch(n, s);
@@ -124,12 +130,13 @@ void expect_compiled_equals_eager(const Case& c, double budget, const char* what
     le.backward();
     const GeneratorState after_eager = default_generator().state();
     default_generator().set_state(before);  // the compiled step draws the same masks
-    opt_c->zero_grad();
+    if (!in_plan) opt_c->zero_grad();
     Tensor lc = step({x, t})[0];
     EXPECT_EQ(default_generator().state().counter, after_eager.counter) << what << " step " << s;
     EXPECT_TRUE(testing::all_close(lc, le.detach(), 1e-4, 1e-5)) << what << " step " << s;
+    if (clip > 0) optim::clip_grad_norm_(eager->parameters(), clip);
     opt_e->step();
-    opt_c->step();
+    if (!in_plan) opt_c->step();
     sched_e.step();
     sched_c.step();
   }
@@ -162,6 +169,8 @@ TEST(TrainingEquivalence, MlpSgdMomentumWithAFrozenLayer) {
          },
          {10}, 1e-4};
   for (double budget : {0.0, 0.5, 1.0}) expect_compiled_equals_eager(c, budget, "mlp");
+  expect_compiled_equals_eager(c, 0.0, "mlp, SGD in the plan", StepOptions{});
+  expect_compiled_equals_eager(c, 1.0, "mlp, SGD in the plan, clipped", StepOptions{.clip_grad_norm = 0.5});
 }
 
 TEST(TrainingEquivalence, ResidualCnnWithBatchNormAdam) {
@@ -171,6 +180,7 @@ TEST(TrainingEquivalence, ResidualCnnWithBatchNormAdam) {
          },
          {1, 8, 8}, 1e-3};
   for (double budget : {0.0, 1.0}) expect_compiled_equals_eager(c, budget, "cnn");
+  expect_compiled_equals_eager(c, 0.0, "cnn, Adam in the plan, clipped", StepOptions{.clip_grad_norm = 1.0});
 }
 
 TEST(TrainingEquivalence, EncoderBlockWithDropoutAdamW) {
@@ -180,6 +190,7 @@ TEST(TrainingEquivalence, EncoderBlockWithDropoutAdamW) {
          },
          {6, 16}, 1e-3};
   for (double budget : {0.0, 1.0}) expect_compiled_equals_eager(c, budget, "encoder");
+  expect_compiled_equals_eager(c, 1.0, "encoder, AdamW in the plan", StepOptions{});
 }
 
 }  // namespace
