@@ -135,6 +135,10 @@ struct CompileReport {
   int64_t saved_bytes = 0;
   int64_t saved_bytes_no_recompute = 0;
   std::string partition;  // what is saved and what is recomputed
+  // compile_step: parameters and optimizer state the plan updates, and how many of those in place
+  // (by the kernel computing the new value; the others are copied there at the end of the run).
+  int inputs_updated = 0;
+  int inputs_updated_in_place = 0;
   std::string fusion;          // the fusion report (groups, rate, why nodes stayed unfused)
   std::string plan;            // the plan's steps and arena
 };

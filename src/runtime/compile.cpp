@@ -118,6 +118,8 @@ void fill_report(Compiled& c, const Signature& sig) {
   r.naive_bytes = stats.naive_bytes;
   r.lower_bound_bytes = stats.lower_bound;
   r.compile_ms = c.compiled.compile_ms;
+  r.inputs_updated = stats.updates;
+  r.inputs_updated_in_place = stats.updates_in_place;
   r.fusion = c.compiled.fusion_explain;
   r.plan = c.compiled.plan->describe() + c.compiled.plan->memory_report();
 }

@@ -11,6 +11,8 @@
 //              checked against the joint graph and compiled (fuzz/gradient_check.h).
 //   smelt fuzz --autograd --seed S --cases N: the eager autograd fuzzer (fuzz/autograd_fuzzer.h)
 //              instead; each failure prints its program.
+//   smelt fuzz --training --seed S --cases N [--backend interpreter|cpp]: random small models
+//              trained with compile_step against eager training (fuzz/training_fuzzer.h).
 // Constants and inputs hold special values (NaN, ±inf, ±0, subnormals, extremes; int64 limits);
 // results are compared bit for bit except where fold_batchnorm may change rounding (the rule is
 // written out in fuzz/fuzzer.cpp). One line per failure, then "N passed, M failed" and counts. Failures are minimized and written to DIR
@@ -22,6 +24,7 @@
 
 #include "fuzz/autograd_fuzzer.h"
 #include "fuzz/fuzzer.h"
+#include "fuzz/training_fuzzer.h"
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
 #include "tools/output_dir.h"
@@ -56,6 +59,28 @@ void run_autograd_fuzz(uint64_t first_seed, int64_t cases) {
   if (failed > 0) throw CLI::RuntimeError(std::to_string(failed) + " fuzz cases failed (the FAIL lines above)", 1);
 }
 
+void run_training_fuzz(uint64_t first_seed, int64_t cases, const std::string& backend) {
+  int64_t failed = 0, updates = 0, in_place = 0;
+  fuzz::TrainingFuzzOptions options;
+  options.backend = backend == "both" ? "interpreter" : backend;
+  for (int64_t i = 0; i < cases; ++i) {
+    const uint64_t seed = first_seed + uint64_t(i);
+    const fuzz::TrainingCaseResult r = fuzz::check_training_case(seed, options);
+    updates += r.updates;
+    in_place += r.in_place;
+    if (r.passed) continue;
+    ++failed;
+    std::printf("FAIL seed %llu: %s\n  (%s)\n", static_cast<unsigned long long>(seed), r.message.c_str(),
+                r.description.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("%lld passed, %lld failed (%lld optimizer updates; %lld inputs updated in place by the last "
+              "updating plans)\n",
+              static_cast<long long>(cases - failed), static_cast<long long>(failed),
+              static_cast<long long>(updates), static_cast<long long>(in_place));
+  if (failed > 0) throw CLI::RuntimeError(std::to_string(failed) + " fuzz cases failed (the FAIL lines above)", 1);
+}
+
 }  // namespace
 
 void register_fuzz(CLI::App& app) {
@@ -69,6 +94,7 @@ void register_fuzz(CLI::App& app) {
     std::string out;
     bool autograd = false;
     bool compile = false;
+    bool training = false;
     std::string backend = "both";
     int batch = 128;
     int second_batch = 10;
@@ -87,6 +113,9 @@ void register_fuzz(CLI::App& app) {
   cmd->add_flag("--autograd", opt->autograd,
                 "random eager programs with in-place ops and views: gradients vs the out-of-place "
                 "program and finite differences");
+  cmd->add_flag("--training", opt->training,
+                "random small models trained with compile_step (the optimizer in the plan) against eager "
+                "training; --backend interpreter (default for 'both') or cpp");
   cmd->add_flag("--compile", opt->compile,
                 "compile each graph (passes, fusion, lowering, memory plan) and compare its plan with "
                 "the unoptimized graph on the interpreter");
@@ -126,6 +155,10 @@ void register_fuzz(CLI::App& app) {
     }
     if (opt->autograd) {
       run_autograd_fuzz(opt->seed, opt->cases);
+      return;
+    }
+    if (opt->training) {
+      run_training_fuzz(opt->seed, opt->cases, opt->backend);
       return;
     }
     passes::parse_pipeline(opt->passes);  // reject an unknown pass before running anything

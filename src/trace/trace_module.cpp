@@ -50,8 +50,10 @@ class SlotBinding {
       }
     }
   }
+  // In reverse: a module registered twice (shared weights) shows the same slot under two names,
+  // saved twice, the second time holding the symbolic tensor: the first saving restores last.
   ~SlotBinding() {
-    for (auto& [slot, own] : saved_) *slot = own;
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) *it->first = it->second;
   }
   SlotBinding(const SlotBinding&) = delete;
   SlotBinding& operator=(const SlotBinding&) = delete;
