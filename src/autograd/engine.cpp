@@ -5,7 +5,10 @@
 // 3. Pop a ready node, run its hooks and apply(), send each result along its edge (summing into
 //    the target's buffer, the one place where gradients meet), decrement the target's count and
 //    push it when the count reaches zero.
-// No recursion anywhere, so a graph of any depth is fine.
+// No recursion anywhere, so a graph of any depth is fine. The counts and buffers belong to the
+// run, never to the nodes: threads running backward at once share nodes (a shared weight's
+// accumulator, a compiled call's node), and state kept on a node mixed their counts and
+// gradients (a gradient came back undefined; found by compiled calls from 4 threads).
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -38,16 +41,17 @@ class Engine {
 std::vector<Tensor> Engine::run(const std::vector<Edge>& roots, std::vector<Tensor> root_grads,
                                 bool retain_graph, bool create_graph,
                                 const std::vector<Capture>& captures) {
-  // 1. dependency counts, by an explicit-stack walk (a node's state is reset when first seen)
-  std::vector<Node*> nodes;
+  // 1. dependency counts, by an explicit-stack walk: this run's state of every node it reaches
+  struct NodeState {
+    int32_t dependencies = 0;     // consumers that have not yet sent their gradient
+    std::vector<Tensor> buffer;   // summed incoming gradient per output
+  };
+  std::unordered_map<Node*, NodeState> state;
   {
-    std::unordered_set<Node*> seen;
     auto visit = [&](Node* n) {
-      if (!seen.insert(n).second) return false;
-      n->dependencies_ = 0;
-      for (auto& buf : n->buffer_) buf = Tensor();
-      nodes.push_back(n);
-      return true;
+      auto [it, fresh] = state.try_emplace(n);
+      if (fresh) it->second.buffer.resize(n->num_outputs());
+      return fresh;
     };
     std::vector<Node*> stack;
     for (const Edge& e : roots) {
@@ -59,7 +63,7 @@ std::vector<Tensor> Engine::run(const std::vector<Edge>& roots, std::vector<Tens
       for (const Edge& e : n->next) {
         if (!e.node) continue;
         if (visit(e.node.get())) stack.push_back(e.node.get());
-        ++e.node->dependencies_;
+        ++state[e.node.get()].dependencies;
       }
     }
   }
@@ -77,8 +81,8 @@ std::vector<Tensor> Engine::run(const std::vector<Edge>& roots, std::vector<Tens
     ~Restore() { set_grad_enabled(mode); }
   } restore{prev_mode};
 
-  auto send = [](Node* target, uint32_t slot, Tensor g) {
-    Tensor& buf = target->buffer_[slot];
+  auto send = [&](Node* target, uint32_t slot, Tensor g) {
+    Tensor& buf = state[target].buffer[slot];
     buf = buf.defined() ? add_gradients(buf, g) : std::move(g);
   };
 
@@ -90,7 +94,7 @@ std::vector<Tensor> Engine::run(const std::vector<Edge>& roots, std::vector<Tens
   {
     std::unordered_set<Node*> pushed;
     for (const Edge& e : roots) {
-      if (e.node && e.node->dependencies_ == 0 && pushed.insert(e.node.get()).second) {
+      if (e.node && state[e.node.get()].dependencies == 0 && pushed.insert(e.node.get()).second) {
         ready.push_back(e.node.get());
       }
     }
@@ -100,8 +104,7 @@ std::vector<Tensor> Engine::run(const std::vector<Edge>& roots, std::vector<Tens
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
-    std::vector<Tensor> grads = std::move(n->buffer_);
-    n->buffer_.assign(grads.size(), Tensor());
+    std::vector<Tensor> grads = std::move(state[n].buffer);
     for (uint32_t k = 0; k < grads.size(); ++k) {
       for (const GradHook& hook : n->hooks[k]) {
         if (!grads[k].defined()) break;
@@ -131,10 +134,9 @@ std::vector<Tensor> Engine::run(const std::vector<Edge>& roots, std::vector<Tens
       if (i < input_grads.size() && input_grads[i].defined()) {
         send(e.node.get(), e.slot, std::move(input_grads[i]));
       }
-      if (--e.node->dependencies_ == 0) ready.push_back(e.node.get());
+      if (--state[e.node.get()].dependencies == 0) ready.push_back(e.node.get());
     }
   }
-  for (Node* n : nodes) n->buffer_.assign(n->buffer_.size(), Tensor());
   return captured;
 }
 

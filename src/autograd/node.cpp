@@ -127,6 +127,9 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
     g = g.detach();
     if (g.impl()->ref_count() > 1 || g.storage()->ref_count() > 1 || !g.is_contiguous()) g = g.clone();
   }
+  // Threads running backward at once through a shared leaf add into its .grad one at a time.
+  static std::mutex accumulate_mutex;
+  std::lock_guard<std::mutex> lock(accumulate_mutex);
   leaf_->grad = leaf_->grad.defined() ? add_gradients(leaf_->grad, g) : g;
   return {};
 }

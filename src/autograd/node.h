@@ -19,7 +19,7 @@ struct Edge {
 
 class Node : public GradNode {
  public:
-  explicit Node(uint32_t num_outputs) : hooks(num_outputs), buffer_(num_outputs) {}
+  explicit Node(uint32_t num_outputs) : hooks(num_outputs) {}
 
   // Gradients of this node's outputs (undefined where none flowed) -> gradients for each edge in
   // `next` (undefined where there is none).
@@ -29,7 +29,7 @@ class Node : public GradNode {
   // True once release_saved() ran: another backward through this node is an error.
   bool released = false;
 
-  uint32_t num_outputs() const { return static_cast<uint32_t>(buffer_.size()); }
+  uint32_t num_outputs() const { return static_cast<uint32_t>(hooks.size()); }
 
   std::vector<Edge> next;                  // one per differentiable input
   std::vector<std::vector<GradHook>> hooks;  // per output, run on the summed gradient
@@ -40,11 +40,6 @@ class Node : public GradNode {
 
  protected:
   void destroy() override;
-
- private:
-  friend class Engine;
-  int32_t dependencies_ = 0;       // engine: consumers that have not yet sent their gradient
-  std::vector<Tensor> buffer_;     // engine: summed incoming gradient per output
 };
 
 // The node at the bottom of a leaf: adds the incoming gradient into the leaf's `.grad`.

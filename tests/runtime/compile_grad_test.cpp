@@ -7,6 +7,8 @@
 // reaches only some outputs, saved tensors changed in place, higher-order gradients, grad mode off.
 #include <cmath>
 #include <sstream>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "smelt/autograd.h"
@@ -368,8 +370,7 @@ namespace {
 
 // Adversarial inputs for a differentiable call: the same tensor passed as two inputs (its
 // gradients add), an empty batch, NaN / inf / -0 / subnormal values, and a backward after the
-// compiled function itself is gone: every gradient equals eager's bits. (Calls from several
-// threads through one shared leaf sometimes returned an undefined gradient: open, issue 23's note.)
+// compiled function itself is gone: every gradient equals eager's bits. (Threads: below.)
 TEST(CompileGrad, AdversarialCallsMatchEager) {
   Tensor w = rand32({4}, 110, true);
   const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0] * in[1] * w)}; };
@@ -395,6 +396,63 @@ TEST(CompileGrad, AdversarialCallsMatchEager) {
   const Tensor gw = autograd::grad({sum(y)}, {w})[0];
   const Tensor want = autograd::grad({sum(fn({rand32({3, 4}, 130), rand32({3, 4}, 131)})[0])}, {w})[0];
   EXPECT_TRUE(same_bits(gw, want));
+}
+
+}  // namespace
+}  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Differentiable calls from several threads through one shared captured leaf: each thread's
+// gradients equal eager's bits, every time (the engine kept its per-run counts and buffers on the
+// nodes, which the threads share: a gradient came back undefined, or another thread's).
+TEST(CompileGrad, ThreadsThroughASharedLeaf) {
+  Tensor w = rand32({4}, 140, true);
+  const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0] * in[1] * w)}; };
+  CompiledFunction f = compile(fn, with("interpreter"));
+  std::vector<std::vector<Tensor>> want;
+  for (int t = 0; t < 4; ++t) {
+    const Tensor x = rand32({3, 4}, uint64_t(150 + t), true);
+    want.push_back(autograd::grad({sum(fn({x, x})[0])}, {x, w}));
+  }
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round) {
+        const Tensor x = rand32({3, 4}, uint64_t(150 + t), true);
+        const std::vector<Tensor> got = autograd::grad({sum(f({x, x})[0])}, {x, w});
+        for (size_t k = 0; k < got.size(); ++k) {
+          if (!got[k].defined()) {
+            errors[size_t(t)] = "round " + std::to_string(round) + ": gradient " + std::to_string(k) + " undefined";
+            return;
+          }
+          if (!same_bits(got[k], want[size_t(t)][k])) {
+            errors[size_t(t)] = "round " + std::to_string(round) + ": gradient " + std::to_string(k) + " differs";
+            return;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(errors[size_t(t)], "") << "thread " << t;
+  // backward() from every thread at once: the shared leaf's .grad gets every contribution.
+  threads.clear();
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 25; ++round) sum(f({rand32({3, 4}, uint64_t(150 + t)), rand32({3, 4}, uint64_t(150 + t))})[0]).backward();
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  Tensor expected = zeros({4});
+  for (int t = 0; t < 4; ++t) {
+    const Tensor x = rand32({3, 4}, uint64_t(150 + t));
+    expected = expected + autograd::grad({sum(fn({x, x})[0])}, {w})[0] * 25.0;
+  }
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_TRUE(testing::all_close(w.grad(), expected, 1e-5, 1e-6));
 }
 
 }  // namespace
