@@ -9,6 +9,7 @@
 
 #include "fusion/cost_model.h"
 #include "ir/printer.h"
+#include "passes/partition.h"
 
 namespace smelt::fusion::detail {
 namespace {
@@ -245,12 +246,43 @@ class Planner {
     }
     std::string bad = check_pattern(pattern, view);
     if (!bad.empty()) return bad;
+    bad = check_recompute_phase(self, owned, member_set);
+    if (!bad.empty()) return bad;
     double natural = -kInf;
     for (int m : owned_list) natural = std::max(natural, double(m));
     if (lo < natural && natural < hi) *qpos_out = natural;
     else if (hi == kInf) *qpos_out = lo + 0.5;
     else if (lo == -kInf) *qpos_out = hi - 0.5;
     else *qpos_out = lo + (hi - lo) / 2;
+    return "";
+  }
+
+  bool is_clone(int m) const { return p_.nodes[m]->attrs.get_int(passes::kRecomputeAttr, 0) != 0; }
+
+  // A node the backward recomputes (passes/partition.h: a clone placed just before the backward
+  // node that first reads it) joins only the backward kernels that read it, as a producer of a
+  // member, or a group of other clones; and a group of clones owns no value that the rest of the
+  // graph reads. Otherwise the group would compute the clone with the forward values it reads and
+  // keep it alive until the backward: the bytes the min cut chose to recompute.
+  std::string check_recompute_phase(int self, const std::unordered_set<int>& owned,
+                                    const std::unordered_set<int>& members) const {
+    const bool clone_group = is_clone(p_.groups[self].anchor);
+    for (int m : owned) {
+      const ir::Node* n = p_.nodes[m];
+      if (!clone_group && is_clone(m)) {
+        bool read_by_member = false;
+        for (const ir::Value* v : n->outputs) {
+          for (const ir::Use& u : v->uses) read_by_member = read_by_member || members.count(pos(u.node));
+        }
+        if (!read_by_member) {
+          return "recomputed for the backward: it joins the backward kernels that read it, not a group "
+                 "computing its operands";
+        }
+      }
+      if (clone_group && !is_clone(m) && !is_view(*n) && read_outside(m, self, owned)) {
+        return "a group of values recomputed for the backward owns no value the rest of the graph reads";
+      }
+    }
     return "";
   }
 

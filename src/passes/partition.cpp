@@ -283,7 +283,11 @@ Recomputation recompute_in_backward(ir::Graph& joint, size_t tangents, double me
       const bool remade = u->producer && cut.recompute.count(u->producer);
       args.push_back(remade ? clone(u->producer, before)->outputs[size_t(u->output_index)] : u);
     }
-    ir::Node* copy = joint.insert_node(before, node->op, args, node->attrs);
+    // Marked, so that fusion puts it with the backward kernels that read it, never back with the
+    // forward group computing its operands (fusion/planner.cpp).
+    ops::Attrs attrs = node->attrs;
+    attrs.set(kRecomputeAttr, int64_t(1));
+    ir::Node* copy = joint.insert_node(before, node->op, args, attrs);
     clone_of.emplace(node, copy);
     return copy;
   };

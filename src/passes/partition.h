@@ -58,6 +58,10 @@ Partition partition(const ir::Graph& joint, size_t forward_inputs, size_t forwar
 // would merge the clones back) and before fusion (which fuses them into the backward's kernels).
 Recomputation recompute_in_backward(ir::Graph& joint, size_t tangents, double memory_budget);
 
+// The attribute recompute_in_backward sets on each clone ({recompute=1} in the printed graph):
+// fusion keeps a clone out of groups that would compute it with the forward.
+inline constexpr const char* kRecomputeAttr = "recompute";
+
 // Whether the partitioner may recompute `op` in the backward (cheap and deterministic).
 bool recomputable(ops::OpId op);
 

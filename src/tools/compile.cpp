@@ -7,6 +7,13 @@
 //   smelt compile model.ir --backend cpp    generated C++ (default: auto, tiered)
 //   smelt compile model.ir --profile t.json per-step table, and a Chrome trace (Perfetto)
 //   smelt compile model.ir --arena-svg a.svg  the arena over the schedule
+//   smelt compile model.ir --explain [--memory-budget B]
+//                                           the file's graph as a training step's forward (its first
+//                                           output the loss, its parameters - every floating input
+//                                           when it has none - differentiated): the joint graph,
+//                                           what the backward saves and recomputes at budget B and at
+//                                           budget 1 (bytes with and without recomputation), and with
+//                                           --arena-svg both arenas, one above the other
 //
 // Exit codes: 0 done, 1 bad input, 2 --run found a difference.
 #include <CLI/CLI.hpp>
@@ -24,9 +31,11 @@
 #include "codegen/loop_kernel.h"
 #include "ir/printer.h"
 #include "passes/bisect.h"
+#include "passes/partition.h"
 #include "runtime/pipeline.h"
 #include "tools/commands.h"
 #include "trace/interpreter.h"
+#include "trace/trace.h"
 
 namespace smelt::tools {
 namespace {
@@ -41,6 +50,8 @@ struct CompileArgs {
   uint64_t seed = 1;
   std::string profile;    // Chrome trace path
   std::string arena_svg;  // arena timeline path
+  bool explain = false;   // the graph as a training step's forward
+  double memory_budget = 0;
 };
 
 std::unique_ptr<ir::Graph> read_ir(const std::string& file) {
@@ -91,14 +102,84 @@ double median_ms(const std::function<void()>& fn, int reps) {
   return t[t.size() / 2];
 }
 
+// The joint forward+backward graph of a training step whose forward is `forward`: its first
+// output is the loss; its Param inputs are differentiated (every floating input when it has none).
+// Inputs: the forward's, then the loss tangent. Outputs: the forward's, then the gradients.
+std::unique_ptr<ir::Graph> training_joint(const ir::Graph& forward) {
+  SMELT_CHECK(!forward.outputs().empty() && dtype_is_floating(forward.outputs()[0]->meta.dtype))
+      << "compile --explain: the graph's first output must be a floating loss";
+  std::vector<bool> wrt;
+  bool params = false;
+  for (const ir::Value* v : forward.inputs()) params = params || v->kind == ir::ValueKind::Param;
+  bool any = false;
+  for (const ir::Value* v : forward.inputs()) {
+    wrt.push_back(dtype_is_floating(v->meta.dtype) && (!params || v->kind == ir::ValueKind::Param));
+    any = any || wrt.back();
+  }
+  SMELT_CHECK(any) << "compile --explain: the graph has no floating input to differentiate";
+  std::vector<bool> differentiated(forward.outputs().size(), false);
+  differentiated[0] = true;
+  trace::Vjp vjp = trace::trace_vjp(forward, wrt, differentiated);
+  SMELT_CHECK(!vjp.grad_of.empty()) << "compile --explain: the loss depends on no differentiated input";
+  return std::move(vjp.graph);
+}
+
+// The training step's plan at `budget`: the passes, the recomputation the min cut chooses, fusion.
+runtime::CompiledGraph compile_training(const ir::Graph& joint, size_t tangent, double budget,
+                                        runtime::PipelineOptions options, passes::Recomputation* chosen) {
+  std::unique_ptr<ir::Graph> graph = joint.clone();
+  runtime::optimize_graph(*graph, options);
+  *chosen = passes::recompute_in_backward(*graph, tangent, budget);
+  options.optimize = false;
+  return runtime::compile_graph(std::move(graph), options);
+}
+
+// Two SVG documents one above the other, each under its title.
+std::string stacked_svg(const std::vector<std::pair<std::string, std::string>>& titled) {
+  auto number = [](const std::string& svg, const char* attr) {
+    const size_t at = svg.find(std::string(attr) + "=\"");
+    return at == std::string::npos ? 0.0 : std::atof(svg.c_str() + at + std::strlen(attr) + 2);
+  };
+  double width = 0, y = 0;
+  std::string body;
+  for (const auto& [title, svg] : titled) {
+    width = std::max(width, number(svg, "width"));
+    body += "<text x=\"8\" y=\"" + std::to_string(y + 18) + "\" font-family=\"sans-serif\" font-size=\"14\">" +
+            title + "</text>\n";
+    std::string inner = svg;
+    const size_t open = inner.find("<svg");
+    if (open != std::string::npos) inner.insert(open + 4, " y=\"" + std::to_string(y + 24) + "\"");
+    body += inner + "\n";
+    y += 24 + number(svg, "height") + 16;
+  }
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
+         std::to_string(y) + "\">\n" + body + "</svg>\n";
+}
+
 int run_compile(const CompileArgs& args) {
   std::unique_ptr<ir::Graph> graph = read_ir(args.file);
-  std::unique_ptr<ir::Graph> original = graph->clone();
   runtime::PipelineOptions options;
   options.passes = args.passes;
   options.fuse = !args.no_fuse;
   options.backend = runtime::backend_from_name(args.backend);
-  runtime::CompiledGraph c = runtime::compile_graph(std::move(graph), options);
+  std::string budget1_svg;
+  runtime::CompiledGraph c;
+  if (args.explain) {
+    const size_t tangent = graph->inputs().size();
+    graph = training_joint(*graph);
+    std::printf("== joint forward+backward graph\n%s\n", ir::print(*graph).c_str());
+    passes::Recomputation at_budget, at_one;
+    runtime::CompiledGraph one = compile_training(*graph, tangent, 1.0, options, &at_one);
+    c = compile_training(*graph, tangent, args.memory_budget, options, &at_budget);
+    std::printf("== what the backward keeps at memory_budget %g\n%s\n", args.memory_budget, at_budget.explain().c_str());
+    std::printf("== at memory_budget 1 (recomputing nothing): arena %lld bytes; at %g: %lld bytes\n\n",
+                static_cast<long long>(one.plan->stats().arena_bytes), args.memory_budget,
+                static_cast<long long>(c.plan->stats().arena_bytes));
+    budget1_svg = one.plan->arena_svg();
+  } else {
+    c = runtime::compile_graph(graph->clone(), options);
+  }
+  std::unique_ptr<ir::Graph> original = std::move(graph);
   std::printf("== fusion\n%s\n", c.fusion_explain.c_str());
   std::printf("== graph after passes and fusion\n%s\n", ir::print(*c.graph).c_str());
   std::vector<const codegen::LoopKernel*> kernels = c.plan->kernels();
@@ -110,7 +191,13 @@ int run_compile(const CompileArgs& args) {
   if (!args.arena_svg.empty()) {
     std::ofstream svg(args.arena_svg);
     SMELT_CHECK(svg.good()) << "compile: cannot write '" << args.arena_svg << "'";
-    svg << c.plan->arena_svg();
+    if (args.explain) {
+      char title[96];
+      std::snprintf(title, sizeof title, "memory_budget %g (recomputing what the min cut chose)", args.memory_budget);
+      svg << stacked_svg({{title, c.plan->arena_svg()}, {"memory_budget 1 (recomputing nothing)", budget1_svg}});
+    } else {
+      svg << c.plan->arena_svg();
+    }
     std::printf("arena timeline written to %s\n", args.arena_svg.c_str());
   }
   std::printf("== metrics\nnodes %zu -> %zu; %s\ncompile time %.1f ms\n", c.nodes_before, c.nodes_after,
@@ -165,6 +252,11 @@ void register_compile(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "seed of the random inputs");
   cmd->add_option("--profile", args->profile, "run 10 times with per-step profiling; write a Chrome trace here");
   cmd->add_option("--arena-svg", args->arena_svg, "write the arena timeline (SVG) here");
+  cmd->add_flag("--explain", args->explain,
+                "the graph as a training step's forward (first output: the loss): what its backward saves and "
+                "recomputes, at --memory-budget and at 1");
+  cmd->add_option("--memory-budget", args->memory_budget, "with --explain: 0 (keep the least) to 1 (recompute nothing)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->callback([args] {
     const int status = run_compile(*args);
     if (status != 0) {
