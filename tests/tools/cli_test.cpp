@@ -269,3 +269,48 @@ TEST_F(Cli, OptOnnxModel) {
 }
 
 }  // namespace
+
+namespace {
+
+// smelt compile --explain: a training step's forward in a file, what its backward keeps and
+// recomputes at the budget asked and at 1, both arenas in one SVG, the joint plan checked
+// against the interpreter; and the fuzzer's training mode.
+TEST_F(Cli, CompileExplainsATrainingStepsRecomputation) {
+  const fs::path ir = dir_ / "mlp.ir";
+  std::ofstream(ir) << "graph(%x: f32[64,32], %t: f32[64,8], %w1: f32[32,64] param, %b1: f32[64] param, "
+                       "%w2: f32[64,8] param) {\n"
+                       "  %1: f32[64,64] = matmul(%x, %w1)\n"
+                       "  %2: f32[64,64] = add(%1, %b1)\n"
+                       "  %3: f32[64,64] = gelu(%2) {approximate=0}\n"
+                       "  %4: f32[64,8] = matmul(%3, %w2)\n"
+                       "  %5: f32[64,8] = sub(%4, %t)\n"
+                       "  %6: f32[64,8] = mul(%5, %5)\n"
+                       "  %7: f32[] = mean(%6) {dims=[], keepdim=0}\n"
+                       "  return %7\n}\n";
+  const fs::path svg = dir_ / "arena.svg";
+  CliRun r = smelt("compile " + quote(ir.string()) + " --explain --memory-budget 0 --backend interpreter --run " +
+                   "--arena-svg " + quote(svg.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("recomputed %"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("{recompute=1}"), std::string::npos) << "the clones show in the fused graph";
+  EXPECT_EQ(r.out.find("DIFFERS"), std::string::npos) << r.out;
+  // Recomputing saves memory, after fusion too (the clones once fused back into the forward GEMM
+  // made the arena at budget 0 bigger than at 1).
+  long long at_one = 0, at_budget = 0;
+  const size_t line = r.out.find("== at memory_budget 1");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + line, "== at memory_budget 1 (recomputing nothing): arena %lld bytes; at 0: %lld bytes",
+                        &at_one, &at_budget), 2)
+      << r.out.substr(line, 120);
+  EXPECT_LT(at_budget, at_one);
+  std::ifstream f(svg);
+  std::stringstream text;
+  text << f.rdbuf();
+  EXPECT_NE(text.str().find("memory_budget 0"), std::string::npos);
+  EXPECT_NE(text.str().find("memory_budget 1"), std::string::npos);
+  const CliRun fuzz = smelt("fuzz --training --seed 7 --cases 10");
+  EXPECT_EQ(fuzz.exit_code, 0) << fuzz.out << fuzz.err;
+  EXPECT_NE(fuzz.out.find("10 passed, 0 failed"), std::string::npos) << fuzz.out;
+}
+
+}  // namespace
