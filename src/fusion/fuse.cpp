@@ -86,6 +86,7 @@ FusionOptions fusion_options_from_env() {
   o.max_row_depth = int(env_int("SMELT_FUSE_MAX_ROW_DEPTH", o.max_row_depth, 1, 1000));
   o.row_groups = env_int("SMELT_FUSE_ROW_GROUPS", 1, 0, 1) != 0;
   o.gathers = int(env_int("SMELT_FUSE_GATHERS", 1, 0, 2));
+  o.epilogue_operands = env_int("SMELT_FUSE_EPILOGUE_OPERANDS", 1, 0, 1) != 0;
   return o;
 }
 

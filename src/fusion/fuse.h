@@ -129,6 +129,10 @@ struct FusionOptions {
   // row op stores the log-probabilities: the A/B switch for bench/), 1 when the cost model says
   // so (CostModel::gather_pays: the row group is a generated kernel anyway), 2 always.
   int gathers = 1;
+  // A contraction's epilogue also takes the elementwise producers of its other operands that only
+  // it reads (an optimizer's beta1 * m next to the weight gradient's GEMM): computed in the tile
+  // instead of a pass of their own. false: the A/B switch for bench/ (SMELT_FUSE_EPILOGUE_OPERANDS=0).
+  bool epilogue_operands = true;
   // Set: a graph of the same structure as the one fused, node for node (the same graph at another
   // batch size, runtime/shape_fit.h), whose value sizes the cost model reads instead. A dynamic
   // batch fuses each probe batch size with the sizes at one large batch, so that every batch size

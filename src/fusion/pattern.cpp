@@ -274,7 +274,15 @@ std::string check_pattern(Pattern p, const GroupView& g) {
       continue;
     }
     // prologue
-    if (p == Pattern::Contraction) return ref + ": a contraction group takes no prologue";
+    if (p == Pattern::Contraction) {
+      // Elementwise work on the epilogue's other operands (beta1 * m beside a weight gradient's
+      // GEMM) runs in the epilogue's tiles; the product's own operands take none.
+      if (!elementwise(i)) return ref + ": a contraction group takes no prologue but elementwise work for its epilogue";
+      for (auto [r, k] : readers[i]) {
+        if (anchor[r]) return ref + ": a contraction group takes no prologue on its product's operands";
+      }
+      continue;
+    }
     if (!pointwise_node(i)) return ref + " is not a pointwise node: it cannot be a prologue";
     for (auto [r, k] : readers[i]) {
       // A broadcast epilogue evaluates the value again in its pass (it never reaches memory).

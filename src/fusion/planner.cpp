@@ -249,9 +249,17 @@ class Planner {
     bad = check_recompute_phase(self, owned, member_set);
     if (!bad.empty()) return bad;
     double natural = -kInf;
-    for (int m : owned_list) natural = std::max(natural, double(m));
+    bool clones = false;
+    for (int m : owned_list) {
+      natural = std::max(natural, double(m));
+      clones = clones || is_clone(m);
+    }
     if (lo < natural && natural < hi) *qpos_out = natural;
     else if (hi == kInf) *qpos_out = lo + 0.5;
+    // Values recomputed for the backward are computed as late as their readers allow: the values
+    // they read are kept anyway, theirs should live the shortest (a midpoint put them right
+    // after the forward, alive through the whole backward).
+    else if (clones && hi - lo > 1) *qpos_out = hi - 0.5;
     else if (lo == -kInf) *qpos_out = hi - 0.5;
     else *qpos_out = lo + (hi - lo) / 2;
     return "";
@@ -267,19 +275,33 @@ class Planner {
   std::string check_recompute_phase(int self, const std::unordered_set<int>& owned,
                                     const std::unordered_set<int>& members) const {
     const bool clone_group = is_clone(p_.groups[self].anchor);
-    for (int m : owned) {
-      const ir::Node* n = p_.nodes[m];
-      if (!clone_group && is_clone(m)) {
-        bool read_by_member = false;
-        for (const ir::Value* v : n->outputs) {
-          for (const ir::Use& u : v->uses) read_by_member = read_by_member || members.count(pos(u.node));
+    if (!clone_group) {
+      // The clones a non-clone member reads, directly or through other clones: those the group
+      // may hold (a forward member never reads a clone, so a forward group holds none).
+      std::unordered_set<int> feeding;
+      std::vector<int> work;
+      for (int m : members) {
+        if (!is_clone(m)) work.push_back(m);
+      }
+      while (!work.empty()) {
+        const int m = work.back();
+        work.pop_back();
+        for (const ir::Value* in : p_.nodes[m]->inputs) {
+          if (!in->producer) continue;
+          const int j = pos(in->producer);
+          if (members.count(j) && is_clone(j) && feeding.insert(j).second) work.push_back(j);
         }
-        if (!read_by_member) {
+      }
+      for (int m : members) {
+        if (is_clone(m) && !feeding.count(m)) {
           return "recomputed for the backward: it joins the backward kernels that read it, not a group "
                  "computing its operands";
         }
       }
-      if (clone_group && !is_clone(m) && !is_view(*n) && read_outside(m, self, owned)) {
+      return "";
+    }
+    for (int m : owned) {
+      if (!is_clone(m) && !is_view(*p_.nodes[m]) && read_outside(m, self, owned)) {
         return "a group of values recomputed for the backward owns no value the rest of the graph reads";
       }
     }
@@ -411,7 +433,9 @@ class Planner {
         reason(u, g, why);
         continue;
       }
-      if (wide) grow_producers(g, n->inputs, false);
+      if (wide || (opt_.epilogue_operands && p_.groups[g].pattern == Pattern::Contraction)) {
+        grow_producers(g, n->inputs, false);
+      }
       push_readers(n->outputs[0]);
     }
   }

@@ -222,7 +222,9 @@ TrainingCaseResult check_training_case(uint64_t seed, const TrainingFuzzOptions&
       if (d.outside >= 0 && int(i) == d.outside % int(params.size())) continue;
       held.push_back(params[i]);
     }
-    if (held.empty()) held.push_back(params.back());  // an optimizer needs a parameter
+    for (size_t i = 0; held.empty() && i < params.size(); ++i) {  // an optimizer needs a parameter
+      if (params[i].requires_grad()) held.push_back(params[i]);
+    }
     return make_optimizer(d, held);
   };
   auto opt_e = setup(*eager), opt_c = setup(*compiled);

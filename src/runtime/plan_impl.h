@@ -182,7 +182,9 @@ struct Plan::Impl {
   std::vector<std::pair<size_t, size_t>> updates;  // (output, input), every one of the graph's
   std::vector<bool> update_in_place;               // per entry of `updates`
   void plan_updates(const ir::Graph& graph);
-  bool update_writable_in_place(int output_slot, int input_slot) const;
+  // Whether the step writing `output_slot` may write it over `input_slot` (moving a GEMM's product
+  // to a temporary of its own when that is what stands in the way).
+  bool update_writable_in_place(int output_slot, int input_slot);
   void finish_updates(const std::vector<Tensor>& inputs, std::vector<Tensor>& in,
                       std::vector<Tensor>& outputs) const;
   // plan.cpp: a run.

@@ -23,7 +23,7 @@ void Plan::Impl::plan_updates(const ir::Graph& graph) {
   stats.updates = int(updates.size());
 }
 
-bool Plan::Impl::update_writable_in_place(int out_slot, int in_slot) const {
+bool Plan::Impl::update_writable_in_place(int out_slot, int in_slot) {
   if (!slots[size_t(out_slot)].as<OutputSlot>()) return false;
   auto rooted = [&](const std::vector<int>& list, int r) {
     for (int s : list) {
@@ -40,7 +40,7 @@ bool Plan::Impl::update_writable_in_place(int out_slot, int in_slot) const {
     writer = int(s);
   }
   if (writer < 0) return false;
-  const Step& w = steps[size_t(writer)];
+  Step& w = steps[size_t(writer)];
   if (w.kind != StepKind::Kernel && w.kind != StepKind::TiledContraction) return false;
   for (size_t s = size_t(writer) + 1; s < steps.size(); ++s) {  // nothing reads the old value later
     const Step& later = steps[s];
@@ -53,7 +53,25 @@ bool Plan::Impl::update_writable_in_place(int out_slot, int in_slot) const {
   const std::vector<size_t> input_args = args_rooted_at(w, in_slot);
   if (w.kind == StepKind::TiledContraction) {
     if (rooted(w.op_slots, in_slot) || root(w.product_slot) == in_slot) return false;
-    if (root(w.product_slot) == out_slot) return input_args.empty();
+    if (root(w.product_slot) == out_slot && !input_args.empty()) {
+      // The epilogue reads the old value (Adam's m beside the gradient): the product moves to an
+      // arena temporary of its own (when the epilogue stores the output: it is not the product
+      // itself; oneDNN's post-ops finish the product where it is) and the output goes over the
+      // input.
+      const size_t product_arg = w.in_slots.size();
+      const codegen::LoopKernel& k = w.kernel->kernel();
+      const std::vector<size_t> out_args = args_rooted_at(w, out_slot);
+      bool stored = false;
+      for (const codegen::Store& st : k.stores) {
+        for (size_t a : out_args) stored = stored || (k.accesses[size_t(st.access)].arg == int(a) && a != product_arg);
+      }
+      if (!stored || w.post_ops || w.arg_slots[product_arg] != w.product_slot) return false;
+      const int step = writer;
+      w.product_slot = arena_slot(slots[size_t(w.product_slot)].meta, step, step, "product");
+      w.arg_slots[product_arg] = w.product_slot;
+    } else if (root(w.product_slot) == out_slot) {
+      return true;  // the epilogue reads nothing of the input: the product and the output take its memory
+    }
   }
   const std::vector<size_t> out_args = args_rooted_at(w, out_slot);
   if (out_args.size() != 1) return false;
