@@ -6,6 +6,9 @@
 #include "fusion/pattern.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "passes/bisect.h"
+#include "runtime/pipeline.h"
+#include "support/check.h"
 #include "smelt/creation.h"
 #include "trace/interpreter.h"
 
@@ -81,6 +84,12 @@ TEST(Fuse, ContractCheckerRejectsViolations) {
   // contraction: a prologue is refused, the product must come first
   EXPECT_NE(check("contraction", head + "%3: f32[4,8] = exp(%0)\n %4: f32[4,8] = matmul(%3, %2)\n return %4\n}"), "");
   EXPECT_EQ(check("contraction", head + "%3: f32[4,8] = matmul(%0, %2)\n %4: f32[4,8] = add(%3, %1)\n return %4\n}"), "");
+  // elementwise work on the epilogue's other operand is taken (Adam's beta1 * m), not a view or
+  // reduction there, nor anything on the product's operands
+  EXPECT_EQ(check("contraction", head + "%3: f32[4,8] = matmul(%0, %2)\n %5: f32[4,8] = mul(%1, %1)\n"
+                                        " %4: f32[4,8] = add(%3, %5)\n return %4\n}"), "");
+  EXPECT_NE(check("contraction", head + "%3: f32[4,8] = matmul(%0, %2)\n %5: f32[4,1] = sum(%1) {dims=[1], keepdim=1}\n"
+                                        " %4: f32[4,8] = add(%3, %5)\n return %4\n}"), "");
   // reduction: an epilogue of another shape; a prologue value returned
   auto red = [&](const std::string& tail, const std::string& out) {
     return check("reduction", head + "%3: f32[4,8] = exp(%0)\n %4: f32[4,1] = sum(%3) {dims=[1], keepdim=1}\n" + tail, out);
@@ -169,6 +178,34 @@ TEST(Fuse, AContractionGroupIsAskedAndNotMadeWhenRefused) {
   bool contraction = false;
   for (const auto& n : again->nodes()) contraction |= fusion::group_pattern(*n) == fusion::Pattern::Contraction;
   EXPECT_TRUE(contraction) << ir::print(*again);
+}
+
+}  // namespace
+}  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// The epilogue of a GEMM takes the elementwise producers of its other operands that only it reads
+// (beta1 * m next to a weight gradient), and the compiled graph computes what the graph does.
+TEST(Fuse, AContractionEpilogueTakesWorkOnItsOtherOperands) {
+  auto g = ir::parse(
+      "graph(%x: f32[16,8], %w: f32[8,12], %m: f32[16,12]) {\n"
+      "  %c: f32[] = constant 0.9\n"
+      "  %1: f32[16,12] = matmul(%x, %w)\n"
+      "  %2: f32[16,12] = mul(%m, %c)\n"
+      "  %3: f32[16,12] = add(%1, %2)\n"
+      "  return %3\n}\n");
+  const std::vector<Tensor> inputs = passes::random_inputs(*g, 3);
+  const std::vector<Tensor> want = trace::interpret(*g, inputs);
+  for (auto backend : {runtime::KernelBackend::Interpreter, runtime::KernelBackend::Compiled}) {
+    runtime::PipelineOptions o;
+    o.backend = backend;
+    runtime::CompiledGraph c = runtime::compile_graph(g->clone(), o);
+    ASSERT_EQ(c.graph->num_nodes(), 1u) << ir::print(*c.graph);
+    EXPECT_EQ(fusion::group_pattern(*c.graph->nodes().front()), fusion::Pattern::Contraction);
+    EXPECT_TRUE(testing::all_close(c.plan->run(inputs)[0], want[0], 1e-5, 1e-6));
+  }
 }
 
 }  // namespace
