@@ -168,9 +168,13 @@ Compiler find_compiler(const std::optional<std::string>& cxx) {
   // lane holding 0.25 where x = -1.5 (0.4378 for 0.1802; fuzz --compile seed 20299646; right at
   // -O1, with clang, without AVX-512, and with hoisting off, which keeps every loop vectorized).
   // Test CodegenBackends.SoftplusMinusSigmoidOfAClampKeepsEachLane.
+  // -fno-math-errno, as smelt itself is built: sqrt may set errno, and that branch kept every loop
+  // with a sqrt (rsqrt, layer norm's statistics, Adam's denominator) scalar ("control flow in
+  // loop"); vsqrtps rounds as sqrtf does.
   c.flags = {"-O3",
              "-march=native",
              "-ffp-contract=off",
+             "-fno-math-errno",
              "-fno-tree-slp-vectorize",
              "-fno-code-hoisting",
              "-fPIC",
