@@ -243,6 +243,19 @@ std::unique_ptr<ir::Graph> run_trace(const Fn& fn, const std::vector<Tensor>& ex
   return graph;
 }
 
+// Runs `graph`'s nodes through the dispatcher (so under the installed tracer, recording them
+// again), reading their operands from `env` (which holds the inputs) and adding their outputs.
+void replay(const ir::Graph& graph, std::unordered_map<const ir::Value*, Tensor>& env, const char* who) {
+  for (const ir::Value* c : graph.constants()) env[c] = c->constant;
+  for (const auto& node : graph.nodes()) {
+    SMELT_INTERNAL_CHECK(!node->body) << who << ": the graph is fused (group node)";
+    std::vector<Tensor> args;
+    for (const ir::Value* v : node->inputs) args.push_back(env.at(v));
+    std::vector<Tensor> outs = ops::call(node->op, args, node->attrs);
+    for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<ir::Graph> trace(const Fn& fn, const std::vector<Tensor>& example_inputs,
@@ -279,16 +292,9 @@ Vjp trace_vjp(const ir::Graph& forward, const std::vector<bool>& wrt,
     }
     env[v] = t;
   }
-  for (const ir::Value* c : forward.constants()) env[c] = c->constant;
   HookScope scope(&tracer, false);
   autograd::EnableGradGuard grad_on;
-  for (const auto& node : forward.nodes()) {
-    SMELT_INTERNAL_CHECK(!node->body) << "trace_vjp: the forward graph is fused (group node)";
-    std::vector<Tensor> args;
-    for (const ir::Value* v : node->inputs) args.push_back(env.at(v));
-    std::vector<Tensor> outs = ops::call(node->op, args, node->attrs);
-    for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
-  }
+  replay(forward, env, "trace_vjp");
   // The outputs differentiated, each once (an output listed twice gets the sum of its tangents).
   std::vector<Tensor> roots, tangents;
   std::unordered_map<const ir::Value*, size_t> root_of;
@@ -335,16 +341,9 @@ std::unique_ptr<ir::Graph> extend(const ir::Graph& base,
   for (const auto& [name, meta] : extra_inputs) {
     inputs.push_back(tracer.symbolic(graph->add_input(meta, name), false));
   }
-  for (const ir::Value* c : base.constants()) env[c] = c->constant;
   HookScope scope(&tracer, false);
   NoGradGuard no_grad;
-  for (const auto& node : base.nodes()) {
-    SMELT_INTERNAL_CHECK(!node->body) << "trace::extend: the base graph is fused (group node)";
-    std::vector<Tensor> args;
-    for (const ir::Value* v : node->inputs) args.push_back(env.at(v));
-    std::vector<Tensor> outs = ops::call(node->op, args, node->attrs);
-    for (size_t k = 0; k < outs.size(); ++k) env[node->outputs[k]] = outs[k];
-  }
+  replay(base, env, "trace::extend");
   for (size_t k = 0; k < base.outputs().size(); ++k) {
     outputs.push_back(env.at(base.outputs()[k]));
     if (keep.empty() || keep[k]) graph->add_output(tracer.value_of(outputs.back()));
