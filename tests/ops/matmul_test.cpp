@@ -137,6 +137,32 @@ TEST(Matmul, GradcheckBroadcastBatch) {
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& v) { return matmul(v[0], v[1]); }, {c, d}));
 }
 
+// A matrix shared by a batch (a Linear weight over (batch, sequence, features)): its gradient is
+// one GEMM over all rows; checked against finite differences, against the per-entry products
+// summed, for a strided batch operand, and for second order (create_graph through the reshape).
+TEST(Matmul, GradientOfAMatrixSharedByABatch) {
+  Tensor a = random_leaf({2, 3, 4, 5}, -1, 1, 21), w = random_leaf({5, 3}, -1, 1, 22);
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& v) { return matmul(v[0], v[1]); }, {a, w}));
+  const Tensor g = testing::random_tensor({2, 3, 4, 3}, -1, 1, 23);
+  const Tensor dw = autograd::grad({matmul(a, w)}, {w}, {g})[0];
+  Tensor want = zeros({5, 3}, DType::Float64);
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 3; ++j) want = want + matmul(a.detach().select(0, i).select(0, j).t(), g.select(0, i).select(0, j));
+  }
+  EXPECT_TRUE(testing::all_close(dw, want, 1e-12, 1e-12));
+  Tensor wide = random_leaf({2, 5, 4}, -1, 1, 24);
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& v) { return matmul(v[0].transpose(1, 2), v[1]); }, {wide, w}));
+  EXPECT_TRUE(gradcheck(  // second order: d/da of the weight's gradient
+      [](const std::vector<Tensor>& v) {
+        autograd::EnableGradGuard enable;
+        Tensor shared = v[1];
+        if (!shared.requires_grad()) shared = shared.detach().set_requires_grad();
+        Tensor y = sum(tanh(matmul(v[0], shared)));
+        return autograd::grad({y}, {shared}, {}, false, /*create_graph=*/true)[0];
+      },
+      {a, w}));
+}
+
 TEST(Matmul, GradcheckNonContiguous) {
   Tensor a = random_leaf({4, 3}, -1, 1, 11), b = random_leaf({5, 8}, -1, 1, 12);
   EXPECT_TRUE(gradcheck(
