@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <map>
@@ -205,6 +206,10 @@ int peak_memory(const std::vector<Workload>& workloads, const std::string& name,
     std::cout << json{{"error", w ? w->missing : "unknown workload '" + name + "'"}}.dump() << "\n";
     return 1;
   }
+  // The GEMM implementation pinned (unless the caller chose): SMELT_GEMM=auto times smelt's own
+  // GEMM against OpenBLAS once per size class, on matrices of its own, a one-time cost of the
+  // process that is no step's memory (it put 7 MiB on the transformer block's peak).
+  ::setenv("SMELT_GEMM", "own", 0);
   Step step = w->build();
   double baseline = max_rss_mib();
   for (int i = 0; i < steps; ++i) step();
