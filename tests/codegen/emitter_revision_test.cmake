@@ -7,7 +7,7 @@ cmake_minimum_required(VERSION 3.20)
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK}/src/codegen ${WORK}/src/kernels)
 file(COPY ${SOURCE_DIR}/src/codegen/emit_cpp.cpp DESTINATION ${WORK}/src/codegen)
-file(COPY ${SOURCE_DIR}/src/kernels/scalar.h DESTINATION ${WORK}/src/kernels)
+file(COPY ${SOURCE_DIR}/src/kernels/scalar.h ${SOURCE_DIR}/src/kernels/scalar_f32.h DESTINATION ${WORK}/src/kernels)
 set(out ${WORK}/emitter_revision.h)
 set(headers_out ${WORK}/kernel_headers.cpp)
 
@@ -78,7 +78,7 @@ endif()
 # HEADERS_OUT embeds every followed header as it is now (and not the emitter's own sources), each
 # as a raw string holding the file byte for byte.
 file(READ ${headers_out} embedded)
-foreach(f kernels/scalar.h kernels/extra.h)
+foreach(f kernels/scalar.h kernels/scalar_f32.h kernels/extra.h)
   file(READ ${WORK}/src/${f} body)
   string(FIND "${embedded}" "{\"${f}\", R\"smelt_header_(${body})smelt_header_\"}" at)
   if(at EQUAL -1)
