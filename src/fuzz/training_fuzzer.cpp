@@ -119,6 +119,7 @@ struct Draw {
   double budget = 0;
   int penalty = -1;  // a parameter whose squares the loss adds (its backward reads it again)
   int frozen = -1;   // a parameter that requires no grad
+  double poison = 0;  // non-zero: the second batch's first value (NaN or inf)
   int outside = -1;  // a parameter the optimizer does not hold
   std::string text;
 };
@@ -152,6 +153,7 @@ Draw draw(Rng& rng) {
   d.budget = budgets[pick(rng, 3)];
   if (coin(rng, 0.4)) d.penalty = pick(rng, 64);
   if (coin(rng, 0.2)) d.frozen = pick(rng, 64);
+  if (coin(rng, 0.1)) d.poison = coin(rng) ? NAN : -INFINITY;
   if (coin(rng, 0.2)) d.outside = pick(rng, 64);
   std::ostringstream os;
   os << (d.cnn ? "cnn" : "mlp") << " features " << d.features << " classes " << d.classes << " batch " << d.batch
@@ -165,6 +167,7 @@ Draw draw(Rng& rng) {
   os << " weight_decay " << wd << (maximize ? " maximize" : "") << "; clip " << d.step.clip_grad_norm
      << ", accumulation " << d.step.accumulation_steps << ", memory_budget " << d.budget;
   if (d.penalty >= 0) os << "; an L2 penalty on parameter " << d.penalty << " (mod their count)";
+  if (d.poison != 0) os << "; a " << d.poison << " in the second batch";
   d.text = os.str();
   return d;
 }
@@ -252,7 +255,12 @@ TrainingCaseResult check_training_case(uint64_t seed, const TrainingFuzzOptions&
   try {
     for (int s = 0; s < options.steps; ++s) {
       const Shape shape = d.cnn ? Shape{d.batch, d.features, 6, 6} : Shape{d.batch, d.features};
-      const Tensor x = randn(shape, kF64);
+      Tensor x = randn(shape, kF64);
+      if (s == 1 && d.poison != 0) {  // gradients go non-finite: clipping and the monitor's edge
+        std::vector<double> v = x.to_vector();
+        v[0] = d.poison;
+        x = from_vector(v, shape, kF64);
+      }
       const Tensor t = randint(0, d.classes, {d.batch});
       const GeneratorState before = default_generator().state();
       Tensor le = loss_of(*eager, x, t);

@@ -7,6 +7,7 @@
 #include "base/parallel.h"
 #include "kernels/loops.h"
 #include "kernels/reduce.h"
+#include "kernels/scalar.h"
 
 namespace smelt::kernels {
 
@@ -82,8 +83,8 @@ void adam_loop(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamHyper
       T vi = b2 * v[i] + one_b2 * gi * gi;
       m[i] = mi;
       v[i] = vi;
-      if (vmax) {
-        vi = std::max(vmax[i], vi);
+      if (vmax) {  // the elementwise maximum's definition: NaN propagates, as torch.maximum in PyTorch's AMSGrad
+        vi = scalar::maximum(vmax[i], vi);
         vmax[i] = vi;
       }
       p[i] = pi - step_size * mi / (std::sqrt(vi) * inv_bias2_sqrt + eps);

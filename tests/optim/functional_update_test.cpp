@@ -1,6 +1,7 @@
 // Optimizer::update (the rule as smelt ops, which compile_step traces into its plan) against
 // Optimizer::step (the fused kernels of kernels/optim.h): every option of SGD, Adam and AdamW,
 // float32 and float64, five steps from the same start, with a scheduler changing the rate.
+#include <cmath>
 #include <functional>
 #include <memory>
 
@@ -105,6 +106,23 @@ TEST(FunctionalUpdate, AdamAndAdamWEveryOption) {
       }
     }
   }
+}
+
+// AMSGrad's running maximum propagates NaN, as torch.maximum does in PyTorch's rule: the fused
+// kernel kept the old maximum where the new second moment was NaN (std::max), the traced rule did
+// not (found by fuzz --training with a NaN batch).
+TEST(FunctionalUpdate, AmsgradMaximumPropagatesNaN) {
+  Tensor p = from_vector(std::vector<float>{1, 2, 3}, {3});
+  p.set_requires_grad();
+  optim::Adam adam({p}, optim::AdamOptions{.lr = 0.1, .amsgrad = true});
+  p.set_grad(from_vector(std::vector<float>{0.5f, 0.5f, 0.5f}, {3}));
+  adam.step();
+  p.set_grad(from_vector(std::vector<float>{NAN, 0.25f, 0.25f}, {3}));
+  adam.step();
+  const std::vector<double> vmax = adam.param_state(0).buffers[2].to_vector();
+  EXPECT_TRUE(std::isnan(vmax[0]));
+  EXPECT_FALSE(std::isnan(vmax[1]));
+  EXPECT_TRUE(std::isnan(p.detach().to_vector()[0]));
 }
 
 // What the update compiles in: a change of any constant is a different key; the step count and

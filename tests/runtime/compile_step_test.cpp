@@ -3,6 +3,7 @@
 // are read on every call, gradient accumulation, clipping, parameters the optimizer does not
 // hold, and the errors. (The long equivalence runs with BatchNorm and dropout are in
 // training_equivalence_test.cpp.)
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -160,6 +161,45 @@ TEST(CompileStep, OtherParametersKeepEagerGradients) {
   eager->parameters()[1].set_requires_grad(false);
   cross_entropy((*eager)(x), t).backward();
   EXPECT_TRUE(testing::all_close(params[0].grad(), eager->parameters()[0].grad(), 1e-5, 1e-7));
+}
+
+// A batch holding NaN or inf: the total norm is not finite, so clipping leaves the gradients as
+// they are (as clip_grad_norm_ does) and the parameters go NaN where eager's do, no further.
+TEST(CompileStep, NonFiniteGradientsUnderClippingAsEager) {
+  for (float bad : {NAN, INFINITY}) {
+    manual_seed(11);
+    auto eager = mlp();
+    manual_seed(11);
+    auto model = mlp();
+    optim::SGD opt_e(eager->parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+    optim::SGD opt(model->parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+    CompiledFunction step = compile_step(
+        *model, [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy((*model)(in[0]), in[1])}; },
+        opt, StepOptions{.clip_grad_norm = 0.5}, options());
+    for (int s = 0; s < 3; ++s) {
+      Tensor x = batch(4, uint64_t(60 + s));
+      if (s == 1) x = x * from_vector(std::vector<float>{1, 1, 1, 1}, {4, 1}).where(
+                              from_vector(std::vector<float>{1, 0, 1, 1}, {4, 1}) > 0.5f,
+                              full({4, 1}, bad));  // row 1 scaled by the bad value
+      const Tensor t = targets(4, s);
+      opt_e.zero_grad();
+      cross_entropy((*eager)(x), t).backward();
+      optim::clip_grad_norm_(eager->parameters(), 0.5);
+      opt_e.step();
+      step({x, t});
+    }
+    const auto pe = eager->named_parameters(), pc = model->named_parameters();
+    bool any_nan = false;
+    for (size_t k = 0; k < pe.size(); ++k) {
+      const std::vector<double> a = pc[k].second.to_vector(), b = pe[k].second.to_vector();
+      for (size_t i = 0; i < a.size(); ++i) {
+        any_nan = any_nan || std::isnan(b[i]);
+        ASSERT_EQ(std::isnan(a[i]), std::isnan(b[i])) << pe[k].first << "[" << i << "] bad " << bad;
+        if (!std::isnan(b[i])) EXPECT_NEAR(a[i], b[i], 1e-5 * (1 + std::abs(b[i]))) << pe[k].first;
+      }
+    }
+    EXPECT_TRUE(any_nan) << "the bad value " << bad << " reached no parameter: the case tests nothing";
+  }
 }
 
 TEST(CompileStep, Errors) {
