@@ -22,6 +22,7 @@
 
 #include "smelt/creation.h"
 #include "smelt/ops.h"
+#include "smelt/recurrent.h"
 #include "smelt/state_dict.h"
 #include "smelt/tensor.h"
 
@@ -323,6 +324,65 @@ class LeakyReLU : public Module {
   std::string type_name() const override { return "LeakyReLU"; }
   std::string extra_repr() const override;
   double negative_slope;
+};
+
+// ---- recurrent layers (PyTorch's nn.RNN, nn.LSTM, nn.GRU; smelt/recurrent.h per layer)
+// x (S, B, I), or (B, S, I) with batch_first, or unbatched (S, I). Parameters as PyTorch names
+// them (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, then _reverse for the backward
+// direction, then l1, ...), all ~ uniform(+-1/sqrt(hidden_size)). Dropout applies to the
+// outputs of every layer but the last, in training mode.
+class Recurrent : public Module {
+ public:
+  struct Output {
+    Tensor output;  // (S, B, D * H), or (B, S, D * H) with batch_first
+    Tensor h_n;     // (num_layers * D, B, H), D = 2 when bidirectional
+    Tensor c_n;     // LSTM only
+  };
+  Recurrent(RecurrentCell cell, int64_t input_size, int64_t hidden_size, int64_t num_layers = 1,
+            bool bias = true, bool batch_first = false, double dropout = 0.0,
+            bool bidirectional = false, DType dtype = DType::Float32);
+  // The output sequence only (so the module fits a Sequential).
+  Tensor forward(const Tensor& x) override { return forward_state(x).output; }
+  // h0, c0 (num_layers * D, B, H); undefined means zeros.
+  Output forward_state(const Tensor& x, const Tensor& h0 = Tensor(), const Tensor& c0 = Tensor());
+  std::string type_name() const override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+  // Layer l's weights for one direction.
+  RecurrentWeights weights(int64_t layer, bool reverse) const;
+
+  RecurrentCell cell;
+  int64_t input_size, hidden_size, num_layers;
+  bool bias, batch_first;
+  double dropout;
+  bool bidirectional;
+  std::string nonlinearity = "tanh";  // RNN only: "tanh" or "relu"
+
+ private:
+  std::vector<Tensor> params_;  // per layer and direction: w_ih, w_hh, [b_ih, b_hh]
+};
+
+class RNN : public Recurrent {
+ public:
+  RNN(int64_t input_size, int64_t hidden_size, int64_t num_layers = 1,
+      const std::string& nonlinearity = "tanh", bool bias = true, bool batch_first = false,
+      double dropout = 0.0, bool bidirectional = false, DType dtype = DType::Float32);
+};
+class LSTM : public Recurrent {
+ public:
+  LSTM(int64_t input_size, int64_t hidden_size, int64_t num_layers = 1, bool bias = true,
+       bool batch_first = false, double dropout = 0.0, bool bidirectional = false,
+       DType dtype = DType::Float32)
+      : Recurrent(RecurrentCell::LSTM, input_size, hidden_size, num_layers, bias, batch_first,
+                  dropout, bidirectional, dtype) {}
+};
+class GRU : public Recurrent {
+ public:
+  GRU(int64_t input_size, int64_t hidden_size, int64_t num_layers = 1, bool bias = true,
+      bool batch_first = false, double dropout = 0.0, bool bidirectional = false,
+      DType dtype = DType::Float32)
+      : Recurrent(RecurrentCell::GRU, input_size, hidden_size, num_layers, bias, batch_first,
+                  dropout, bidirectional, dtype) {}
 };
 
 }  // namespace smelt::nn

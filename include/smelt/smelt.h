@@ -15,6 +15,7 @@
 #include "smelt/nn.h"
 #include "smelt/ops.h"
 #include "smelt/optim.h"
+#include "smelt/recurrent.h"
 #include "smelt/scalar.h"
 #include "smelt/state_dict.h"
 #include "smelt/tensor.h"

@@ -146,6 +146,14 @@ std::string NodeContext::attr_string(const std::string& name, std::optional<std:
   return *fallback;
 }
 
+std::vector<std::string> NodeContext::attr_strings(const std::string& name,
+                                                  std::optional<std::vector<std::string>> fallback) {
+  const AttributeProto* a = find_attr(name, AttributeProto::STRINGS);
+  if (a) return {a->strings().begin(), a->strings().end()};
+  if (!fallback) invalid("attribute '" + name + "' (strings) is required");
+  return *fallback;
+}
+
 Tensor NodeContext::attr_tensor(const std::string& name) {
   const AttributeProto* a = find_attr(name, AttributeProto::TENSOR);
   if (!a) invalid("attribute '" + name + "' (tensor) is required");
@@ -171,6 +179,7 @@ const Converter* find_converter(const std::string& op_type) {
     register_index_converters();
     register_resize_converters();
     register_einsum_converter();
+    register_recurrent_converters();
   });
   auto it = registry().find(op_type);
   return it == registry().end() ? nullptr : &it->second;

@@ -46,6 +46,8 @@ class NodeContext {
   std::vector<int64_t> attr_ints(const std::string& name, std::optional<std::vector<int64_t>> fallback = std::nullopt);
   std::vector<double> attr_floats(const std::string& name, std::optional<std::vector<double>> fallback = std::nullopt);
   std::string attr_string(const std::string& name, std::optional<std::string> fallback = std::nullopt);
+  std::vector<std::string> attr_strings(
+      const std::string& name, std::optional<std::vector<std::string>> fallback = std::nullopt);
   Tensor attr_tensor(const std::string& name);
 
   // onnx::Unsupported: "<where>: <what>".
@@ -82,6 +84,7 @@ void register_nn_converters();
 void register_index_converters();
 void register_resize_converters();
 void register_einsum_converter();
+void register_recurrent_converters();
 
 // Helpers shared by the families.
 bool is_concrete(const Tensor& t);                     // has data (not a symbolic graph value)
