@@ -32,6 +32,9 @@ const WORKLOADS = [
   {name: 'SqueezeNet 1.1 inference b1 224x224', dir: 'squeezenet1_1', flops: 2 * 0.349e9},
   {name: 'Transformer encoder d256 l4 s128 inference b1', dir: 'transformer_encoder_d256_l4_s128',
    flops: 4 * (2 * 128 * 256 * (768 + 256 + 2 * 1024) + 2 * 2 * 4 * 128 * 128 * 64)},
+  {name: 'LSTM tagger h256 l2 bidirectional s64 inference b1', dir: 'lstm_tagger_h256_s64',
+   flops: 2 * 2 * 64 * 1024 * (128 + 256) + 2 * 2 * 64 * 1024 * (512 + 256) + 2 * 64 * 512 * 17,
+   tokens: [1, 64], vocab: 5000},
 ];
 
 function modelPath(w) { return path.join(modelsDir, w.dir, 'model.onnx'); }
@@ -47,6 +50,13 @@ async function build(w) {
   // Random normal inputs of the declared shapes (the CNNs: float32 [1, 3, 224, 224]; the encoder
   // [1, 128, 256]).
   const feeds = {};
+  if (w.tokens) {  // a text model: int64 token ids below its vocabulary size
+    const n = w.tokens.reduce((a, b) => a * b, 1);
+    const ids = new BigInt64Array(n);
+    for (let i = 0; i < n; ++i) ids[i] = BigInt(Math.floor(Math.random() * w.vocab));
+    feeds[session.inputNames[0]] = new ort.Tensor('int64', ids, w.tokens);
+    return async () => { await session.run(feeds); };
+  }
   const meta = session.inputMetadata || [];
   for (const name of session.inputNames) {
     const info = Array.isArray(meta) ? meta.find((m) => m.name === name) : meta[name];

@@ -132,6 +132,24 @@ def encoder_model():
     return (lambda: model(x)), model, (x,)
 
 
+def lstm_tagger_model():
+    """The LSTM tagger tests/models/make_models.py exports as lstm_tagger_h256_s64 (embedding
+    5000x128, a 2-layer bidirectional LSTM with hidden 256, batch first, a linear head of 17
+    tags; random weights, eval mode) on one sequence of 64 tokens."""
+    class Tagger(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(5000, 128)
+            self.lstm = torch.nn.LSTM(128, 256, num_layers=2, batch_first=True, bidirectional=True)
+            self.head = torch.nn.Linear(512, 17)
+
+        def forward(self, tokens):
+            out, _ = self.lstm(self.embed(tokens))
+            return self.head(out)
+    model, x = Tagger().eval(), torch.randint(0, 5000, (1, 64))
+    return (lambda: model(x)), model, (x,)
+
+
 def train_step(model, x, y, opt):
     def step():
         opt.zero_grad(set_to_none=True)
@@ -225,6 +243,9 @@ WORKLOADS = [
     Workload("SqueezeNet 1.1 inference b1 224x224", vision_model("squeezenet1_1"), flops=2 * 0.349e9, freeze=True),
     Workload("Transformer encoder d256 l4 s128 inference b1", encoder_model,
              flops=4 * (2 * 128 * 256 * (768 + 256 + 2 * 1024) + 2 * 2 * 4 * 128 * 128 * 64), freeze=True),
+    Workload("LSTM tagger h256 l2 bidirectional s64 inference b1", lstm_tagger_model,
+             flops=2 * 2 * 64 * 1024 * (128 + 256) + 2 * 2 * 64 * 1024 * (512 + 256) + 2 * 64 * 512 * 17,
+             freeze=True),
     Workload("dispatch: 1000 tiny adds", tiny_op, scriptable=False),
     Workload("chain: 1000 tiny adds", tiny_chain),
     Workload("python: 1000 tiny a + b", python_tiny_adds, scriptable=False),

@@ -1,6 +1,7 @@
 // Real models from ONNX files (tests/models/make_models.py large, in $SMELT_BENCH_MODELS; run.py
-// makes them in build/models): ResNet-18, MobileNetV2 and SqueezeNet 1.1, batch 1, 224x224, and a
-// transformer encoder (d 256, 4 layers) over one sequence of 128 tokens.
+// makes them in build/models): ResNet-18, MobileNetV2 and SqueezeNet 1.1, batch 1, 224x224, a
+// transformer encoder (d 256, 4 layers) over one sequence of 128 tokens, and an LSTM tagger over
+// one sequence of 64 tokens.
 //   smelt-eager     the imported graph on the IR interpreter (one eager kernel per node: what
 //                   `smelt run` does without --compile)
 //   smelt-compiled  the compile pipeline (passes with batch-norm folding, fusion, memory plan,
@@ -27,9 +28,13 @@ struct ModelCase {
   const char* name;  // as torch_bench.py and ort_bench.js name it
   const char* dir;   // under the models directory
   double flops;      // 2 x multiply-adds
+  // Text models: token ids below `vocab`, of this shape (their batch and sequence dims are
+  // symbolic in the file). Empty: random normal inputs of the declared shapes.
+  std::vector<int64_t> tokens = {};
+  int64_t vocab = 0;
 };
 
-constexpr ModelCase kModels[] = {
+const ModelCase kModels[] = {
     {"ResNet-18 inference b1 224x224", "resnet18", 2 * 1.814e9},
     {"MobileNetV2 inference b1 224x224", "mobilenetv2", 2 * 0.300e9},
     {"SqueezeNet 1.1 inference b1 224x224", "squeezenet1_1", 2 * 0.349e9},
@@ -38,6 +43,11 @@ constexpr ModelCase kModels[] = {
     // two batched products (2 x 2 x 4 x 128 x 128 x 64).
     {"Transformer encoder d256 l4 s128 inference b1", "transformer_encoder_d256_l4_s128",
      4 * (2.0 * 128 * 256 * (768 + 256 + 2 * 1024) + 2.0 * 2 * 4 * 128 * 128 * 64)},
+    // Embedding 5000x128, a 2-layer bidirectional LSTM (hidden 256), a linear head of 17 tags, over
+    // one sequence of 64 tokens: per direction 2 x 64 x 4H x (I + H), I = 128 then 512.
+    {"LSTM tagger h256 l2 bidirectional s64 inference b1", "lstm_tagger_h256_s64",
+     2 * 2.0 * 64 * 1024 * (128 + 256) + 2 * 2.0 * 64 * 1024 * (512 + 256) + 2.0 * 64 * 512 * 17,
+     {1, 64}, 5000},
 };
 
 fs::path models_dir() {
@@ -51,10 +61,18 @@ struct Loaded {
   std::vector<Tensor> inputs;
 };
 
-Loaded load(const fs::path& file) {
+Loaded load(const fs::path& file, const ModelCase& m) {
+  Generator gen(1);
+  if (!m.tokens.empty()) {
+    const onnx::ModelInfo info = onnx::inspect(file.string());
+    onnx::ImportOptions options;
+    options.input_shapes[info.inputs.at(0).name] = m.tokens;
+    Loaded l{onnx::import_model(file.string(), options), {}};
+    l.inputs.push_back(randint(0, m.vocab, Shape(m.tokens.begin(), m.tokens.end()), &gen));
+    return l;
+  }
   Loaded l{onnx::import_model(file.string()), {}};
   const onnx::ModelInfo info = onnx::inspect(file.string());
-  Generator gen(1);
   for (const onnx::ValueInfo& v : info.inputs) l.inputs.push_back(randn(Shape(v.dims.begin(), v.dims.end()), DType::Float32, &gen));
   return l;
 }
@@ -78,16 +96,16 @@ std::vector<Workload> model_workloads() {
     const fs::path file = models_dir() / m.dir / "model.onnx";
     const std::string missing =
         fs::exists(file) ? "" : "no " + file.string() + " (tests/models/make_models.py large " + models_dir().string() + ")";
-    all.push_back({.name = m.name, .flops = m.flops, .impl = "smelt-eager", .missing = missing, .build = [file] {
-                     auto l = std::make_shared<Loaded>(load(file));
+    all.push_back({.name = m.name, .flops = m.flops, .impl = "smelt-eager", .missing = missing, .build = [file, m] {
+                     auto l = std::make_shared<Loaded>(load(file, m));
                      return Step([l] { l->model.graph.run(l->inputs); });
                    }});
     auto compiled = std::make_shared<std::shared_ptr<runtime::CompiledGraph>>();
     auto loaded = std::make_shared<std::shared_ptr<Loaded>>();
     all.push_back({.name = m.name, .flops = m.flops, .impl = "smelt-compiled", .missing = missing,
                    .build =
-                       [file, compiled, loaded] {
-                         auto l = std::make_shared<Loaded>(load(file));
+                       [file, m, compiled, loaded] {
+                         auto l = std::make_shared<Loaded>(load(file, m));
                          runtime::PipelineOptions options;
                          options.backend = runtime::KernelBackend::Compiled;
                          *compiled = std::make_shared<runtime::CompiledGraph>(

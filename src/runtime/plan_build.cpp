@@ -159,6 +159,11 @@ void Plan::Impl::build(const ir::Graph& graph) {
       slot_of[node.outputs[0]] = add_slot({node.outputs[0]->meta, AliasSlot{in[0]}});
       continue;
     }
+    // A slice that is contiguous where it lies (one step of a sequence): that memory.
+    if (std::optional<int64_t> at = in.empty() ? std::nullopt : contiguous_slice_offset(node, in[0], output_index)) {
+      slot_of[node.outputs[0]] = add_slot({node.outputs[0]->meta, AliasSlot{in[0], *at}});
+      continue;
+    }
     if (add_cat(node, in)) continue;
     // A transpose read only as a matmul operand is handed over as a strided view: the GEMM takes
     // any strides, and the copy would cost a pass over the operand on every call.

@@ -159,6 +159,8 @@ struct Plan::Impl {
   void build(const ir::Graph& graph);
   int new_value_slot(const ir::Value* v, int step, const std::map<const ir::Value*, int>& output_index);
   bool strided_operand_only(const ir::Node& node, const std::map<const ir::Value*, int>& output_index) const;
+  std::optional<int64_t> contiguous_slice_offset(
+      const ir::Node& node, int in_slot, const std::map<const ir::Value*, int>& output_index) const;
   bool strided_view(const ir::Node& node, int in_slot, const std::map<const ir::Value*, int>& output_index) const;
   bool strided_readers(const ir::Value* v, const Shape& strides,
                        const std::map<const ir::Value*, int>& output_index) const;

@@ -115,4 +115,33 @@ bool Plan::Impl::strided_view(const ir::Node& node, int in_slot,
          strided_readers(node.outputs[0], strides, output_index);
 }
 
+// The element offset at which a slice of contiguous arena memory is itself contiguous (a step
+// of a sequence, a block of leading rows, any slice whose dims before the sliced one have size 1):
+// such a slice is that memory at an offset for every reader, not a copy. nullopt otherwise, and
+// for graph outputs (returned in their own tensors).
+std::optional<int64_t> Plan::Impl::contiguous_slice_offset(
+    const ir::Node& node, int in_slot, const std::map<const ir::Value*, int>& output_index) const {
+  if (node.is_group() || node.op != ops::OpId::slice || output_index.count(node.outputs[0])) {
+    return std::nullopt;
+  }
+  const Slot& in = slots[size_t(in_slot)];
+  if (!in.as<ArenaSlot>() && !in.as<AliasSlot>()) return std::nullopt;  // contiguous slots only
+  if (!slots[size_t(root(in_slot))].as<ArenaSlot>()) return std::nullopt;
+  const Shape& in_shape = node.inputs[0]->meta.shape;
+  const Shape& out_shape = node.outputs[0]->meta.shape;
+  std::optional<ops::ViewLayout> v = ops::view_layout(node.op, node.attrs, in_shape,
+                                                      contiguous_strides(in_shape), 0, out_shape);
+  if (!v) return std::nullopt;
+  // Contiguous: each dim of size > 1 steps over exactly the elements of the dims after it.
+  int64_t expect = 1;
+  for (size_t d = out_shape.size(); d-- > 0;) {
+    if (out_shape[d] == 1) continue;
+    if (v->strides[d] != expect) return std::nullopt;
+    expect *= out_shape[d];
+  }
+  // Any element offset: no kernel assumes its operands aligned (a caller's inputs never are), and
+  // a misaligned read costs less than the copy it replaces.
+  return v->offset;
+}
+
 }  // namespace smelt::runtime

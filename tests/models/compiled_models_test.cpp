@@ -11,6 +11,7 @@
 #include "runtime/pipeline.h"
 #include "smelt/creation.h"
 #include "smelt/onnx.h"
+#include "smelt/ops.h"
 
 namespace smelt {
 namespace {
@@ -62,10 +63,16 @@ class CompiledModel : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CompiledModel, MatchesTheInterpreter) {
   const fs::path dir = kModels / GetParam();
-  onnx::Model m = onnx::import_model((dir / "model.onnx").string());
   const Tensor given = onnx::read_tensor_file((dir / "test_data_set_0" / "input_0.pb").string());
+  // Text models declare (batch, sequence) symbolic: they take the data set's shape.
+  onnx::ImportOptions import;
+  import.input_shapes["input"] = given.shape();
+  onnx::Model m = onnx::import_model((dir / "model.onnx").string(), import);
   Generator gen(7);
-  const Tensor random = randn(given.shape(), DType::Float32, &gen);
+  // Token ids: random ones below the largest the data set uses (inside the vocabulary).
+  const Tensor random = given.dtype() == DType::Int64
+                            ? randint(0, smelt::amax(given).item<int64_t>() + 1, given.shape(), &gen)
+                            : randn(given.shape(), DType::Float32, &gen);
 
   runtime::PipelineOptions options;
   options.backend = runtime::KernelBackend::Interpreter;
@@ -97,9 +104,10 @@ INSTANTIATE_TEST_SUITE_P(Small, CompiledModel, ::testing::ValuesIn(model_names()
                          });
 
 TEST(CompiledModels, AllArchitecturesArePresent) {
-  // make_models.py writes these four; a missing one would silently shrink the suite above.
+  // make_models.py writes these; a missing one would silently shrink the suite above.
   const std::vector<std::string> names = model_names();
-  for (const char* prefix : {"resnet18", "mobilenetv2", "squeezenet1_1", "transformer_encoder"}) {
+  for (const char* prefix : {"resnet18", "mobilenetv2", "squeezenet1_1", "transformer_encoder",
+                             "lstm_tagger", "gru_classifier"}) {
     EXPECT_TRUE(std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; }))
         << prefix;
   }

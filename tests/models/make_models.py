@@ -85,6 +85,38 @@ class Encoder(nn.Module):
         return self.encoder(x)
 
 
+class LstmTagger(nn.Module):
+    """A sequence tagger as users write one: token embedding, a multi-layer bidirectional LSTM
+    (batch first), a linear head per token."""
+
+    def __init__(self, vocab, d, hidden, layers, tags):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.lstm = nn.LSTM(d, hidden, num_layers=layers, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(2 * hidden, tags)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.embed(tokens))
+        return self.head(out)
+
+
+class GruClassifier(nn.Module):
+    """A sentence classifier: embedding, a 2-layer GRU over (seq, batch), the last layer's final
+    hidden state into a linear head."""
+
+    def __init__(self, vocab, d, hidden, classes):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.gru = nn.GRU(d, hidden, num_layers=2)
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, tokens):
+        _, h = self.gru(self.embed(tokens.t()))
+        return self.head(torch.tanh(h[-1]))
+
+
+# Token-input models: (constructor, (batch, seq), opset, {"vocab": V}); exported with the batch
+# and sequence dims dynamic (dynamic_axes), as text models are.
 # name: (constructor, input shape, opset). Opsets vary on purpose (13-17): each exporter version
 # spells some ops differently (Squeeze/ReduceMean axes as inputs from 13 and 18, LayerNormalization
 # from 17).
@@ -94,12 +126,15 @@ SMALL = {
                              (1, 3, 96, 96), 15),
     "squeezenet1_1_x0.5_64": (lambda: narrow_squeezenet1_1(0.5, 10), (1, 3, 64, 64), 14),
     "transformer_encoder_d64_l2_s16": (lambda: Encoder(64, 4, 128, 2), (1, 16, 64), 17),
+    "lstm_tagger_h16_s12": (lambda: LstmTagger(50, 12, 16, 2, 5), (2, 12), 13, {"vocab": 50}),
+    "gru_classifier_h16_s10": (lambda: GruClassifier(40, 8, 16, 3), (3, 10), 17, {"vocab": 40}),
 }
 LARGE = {
     "resnet18": (lambda: torchvision.models.resnet18(weights=None), (1, 3, 224, 224), 13),
     "mobilenetv2": (lambda: torchvision.models.mobilenet_v2(weights=None), (1, 3, 224, 224), 15),
     "squeezenet1_1": (lambda: torchvision.models.squeezenet1_1(weights=None), (1, 3, 224, 224), 14),
     "transformer_encoder_d256_l4_s128": (lambda: Encoder(256, 4, 1024, 4), (1, 128, 256), 17),
+    "lstm_tagger_h256_s64": (lambda: LstmTagger(5000, 128, 256, 2, 17), (1, 64), 13, {"vocab": 5000}),
 }
 
 
@@ -129,13 +164,18 @@ def save_tensor(path, array, name):
 
 
 def make(name, spec, out_dir, seed):
-    build, shape, opset = spec
+    build, shape, opset = spec[:3]
+    tokens = spec[3] if len(spec) > 3 else None
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     model = build()
-    calibrate_batch_norms(model, shape, generator)
+    if not tokens:
+        calibrate_batch_norms(model, shape, generator)
     model.eval()
-    x = torch.randn(shape, generator=generator)
+    if tokens:
+        x = torch.randint(0, tokens["vocab"], shape, generator=generator)
+    else:
+        x = torch.randn(shape, generator=generator)
     with torch.no_grad():
         y = model(x)
     case = os.path.join(out_dir, name)
@@ -145,8 +185,10 @@ def make(name, spec, out_dir, seed):
     # PRESERVE (the model is in eval mode): the exporter's eval-mode peephole would fold every
     # batch norm into its conv; exported as BatchNormalization nodes, they test smelt's import and
     # its own folding (passes/fold_batchnorm), as models from other exporters do.
+    dynamic = {"input": {0: "batch", 1: "sequence"}} if tokens else None
     torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"], output_names=["output"],
-                      do_constant_folding=True, training=torch.onnx.TrainingMode.PRESERVE)
+                      do_constant_folding=True, training=torch.onnx.TrainingMode.PRESERVE,
+                      dynamic_axes=dynamic)
     onnx.checker.check_model(onnx.load(path))
     save_tensor(os.path.join(data, "input_0.pb"), x.numpy(), "input")
     save_tensor(os.path.join(data, "output_0.pb"), y.numpy(), "output")
