@@ -76,6 +76,10 @@ struct RecurrentResult {
   Tensor output;  // (S, B, H), in step order of x (a reverse layer's output at x's step t)
   Tensor h;       // (B, H)
   Tensor c;       // (B, H), LSTM only
+  // output's S slices (B, H) before stacking, in x's step order: a caller that lays the steps
+  // out otherwise (ONNX's (S, directions, B, H)) stacks these, and a compiled plan then writes
+  // each step straight into its place.
+  std::vector<Tensor> steps;
 };
 
 // x (S, B, I). h0, c0 (B, H): undefined means zeros; c0 only for LSTM. lengths: undefined, or an

@@ -233,6 +233,7 @@ RecurrentResult recurrent_layer(const Tensor& x, const RecurrentWeights& w, cons
   result.output = steps > 0 ? stack(outputs, 0) : zeros({0, batch, hidden}, dt);
   result.h = h;
   result.c = c;
+  result.steps = std::move(outputs);
   return result;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "onnx/node_context.h"
+#include "smelt/creation.h"
 #include "smelt/ops.h"
 #include "smelt/recurrent.h"
 
@@ -99,7 +100,8 @@ Ts convert_recurrent(NodeContext& c, RecurrentCell cell) {
     acts.push_back(a);
   }
 
-  std::vector<Tensor> ys, hs, cs;
+  std::vector<std::vector<Tensor>> steps;
+  std::vector<Tensor> hs, cs;
   for (int64_t d = 0; d < dirs; ++d) {
     RecurrentWeights weights;
     weights.w_ih = reorder_blocks(w.select(0, d), 0, hidden, order);
@@ -118,11 +120,20 @@ Ts convert_recurrent(NodeContext& c, RecurrentCell cell) {
     RecurrentResult res = recurrent_layer(x, weights, h0.defined() ? h0.select(0, d) : Tensor(),
                                           c0.defined() ? c0.select(0, d) : Tensor(), lengths,
                                           options);
-    ys.push_back(res.output);
+    steps.push_back(std::move(res.steps));
     hs.push_back(res.h);
     if (lstm) cs.push_back(res.c);
   }
-  Tensor y = stack(ys, 1);                // (seq, dirs, batch, H)
+  // Y (seq, dirs, batch, H): one stack of every step's state in that order, so that a compiled
+  // plan writes each step's state straight into Y (a stack of the directions' own outputs would
+  // copy both).
+  const int64_t seq = x.size(0);
+  std::vector<Tensor> ordered;
+  for (int64_t t = 0; t < seq; ++t) {
+    for (int64_t d = 0; d < dirs; ++d) ordered.push_back(steps[size_t(d)][size_t(t)]);
+  }
+  Tensor y = seq == 0 ? zeros({0, dirs, x.size(1), hidden}, x.dtype())
+                      : stack(ordered, 0).reshape({seq, dirs, x.size(1), hidden});
   Tensor y_h = stack(hs, 0);              // (dirs, batch, H)
   Tensor y_c = lstm ? stack(cs, 0) : Tensor();
   if (layout == 1) {

@@ -149,7 +149,9 @@ struct Plan::Impl {
     int64_t offset = 0;  // elements from the start of the cat's output
     int slot = -1;       // the slice's alias slot, once its producer made it
   };
-  std::map<const ir::Value*, CatSlice> cat_slices;  // by operand
+  std::map<const ir::Value*, CatSlice> cat_slices;  // by placed value (an operand, or what it reshapes)
+  std::map<const ir::Value*, const ir::Value*> cat_placed_value;  // operand -> the value placed
+  bool same_memory(int slot, int target) const;
   std::map<const ir::Node*, int> cat_buffers;       // by cat: its output's arena slot, once made
   void plan_cat_slices(const ir::Graph& graph, const std::map<const ir::Value*, int>& output_index);
   int cat_slice_slot(const ir::Value* v, int step);

@@ -73,7 +73,9 @@ TEST(RecurrentModules, StackingMatchesLayerByLayer) {
     }
     EXPECT_TRUE(same_bits(got.output, in));
     EXPECT_TRUE(same_bits(got.h_n, stack(hs, 0)));
-    if (lstm) EXPECT_TRUE(same_bits(got.c_n, stack(cs, 0)));
+    if (lstm) {
+      EXPECT_TRUE(same_bits(got.c_n, stack(cs, 0)));
+    }
 
     m.batch_first = true;
     nn::Recurrent::Output bf = m.forward_state(x.transpose(0, 1).contiguous(), h0, c0);
@@ -161,8 +163,9 @@ TEST(RecurrentModules, ErrorsSayWhatIsValid) {
   RecurrentWeights w{zeros({8, 3}), zeros({8, 2}), Tensor(), Tensor(), Tensor()};
   expect_error([&] { recurrent_layer(zeros({4, 2, 3}), w, Tensor(), Tensor(), zeros({2}), opt); },
                {"lengths must be an integer tensor (2)"});
-  expect_error([&] { recurrent_layer(zeros({4, 2, 3}), w, Tensor(), Tensor(), Tensor(),
-                                     RecurrentOptions{RecurrentCell::GRU}); },
+  RecurrentOptions gru;
+  gru.cell = RecurrentCell::GRU;
+  expect_error([&] { recurrent_layer(zeros({4, 2, 3}), w, Tensor(), Tensor(), Tensor(), gru); },
                {"GRU", "w_hh must be (3 * hidden, hidden)"});
   w.w_ih = zeros({8, 3}, DType::Float64);
   expect_error([&] { recurrent_layer(zeros({4, 2, 3}), w, Tensor(), Tensor(), Tensor(), opt); },

@@ -2,9 +2,9 @@
 // straight into their slices of the cat's buffer. Each case compiles the function with it and
 // without it (SMELT_NO_CAT_IN_PLACE=1: every cat copies) and wants the same bits, special values
 // included (the same kernels run, only where they write differs), and eager's values within
-// rounding; the plan text shows which cats lost their copy. Negative cases: an operand read
-// elsewhere too, a cat that is a graph output, an unaligned slice, batch 2 (strided slices), the
-// same operand twice, a graph input as operand. Each test runs in its own process
+// rounding; the plan text shows which cats lost their copy. Negative cases: an operand that is a
+// graph output, a cat that is a graph output, an unaligned slice, batch 2 (strided slices), the
+// same operand twice (placed once), a graph input as operand. Each test runs in its own process
 // (gtest_discover_tests), so the cache directory set here is the one the kernel cache reads.
 #include <cstdlib>
 #include <optional>
@@ -131,9 +131,9 @@ TEST_F(PlanCat, MatmulRowsAndAnInputOperand) {
   EXPECT_EQ(count(p.in_place, "into its slice"), 1u) << p.in_place;
 }
 
-// The first operand is also read by another op and the second is a graph output: both are copied
-// (the cat keeps its buffer from... its own step); the third operand alone is written in place.
-TEST_F(PlanCat, OperandsReadElsewhereAreCopied) {
+// The first operand is also read by another op: it is still written into its slice (the other
+// reader reads it there). The second is a graph output (returned in its own tensor): copied.
+TEST_F(PlanCat, OperandsReadElsewhereArePlacedOutputsCopied) {
   const Tensor w = rand32({16, 16}, 21);
   const Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor a = relu(matmul(in[0], w)), b = sigmoid(matmul(in[0], w)), c = tanh(matmul(in[0], w));
@@ -141,13 +141,38 @@ TEST_F(PlanCat, OperandsReadElsewhereAreCopied) {
     return std::vector<Tensor>{k * 2.0, a.sum(), b};
   };
   const Plans p = expect_same_as_copying(fn, {rand32({16, 16}, 22)});
-  EXPECT_EQ(count(p.in_place, "cat operand 0 into its slice"), 1u) << p.in_place;
+  EXPECT_EQ(count(p.in_place, "cat operand 0 into its slice"), 0u) << p.in_place;
   EXPECT_EQ(count(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
   EXPECT_EQ(count(p.in_place, "cat operand 2 into its slice"), 0u) << p.in_place;
 }
 
+// A recurrence stacked over its steps (as recurrent_layer does): each step's state is read by the
+// next step and is a stack operand through an unsqueeze; every state is written into its slice
+// of the stack, none copied, in forward and in reverse order; also with NaN and infinities.
+TEST_F(PlanCat, StackedRecurrentStatesAreWrittenInPlace) {
+  const Tensor w = rand32({16, 16}, 41, 0.3);
+  for (bool reverse : {false, true}) {
+    SCOPED_TRACE(reverse ? "reverse" : "forward");
+    const Fn fn = [&](const std::vector<Tensor>& in) {
+      Tensor h = zeros({1, 16});
+      std::vector<Tensor> states(6);
+      for (int i = 0; i < 6; ++i) {
+        const int t = reverse ? 5 - i : i;
+        h = tanh(matmul(h, w) + in[0].select(0, t));
+        states[size_t(t)] = h;
+      }
+      return std::vector<Tensor>{stack(states, 0) * 2.0, h.sum()};
+    };
+    const Plans p = expect_same_as_copying(fn, {testing::special_values({6, 1, 16}, 42, 13)});
+    EXPECT_EQ(count(p.copying, "op cat ("), 1u) << p.copying;
+    EXPECT_EQ(count(p.in_place, "op cat ("), 0u) << p.in_place;
+    EXPECT_EQ(count(p.in_place, "into its slice"), 0u) << p.in_place;
+  }
+}
+
 // Cats left to their own step: one that is a graph output, one over batch 2 on channels (each
-// operand strided in the result), one with the same operand twice, and one on channels whose
+// operand strided in the result); one with the same operand twice (its first slice written in
+// place, the second copied from it), and one on channels whose
 // second slice would start at byte 300 (3 channels of 5x5): that operand is copied, the first
 // (at byte 0) written in place.
 TEST_F(PlanCat, NegativeCases) {
@@ -169,7 +194,8 @@ TEST_F(PlanCat, NegativeCases) {
     return std::vector<Tensor>{cat({a, a}, 0).sum({0})};
   };
   p = expect_same_as_copying(twice, {rand32({16, 16}, 34)});
-  EXPECT_EQ(count(p.in_place, "op cat ("), 1u) << p.in_place;
+  EXPECT_EQ(count(p.in_place, "cat operand 0 into its slice"), 0u) << p.in_place;
+  EXPECT_EQ(count(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
 
   const Fn unaligned = [&](const std::vector<Tensor>& in) {
     Tensor c = cat({relu(conv2d(in[0], w, Tensor(), 1, 1)), tanh(conv2d(in[0], w, Tensor(), 1, 1))}, 1);
