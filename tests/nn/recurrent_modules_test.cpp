@@ -163,9 +163,9 @@ TEST(RecurrentModules, ErrorsSayWhatIsValid) {
   RecurrentWeights w{zeros({8, 3}), zeros({8, 2}), Tensor(), Tensor(), Tensor()};
   expect_error([&] { recurrent_layer(zeros({4, 2, 3}), w, Tensor(), Tensor(), zeros({2}), opt); },
                {"lengths must be an integer tensor (2)"});
-  RecurrentOptions gru;
-  gru.cell = RecurrentCell::GRU;
-  expect_error([&] { recurrent_layer(zeros({4, 2, 3}), w, Tensor(), Tensor(), Tensor(), gru); },
+  RecurrentOptions gru_options;
+  gru_options.cell = RecurrentCell::GRU;
+  expect_error([&] { recurrent_layer(zeros({4, 2, 3}), w, Tensor(), Tensor(), Tensor(), gru_options); },
                {"GRU", "w_hh must be (3 * hidden, hidden)"});
   w.w_ih = zeros({8, 3}, DType::Float64);
   expect_error([&] { recurrent_layer(zeros({4, 2, 3}), w, Tensor(), Tensor(), Tensor(), opt); },
