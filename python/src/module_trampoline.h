@@ -134,5 +134,6 @@ void def_tensor_member(LayerClass<M>& cls, const char* name,
 }
 
 void bind_layers(py::module_& m);
+void bind_recurrent(py::module_& m);
 
 }  // namespace smelt::python

@@ -205,6 +205,7 @@ void bind_nn(py::module_& m) {
       .def("extra_repr", [](const nn::Module& self) { return self.nn::Module::extra_repr(); })
       .def("__repr__", &nn::Module::to_string);
   bind_layers(m);
+  bind_recurrent(m);
   m.def("clip_grad_norm_", [](py::handle params, double max_norm, bool error_if_nonfinite) {
     std::vector<Tensor> ps = py::isinstance<Tensor>(params) ? std::vector<Tensor>{params.cast<Tensor>()}
                                                            : tensor_list(params, "clip_grad_norm_: parameters");

@@ -8,8 +8,9 @@ Python subclasses of Module over smelt.nn.functional.
 import sys as _sys
 
 from .._smelt.nn import (AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, Conv2d, Dropout, Embedding,  # noqa: F401
-                         Flatten, GELU, LayerNorm, LeakyReLU, Linear, MaxPool2d, Module, Parameter, ReLU,
-                         Sequential, SiLU, Sigmoid, Tanh, clip_grad_norm_, digits_cnn, init)
+                         Flatten, GELU, GRU, LSTM, LayerNorm, LeakyReLU, Linear, MaxPool2d, Module,
+                         Parameter, ReLU, RNN, Sequential, SiLU, Sigmoid, Tanh, clip_grad_norm_,
+                         digits_cnn, init)
 from . import functional, utils  # noqa: F401
 
 _sys.modules[__name__ + ".init"] = init
