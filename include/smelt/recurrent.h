@@ -82,7 +82,9 @@ struct RecurrentResult {
   std::vector<Tensor> steps;
 };
 
-// x (S, B, I). h0, c0 (B, H): undefined means zeros; c0 only for LSTM. lengths: undefined, or an
+// x (S, B, I). h0, c0 (B, H): undefined means zeros (the first step then leaves out the
+// products with the zero state: with inf or NaN in w_hh, its output is finite where a product with
+// zeros would be NaN; the next steps are the same); c0 only for LSTM. lengths: undefined, or an
 // integer tensor (B) with values in [0, S]; steps at or past an entry's length leave its state
 // unchanged and write zeros to its output (ONNX's sequence_lens). Differentiable in x, the
 // weights and the initial states.

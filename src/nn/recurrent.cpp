@@ -178,57 +178,65 @@ RecurrentResult recurrent_layer(const Tensor& x, const RecurrentWeights& w, cons
   Tensor b_hn = gru && w.b_hh.defined() && opt.linear_before_reset ? block(w.b_hh, 2, hidden)
                                                                    : Tensor();
 
-  Tensor h = h0.defined() ? h0 : zeros({batch, hidden}, dt);
-  Tensor c = lstm ? (c0.defined() ? c0 : zeros({batch, hidden}, dt)) : Tensor();
-  Tensor zero_state = lengths.defined() ? zeros({batch, hidden}, dt) : Tensor();
+  // No initial state is a zero state, which the first step's products would only multiply:
+  // until a step has run, h (and c) stay undefined and their terms are left out. (So the graph has
+  // no (batch, hidden) constant, and a compiled call's batch can be a symbolic dim.)
+  Tensor h = h0, c = lstm ? c0 : Tensor();
+  const Tensor zero = scalar_like(0, x);  // broadcasts: an output past a sequence's end
+  auto recurrent = [&](const Tensor& w_rec) { return matmul(h, w_rec.t()); };
+  auto plus = [](const Tensor& a, const Tensor& b) { return b.defined() ? a + b : a; };
+  auto times = [](const Tensor& a, const Tensor& b) { return b.defined() ? a * b : Tensor(); };
   std::vector<Tensor> outputs(static_cast<size_t>(steps));
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = opt.reverse ? steps - 1 - i : i;
     Tensor xt = projected.select(0, t);
+    const bool has_h = h.defined();
     Tensor h_new, c_new;
     if (opt.cell == RecurrentCell::RNN) {
-      h_new = act[0](clipped(xt + matmul(h, w_hh.t())));
+      h_new = act[0](clipped(has_h ? xt + recurrent(w_hh) : xt));
     } else if (lstm) {
-      Tensor g = xt + matmul(h, w_hh.t());
+      Tensor g = has_h ? xt + recurrent(w_hh) : xt;
       Tensor gi = block(g, 0, hidden), gf = block(g, 1, hidden);
       Tensor gc = block(g, 2, hidden), go = block(g, 3, hidden);
       if (w.peephole.defined()) {
-        gi = gi + block(w.peephole, 0, hidden) * c;
-        gf = gf + block(w.peephole, 1, hidden) * c;
+        gi = plus(gi, times(block(w.peephole, 0, hidden), c));
+        gf = plus(gf, times(block(w.peephole, 1, hidden), c));
       }
       Tensor in = act[0](clipped(gi));
       Tensor forget = opt.input_forget ? 1.0 - in : act[0](clipped(gf));
-      c_new = forget * c + in * act[1](clipped(gc));
+      c_new = plus(in * act[1](clipped(gc)), times(forget, c));
       if (w.peephole.defined()) go = go + block(w.peephole, 2, hidden) * c_new;
       h_new = act[0](clipped(go)) * act[2](c_new);
     } else {
-      Tensor g = matmul(h, w_hh.t());
-      Tensor r = act[0](clipped(block(xt, 0, hidden) + block(g, 0, hidden)));
-      Tensor z = act[0](clipped(block(xt, 1, hidden) + block(g, 1, hidden)));
-      Tensor hn;
+      Tensor g = has_h ? recurrent(w_hh) : Tensor();
+      Tensor r = act[0](clipped(plus(block(xt, 0, hidden), has_h ? block(g, 0, hidden) : Tensor())));
+      Tensor z = act[0](clipped(plus(block(xt, 1, hidden), has_h ? block(g, 1, hidden) : Tensor())));
+      Tensor hn;  // undefined: zero
       if (opt.linear_before_reset) {
-        hn = matmul(h, w_hn.t());
-        if (b_hn.defined()) hn = hn + b_hn;
-        hn = r * hn;
-      } else {
+        hn = plus(has_h ? recurrent(w_hn) : b_hn, has_h ? b_hn : Tensor());
+        if (hn.defined()) hn = r * hn;
+      } else if (has_h) {
         hn = matmul(r * h, w_hn.t());
       }
-      Tensor n = act[1](clipped(block(xt, 2, hidden) + hn));
-      h_new = (1.0 - z) * n + z * h;
+      Tensor n = act[1](clipped(plus(block(xt, 2, hidden), hn)));
+      h_new = plus((1.0 - z) * n, times(z, h));
     }
     if (lengths.defined()) {
-      // Entries whose sequence has ended keep their state and output zeros.
+      // Entries whose sequence has ended (or not begun, in reverse) keep their state and output
+      // zeros.
       Tensor running = gt(lengths, scalar_tensor(t, TensorOptions().dtype(lengths.dtype())))
                            .unsqueeze(1);
-      outputs[size_t(t)] = where(running, h_new, zero_state);
-      h = where(running, h_new, h);
-      if (lstm) c = where(running, c_new, c);
+      outputs[size_t(t)] = where(running, h_new, zero);
+      h = where(running, h_new, has_h ? h : zero);
+      if (lstm) c = where(running, c_new, c.defined() ? c : zero);
     } else {
       outputs[size_t(t)] = h_new;
       h = h_new;
       c = c_new;
     }
   }
+  if (!h.defined()) h = zeros({batch, hidden}, dt);  // no step ran
+  if (lstm && !c.defined()) c = zeros({batch, hidden}, dt);
   RecurrentResult result;
   result.output = steps > 0 ? stack(outputs, 0) : zeros({0, batch, hidden}, dt);
   result.h = h;

@@ -1,6 +1,7 @@
 // smelt::compile's dynamic dims (CompileOptions::dynamic_batch, dynamic_dims): after a call that
 // differs from a compiled signature in some dims, one graph and one set of kernels for every size
 // of those dims (runtime/shape_fit.h), and a plan per size instantiated from them.
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -116,12 +117,26 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
     if (order.empty() && !options.dynamic_dims.empty()) {
       symbols = marked_symbols(options.dynamic_dims, sig);
     }
-    // More dims of an entry made before (its symbols stay symbols), else the dims that differ
-    // from a signature compiled before.
+    // More dims of an entry made before (its symbols stay symbols; not of an entry whose dims
+    // change the graph: they would again), else the fewest dims that differ from a signature
+    // compiled before (an LSTM's batch, at a sequence length seen before, though its sequence
+    // length unrolls the graph).
     for (size_t k = 0; !symbols && k < dynamic.size(); ++k) {
-      symbols = symbols_between(dynamic[k]->key, &dynamic[k]->symbols, sig, &why);
+      if (dynamic[k]->why_not.empty()) {
+        symbols = symbols_between(dynamic[k]->key, &dynamic[k]->symbols, sig, &why);
+      }
     }
-    for (size_t k = 0; !symbols && k < order.size(); ++k) symbols = symbols_between(order[k], nullptr, sig, &why);
+    auto symbolic_dims = [](const Symbols& s) {
+      size_t n = 0;
+      for (const auto& dims : s) n += size_t(std::count_if(dims.begin(), dims.end(), [](int x) { return x >= 0; }));
+      return n;
+    };
+    if (!symbols) {
+      for (const Signature& before : order) {
+        std::optional<Symbols> fewer = symbols_between(before, nullptr, sig, &why);
+        if (fewer && (!symbols || symbolic_dims(*fewer) < symbolic_dims(*symbols))) symbols = std::move(fewer);
+      }
+    }
     if (!symbols) {
       if (!why.empty()) *note = " (not dynamic: " + why + "; kernels specialized)";
       return nullptr;

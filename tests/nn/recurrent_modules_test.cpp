@@ -246,3 +246,34 @@ TEST(RecurrentModules, CompiledTrainingStepEqualsEager) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Batch sizes at one sequence length share one set of kernels (the batch is a symbolic dim: the
+// layer puts no (batch, hidden) constant in the graph); a new sequence length unrolls a different
+// graph, so it is compiled for that length and says why. Every call equals eager.
+TEST(RecurrentModules, CompiledBatchIsDynamicSequenceSpecialized) {
+  manual_seed(13);
+  nn::LSTM lstm(4, 3, 1, true, true);
+  lstm.eval();
+  CompileOptions o;
+  o.backend = "interpreter";
+  CompiledFunction f = compile_module(
+      lstm, [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{lstm(in[0])}; }, o);
+  uint64_t seed = 30;
+  for (int64_t b : {2, 3, 5, 1}) {
+    Tensor x = random_tensor({b, 6, 4}, -2, 2, ++seed).to(DType::Float32);
+    EXPECT_TRUE(same_bits(f({x})[0], lstm(x))) << "batch " << b;
+  }
+  EXPECT_EQ(f.num_compiles(), 2) << ::testing::PrintToString(f.recompile_reasons());
+  ASSERT_FALSE(f.recompile_reasons().empty());
+  EXPECT_NE(f.recompile_reasons()[0].find("dynamic"), std::string::npos) << f.recompile_reasons()[0];
+  Tensor x = random_tensor({2, 7, 4}, -2, 2, 40).to(DType::Float32);
+  EXPECT_TRUE(same_bits(f({x})[0], lstm(x)));
+  EXPECT_NE(f.recompile_reasons().back().find("dim 1: 6 -> 7"), std::string::npos)
+      << f.recompile_reasons().back();
+}
+
+}  // namespace
+}  // namespace smelt

@@ -123,12 +123,15 @@ std::vector<Case> cases() {
   for (C cell : {C::RNN, C::LSTM, C::GRU}) {
     out.push_back({cell});
     out.push_back({cell, true, true, false, true, true});            // reverse, lengths, states
+    out.push_back({cell, false, true, false, true, false});          // lengths, zero states
     out.push_back({cell, false, false, false, false, true});         // no bias
     out.push_back({cell, false, true, false, false, false, true, false, 0.7});  // clip
   }
   out.push_back({C::LSTM, false, true, true, true, true});           // peepholes
+  out.push_back({C::LSTM, true, true, true, true, false});           // peepholes, zero states
   out.push_back({C::LSTM, true, true, true, false, false, true, true});  // input_forget
   out.push_back({C::GRU, false, true, false, true, true, false});    // ONNX's GRU
+  out.push_back({C::GRU, true, true, false, true, false, false});    // ONNX's GRU, zero states
   out.push_back({C::GRU, true, true, false, false, false, false, false, 0.5});
   return out;
 }
