@@ -10,7 +10,7 @@
 // the decision, and only then computes the caller's result, with the decided implementation —
 // as does every later call of the class. So within a process the same call gives bitwise-identical
 // results every time, the first call included. Problems under kMeasureMinFlops are not worth
-// timing and always use Own (no library call overhead), as do all problems with M = 1.
+// timing and always use Own (no library call overhead), as do all problems with M = 1 or N = 1.
 //
 // Across processes: the decision is measured again in each process (nothing is persisted), and a
 // close race may go either way, so two runs may use different implementations for a class (the
@@ -125,8 +125,10 @@ double measure_ns_per_flop(GemmImpl impl, int64_t M, int64_t N, int64_t K, bool 
 // packs it (MobileNetV2's classifier, 1280 -> 1000 with a transposed weight: own 60-150 us,
 // OpenBLAS 400 us at 1 and 2 threads). A measurement on a busy machine could still pick OpenBLAS
 // (one run of each), and this keeps the bits of such products the same in every process.
+// N = 1 (one column: a 1x1 convolution on a 1x1 image) is the same product transposed, and takes
+// the same path.
 bool worth_measuring(int64_t M, int64_t N, int64_t K) {
-  return M > 1 && 2.0 * double(M) * double(N) * double(K) >= kMeasureMinFlops;
+  return M > 1 && N > 1 && 2.0 * double(M) * double(N) * double(K) >= kMeasureMinFlops;
 }
 
 // The implementation for this problem's class, measuring it first when the class is new.

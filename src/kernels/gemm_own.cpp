@@ -184,6 +184,20 @@ void gemm_own(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa,
     return;
   }
   if (M == 1 && gemm_row_vector(N, K, alpha, A, csa, B, rsb, csb, beta, C, csc, epilogue)) return;
+  // One column (a 1x1 convolution on a 1x1 image: squeeze-excitation, a classifier as a conv):
+  // C^T = B^T A^T, the row-vector path with A read in place as the transposed operand. Its
+  // epilogue sees C's rows as the columns it finished.
+  if (N == 1) {
+    struct Transposed {
+      const GemmEpilogue* outer;
+      GemmEpilogue self;
+    } t{epilogue, {}};
+    t.self.fn = [](void* ctx, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+      (*static_cast<const Transposed*>(ctx)->outer)(c0, c1, r0, r1);
+    };
+    t.self.ctx = &t;
+    if (gemm_row_vector(M, K, alpha, B, rsb, A, csa, rsa, beta, C, rsc, epilogue ? &t.self : nullptr)) return;
+  }
   using Cfg = GemmConfig<T>;
   gemm_detail::for_each_strip(M, N, K, Cfg::MR, Cfg::NR, [&](bool split_n, int64_t begin, int64_t end) {
     if (split_n) {

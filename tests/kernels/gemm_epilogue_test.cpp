@@ -48,7 +48,8 @@ std::vector<float> random_values(int64_t n, uint32_t seed) {
 TEST(GemmEpilogue, TilesCoverCOnceWithFinalValuesAndChangeNoBits) {
   const Problem problems[] = {{1, 1, 1, true},     {13, 700, 300, true}, {300, 45, 200, true},
                               {257, 513, 70, true}, {37, 61, 0, true},    {90, 130, 40, false},
-                              {1, 1000, 300, true}, {1, 700, 50, false}};  // M = 1: the row-vector path
+                              {1, 1000, 300, true}, {1, 700, 50, false},   // M = 1: the row-vector path
+                              {1000, 1, 300, true}, {700, 1, 50, false}};  // N = 1: the same, transposed
   for (GemmImpl impl : {GemmImpl::Own, GemmImpl::OpenBlas}) {
     for (const Problem& p : problems) {
       SCOPED_TRACE(std::string(gemm_impl_name(impl)) + " M=" + std::to_string(p.M) + " N=" + std::to_string(p.N) +

@@ -134,6 +134,37 @@ void sweep_row_vector() {
 TEST(Gemm, FloatRowVector) { sweep_row_vector<float>(); }
 TEST(Gemm, DoubleRowVector) { sweep_row_vector<double>(); }
 
+// N = 1 (a 1x1 convolution on a 1x1 image) is the row-vector path transposed: every layout, row
+// counts around its 256-column blocks, K around its tiles, alpha / beta; and the bits of the
+// transposed M = 1 product (the same sums, in the same order).
+template <class T>
+void sweep_column_vector() {
+  const int64_t sizes[][2] = {{1, 1}, {255, 15}, {256, 16}, {257, 17}, {1000, 1280}, {600, 3}};
+  for (const auto& s : sizes) {
+    for (Layout la : kLayouts) {
+      for (Layout lb : kLayouts) {
+        for (Layout lc : kLayouts) {
+          check_case<T>(s[0], 1, s[1], la, lb, lc, T(1), T(0), GemmImpl::Own);
+          check_case<T>(s[0], 1, s[1], la, lb, lc, T(0.5), T(-2), GemmImpl::Own);
+        }
+      }
+    }
+    const int64_t M = s[0], K = s[1];
+    std::mt19937 rng(unsigned(M + K));
+    auto A = make_matrix<T>(M, K, Layout::RowMajor, rng);
+    auto b = make_matrix<T>(K, 1, Layout::RowMajor, rng);
+    std::vector<T> column(static_cast<size_t>(M)), row(static_cast<size_t>(M));
+    kernels::gemm<T>(M, 1, K, T(1), A.data.data(), A.rs, A.cs, b.data.data(), b.rs, b.cs, T(0), column.data(), 1, 1,
+                     GemmImpl::Auto);
+    kernels::gemm<T>(1, M, K, T(1), b.data.data(), 1, b.rs, A.data.data(), A.cs, A.rs, T(0), row.data(), M, 1,
+                     GemmImpl::Own);
+    EXPECT_EQ(std::memcmp(column.data(), row.data(), column.size() * sizeof(T)), 0) << "M=" << M << " K=" << K;
+  }
+}
+
+TEST(Gemm, FloatColumnVector) { sweep_column_vector<float>(); }
+TEST(Gemm, DoubleColumnVector) { sweep_column_vector<double>(); }
+
 // M = 1: the same values in B's three layouts (rows contiguous, columns contiguous, both strides
 // > 1) give the same bits, special values included: each element is summed over k in order. The
 // compile fuzzer found the layouts disagreeing (seed 20019121: a plan's contiguous copy of a
