@@ -32,6 +32,8 @@ const WORKLOADS = [
   {name: 'SqueezeNet 1.1 inference b1 224x224', dir: 'squeezenet1_1', flops: 2 * 0.349e9},
   {name: 'Transformer encoder d256 l4 s128 inference b1', dir: 'transformer_encoder_d256_l4_s128',
    flops: 4 * (2 * 128 * 256 * (768 + 256 + 2 * 1024) + 2 * 2 * 4 * 128 * 128 * 64)},
+  {name: 'MobileNetV3-small inference b1 224x224', dir: 'mobilenetv3_small', flops: 2 * 0.0566e9},
+  {name: 'EfficientNet-B0 inference b1 224x224', dir: 'efficientnet_b0', flops: 2 * 0.386e9},
   {name: 'LSTM tagger h256 l2 bidirectional s64 inference b1', dir: 'lstm_tagger_h256_s64',
    flops: 2 * 2 * 64 * 1024 * (128 + 256) + 2 * 2 * 64 * 1024 * (512 + 256) + 2 * 64 * 512 * 17,
    tokens: [1, 64], vocab: 5000},

@@ -45,6 +45,9 @@ const ModelCase kModels[] = {
      4 * (2.0 * 128 * 256 * (768 + 256 + 2 * 1024) + 2.0 * 2 * 4 * 128 * 128 * 64)},
     // Embedding 5000x128, a 2-layer bidirectional LSTM (hidden 256), a linear head of 17 tags, over
     // one sequence of 64 tokens: per direction 2 x 64 x 4H x (I + H), I = 128 then 512.
+    // Squeeze-excitation networks (1x1 convolutions on 1x1 images; hard-swish, SiLU).
+    {"MobileNetV3-small inference b1 224x224", "mobilenetv3_small", 2 * 0.0566e9},
+    {"EfficientNet-B0 inference b1 224x224", "efficientnet_b0", 2 * 0.386e9},
     {"LSTM tagger h256 l2 bidirectional s64 inference b1", "lstm_tagger_h256_s64",
      2 * 2.0 * 64 * 1024 * (128 + 256) + 2 * 2.0 * 64 * 1024 * (512 + 256) + 2.0 * 64 * 512 * 17,
      {1, 64}, 5000},

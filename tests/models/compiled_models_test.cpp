@@ -107,7 +107,8 @@ TEST(CompiledModels, AllArchitecturesArePresent) {
   // make_models.py writes these; a missing one would silently shrink the suite above.
   const std::vector<std::string> names = model_names();
   for (const char* prefix : {"resnet18", "mobilenetv2", "squeezenet1_1", "transformer_encoder",
-                             "lstm_tagger", "gru_classifier"}) {
+                             "lstm_tagger", "gru_classifier", "mobilenetv3_small", "convnext",
+                             "densenet", "shufflenetv2", "unet", "vit"}) {
     EXPECT_TRUE(std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; }))
         << prefix;
   }

@@ -32,7 +32,11 @@ import torch
 import torch.nn as nn
 import torchvision
 from torchvision.models.resnet import BasicBlock, ResNet
+from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+from torchvision.models.densenet import DenseNet
+from torchvision.models.shufflenetv2 import ShuffleNetV2
 from torchvision.models.squeezenet import Fire
+from torchvision.models.vision_transformer import VisionTransformer
 
 
 class NarrowResNet18(ResNet):
@@ -85,6 +89,32 @@ class Encoder(nn.Module):
         return self.encoder(x)
 
 
+class UNet(nn.Module):
+    """A 3-level UNet: conv-BN-ReLU blocks, max-pool down, a ConvTranspose up and a bilinear
+    Upsample (ONNX Resize) up, skip connections concatenated."""
+
+    def __init__(self, c):
+        super().__init__()
+
+        def block(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU(inplace=True))
+        self.d1, self.d2, self.d3 = block(3, c), block(c, 2 * c), block(2 * c, 4 * c)
+        self.pool = nn.MaxPool2d(2)
+        self.up2 = nn.ConvTranspose2d(4 * c, 2 * c, 2, stride=2)
+        self.u2 = block(4 * c, 2 * c)
+        self.up1 = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.u1 = block(3 * c, c)
+        self.out = nn.Conv2d(c, 2, 1)
+
+    def forward(self, x):
+        a = self.d1(x)
+        b = self.d2(self.pool(a))
+        m = self.d3(self.pool(b))
+        y = self.u2(torch.cat([self.up2(m), b], 1))
+        y = self.u1(torch.cat([self.up1(y), a], 1))
+        return self.out(y)
+
+
 class LstmTagger(nn.Module):
     """A sequence tagger as users write one: token embedding, a multi-layer bidirectional LSTM
     (batch first), a linear head per token."""
@@ -128,6 +158,18 @@ SMALL = {
     "transformer_encoder_d64_l2_s16": (lambda: Encoder(64, 4, 128, 2), (1, 16, 64), 17),
     "lstm_tagger_h16_s12": (lambda: LstmTagger(50, 12, 16, 2, 5), (2, 12), 13, {"vocab": 50}),
     "gru_classifier_h16_s10": (lambda: GruClassifier(40, 8, 16, 3), (3, 10), 17, {"vocab": 40}),
+    # squeeze-excitation, hard-swish; permuted (channels-last) LayerNorm in primitives; dense
+    # connectivity; channel shuffle and grouped/depthwise convs; ConvTranspose and Resize; a
+    # vision transformer (patch conv, class token, attention)
+    "mobilenetv3_small_x0.5_96": (lambda: torchvision.models.mobilenet_v3_small(weights=None, width_mult=0.5,
+                                                                                num_classes=10), (1, 3, 96, 96), 13),
+    "convnext_d16_64": (lambda: ConvNeXt([CNBlockConfig(16, 32, 2), CNBlockConfig(32, 64, 2), CNBlockConfig(64, None, 2)],
+                                         num_classes=10), (1, 3, 64, 64), 13),
+    "densenet_g8_64": (lambda: DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16, num_classes=10),
+                       (1, 3, 64, 64), 14),
+    "shufflenetv2_x0.25_64": (lambda: ShuffleNetV2([2, 2, 2], [12, 24, 48, 96, 256], num_classes=10), (1, 3, 64, 64), 13),
+    "unet_c8_64": (lambda: UNet(8), (1, 3, 64, 64), 13),
+    "vit_p8_d32_32": (lambda: VisionTransformer(32, 8, 2, 2, 32, 64, num_classes=10), (1, 3, 32, 32), 17),
 }
 LARGE = {
     "resnet18": (lambda: torchvision.models.resnet18(weights=None), (1, 3, 224, 224), 13),
@@ -135,6 +177,8 @@ LARGE = {
     "squeezenet1_1": (lambda: torchvision.models.squeezenet1_1(weights=None), (1, 3, 224, 224), 14),
     "transformer_encoder_d256_l4_s128": (lambda: Encoder(256, 4, 1024, 4), (1, 128, 256), 17),
     "lstm_tagger_h256_s64": (lambda: LstmTagger(5000, 128, 256, 2, 17), (1, 64), 13, {"vocab": 5000}),
+    "mobilenetv3_small": (lambda: torchvision.models.mobilenet_v3_small(weights=None), (1, 3, 224, 224), 13),
+    "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(weights=None), (1, 3, 224, 224), 13),
 }
 
 
@@ -169,6 +213,12 @@ def make(name, spec, out_dir, seed):
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     model = build()
+    # Parameters initialized to (nearly) zero — a ViT's classifier, ConvNeXt's layer scales of
+    # 1e-6 — would make their part of the network invisible in the outputs: random instead.
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.numel() > 1 and p.abs().max() < 1e-3:
+                p.copy_(torch.randn(p.shape, generator=generator) * 0.2)
     if not tokens:
         calibrate_batch_norms(model, shape, generator)
     model.eval()
