@@ -169,11 +169,11 @@ def model_profiles(workloads, server):
 
 
 def make_models(models):
-    """The full-size ONNX models (tests/models/make_models.py large), unless already there."""
-    if (models / "complete").exists():
-        return
-    print(f"making the full-size models in {models} (tests/models/make_models.py large) ...", flush=True)
-    done = subprocess.run([PYTHON, str(BENCH_DIR.parent / "tests" / "models" / "make_models.py"), "large", str(models)])
+    """The full-size ONNX models (tests/models/make_models.py large --keep: those not there yet, so
+    a model added to the list is made in a directory that has the others)."""
+    print(f"making the full-size models missing in {models} (tests/models/make_models.py large) ...", flush=True)
+    done = subprocess.run([PYTHON, str(BENCH_DIR.parent / "tests" / "models" / "make_models.py"), "large", str(models),
+                           "--keep"])
     if done.returncode == 0:
         (models / "complete").touch()
     else:

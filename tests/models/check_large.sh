@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ctest's full-size model tests (tests/CMakeLists.txt):
 #
-#   check_large.sh make  DIR              makes the full-size models in DIR (make_models.py large)
-#                                         unless DIR/complete says they are there
+#   check_large.sh make  DIR              makes the full-size models missing in DIR
+#                                         (make_models.py large --keep), then DIR/complete
 #   check_large.sh check DIR SMELT ARGS   runs SMELT check ARGS DIR
 #
 # Either exits 77 (ctest: skipped) with a message when the models are not there and cannot be
@@ -12,14 +12,14 @@ what=$1
 dir=$2
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "$what" = make ]; then
-  [ -f "$dir/complete" ] && { echo "the full-size models are in $dir"; exit 0; }
   if ! /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
+    [ -f "$dir/complete" ] && { echo "the full-size models are in $dir (no PyTorch to add missing ones)"; exit 0; }
     echo "SKIP: the full-size models (ResNet-18, MobileNetV2, SqueezeNet 1.1, a transformer encoder) are not"
     echo "in $dir and cannot be made here: tests/models/make_models.py needs python3-torch, python3-torchvision"
     echo "and python3-onnx (scripts/install-deps.sh bench)"
     exit 77
   fi
-  /usr/bin/python3 "$here/make_models.py" large "$dir" || exit 1
+  /usr/bin/python3 "$here/make_models.py" large "$dir" --keep || exit 1
   touch "$dir/complete"
   exit 0
 fi

@@ -7,6 +7,7 @@
                                                             encoder); ctest writes them to
                                                             build/models, bench/run.py reads them
     ... [--only NAME]                                        one model
+    ... [--keep]                                             only the models not in OUT yet
 
 Each model is a directory in the ONNX backend-test layout: model.onnx and
 test_data_set_0/{input_0.pb, output_0.pb} (TensorProto files), the output computed by PyTorch in
@@ -252,13 +253,19 @@ def main():
     parser.add_argument("which", choices=["small", "large"])
     parser.add_argument("out")
     parser.add_argument("--only", default="", help="only the model of this name")
+    parser.add_argument("--keep", action="store_true", help="skip models whose files are already in OUT")
     args = parser.parse_args()
     table = SMALL if args.which == "small" else LARGE
     names = [n for n in table if not args.only or n == args.only]
     if not names:
         sys.exit(f"make_models.py: no {args.which} model '{args.only}' (have: {', '.join(table)})")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    for i, name in enumerate(names):
+    for i, name in enumerate(table):
+        if name not in names:
+            continue
+        done = os.path.join(args.out, name, "test_data_set_0", "output_0.pb")
+        if args.keep and os.path.exists(done):
+            continue
         make(name, table[name], args.out, seed=1000 + i)
 
 
