@@ -115,6 +115,14 @@ ir::Value* blocked_constant(ir::Graph& g, const Tensor& c, int64_t channels) {
   return g.add_constant(four.reshape(s));
 }
 
+// A computed (N, C, 1, 1) operand of an elementwise op over (N, C, H, W): a squeeze-excitation
+// scale. Blocked it is (N, C/16, 1, 1, 16), which broadcasts over the blocked (N, C/16, H, W, 16).
+bool per_channel(const ir::Value* in, const ops::TensorMeta& out) {
+  const Shape& s = in->meta.shape;
+  return in->kind == ir::ValueKind::Computed && s.size() == 4 && s[0] == out.shape[0] && s[1] == out.shape[1] &&
+         s[2] == 1 && s[3] == 1 && in->meta.dtype == out.dtype;
+}
+
 // f(from_blocked(a), ...) -> from_blocked(f(a, ...))
 bool sink_elementwise(ir::Graph& g, ir::Node* node) {
   const ops::TensorMeta& out = node->outputs[0]->meta;
@@ -126,7 +134,7 @@ bool sink_elementwise(ir::Graph& g, ir::Node* node) {
     } else if (in->meta.shape == out.shape && existing_blocked(in)) {
       // converted for another blocked op already (a residual's input, converted for its conv):
       // the second conversion inserted here merges with it in cse.
-    } else if (!all_ones(in->meta.shape) &&
+    } else if (!all_ones(in->meta.shape) && !per_channel(in, out) &&
                !(in->kind == ir::ValueKind::Constant && in->meta.shape.size() <= 4 && in->meta.dtype == out.dtype)) {
       return false;
     }
@@ -139,6 +147,8 @@ bool sink_elementwise(ir::Graph& g, ir::Node* node) {
       operands.push_back(as_blocked(g, node, in));
     } else if (all_ones(in->meta.shape)) {
       operands.push_back(in);
+    } else if (per_channel(in, out)) {
+      operands.push_back(as_blocked(g, node, in));  // C values: a conversion costs nothing
     } else {
       // A constant with a size-C dim elsewhere than dim 1 would broadcast against the wrong dim.
       Shape s(4 - in->meta.shape.size(), 1);

@@ -144,6 +144,22 @@ TEST_F(BlockedLayout, DepthwisePointwiseAndGlobalPool) {
   expect_matches_plain(fn, {rand32({3, 24, 14, 13}, 20)}, 3);
 }
 
+// A squeeze-excitation block (MobileNetV3, EfficientNet): the channel means of a blocked conv's
+// output through a small FC (a matmul: plain layout) and a sigmoid scale that output, channel by
+// channel, before the next conv. The scale (N, C, 1, 1) is converted to blocked (C values), not
+// the (N, C, H, W) activation back to plain and again to blocked: four conversions in all (the
+// input, the means, the scale, the output), not six. 40 channels: the last block has 8 real lanes.
+TEST_F(BlockedLayout, SqueezeExcitationScalesBlockedValues) {
+  const Tensor w1 = weight({40, 24, 3, 3}, 71), b1 = rand32({40}, 72), fc = rand32({40, 40}, 73, 0.3);
+  const Tensor w2 = weight({24, 40, 1, 1}, 74);
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    Tensor y = relu(conv2d(in[0], w1, b1, 1, 1));
+    Tensor s = sigmoid(matmul(mean(y, {2, 3}), fc)).reshape({2, 40, 1, 1});
+    return std::vector<Tensor>{conv2d(y * s, w2)};
+  };
+  expect_matches_plain(fn, {rand32({2, 24, 12, 12}, 75)}, 4);
+}
+
 // SqueezeNet's fire module: squeeze 1x1, then 1x1 and 3x3 expands concatenated on channels
 // (the first a multiple of 16: the blocks line up), a conv after the concat; the concat is also
 // returned (NCHW).
