@@ -44,6 +44,21 @@ LayerClass<M>& common(LayerClass<M>& cls) {
   return cls;
 }
 
+// LSTM and GRU: the same constructor arguments (no nonlinearity).
+template <class M>
+void gated(py::module_& m, const char* name) {
+  LayerClass<M> cls(m, name, py::dynamic_attr());
+  cls.def(py::init([](int64_t in, int64_t hidden, int64_t layers, bool bias, bool batch_first, double dropout,
+                      bool bidirectional, py::handle dtype) {
+            return new PyModule<M>(in, hidden, layers, bias, batch_first, dropout, bidirectional,
+                                   dtype_or_float(dtype));
+          }),
+          py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1, py::arg("bias") = true,
+          py::arg("batch_first") = false, py::arg("dropout") = 0.0, py::arg("bidirectional") = false,
+          py::kw_only(), py::arg("dtype") = py::none());
+  common(cls);
+}
+
 }  // namespace
 
 void bind_recurrent(py::module_& m) {
@@ -59,26 +74,8 @@ void bind_recurrent(py::module_& m) {
           py::arg("dtype") = py::none())
       .def_readonly("nonlinearity", &nn::RNN::nonlinearity);
   common(rnn);
-  LayerClass<nn::LSTM> lstm(m, "LSTM", py::dynamic_attr());
-  lstm.def(py::init([](int64_t in, int64_t hidden, int64_t layers, bool bias, bool batch_first, double dropout,
-                       bool bidirectional, py::handle dtype) {
-             return new PyModule<nn::LSTM>(in, hidden, layers, bias, batch_first, dropout, bidirectional,
-                                           dtype_or_float(dtype));
-           }),
-           py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1, py::arg("bias") = true,
-           py::arg("batch_first") = false, py::arg("dropout") = 0.0, py::arg("bidirectional") = false,
-           py::kw_only(), py::arg("dtype") = py::none());
-  common(lstm);
-  LayerClass<nn::GRU> gru(m, "GRU", py::dynamic_attr());
-  gru.def(py::init([](int64_t in, int64_t hidden, int64_t layers, bool bias, bool batch_first, double dropout,
-                      bool bidirectional, py::handle dtype) {
-            return new PyModule<nn::GRU>(in, hidden, layers, bias, batch_first, dropout, bidirectional,
-                                         dtype_or_float(dtype));
-          }),
-          py::arg("input_size"), py::arg("hidden_size"), py::arg("num_layers") = 1, py::arg("bias") = true,
-          py::arg("batch_first") = false, py::arg("dropout") = 0.0, py::arg("bidirectional") = false,
-          py::kw_only(), py::arg("dtype") = py::none());
-  common(gru);
+  gated<nn::LSTM>(m, "LSTM");
+  gated<nn::GRU>(m, "GRU");
 }
 
 }  // namespace smelt::python

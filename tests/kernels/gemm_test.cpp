@@ -116,19 +116,26 @@ void sweep_layouts() {
 
 // M = 1 takes gemm_own's row-vector path (no packing) for every layout of B: every layout,
 // column counts around its 256-column blocks, K around its 16 x 16 tiles, alpha / beta.
+// (`column`: the N = 1 problems of the same sizes, M rows.)
 template <class T>
-void sweep_row_vector() {
+void sweep_vector(bool column) {
   const int64_t sizes[][2] = {{1, 1}, {255, 15}, {256, 16}, {257, 17}, {1000, 1280}, {600, 3}};
   for (const auto& s : sizes) {
+    const int64_t M = column ? s[0] : 1, N = column ? 1 : s[0];
     for (Layout la : kLayouts) {
       for (Layout lb : kLayouts) {
         for (Layout lc : kLayouts) {
-          check_case<T>(1, s[0], s[1], la, lb, lc, T(1), T(0), GemmImpl::Own);
-          check_case<T>(1, s[0], s[1], la, lb, lc, T(0.5), T(-2), GemmImpl::Own);
+          check_case<T>(M, N, s[1], la, lb, lc, T(1), T(0), GemmImpl::Own);
+          check_case<T>(M, N, s[1], la, lb, lc, T(0.5), T(-2), GemmImpl::Own);
         }
       }
     }
   }
+}
+
+template <class T>
+void sweep_row_vector() {
+  sweep_vector<T>(false);
 }
 
 TEST(Gemm, FloatRowVector) { sweep_row_vector<float>(); }
@@ -139,16 +146,9 @@ TEST(Gemm, DoubleRowVector) { sweep_row_vector<double>(); }
 // transposed M = 1 product (the same sums, in the same order).
 template <class T>
 void sweep_column_vector() {
+  sweep_vector<T>(true);
   const int64_t sizes[][2] = {{1, 1}, {255, 15}, {256, 16}, {257, 17}, {1000, 1280}, {600, 3}};
   for (const auto& s : sizes) {
-    for (Layout la : kLayouts) {
-      for (Layout lb : kLayouts) {
-        for (Layout lc : kLayouts) {
-          check_case<T>(s[0], 1, s[1], la, lb, lc, T(1), T(0), GemmImpl::Own);
-          check_case<T>(s[0], 1, s[1], la, lb, lc, T(0.5), T(-2), GemmImpl::Own);
-        }
-      }
-    }
     const int64_t M = s[0], K = s[1];
     std::mt19937 rng(unsigned(M + K));
     auto A = make_matrix<T>(M, K, Layout::RowMajor, rng);
