@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "base/log.h"
 #include "codegen/kernel_cache.h"
@@ -103,8 +104,15 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
   DynamicDims* d = nullptr;
   SymbolPoint p;
   Signature now = sig;  // (its modes updated by a build's traces)
+  // An entry whose dims changed the graph matches too, but it is the answer only when no other
+  // choice of dims is left (below): the same batch at a new sequence length may still be dynamic.
+  DynamicDims* failed_match = nullptr;
   for (auto& entry : dynamic) {
     if (std::optional<SymbolPoint> q = entry->point_of(sig)) {
+      if (!entry->why_not.empty()) {
+        if (!failed_match) failed_match = entry.get();
+        continue;
+      }
       d = entry.get();
       p = *q;
       break;
@@ -117,25 +125,45 @@ std::shared_ptr<Compiled> CompiledFunction::Impl::dynamic_plan(const Signature& 
     if (order.empty() && !options.dynamic_dims.empty()) {
       symbols = marked_symbols(options.dynamic_dims, sig);
     }
-    // More dims of an entry made before (its symbols stay symbols; not of an entry whose dims
-    // change the graph: they would again), else the fewest dims that differ from a signature
-    // compiled before (an LSTM's batch, at a sequence length seen before, though its sequence
-    // length unrolls the graph).
+    // The (input, dim) pairs a choice makes symbolic; a choice holding all the dims of an entry
+    // that changed the graph would change it again, and is not tried.
+    auto dims_of = [](const Symbols& s) {
+      std::set<std::pair<size_t, size_t>> out;
+      for (size_t i = 0; i < s.size(); ++i) {
+        for (size_t k = 0; k < s[i].size(); ++k) {
+          if (s[i][k] >= 0) out.insert({i, k});
+        }
+      }
+      return out;
+    };
+    auto failed_before = [&](const Symbols& s) {
+      const auto dims = dims_of(s);
+      for (const auto& entry : dynamic) {
+        const auto bad = dims_of(entry->symbols);
+        if (!entry->why_not.empty() && std::includes(dims.begin(), dims.end(), bad.begin(), bad.end())) return true;
+      }
+      return false;
+    };
+    // More dims of an entry made before (its symbols stay symbols), else the fewest dims that
+    // differ from a signature compiled before (an LSTM's batch at a sequence length seen before,
+    // though its sequence length unrolls the graph).
     for (size_t k = 0; !symbols && k < dynamic.size(); ++k) {
-      if (dynamic[k]->why_not.empty()) {
-        symbols = symbols_between(dynamic[k]->key, &dynamic[k]->symbols, sig, &why);
+      if (!dynamic[k]->why_not.empty()) continue;
+      std::optional<Symbols> more = symbols_between(dynamic[k]->key, &dynamic[k]->symbols, sig, &why);
+      if (more && !failed_before(*more)) symbols = std::move(more);
+    }
+    if (!symbols) {
+      // The most recent first: ties go to the call nearest this one (the same sequence length).
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        std::optional<Symbols> fewer = symbols_between(*it, nullptr, sig, &why);
+        if (fewer && !failed_before(*fewer) && (!symbols || dims_of(*fewer).size() < dims_of(*symbols).size())) {
+          symbols = std::move(fewer);
+        }
       }
     }
-    auto symbolic_dims = [](const Symbols& s) {
-      size_t n = 0;
-      for (const auto& dims : s) n += size_t(std::count_if(dims.begin(), dims.end(), [](int x) { return x >= 0; }));
-      return n;
-    };
-    if (!symbols) {
-      for (const Signature& before : order) {
-        std::optional<Symbols> fewer = symbols_between(before, nullptr, sig, &why);
-        if (fewer && (!symbols || symbolic_dims(*fewer) < symbolic_dims(*symbols))) symbols = std::move(fewer);
-      }
+    if (!symbols && failed_match) {
+      *note = " (not dynamic (" + failed_match->describe() + "): " + failed_match->why_not + "; kernels specialized)";
+      return nullptr;
     }
     if (!symbols) {
       if (!why.empty()) *note = " (not dynamic: " + why + "; kernels specialized)";

@@ -26,7 +26,8 @@ namespace {
 
 bool aliases_its_input(ops::OpId op) {
   // plan_build.cpp may make these alias slots instead of steps (a reshape, a transposed matmul
-  // operand): such a value has no producer step to write into the slice.
+  // operand): such a value has no producer step to write into the slice. (A slice may be one too,
+  // when it is contiguous where it lies: it is then left unplaced and its cat copies it.)
   return op == ops::OpId::reshape || op == ops::OpId::contiguous || op == ops::OpId::permute || op == ops::OpId::cat;
 }
 
