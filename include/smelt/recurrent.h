@@ -85,8 +85,9 @@ struct RecurrentResult {
 // x (S, B, I). h0, c0 (B, H): undefined means zeros (the first step then leaves out the
 // products with the zero state: with inf or NaN in w_hh, its output is finite where a product with
 // zeros would be NaN; the next steps are the same); c0 only for LSTM. lengths: undefined, or an
-// integer tensor (B) with values in [0, S]; steps at or past an entry's length leave its state
-// unchanged and write zeros to its output (ONNX's sequence_lens). Differentiable in x, the
+// integer tensor (B) with values in [0, S] (others are an index error, also on a compiled
+// plan's every call); steps at or past an entry's length leave its state unchanged and write zeros
+// to its output (ONNX's sequence_lens). Differentiable in x, the
 // weights and the initial states.
 RecurrentResult recurrent_layer(const Tensor& x, const RecurrentWeights& w, const Tensor& h0,
                                 const Tensor& c0, const Tensor& lengths,

@@ -172,9 +172,11 @@ RecurrentResult recurrent_layer(const Tensor& x, const RecurrentWeights& w, cons
   }
   Tensor projected = linear(x.reshape({steps * batch, features}), w.w_ih, bias)
                          .reshape({steps, batch, gates * hidden});
-  // GRU keeps W_hn apart: its product is taken of r * h (ONNX's default) or scaled by r.
-  Tensor w_hh = gru ? w.w_hh.slice(0, 0, 2 * hidden) : w.w_hh;
-  Tensor w_hn = gru ? w.w_hh.slice(0, 2 * hidden, 3 * hidden) : Tensor();
+  // A GRU in ONNX's default form takes W_hn's product of r * h apart; otherwise one product
+  // covers every gate (one GEMV per step).
+  const bool split_hn = gru && !opt.linear_before_reset;
+  Tensor w_hh = split_hn ? w.w_hh.slice(0, 0, 2 * hidden) : w.w_hh;
+  Tensor w_hn = split_hn ? w.w_hh.slice(0, 2 * hidden, 3 * hidden) : Tensor();
   Tensor b_hn = gru && w.b_hh.defined() && opt.linear_before_reset ? block(w.b_hh, 2, hidden)
                                                                    : Tensor();
 
@@ -186,6 +188,12 @@ RecurrentResult recurrent_layer(const Tensor& x, const RecurrentWeights& w, cons
   auto recurrent = [&](const Tensor& w_rec) { return matmul(h, w_rec.t()); };
   auto plus = [](const Tensor& a, const Tensor& b) { return b.defined() ? a + b : a; };
   auto times = [](const Tensor& a, const Tensor& b) { return b.defined() ? a * b : Tensor(); };
+  // Lengths outside [0, S] are refused wherever they are read (eagerly, or by a compiled plan on
+  // every call): each is also an index into S + 1 positions, which index_select checks.
+  Tensor len = lengths;
+  if (len.defined()) {
+    len = len + index_select(zeros({steps + 1}, len.dtype()), 0, len.to(DType::Int64));
+  }
   std::vector<Tensor> outputs(static_cast<size_t>(steps));
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t t = opt.reverse ? steps - 1 - i : i;
@@ -213,7 +221,7 @@ RecurrentResult recurrent_layer(const Tensor& x, const RecurrentWeights& w, cons
       Tensor z = act[0](clipped(plus(block(xt, 1, hidden), has_h ? block(g, 1, hidden) : Tensor())));
       Tensor hn;  // undefined: zero
       if (opt.linear_before_reset) {
-        hn = plus(has_h ? recurrent(w_hn) : b_hn, has_h ? b_hn : Tensor());
+        hn = plus(has_h ? block(g, 2, hidden) : b_hn, has_h ? b_hn : Tensor());
         if (hn.defined()) hn = r * hn;
       } else if (has_h) {
         hn = matmul(r * h, w_hn.t());
@@ -224,7 +232,7 @@ RecurrentResult recurrent_layer(const Tensor& x, const RecurrentWeights& w, cons
     if (lengths.defined()) {
       // Entries whose sequence has ended (or not begun, in reverse) keep their state and output
       // zeros.
-      Tensor running = gt(lengths, scalar_tensor(t, TensorOptions().dtype(lengths.dtype())))
+      Tensor running = gt(len, scalar_tensor(t, TensorOptions().dtype(len.dtype())))
                            .unsqueeze(1);
       outputs[size_t(t)] = where(running, h_new, zero);
       h = where(running, h_new, has_h ? h : zero);

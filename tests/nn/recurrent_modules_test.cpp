@@ -287,3 +287,35 @@ TEST(RecurrentModules, CompiledBatchIsDynamicSequenceSpecialized) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// Sequence lengths outside [0, S] (negative, S + 1, int64's extremes) are an error, eagerly and on
+// every call of a compiled plan, never a silently clamped answer; int32 lengths work as int64.
+TEST(RecurrentModules, LengthsOutsideTheSequenceAreRefused) {
+  manual_seed(14);
+  nn::GRU gru(3, 2);
+  RecurrentOptions opt;
+  opt.cell = RecurrentCell::GRU;
+  const RecurrentWeights w = gru.weights(0, false);
+  const Tensor x = random_tensor({4, 2, 3}, -1, 1, 60).to(DType::Float32);
+  auto run = [&](const Tensor& len) { return recurrent_layer(x, w, Tensor(), Tensor(), len, opt).output; };
+  const Tensor good = from_vector(std::vector<int64_t>{4, 1}, {2});
+  const Tensor want = run(good);
+  EXPECT_TRUE(same_bits(run(good.to(DType::Int32)), want));
+  for (int64_t bad : {int64_t(-1), int64_t(5), std::numeric_limits<int64_t>::max(),
+                      std::numeric_limits<int64_t>::min()}) {
+    SCOPED_TRACE(bad);
+    expect_error([&] { run(from_vector(std::vector<int64_t>{2, bad}, {2})); }, "index");
+  }
+  CompileOptions o;
+  o.backend = "interpreter";
+  CompiledFunction f = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{run(in[0])}; }, o);
+  EXPECT_TRUE(same_bits(f({good})[0], want));
+  expect_error([&] { f({from_vector(std::vector<int64_t>{2, 5}, {2})}); }, "index");
+  EXPECT_TRUE(same_bits(f({good})[0], want));  // the plan still works after the refusal
+}
+
+}  // namespace
+}  // namespace smelt
