@@ -3,6 +3,7 @@
 
 #include "smelt/autograd.h"
 #include "smelt/creation.h"
+#include "smelt/custom_op.h"
 #include "smelt/data.h"
 #include "smelt/dtype.h"
 #include "smelt/error.h"
@@ -13,6 +14,7 @@
 #include "smelt/io.h"
 #include "smelt/memory.h"
 #include "smelt/nn.h"
+#include "smelt/op_types.h"
 #include "smelt/ops.h"
 #include "smelt/optim.h"
 #include "smelt/recurrent.h"

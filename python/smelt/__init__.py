@@ -8,7 +8,7 @@
 
 The tensors, ops and modules are smelt's C++ ones (the extension smelt._smelt); this package only
 arranges them as PyTorch users expect: smelt.nn, smelt.nn.functional, smelt.optim, smelt.io,
-smelt.data, smelt.no_grad.
+smelt.data, smelt.library, smelt.no_grad.
 """
 import functools as _functools
 import types as _types
@@ -19,7 +19,7 @@ from . import _smelt
 globals().update({k: v for k, v in vars(_smelt).items()
                   if not k.startswith("_") and not isinstance(v, _types.ModuleType)})
 
-from . import autograd, data, io, nn, onnx, optim  # noqa: E402
+from . import autograd, data, io, library, nn, onnx, optim  # noqa: E402
 
 __version__ = "0.1.0"
 

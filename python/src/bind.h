@@ -34,6 +34,7 @@ void bind_optim(py::module_& m);
 void bind_io_data(py::module_& m);
 void bind_compile(py::module_& m);
 void bind_onnx(py::module_& m);  // onnx.cpp: smelt.onnx.save
+void bind_custom_op(py::module_& m);  // custom_op.cpp: smelt.library, autograd.Function's primitive
 
 // ---- conversions (conversions.cpp)
 

@@ -60,4 +60,5 @@ PYBIND11_MODULE(_smelt, m) {
   bind_io_data(m);
   bind_compile(m);
   bind_onnx(m);
+  bind_custom_op(m);
 }

@@ -117,6 +117,11 @@ smelt.Tensor(data, dtype=None, requires_grad=False) is smelt.tensor; smelt.Tenso
       .def("is_same", &Tensor::same, "True when both are the same tensor (not merely equal)");
 
   // ---- autograd
+  // The storage's write count (in-place ops and plan writes bump it): what saved tensors are
+  // checked against, as PyTorch's Tensor._version (smelt.autograd.Function's saved_tensors).
+  cls.def_property_readonly("_version", [](const Tensor& t) -> uint64_t {
+    return t.storage() ? t.storage()->version() : 0;
+  });
   cls.def_property("requires_grad", &Tensor::requires_grad,
                    [](Tensor& t, bool on) { t.set_requires_grad(on); })
       .def("requires_grad_", [](Tensor& t, bool on) -> Tensor& { return t.set_requires_grad(on); },

@@ -297,7 +297,11 @@ class Parser {
       return;
     }
     ops::OpId id;
-    if (!ops::op_from_name(op, &id)) { pos_ = op_pos; fail("unknown op '" + op + "'"); }
+    if (!ops::op_from_name(op, &id)) {
+      pos_ = op_pos;
+      fail("unknown op '" + op + "' (neither built in nor registered: a user-defined op is parsed once "
+           "smelt::register_op has added it)");
+    }
     expect('(');
     std::vector<Value*> inputs;
     if (!peek(')')) {

@@ -59,7 +59,7 @@ Exporter exporter_of(OpId op, const char** why_not) {
     case OpId::group:
       return nullptr;  // inlined by the walk
   }
-  *why_not = "unknown op";
+  *why_not = int(op) >= ops::kOpCount ? "a user-defined op (smelt/custom_op.h) has no ONNX export" : "unknown op";
   return nullptr;
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "onnx/node_context.h"
+#include "ops/custom_ops.h"
 #include "ops/dispatch.h"
 #include "smelt/creation.h"
 #include "trace/trace.h"
@@ -169,11 +170,21 @@ void convert_node(const ::onnx::NodeProto& node, int64_t opset, const std::strin
     all_concrete = all_concrete && is_concrete(it->second);
   }
   NodeContext ctx(node, opset, std::move(inputs), model_dir);
-  if (!node.domain().empty() && node.domain() != "ai.onnx") {
-    ctx.unsupported("ops of domain '" + clip(node.domain()) + "' are not supported (only the default ai.onnx)");
+  // A custom domain's node is a user-defined op that claims it (smelt/custom_op.h), or unsupported.
+  const bool custom_domain = !node.domain().empty() && node.domain() != "ai.onnx";
+  ops::OpId registered;
+  Converter custom;
+  if (custom_domain) {
+    if (!ops::custom_op_for_onnx(node.domain(), node.op_type(), &registered)) {
+      ctx.unsupported("op " + clip(node.op_type()) + " of domain '" + clip(node.domain()) +
+                      "' is not supported: no user-defined op claims it (register one with "
+                      "smelt::register_op, OpDefinition::onnx_domain = \"" + clip(node.domain()) + "\")");
+    }
+    custom = [registered](NodeContext& c) { return convert_registered_op(c, registered); };
+  } else if (opset < 1) {
+    ctx.invalid("the model imports no version of the default opset (ai.onnx)");
   }
-  if (opset < 1) ctx.invalid("the model imports no version of the default opset (ai.onnx)");
-  const Converter* convert = find_converter(node.op_type());
+  const Converter* convert = custom_domain ? &custom : find_converter(node.op_type());
   if (!convert) ctx.unsupported("op " + clip(node.op_type()) + " is not supported");
   std::vector<Tensor> outs;
   try {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "onnx/proto.h"
+#include "ops/op_table.h"
 
 namespace smelt::onnx_import {
 
@@ -25,6 +26,7 @@ class NodeContext {
 
   int64_t opset() const { return opset_; }
   const std::string& op() const { return node_.op_type(); }
+  const ::onnx::NodeProto& proto() const { return node_; }
   // "node 'name' (Op, opset N)", for messages.
   std::string where() const;
 
@@ -85,6 +87,9 @@ void register_index_converters();
 void register_resize_converters();
 void register_einsum_converter();
 void register_recurrent_converters();
+// A node of a custom domain that a user-defined op claims (OpDefinition::onnx_domain): its inputs
+// and attributes passed as they are to the op registered as `op` (convert_custom.cpp).
+std::vector<Tensor> convert_registered_op(NodeContext& c, ops::OpId op);
 
 // Helpers shared by the families.
 bool is_concrete(const Tensor& t);                     // has data (not a symbolic graph value)

@@ -6,7 +6,8 @@
 #include <cstring>
 #include <sstream>
 
-namespace smelt::ops {
+namespace smelt {
+
 
 Attrs& Attrs::set(const std::string& name, AttrValue value) {
   for (auto& [k, v] : items_) {
@@ -35,8 +36,8 @@ const AttrValue& Attrs::require(const std::string& name) const {
 namespace {
 
 [[noreturn]] void wrong_type(const std::string& name, const AttrValue& v, const char* wanted) {
-  SMELT_CHECK(false) << "attribute '" << name << "' must be " << wanted << ", got the " << attr_type_name(v)
-                     << " " << attr_value_str(v);
+  SMELT_CHECK(false) << "attribute '" << name << "' must be " << wanted << ", got the " << ops::attr_type_name(v)
+                     << " " << ops::attr_value_str(v);
   std::abort();
 }
 
@@ -80,6 +81,10 @@ DType Attrs::get_dtype(const std::string& name) const {
   if (!std::holds_alternative<DType>(v)) wrong_type(name, v, "a dtype (f32, f64, i64, i32, bool, u8)");
   return std::get<DType>(v);
 }
+
+}  // namespace smelt
+
+namespace smelt::ops {
 
 bool dtype_from_short_name(const std::string& name, DType* out) {
   for (int i = 0; i < kDTypeCount; ++i) {

@@ -15,35 +15,12 @@
 
 #include "smelt/dtype.h"
 #include "smelt/error.h"
+#include "smelt/op_types.h"
 
 namespace smelt::ops {
 
-// A dtype is its own alternative, printed as its short name (`{dtype=f32}`).
-using AttrValue = std::variant<int64_t, double, std::vector<int64_t>, std::string, DType>;
-
-class Attrs {
- public:
-  Attrs() = default;
-  Attrs(std::initializer_list<std::pair<std::string, AttrValue>> items) : items_(items) {}
-
-  Attrs& set(const std::string& name, AttrValue value);
-  bool has(const std::string& name) const { return find(name) != nullptr; }
-  int64_t get_int(const std::string& name) const;
-  int64_t get_int(const std::string& name, int64_t fallback) const;
-  double get_float(const std::string& name) const;  // ints convert
-  double get_float(const std::string& name, double fallback) const;
-  const std::vector<int64_t>& get_ints(const std::string& name) const;
-  const std::string& get_string(const std::string& name) const;
-  DType get_dtype(const std::string& name) const;
-
-  const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
-  bool operator==(const Attrs& o) const { return items_ == o.items_; }
-
- private:
-  const AttrValue* find(const std::string& name) const;
-  const AttrValue& require(const std::string& name) const;
-  std::vector<std::pair<std::string, AttrValue>> items_;
-};
+using smelt::AttrValue;
+using smelt::Attrs;
 
 // Text of a value, as the IR printer writes it: 3, 2.5, [1,2], "s", f32. Floats always show a
 // '.', an exponent, or are inf / -inf / nan, so they read back as floats, bit for bit.

@@ -1,6 +1,7 @@
 #include "ops/dispatch.h"
 
 #include "autograd/node.h"
+#include "ops/custom_ops.h"
 #include "kernels/transpose.h"
 #include "ops/anomaly.h"
 #include "ops/inplace.h"
@@ -74,7 +75,8 @@ class OpNode final : public autograd::Node {
     std::vector<bool> needs(next.size());
     for (size_t i = 0; i < next.size(); ++i) needs[i] = bool(next[i].node);
     GradContext ctx{inputs, outputs, grads, attrs_, needs};
-    std::vector<Tensor> result = op_impl(op_).grad(ctx);
+    const CustomOpRecord* custom = custom_op(op_);
+    std::vector<Tensor> result = custom ? custom_grad(*custom, ctx) : op_impl(op_).grad(ctx);
     SMELT_INTERNAL_CHECK(result.size() <= next.size())
         << op_name(op_) << ": gradient rule returned " << result.size() << " gradients for "
         << next.size() << " inputs";
@@ -181,10 +183,9 @@ void check_arity(OpId op, size_t n) {
 // Records an OpNode for `outputs` when grad mode is on and an input requires grad.
 std::vector<Tensor> record_autograd(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
                                     std::vector<Tensor> outputs) {
-  const OpImpl& impl = op_impl(op);
   bool any_requires_grad = false;
   for (const Tensor& t : inputs) any_requires_grad |= t.requires_grad();
-  if (!any_requires_grad || !autograd::grad_enabled() || !impl.grad) return outputs;
+  if (!any_requires_grad || !autograd::grad_enabled() || !is_differentiable(op)) return outputs;
 
   Ref<OpNode> node(new OpNode(op, attrs, static_cast<uint32_t>(outputs.size())));
   node->next.reserve(inputs.size());
@@ -294,7 +295,8 @@ SaveCopiesOf::~SaveCopiesOf() { t_save_copies_of = prev_; }
 std::vector<TensorMeta> infer_shape(OpId op, const std::vector<TensorMeta>& inputs,
                                     const Attrs& attrs) {
   check_arity(op, inputs.size());
-  std::vector<TensorMeta> out = op_impl(op).shape(inputs, attrs);
+  const CustomOpRecord* custom = custom_op(op);
+  std::vector<TensorMeta> out = custom ? custom_shape(*custom, inputs, attrs) : op_impl(op).shape(inputs, attrs);
   for (const TensorMeta& m : out) shape_numel(m.shape, op_name(op));  // negative sizes, size overflow
   return out;
 }
@@ -303,6 +305,12 @@ std::vector<Tensor> compute(OpId op, const std::vector<Tensor>& inputs, const At
                             const std::vector<TensorMeta>& out_metas) {
   detail::CurrentOp current(op_name(op));  // the site of what it allocates (smelt/memory.h)
   const OpImpl& impl = op_impl(op);
+  if (const CustomOpRecord* custom = custom_op(op)) {
+    std::vector<Tensor> outputs;
+    for (const TensorMeta& m : out_metas) outputs.push_back(empty(m.shape, m.dtype));
+    custom_kernel(*custom, inputs, attrs, outputs);
+    return outputs;
+  }
   if (is_view_op(op)) {
     SMELT_INTERNAL_CHECK(impl.view_kernel && !impl.kernel)
         << op_name(op) << ": a view op (non-zero views column) needs a view kernel and no kernel";
@@ -330,7 +338,11 @@ void call_into(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
   }
   std::vector<TensorMeta> out_metas = infer_shape(op, input_metas(op, inputs), attrs);
   check_given_outputs(op, out_metas, outputs);
-  op_impl(op).kernel(inputs, attrs, outputs);
+  if (const CustomOpRecord* custom = custom_op(op)) {
+    custom_kernel(*custom, inputs, attrs, outputs);
+  } else {
+    op_impl(op).kernel(inputs, attrs, outputs);
+  }
   // A write into existing memory, as an in-place op's: a tensor saved for backward that lives
   // there is refused on use instead of read with new values.
   for (const Tensor& o : outputs) o.storage()->bump_version();

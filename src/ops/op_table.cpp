@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "ops/custom_ops.h"
+
 namespace smelt::ops {
 
 #define SMELT_OP(name, kind, arity, outputs, flags, views, writes) extern const OpImpl kOpImpl_##name;
@@ -46,9 +48,22 @@ static_assert(sizeof(kOpImpls) / sizeof(kOpImpls[0]) == kOpCount);
 
 }  // namespace
 
-const OpInfo& op_info(OpId op) { return kOpInfos[static_cast<int>(op)]; }
+// Ids past the table's rows are registered ops (ops/custom_ops.h).
+static const CustomOpRecord& registered(OpId op) {
+  const CustomOpRecord* record = custom_op(op);
+  SMELT_INTERNAL_CHECK(record) << "op id " << int(op) << " is neither built in nor registered";
+  return *record;
+}
+
+const OpInfo& op_info(OpId op) {
+  if (int(op) < kOpCount) return kOpInfos[static_cast<int>(op)];
+  return registered(op).info;
+}
 const char* op_name(OpId op) { return op_info(op).name; }
-const OpImpl& op_impl(OpId op) { return *kOpImpls[static_cast<int>(op)]; }
+const OpImpl& op_impl(OpId op) {
+  if (int(op) < kOpCount) return *kOpImpls[static_cast<int>(op)];
+  return registered(op).impl;
+}
 
 int aliases(OpId op, int out) {
   const OpInfo& info = op_info(op);
@@ -66,13 +81,15 @@ bool may_refuse_values(OpId op, const std::vector<TensorMeta>& in) {
   return true;
 }
 bool is_view_op(OpId op) { return op_info(op).views != 0; }
-bool is_differentiable(OpId op) { return op_impl(op).grad != nullptr; }
+// A registered op without a backward is differentiable too: its gradient rule is the error that
+// says so, raised only when a gradient flows.
+bool is_differentiable(OpId op) { return custom_op(op) || op_impl(op).grad != nullptr; }
 
 bool op_from_name(const std::string& name, OpId* out) {
   for (int i = 0; i < kOpCount; ++i) {
     if (name == kOpInfos[i].name) { *out = static_cast<OpId>(i); return true; }
   }
-  return false;
+  return custom_op_from_name(name, out);
 }
 
 }  // namespace smelt::ops

@@ -67,13 +67,7 @@ bool is_differentiable(OpId op);
 // Looks an op up by name; false when there is none.
 bool op_from_name(const std::string& name, OpId* out);
 
-// Shape and dtype of a tensor, without data: what shape rules compute.
-struct TensorMeta {
-  Shape shape;
-  DType dtype = DType::Float32;
-  int64_t nbytes() const { return shape_numel(shape) * int64_t(dtype_size(dtype)); }
-  bool operator==(const TensorMeta& o) const { return shape == o.shape && dtype == o.dtype; }
-};
+using smelt::TensorMeta;
 
 // Whether a call of `op` on operands `in` may refuse their values with an error (ops.def's
 // kRefusesValues: an index out of range, a class target out of range; div only when its divisor
@@ -82,15 +76,7 @@ struct TensorMeta {
 // only where it checks the same values first.
 bool may_refuse_values(OpId op, const std::vector<TensorMeta>& in);
 
-// What a gradient rule sees. `grads[k]` is the gradient of output k (zeros when none flowed).
-struct GradContext {
-  const std::vector<Tensor>& inputs;
-  const std::vector<Tensor>& outputs;
-  const std::vector<Tensor>& grads;
-  const Attrs& attrs;
-  const std::vector<bool>& needs_input_grad;
-  bool needs(size_t i) const { return i < needs_input_grad.size() && needs_input_grad[i]; }
-};
+using smelt::GradContext;
 
 // Output metas from input metas and attributes; throws smelt::Error on invalid input.
 using ShapeFn = std::vector<TensorMeta> (*)(const std::vector<TensorMeta>& in, const Attrs& attrs);

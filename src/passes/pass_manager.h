@@ -63,10 +63,11 @@ struct PipelineResult {
 PipelineResult run_pipeline(ir::Graph& graph, const std::string& pipeline,
                             const PassOptions& options = options_from_env());
 
-// The canonical pipeline used by the compiler: dce first so later passes see only live nodes,
+// The canonical pipeline used by the compiler: user-defined ops with an expression inlined first,
+// so that everything after sees built-in ops; dce so later passes see only live nodes,
 // canonicalize before cse so operand order does not hide duplicates, fold and simplify, and dce
 // last to drop what they replaced.
 inline constexpr const char* kDefaultPipeline =
-    "dce,canonicalize,cse,fold,simplify,fold_batchnorm,blocked_layout,transpose_sink,transpose_normalize,dce";
+    "inline_custom,dce,canonicalize,cse,fold,simplify,fold_batchnorm,blocked_layout,transpose_sink,transpose_normalize,dce";
 
 }  // namespace smelt::passes

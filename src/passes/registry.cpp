@@ -4,6 +4,7 @@
 #include "passes/cse.h"
 #include "passes/dce.h"
 #include "passes/fold.h"
+#include "passes/inline_custom.h"
 #include "passes/pass_manager.h"
 #include "passes/simplify.h"
 #include "passes/fold_batchnorm.h"
@@ -16,6 +17,7 @@ namespace {
 
 std::vector<PassInfo>& registry() {
   static std::vector<PassInfo> passes = {
+      {"inline_custom", "replace user-defined ops that have an expression by its ops (smelt/custom_op.h)", inline_custom},
       {"dce", "remove nodes whose results are never used, and unused constants", dce},
       {"cse", "merge nodes that compute the same op on the same inputs, and equal constants", cse},
       {"canonicalize", "put commutative operands in canonical order (constants last)", canonicalize},

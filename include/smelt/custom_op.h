@@ -1,0 +1,112 @@
+// User-defined ops: a row of the op table supplied at run time.
+//
+// A registered op works where a built-in does: eagerly and under autograd, in traced graphs and
+// the IR text (printed and parsed by its name), under smelt::compile (an opaque step of the plan,
+// a fusion barrier, unless it has an expression: then it is replaced by that expression before
+// optimization and fuses as its ops do), and in ONNX import (a node of `onnx_domain` whose op
+// type is the op's name). docs/design.md "User-defined ops" says how.
+//
+//   smelt::OpDefinition def;
+//   def.name = "swiglu";                       // an identifier: letters, digits, '_'
+//   def.num_inputs = 2;
+//   def.forward = [](const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
+//     ... write out[0] from in[0], in[1] ...
+//   };
+//   def.backward = [](const GradContext& ctx) -> std::vector<Tensor> { ... smelt ops ... };
+//   def.expression = [](const std::vector<Tensor>& in, const Attrs&) -> std::vector<Tensor> {
+//     return {smelt::silu(in[0]) * in[1]};
+//   };
+//   smelt::CustomOp swiglu = smelt::register_op(def);
+//   Tensor y = swiglu({a, b})[0];
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "smelt/op_types.h"
+#include "smelt/tensor.h"
+
+namespace smelt {
+
+// Output metas from input metas and attributes. Throws smelt::Error for operands the op refuses.
+using OpShapeRule = std::function<std::vector<TensorMeta>(const std::vector<TensorMeta>& inputs,
+                                                          const Attrs& attrs)>;
+// Writes every element of each out[k]: contiguous tensors of the shape rule's metas, whose memory
+// holds anything beforehand (a memory plan hands in slots of its arena). Reads the inputs (any
+// strides) without writing them.
+using OpKernel = std::function<void(const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                    const std::vector<Tensor>& outputs)>;
+// One gradient per input (an undefined Tensor() for an input without one), written with smelt
+// ops so that it runs eagerly, is recorded under tracing (compiled training), and differentiates
+// again (higher-order gradients). A gradient may have a shape the input broadcasts to; it is
+// summed down to the input's shape.
+using OpBackward = std::function<std::vector<Tensor>(const GradContext& ctx)>;
+// The op's outputs written with smelt ops (the same values as `forward`).
+using OpExpression = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs,
+                                                       const Attrs& attrs)>;
+
+struct OpDefinition {
+  std::string name;     // an identifier, unique among built-in and registered ops
+  int num_inputs = 1;   // -1: any number, at least one
+  int num_outputs = 1;
+  // Empty: one output with input 0's shape and dtype.
+  OpShapeRule shape;
+  // The kernel. Empty when `expression` is given: the expression's ops then compute eagerly too.
+  OpKernel forward;
+  // Empty: the op is not differentiable; backward through it is an error naming the op.
+  OpBackward backward;
+  // What the backward reads: the inputs, the outputs (as GradContext holds them). Tensors not
+  // saved arrive as stand-ins with shape and dtype but no data.
+  bool backward_reads_inputs = true;
+  bool backward_reads_outputs = true;
+  // Optional: compile replaces the op by this before optimizing, so elementwise expressions fuse
+  // into the kernels around them. The outputs must match the shape rule's.
+  OpExpression expression;
+  // ONNX import: a node of this domain (e.g. "com.example") whose op type is `name` is this op,
+  // its attributes passed as they are. Empty: none.
+  std::string onnx_domain;
+  // Eager calls check that `forward` left its inputs as they were (a hash of their bytes before
+  // and after: one more read of each input). Turn off once the kernel is trusted.
+  bool check_inputs_unchanged = true;
+};
+
+// A registered op: call it like a function.
+class CustomOp {
+ public:
+  CustomOp() = default;
+  const std::string& name() const { return name_; }
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, const Attrs& attrs = {}) const;
+
+ private:
+  friend CustomOp register_op(OpDefinition definition);
+  friend CustomOp find_op(const std::string& name);
+  explicit CustomOp(std::string name, uint16_t id) : name_(std::move(name)), id_(id) {}
+  std::string name_;
+  uint16_t id_ = 0;
+};
+
+// Adds the op for the rest of the process. A name that is not an identifier, or that a built-in
+// or registered op already has, a missing forward (and expression), or arities out of range are
+// errors. Thread-safe; ops registered are never removed.
+CustomOp register_op(OpDefinition definition);
+// The registered op called `name` (errors when there is none).
+CustomOp find_op(const std::string& name);
+bool is_registered_op(const std::string& name);
+// Calls a registered op by name.
+std::vector<Tensor> call_op(const std::string& name, const std::vector<Tensor>& inputs,
+                            const Attrs& attrs = {});
+
+// A function with a hand-written gradient, as PyTorch's torch.autograd.Function: `forward` runs
+// with gradients off (its ops record no history of their own) and returns the outputs; when grad
+// mode is on and an input requires grad, the outputs get one autograd node whose backward is
+// `backward(grads of the outputs)` -> one gradient per input (an undefined Tensor() where there
+// is none; shape as for OpBackward). Traced (smelt::compile) the forward's ops are recorded as
+// they run and the backward runs under the tracer in compiled training, so both must use smelt
+// ops there. `name` names the node in errors and in autograd's printouts.
+using FunctionForward = std::function<std::vector<Tensor>()>;
+using FunctionBackward = std::function<std::vector<Tensor>(const std::vector<Tensor>& grads)>;
+std::vector<Tensor> apply_function(const std::string& name, const std::vector<Tensor>& inputs,
+                                   const FunctionForward& forward, FunctionBackward backward);
+
+}  // namespace smelt

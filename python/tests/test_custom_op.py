@@ -1,0 +1,243 @@
+"""User-defined ops and functions from Python: smelt.autograd.Function as PyTorch users write it
+(gradients against finite differences and against PyTorch's own Function), and
+smelt.library.register_op with NumPy kernels (eager, autograd, smelt.compile, a compiled training
+step, ONNX-free IR round trip), with the errors users make."""
+import numpy as np
+import pytest
+
+import smelt
+import smelt.nn as nn
+
+
+def numeric_grad(f, x, eps=1e-6):
+    """Central differences of the scalar f at the float64 array x."""
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        plus, minus = x.copy(), x.copy()
+        plus.flat[i] += eps
+        minus.flat[i] -= eps
+        g.flat[i] = (f(plus) - f(minus)) / (2 * eps)
+    return g
+
+
+class Cube(smelt.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        return x * x * x * scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x * x * ctx.scale, None
+
+
+class StraightThroughRound(smelt.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.round()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def test_function_gradients_match_finite_differences(rng):
+    x0 = rng.standard_normal((3, 4))
+    x = smelt.tensor(x0, requires_grad=True)
+    y = Cube.apply(x, 2.0)
+    np.testing.assert_allclose(y.detach().numpy(), x0 ** 3 * 2, rtol=1e-12)
+    y.sum().backward()
+    want = numeric_grad(lambda v: (v ** 3 * 2).sum(), x0)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6, atol=1e-8)
+    # Second order: the backward is built from smelt ops, so it differentiates again.
+    x2 = smelt.tensor(x0, requires_grad=True)
+    (g,) = smelt.autograd.grad(Cube.apply(x2, 2.0).sum(), x2, create_graph=True)
+    (gg,) = smelt.autograd.grad(g.sum(), x2)
+    np.testing.assert_allclose(gg.numpy(), 12 * x0, rtol=1e-10)
+
+
+def test_function_matches_pytorch(torch, rng):
+    """The same Function written for PyTorch and for smelt gives the same gradient."""
+    class TorchST(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.round()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    x0 = rng.standard_normal((5,)) * 3
+    xt = torch.tensor(x0, requires_grad=True)
+    (TorchST.apply(xt) ** 2).sum().backward()
+    xs = smelt.tensor(x0, requires_grad=True)
+    (StraightThroughRound.apply(xs) ** 2).sum().backward()
+    np.testing.assert_array_equal(xs.grad.numpy(), xt.grad.numpy())
+
+
+def test_function_saved_tensor_changed_in_place_is_refused():
+    x = smelt.randn(4, requires_grad=True)
+    a = x * 1.0
+    y = Cube.apply(a, 1.0)
+    with smelt.no_grad():
+        a.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified in place"):
+        y.sum().backward()
+
+
+def test_function_wrong_gradient_count_is_an_error():
+    class Bad(smelt.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    x, y = smelt.randn(3, requires_grad=True), smelt.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Bad.backward returned 1 gradients, but forward took 2"):
+        Bad.apply(x, y).sum().backward()
+
+
+def test_function_compiled(rng):
+    """smelt.compile inlines the forward; a compiled training step records the backward, so a
+    straight-through estimator trains compiled as it does eagerly."""
+    f = smelt.compile(lambda x: StraightThroughRound.apply(x * 3.0) + 1.0)
+    x = smelt.tensor(rng.standard_normal((6,)))
+    np.testing.assert_array_equal(f(x).numpy(), (x * 3.0).round().numpy() + 1.0)
+
+    def make():
+        smelt.manual_seed(3)
+        return nn.Linear(4, 2, dtype=smelt.float64)
+
+    def loss(model, x):
+        return (StraightThroughRound.apply(model(x) * 4.0) ** 2).mean()
+
+    eager, model = make(), make()
+    opt_e = smelt.optim.SGD(eager.parameters(), lr=0.01)
+    opt = smelt.optim.SGD(model.parameters(), lr=0.01)
+    step = smelt.compile_step(model, lambda x: loss(model, x), opt, backend="interpreter")
+    for _ in range(3):
+        x = smelt.tensor(rng.standard_normal((5, 4)))
+        opt_e.zero_grad()
+        want = loss(eager, x)
+        want.backward()
+        opt_e.step()
+        got = step(x)
+        np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=1e-12)
+    for pe, pc in zip(eager.parameters(), model.parameters()):
+        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-12)
+
+
+def sinc_forward(x):
+    return np.sinc(x.numpy())
+
+
+def sinc_backward(ctx, grad):
+    (x,) = ctx.inputs
+    v = x.numpy()
+    safe = np.where(v == 0, 1.0, v)
+    d = np.where(v == 0, 0.0, (np.cos(np.pi * v) - np.sinc(v)) / safe)
+    return grad.numpy() * d
+
+
+@pytest.fixture(scope="module")
+def np_sinc():
+    return smelt.library.register_op("test_np_sinc", sinc_forward, backward=sinc_backward)
+
+
+def test_numpy_op_eager_and_gradient(np_sinc, rng):
+    x0 = rng.standard_normal((2, 5))
+    x = smelt.tensor(x0, requires_grad=True)
+    y = np_sinc(x)
+    np.testing.assert_allclose(y.detach().numpy(), np.sinc(x0), rtol=1e-15)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), numeric_grad(lambda v: np.sinc(v).sum(), x0), rtol=1e-6, atol=1e-8)
+    # float32 in: the NumPy float64 result is cast to the shape rule's dtype.
+    x32 = smelt.tensor(x0.astype(np.float32))
+    assert np_sinc(x32).dtype == smelt.float32
+    assert smelt.library.is_registered("test_np_sinc")
+    assert smelt.library.is_registered("test_np_sinc_backward")
+    assert smelt.library.find_op("test_np_sinc").name == "test_np_sinc"
+
+
+def test_numpy_op_compiled_and_trained(np_sinc, rng):
+    f = smelt.compile(lambda x: np_sinc(x * 2.0) + 1.0)
+    x = smelt.tensor(rng.standard_normal((3, 3)))
+    np.testing.assert_array_equal(f(x).numpy(), np.sinc(x.numpy() * 2.0) + 1.0)
+    assert f.report().op_steps >= 1
+
+    def make():
+        smelt.manual_seed(5)
+        return nn.Linear(3, 3, dtype=smelt.float64)
+
+    eager, model = make(), make()
+    opt_e = smelt.optim.SGD(eager.parameters(), lr=0.1)
+    opt = smelt.optim.SGD(model.parameters(), lr=0.1)
+    step = smelt.compile_step(model, lambda x: np_sinc(model(x)).sum(), opt)
+    for _ in range(3):
+        x = smelt.tensor(rng.standard_normal((4, 3)))
+        opt_e.zero_grad()
+        want = np_sinc(eager(x)).sum()
+        want.backward()
+        opt_e.step()
+        np.testing.assert_allclose(step(x).numpy(), want.detach().numpy(), rtol=1e-12)
+    for pe, pc in zip(eager.parameters(), model.parameters()):
+        np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-12)
+
+
+def test_op_with_attributes_shape_rule_and_two_outputs(rng):
+    def shape(x, **attrs):
+        rows = x.shape[0]
+        return [smelt.library.TensorMeta((rows,), x.dtype), smelt.library.TensorMeta((rows,), smelt.int64)]
+
+    def forward(x, k=1):
+        v = x.numpy()
+        return np.sort(v, axis=1)[:, -k], np.argsort(v, axis=1)[:, -k]
+
+    kth = smelt.library.register_op("test_np_kth_largest", forward, shape=shape, num_outputs=2)
+    x0 = rng.standard_normal((4, 6))
+    values, indices = kth(smelt.tensor(x0), k=2)
+    np.testing.assert_array_equal(values.numpy(), np.sort(x0, axis=1)[:, -2])
+    assert indices.dtype == smelt.int64
+    np.testing.assert_array_equal(indices.numpy(), np.argsort(x0, axis=1)[:, -2])
+    # No backward given: differentiating through it says so.
+    x = smelt.tensor(x0, requires_grad=True)
+    with pytest.raises(RuntimeError, match="test_np_kth_largest.*has no backward"):
+        kth(x, k=1)[0].sum().backward()
+
+
+def test_op_errors(np_sinc):
+    with pytest.raises(RuntimeError, match="already exists"):
+        smelt.library.register_op("test_np_sinc", sinc_forward)
+    with pytest.raises(RuntimeError, match="not an identifier"):
+        smelt.library.register_op("np sinc", sinc_forward)
+
+    def writes(x):
+        x.numpy()[0] = 7.0
+        return x.numpy()
+
+    bad = smelt.library.register_op("test_np_writes", writes)
+    with pytest.raises(RuntimeError, match="forward changed its input 0"):
+        bad(smelt.zeros(3, dtype=smelt.float64))
+
+    def raises(x):
+        raise ValueError("bad value in kernel")
+
+    thrower = smelt.library.register_op("test_np_raises", raises)
+    with pytest.raises(RuntimeError, match="test_np_raises.*bad value in kernel"):
+        thrower(smelt.zeros(3))
+    wrong = smelt.library.register_op("test_np_wrong_shape", lambda x: np.zeros(2))
+    with pytest.raises(RuntimeError, match=r"result 0 has shape \(2,\), the shape rule says \(3,\)"):
+        wrong(smelt.zeros(3))
+
+    def few(ctx, grad):
+        return ()
+
+    fewer = smelt.library.register_op("test_np_few", sinc_forward, backward=few)
+    x = smelt.randn(3, dtype=smelt.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="returned 0 gradients for 1 inputs"):
+        fewer(x).sum().backward()

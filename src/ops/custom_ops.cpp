@@ -1,0 +1,272 @@
+// The registry of user-defined ops (smelt/custom_op.h) and the checks around their rules.
+#include "ops/custom_ops.h"
+
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "ops/dispatch.h"
+#include "smelt/autograd.h"
+
+namespace smelt::ops {
+namespace {
+
+// Ids kOpCount + i for the i-th registration. Lookups read without a lock: a record is published
+// (its pointer stored) only when complete, and never changes or goes away afterwards.
+constexpr int kMaxCustomOps = 4096;
+std::array<std::atomic<const CustomOpRecord*>, kMaxCustomOps> g_records{};
+std::atomic<int> g_count{0};
+std::mutex g_register_mutex;
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+std::string metas_str(const std::vector<TensorMeta>& metas) {
+  std::string s;
+  for (const TensorMeta& m : metas) {
+    s += (s.empty() ? "" : ", ") + std::string(dtype_name(m.dtype)) + " " + shape_str(m.shape);
+  }
+  return "(" + s + ")";
+}
+
+// Runs `f`, turning whatever it throws into a smelt::Error that names the op and the rule.
+template <class F>
+auto guarded(const CustomOpRecord& op, const char* rule, F&& f) -> decltype(f()) {
+  const std::string where = "custom op '" + op.def.name + "': " + rule;
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what(), e.internal());
+  } catch (const std::exception& e) {
+    throw Error(where + " threw: " + e.what());
+  } catch (...) {
+    throw Error(where + " threw an exception that is not a std::exception");
+  }
+}
+
+// A hash of the bytes an input's elements live in (the span from its first to its last element):
+// what check_inputs_unchanged compares before and after the kernel.
+uint64_t bytes_hash(const Tensor& t) {
+  if (!t.storage() || t.numel() == 0) return 0;
+  int64_t first = t.offset(), last = t.offset();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t step = (t.size(d) - 1) * t.stride(d);
+    (step < 0 ? first : last) += step;
+  }
+  const size_t elem = dtype_size(t.dtype());
+  const auto* p = static_cast<const unsigned char*>(t.storage()->data()) + size_t(first) * elem;
+  const size_t n = size_t(last - first + 1) * elem;
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 29;
+  }
+  for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+// The expression's values written into the outputs: an op registered without a kernel.
+void run_expression(const CustomOpRecord& op, const std::vector<Tensor>& in, const Attrs& attrs,
+                    const std::vector<Tensor>& out) {
+  std::vector<Tensor> values;
+  {
+    NoGradGuard no_grad;
+    DispatchHook* hook = set_dispatch_hook(nullptr);  // computed here, never recorded
+    try {
+      values = guarded(op, "expression", [&] { return op.def.expression(in, attrs); });
+    } catch (...) {
+      set_dispatch_hook(hook);
+      throw;
+    }
+    set_dispatch_hook(hook);
+  }
+  SMELT_CHECK(values.size() == out.size())
+      << "custom op '" << op.def.name << "': its expression returned " << values.size()
+      << " tensors, the shape rule " << out.size();
+  for (size_t k = 0; k < out.size(); ++k) {
+    SMELT_CHECK(values[k].defined() && meta_of(values[k]) == meta_of(out[k]))
+        << "custom op '" << op.def.name << "': its expression's output " << k << " is "
+        << (values[k].defined() ? metas_str({meta_of(values[k])}) : "undefined")
+        << ", the shape rule says " << metas_str({meta_of(out[k])});
+    NoGradGuard no_grad;
+    Tensor target = out[k];
+    target.copy_(values[k]);
+  }
+}
+
+}  // namespace
+
+const CustomOpRecord* custom_op(OpId op) {
+  const int i = int(op) - kOpCount;
+  if (i < 0 || i >= g_count.load(std::memory_order_acquire)) return nullptr;
+  return g_records[size_t(i)].load(std::memory_order_acquire);
+}
+
+bool custom_op_from_name(const std::string& name, OpId* out) {
+  const int n = g_count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    if (g_records[size_t(i)].load(std::memory_order_acquire)->def.name == name) {
+      *out = OpId(kOpCount + i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool custom_op_for_onnx(const std::string& domain, const std::string& op_type, OpId* out) {
+  const int n = g_count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    const OpDefinition& def = g_records[size_t(i)].load(std::memory_order_acquire)->def;
+    if (!def.onnx_domain.empty() && def.onnx_domain == domain && def.name == op_type) {
+      *out = OpId(kOpCount + i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<OpId> custom_ops() {
+  std::vector<OpId> ids;
+  const int n = g_count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) ids.push_back(OpId(kOpCount + i));
+  return ids;
+}
+
+std::vector<TensorMeta> custom_shape(const CustomOpRecord& op, const std::vector<TensorMeta>& in,
+                                     const Attrs& attrs) {
+  if (!op.def.shape) return {in.at(0)};
+  std::vector<TensorMeta> out = guarded(op, "shape rule", [&] { return op.def.shape(in, attrs); });
+  SMELT_CHECK(out.size() == size_t(op.def.num_outputs))
+      << "custom op '" << op.def.name << "': its shape rule returned " << out.size()
+      << " outputs for inputs " << metas_str(in) << "; the op has " << op.def.num_outputs
+      << " (OpDefinition::num_outputs)";
+  return out;
+}
+
+void custom_kernel(const CustomOpRecord& op, const std::vector<Tensor>& in, const Attrs& attrs,
+                   const std::vector<Tensor>& out) {
+  if (!op.def.forward) {
+    run_expression(op, in, attrs, out);
+    return;
+  }
+  std::vector<uint64_t> before;
+  if (op.def.check_inputs_unchanged) {
+    for (const Tensor& t : in) before.push_back(bytes_hash(t));
+  }
+  guarded(op, "forward", [&] { op.def.forward(in, attrs, out); });
+  for (size_t i = 0; i < before.size(); ++i) {
+    SMELT_CHECK(bytes_hash(in[i]) == before[i])
+        << "custom op '" << op.def.name << "': forward changed its input " << i << " ("
+        << metas_str({meta_of(in[i])}) << "); a kernel writes only its outputs. Copy the input "
+        << "if the kernel needs scratch space";
+  }
+}
+
+std::vector<Tensor> custom_grad(const CustomOpRecord& op, const GradContext& ctx) {
+  SMELT_CHECK(bool(op.def.backward))
+      << "backward through custom op '" << op.def.name << "': it has no backward "
+      << "(OpDefinition::backward); register it with one, or detach its inputs";
+  std::vector<Tensor> grads = guarded(op, "backward", [&] { return op.def.backward(ctx); });
+  SMELT_CHECK(grads.size() == ctx.inputs.size())
+      << "custom op '" << op.def.name << "': backward returned " << grads.size()
+      << " gradients for " << ctx.inputs.size() << " inputs (one per input; an undefined "
+      << "Tensor() for an input without a gradient)";
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined() || !ctx.needs(i)) continue;
+    const Shape& want = ctx.inputs[i].shape();
+    const Shape& got = grads[i].shape();
+    bool fits = got.size() >= want.size();
+    for (size_t d = 0; fits && d < want.size(); ++d) {
+      const int64_t g = got[got.size() - want.size() + d];
+      fits = want[d] == g || want[d] == 1;
+    }
+    SMELT_CHECK(fits) << "custom op '" << op.def.name << "': backward returned a gradient of shape "
+                      << shape_str(got) << " for input " << i << " of shape " << shape_str(want)
+                      << " (a gradient has the input's shape, or one the input broadcasts to)";
+    SMELT_CHECK(dtype_is_floating(grads[i].dtype()))
+        << "custom op '" << op.def.name << "': backward returned a " << dtype_name(grads[i].dtype())
+        << " gradient for input " << i << "; gradients are floating point";
+    if (grads[i].dtype() != ctx.inputs[i].dtype()) grads[i] = grads[i].to(ctx.inputs[i].dtype());
+  }
+  return grads;
+}
+
+}  // namespace smelt::ops
+
+namespace smelt {
+
+CustomOp register_op(OpDefinition def) {
+  using namespace ops;
+  SMELT_CHECK(is_identifier(def.name) && def.name != "constant")
+      << "register_op: the name '" << def.name << "' is not an identifier (letters, digits and "
+      << "'_', not starting with a digit, and not 'constant'): the IR text prints ops by name";
+  OpId existing;
+  SMELT_CHECK(!op_from_name(def.name, &existing))
+      << "register_op: an op named '" << def.name << "' already exists ("
+      << (int(existing) < kOpCount ? "a built-in op" : "registered before")
+      << "); choose another name";
+  SMELT_CHECK(def.num_inputs >= -1 && def.num_inputs <= 32)
+      << "register_op '" << def.name << "': num_inputs must be in [0, 32], or -1 for any number; got "
+      << def.num_inputs;
+  SMELT_CHECK(def.num_outputs >= 1 && def.num_outputs <= 32)
+      << "register_op '" << def.name << "': num_outputs must be in [1, 32]; got " << def.num_outputs;
+  SMELT_CHECK(def.forward || def.expression)
+      << "register_op '" << def.name << "': give a forward kernel, an expression, or both";
+  SMELT_CHECK(def.shape || def.num_outputs == 1)
+      << "register_op '" << def.name << "': an op with " << def.num_outputs
+      << " outputs needs a shape rule (the default makes one output like input 0)";
+  SMELT_CHECK(def.shape || def.num_inputs != 0)
+      << "register_op '" << def.name << "': an op without inputs needs a shape rule";
+
+  std::lock_guard<std::mutex> lock(g_register_mutex);
+  SMELT_CHECK(!custom_op_from_name(def.name, &existing))
+      << "register_op: an op named '" << def.name << "' already exists (registered before); "
+      << "choose another name";
+  const int index = g_count.load(std::memory_order_relaxed);
+  SMELT_CHECK(index < kMaxCustomOps) << "register_op: at most " << kMaxCustomOps << " ops can be registered";
+  auto record = std::make_unique<CustomOpRecord>();
+  record->def = std::move(def);
+  record->info = OpInfo{record->def.name.c_str(), OpKind::Opaque, record->def.num_inputs,
+                        record->def.num_outputs, 0, 0, 0};
+  record->impl.saves = uint8_t((record->def.backward_reads_inputs ? kSaveInputs : 0) |
+                               (record->def.backward_reads_outputs ? kSaveOutputs : 0));
+  const std::string name = record->def.name;
+  g_records[size_t(index)].store(record.release(), std::memory_order_release);
+  g_count.store(index + 1, std::memory_order_release);
+  return CustomOp(name, uint16_t(kOpCount + index));
+}
+
+CustomOp find_op(const std::string& name) {
+  ops::OpId id;
+  SMELT_CHECK(ops::custom_op_from_name(name, &id))
+      << "no op named '" << name << "' is registered (smelt::register_op)";
+  return CustomOp(name, uint16_t(id));
+}
+
+bool is_registered_op(const std::string& name) {
+  ops::OpId id;
+  return ops::custom_op_from_name(name, &id);
+}
+
+std::vector<Tensor> CustomOp::operator()(const std::vector<Tensor>& inputs, const Attrs& attrs) const {
+  SMELT_CHECK(id_ != 0) << "a default-constructed CustomOp names no op; use register_op or find_op";
+  return ops::call(ops::OpId(id_), inputs, attrs);
+}
+
+std::vector<Tensor> call_op(const std::string& name, const std::vector<Tensor>& inputs,
+                            const Attrs& attrs) {
+  return find_op(name)(inputs, attrs);
+}
+
+}  // namespace smelt

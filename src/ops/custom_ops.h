@@ -1,0 +1,38 @@
+// The rows of the op table that users register at run time (smelt/custom_op.h): ids from
+// kOpCount on, so that everything keyed by OpId (the IR, the tracer, passes, plans) holds them as
+// it holds built-ins. op_table.cpp answers op_info / op_impl / op_from_name for them from here;
+// the dispatcher runs their rules through the checked wrappers below.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/op_table.h"
+#include "smelt/custom_op.h"
+
+namespace smelt::ops {
+
+struct CustomOpRecord {
+  OpDefinition def;
+  OpInfo info;  // kind Opaque; name points into def.name
+  OpImpl impl;  // `saves` only: the rules are def's functions
+};
+
+// The record of a registered op; null for a built-in (or an id nobody registered).
+const CustomOpRecord* custom_op(OpId op);
+bool custom_op_from_name(const std::string& name, OpId* out);
+// The op registered for ONNX nodes of `domain` and `op_type`; false when none.
+bool custom_op_for_onnx(const std::string& domain, const std::string& op_type, OpId* out);
+// Every registered op, in registration order.
+std::vector<OpId> custom_ops();
+
+// The user's rules with the checks the dispatcher makes of built-ins by construction: the right
+// number of outputs and gradients, shapes that fit, inputs the kernel left alone; any exception
+// becomes a smelt::Error that names the op.
+std::vector<TensorMeta> custom_shape(const CustomOpRecord& op, const std::vector<TensorMeta>& in,
+                                     const Attrs& attrs);
+void custom_kernel(const CustomOpRecord& op, const std::vector<Tensor>& in, const Attrs& attrs,
+                   const std::vector<Tensor>& out);
+std::vector<Tensor> custom_grad(const CustomOpRecord& op, const GradContext& ctx);
+
+}  // namespace smelt::ops

@@ -1,0 +1,381 @@
+// User-defined ops (smelt/custom_op.h): eager calls against a scalar loop, gradients against
+// finite differences (first and second order), traced graphs and the IR text, smelt::compile with
+// and without an expression (against eager, bit for bit where the same kernel runs), the errors
+// users make, and apply_function (hand-written gradients). ONNX import of a custom domain:
+// tests/onnx/onnx_custom_op_test.cpp. Ops registered here live for the whole test binary, so each
+// test registers its own names, once.
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+#include "support/check.h"
+#include "support/errors.h"
+#include "smelt/compile.h"
+
+namespace smelt {
+namespace {
+
+using testing::all_close;
+using testing::expect_error;
+using testing::same_bits;
+
+// y = a * tanh(b) + 1 (a and b of one shape), computed by a loop in double and rounded once.
+void gated_tanh_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
+  const Tensor a = in[0].contiguous().to(DType::Float64), b = in[1].contiguous().to(DType::Float64);
+  const double shift = attrs.get_float("shift", 1.0);
+  Tensor y = empty(a.shape(), DType::Float64);
+  for (int64_t i = 0; i < y.numel(); ++i) y.data<double>()[i] = a.data<double>()[i] * std::tanh(b.data<double>()[i]) + shift;
+  Tensor target = out[0];
+  NoGradGuard no_grad;
+  target.copy_(y);
+}
+
+std::vector<Tensor> gated_tanh_backward(const GradContext& c) {
+  const Tensor t = tanh(c.inputs[1]);
+  return {c.grads[0] * t, c.grads[0] * c.inputs[0] * (1.0 - t * t)};
+}
+
+OpDefinition gated_tanh_def(const std::string& name) {
+  OpDefinition def;
+  def.name = name;
+  def.num_inputs = 2;
+  def.shape = [](const std::vector<TensorMeta>& in, const Attrs&) {
+    SMELT_CHECK(in[0] == in[1]) << "a and b differ";
+    return std::vector<TensorMeta>{in[0]};
+  };
+  def.forward = gated_tanh_kernel;
+  def.backward = gated_tanh_backward;
+  def.backward_reads_outputs = false;
+  return def;
+}
+
+// Registered once per binary.
+const CustomOp& gated_tanh() {
+  static const CustomOp op = register_op(gated_tanh_def("test_gated_tanh"));
+  return op;
+}
+
+const CustomOp& gated_tanh_with_expression() {
+  static const CustomOp op = [] {
+    OpDefinition def = gated_tanh_def("test_gated_tanh_expr");
+    def.expression = [](const std::vector<Tensor>& in, const Attrs& attrs) -> std::vector<Tensor> {
+      return {in[0] * tanh(in[1]) + attrs.get_float("shift", 1.0)};
+    };
+    return register_op(def);
+  }();
+  return op;
+}
+
+Tensor reference(const Tensor& a, const Tensor& b, double shift = 1.0) {
+  const Tensor a64 = a.to(DType::Float64), b64 = b.to(DType::Float64);
+  return (a64 * tanh(b64) + shift).to(a.dtype());
+}
+
+TEST(CustomOp, EagerCallMatchesTheFormula) {
+  Tensor a = testing::random_tensor({3, 5}, -2, 2, 1).to(DType::Float32);
+  Tensor b = testing::random_tensor({3, 5}, -2, 2, 2).to(DType::Float32);
+  EXPECT_TRUE(same_bits(gated_tanh()({a, b})[0], reference(a, b)));
+  EXPECT_TRUE(same_bits(call_op("test_gated_tanh", {a, b}, {{"shift", 0.5}})[0], reference(a, b, 0.5)));
+  // Views in any layout: the kernel's contiguous() reads them.
+  Tensor at = testing::random_tensor({5, 3}, -2, 2, 3).to(DType::Float32).t();
+  EXPECT_TRUE(same_bits(gated_tanh()({at, b})[0], reference(at, b)));
+  // Edges: empty, NaN and infinities pass through the kernel as the formula says.
+  EXPECT_EQ(gated_tanh()({zeros({0, 4}), zeros({0, 4})})[0].shape(), (Shape{0, 4}));
+  Tensor special = testing::special_values({4, 7}, 5);
+  EXPECT_TRUE(same_bits(gated_tanh()({special, special})[0], reference(special, special)));
+  EXPECT_TRUE(find_op("test_gated_tanh").name() == "test_gated_tanh");
+  EXPECT_TRUE(is_registered_op("test_gated_tanh"));
+  EXPECT_FALSE(is_registered_op("test_no_such_op"));
+}
+
+TEST(CustomOp, GradientsMatchFiniteDifferencesToSecondOrder) {
+  Tensor a = testing::random_leaf({4, 3}, -1, 1, 11), b = testing::random_leaf({4, 3}, -1, 1, 12);
+  auto f = [](const std::vector<Tensor>& in) { return gated_tanh()({in[0], in[1]})[0]; };
+  EXPECT_TRUE(testing::gradcheck(f, {a, b}));
+  // The gradient is itself built from smelt ops: differentiate it again (d/db of the gradient
+  // for a, weighted) and compare with central differences of that gradient.
+  auto grad_a = [](const Tensor& a0, const Tensor& b0, bool create_graph) {
+    Tensor leaf = a0.detach().clone().set_requires_grad();
+    Tensor y = gated_tanh()({leaf, b0})[0];
+    return autograd::grad({(y * y).sum()}, {leaf}, {}, false, create_graph)[0];
+  };
+  Tensor w = testing::random_tensor({4, 3}, 0.5, 1.5, 14);
+  Tensor second = autograd::grad({(grad_a(a, b, true) * w).sum()}, {b})[0];
+  Tensor numeric = zeros({4, 3}, DType::Float64);
+  for (int64_t i = 0; i < 12; ++i) {
+    const double h = 1e-6;
+    Tensor plus = b.detach().clone(), minus = b.detach().clone();
+    plus.data<double>()[i] += h;
+    minus.data<double>()[i] -= h;
+    numeric.data<double>()[i] =
+        ((grad_a(a, plus, false) * w).sum().item() - (grad_a(a, minus, false) * w).sum().item()) / (2 * h);
+  }
+  EXPECT_TRUE(all_close(second, numeric, 1e-5, 1e-7));
+  // backward() into leaves, as for built-ins; an input that needs no gradient gets none.
+  Tensor c = testing::random_tensor({4, 3}, -1, 1, 13);
+  gated_tanh()({a, c})[0].sum().backward();
+  EXPECT_TRUE(all_close(a.grad(), tanh(c), 1e-12, 1e-12));
+  EXPECT_FALSE(c.grad().defined());
+}
+
+TEST(CustomOp, TracedPrintedParsedAndInterpreted) {
+  Tensor a = testing::random_tensor({2, 3}, -1, 1, 21), b = testing::random_tensor({2, 3}, -1, 1, 22);
+  auto fn = [](const std::vector<Tensor>& in, const std::vector<Tensor>&) -> std::vector<Tensor> {
+    return {gated_tanh()({in[0] * 2.0, in[1]}, {{"shift", -3.0}})[0].exp()};
+  };
+  Graph g = Graph::trace(fn, {a, b});
+  EXPECT_EQ(g.op_names(), (std::vector<std::string>{"mul", "test_gated_tanh", "exp"}));
+  const std::string text = g.print();
+  EXPECT_NE(text.find("test_gated_tanh(%"), std::string::npos) << text;
+  EXPECT_NE(text.find("shift=-3."), std::string::npos) << text;
+  Graph parsed = Graph::parse(text);
+  EXPECT_EQ(parsed.print(), text);
+  const Tensor eager = fn({a, b}, {})[0];
+  EXPECT_TRUE(same_bits(parsed.run({a, b})[0], eager));
+  g.optimize();  // no expression: the node stays, an opaque op the passes leave alone
+  EXPECT_EQ(g.op_names(), (std::vector<std::string>{"mul", "test_gated_tanh", "exp"}));
+  EXPECT_TRUE(same_bits(g.run({a, b})[0], eager));
+  // A parse of an op nobody registered says how to fix it.
+  expect_error([] { Graph::parse("graph(%x: f32[2]) {\n  %y: f32[2] = test_unregistered(%x)\n  return %y\n}\n"); },
+               {"unknown op 'test_unregistered'", "register_op"});
+}
+
+TEST(CustomOp, CompiledWithoutExpressionIsAnOpStepEqualToEager) {
+  auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    Tensor y = gated_tanh()({relu(in[0]), in[1]})[0];
+    return {y * 3.0 + in[0]};
+  };
+  CompiledFunction f = compile(fn);
+  for (int64_t rows : {1, 4, 9}) {
+    Tensor a = testing::random_tensor({rows, 6}, -2, 2, uint64_t(rows)).to(DType::Float32);
+    Tensor b = testing::random_tensor({rows, 6}, -2, 2, uint64_t(rows) + 50).to(DType::Float32);
+    EXPECT_TRUE(same_bits(f({a, b})[0], fn({a, b})[0])) << rows;
+  }
+  EXPECT_GE(f.report().op_steps, 1);  // the custom op runs its own kernel
+  EXPECT_NE(f.report().plan.find("test_gated_tanh"), std::string::npos) << f.report().plan;
+}
+
+TEST(CustomOp, ExpressionIsInlinedAndFused) {
+  auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    return {gated_tanh_with_expression()({in[0] + 1.0, in[1]}, {{"shift", 0.25}})[0] * 2.0};
+  };
+  auto written_out = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    return {((in[0] + 1.0) * tanh(in[1]) + 0.25) * 2.0};
+  };
+  CompiledFunction f = compile(fn), g = compile(written_out);
+  Tensor a = testing::random_tensor({8, 33}, -2, 2, 31).to(DType::Float32);
+  Tensor b = testing::random_tensor({8, 33}, -2, 2, 32).to(DType::Float32);
+  // The same ops as the expression written out by hand: the same plan, the same bits.
+  EXPECT_TRUE(same_bits(f({a, b})[0], g({a, b})[0]));
+  EXPECT_EQ(f.report().kernels, 1);
+  EXPECT_EQ(f.report().op_steps, 0);
+  // And the eager kernel agrees with the expression (within rounding: it computes in double).
+  EXPECT_TRUE(all_close(f({a, b})[0], fn({a, b})[0], 1e-6, 1e-6));
+  // The optimized graph holds built-in ops only.
+  Graph traced = Graph::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return fn(in); }, {a, b});
+  EXPECT_EQ(traced.op_names()[1], "test_gated_tanh_expr");
+  traced.optimize();
+  for (const std::string& op : traced.op_names()) EXPECT_NE(op, "test_gated_tanh_expr");
+}
+
+TEST(CustomOp, AnExpressionAloneComputesEagerlyToo) {
+  static const CustomOp op = [] {
+    OpDefinition def;
+    def.name = "test_expression_only";
+    def.expression = [](const std::vector<Tensor>& in, const Attrs&) -> std::vector<Tensor> {
+      return {in[0] * sigmoid(in[0])};
+    };
+    return register_op(def);
+  }();
+  Tensor x = testing::random_tensor({7}, -3, 3, 41).to(DType::Float32);
+  EXPECT_TRUE(same_bits(op({x})[0], x * sigmoid(x)));
+  // Not differentiable without a backward: an error naming the op, only when a gradient flows.
+  Tensor leaf = testing::random_leaf({3});
+  Tensor y = op({leaf})[0];
+  expect_error([&] { y.sum().backward(); }, {"test_expression_only", "has no backward"});
+}
+
+TEST(CustomOp, CompiledTrainingUsesTheBackward) {
+  Tensor a = testing::random_tensor({5, 4}, -1, 1, 51), b = testing::random_tensor({5, 4}, -1, 1, 52);
+  auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    return {gated_tanh()({in[0], in[1]})[0].sum()};
+  };
+  CompiledFunction f = compile(fn);
+  Tensor ca = a.clone().set_requires_grad(), cb = b.clone().set_requires_grad();
+  f({ca, cb})[0].backward();
+  Tensor ea = a.clone().set_requires_grad(), eb = b.clone().set_requires_grad();
+  fn({ea, eb})[0].backward();
+  EXPECT_TRUE(same_bits(ca.grad(), ea.grad()));
+  EXPECT_TRUE(same_bits(cb.grad(), eb.grad()));
+}
+
+TEST(CustomOp, RegistrationErrors) {
+  gated_tanh();
+  expect_error([] { register_op(gated_tanh_def("test_gated_tanh")); }, {"'test_gated_tanh' already exists"});
+  expect_error([] { register_op(gated_tanh_def("matmul")); }, {"'matmul' already exists", "built-in"});
+  expect_error([] { register_op(gated_tanh_def("my op")); }, {"'my op' is not an identifier"});
+  expect_error([] { register_op(gated_tanh_def("2x")); }, {"not an identifier"});
+  expect_error([] { register_op(gated_tanh_def("constant")); }, {"not an identifier"});
+  OpDefinition no_kernel;
+  no_kernel.name = "test_no_kernel";
+  expect_error([&] { register_op(no_kernel); }, {"test_no_kernel", "forward kernel, an expression"});
+  OpDefinition two_outputs = gated_tanh_def("test_two_outputs");
+  two_outputs.num_outputs = 2;
+  two_outputs.shape = nullptr;
+  expect_error([&] { register_op(two_outputs); }, {"test_two_outputs", "needs a shape rule"});
+  OpDefinition bad_arity = gated_tanh_def("test_bad_arity");
+  bad_arity.num_inputs = 40;
+  expect_error([&] { register_op(bad_arity); }, {"num_inputs must be in"});
+  expect_error([] { find_op("test_missing"); }, {"no op named 'test_missing'"});
+}
+
+TEST(CustomOp, ErrorsOfTheUsersRules) {
+  Tensor a = testing::random_leaf({2, 3}), b = testing::random_leaf({2, 3});
+  // Wrong arity and a shape rule that refuses (its message kept, the op named).
+  expect_error([&] { gated_tanh()({a}); }, {"test_gated_tanh", "expected 2 inputs, got 1"});
+  expect_error([&] { gated_tanh()({a, zeros({3})}); }, {"custom op 'test_gated_tanh': shape rule", "a and b differ"});
+
+  auto make = [](const std::string& name, auto tweak) {
+    OpDefinition def = gated_tanh_def(name);
+    tweak(def);
+    return register_op(def);
+  };
+  // A shape rule that throws something else than smelt::Error, or returns the wrong count.
+  static const CustomOp throwing = make("test_shape_throws", [](OpDefinition& d) {
+    d.shape = [](const std::vector<TensorMeta>&, const Attrs&) -> std::vector<TensorMeta> {
+      throw std::out_of_range("index 7");
+    };
+  });
+  expect_error([&] { throwing({a, b}); }, {"custom op 'test_shape_throws': shape rule threw", "index 7"});
+  static const CustomOp counted = make("test_shape_count", [](OpDefinition& d) {
+    d.shape = [](const std::vector<TensorMeta>& in, const Attrs&) { return std::vector<TensorMeta>{in[0], in[0]}; };
+  });
+  expect_error([&] { counted({a, b}); }, {"test_shape_count", "returned 2 outputs", "has 1"});
+
+  // Backward returning too few gradients, or a gradient of a shape that does not fit.
+  static const CustomOp few = make("test_backward_few", [](OpDefinition& d) {
+    d.backward = [](const GradContext& c) { return std::vector<Tensor>{c.grads[0]}; };
+  });
+  expect_error([&] { few({a, b})[0].sum().backward(); }, {"test_backward_few", "returned 1 gradients for 2 inputs"});
+  static const CustomOp shaped = make("test_backward_shape", [](OpDefinition& d) {
+    d.backward = [](const GradContext& c) { return std::vector<Tensor>{c.grads[0], c.grads[0].sum({1})}; };
+  });
+  expect_error([&] { shaped({a, b})[0].sum().backward(); },
+               {"test_backward_shape", "gradient of shape (2,)", "input 1 of shape (2, 3)"});
+  // A gradient that broadcasts to the input is summed down, as for built-ins.
+  static const CustomOp broadcast = make("test_backward_broadcast", [](OpDefinition& d) {
+    d.backward = [](const GradContext& c) {
+      return std::vector<Tensor>{c.grads[0].expand({4, 2, 3}), Tensor()};
+    };
+  });
+  Tensor a2 = testing::random_leaf({2, 3});
+  broadcast({a2, b})[0].sum().backward();
+  EXPECT_TRUE(all_close(a2.grad(), full({2, 3}, 4.0, DType::Float64)));
+
+  // A forward that writes its input, and one that throws.
+  static const CustomOp writer = make("test_writes_input", [](OpDefinition& d) {
+    d.forward = [](const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
+      gated_tanh_kernel(in, attrs, out);
+      in[1].data<double>()[0] = 42;
+    };
+  });
+  Tensor x = testing::random_tensor({2, 3}), y = testing::random_tensor({2, 3});
+  expect_error([&] { writer({x, y}); }, {"test_writes_input", "forward changed its input 1"});
+  static const CustomOp thrower = make("test_forward_throws", [](OpDefinition& d) {
+    d.forward = [](const std::vector<Tensor>&, const Attrs&, const std::vector<Tensor>&) {
+      throw std::runtime_error("device lost");
+    };
+  });
+  expect_error([&] { thrower({x, y}); }, {"custom op 'test_forward_throws': forward threw", "device lost"});
+  // ... also inside a compiled plan, and from threads at once.
+  CompiledFunction f = compile([&](const std::vector<Tensor>& in) { return thrower({in[0] * 2.0, in[1]}); });
+  expect_error([&] { f({x, y}); }, {"test_forward_throws", "device lost"});
+  std::vector<std::thread> threads;
+  std::vector<int> caught(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        thrower({x, y});
+      } catch (const Error&) {
+        caught[size_t(t)] = 1;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(caught, (std::vector<int>{1, 1, 1, 1}));
+}
+
+TEST(CustomOp, ExpressionThatDisagreesWithTheShapeRuleIsAnError) {
+  static const CustomOp op = [] {
+    OpDefinition def = gated_tanh_def("test_expression_shape");
+    def.expression = [](const std::vector<Tensor>& in, const Attrs&) -> std::vector<Tensor> {
+      return {in[0].sum({0})};
+    };
+    return register_op(def);
+  }();
+  Tensor a = testing::random_tensor({2, 3}), b = testing::random_tensor({2, 3});
+  CompiledFunction f = compile([&](const std::vector<Tensor>& in) { return op({in[0], in[1]}); });
+  expect_error([&] { f({a, b}); }, {"test_expression_shape", "expression's output 0", "(3,)", "(2, 3)"});
+}
+
+}  // namespace
+}  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// A straight-through estimator: round forward, identity backward (a gradient the forward's own
+// ops would not give: round's is zero).
+std::vector<Tensor> straight_through(const Tensor& x) {
+  return apply_function("straight_through", {x}, [&] { return std::vector<Tensor>{round(x) * 1.0}; },
+                        [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0]}; });
+}
+
+TEST(CustomFunction, HandWrittenBackwardReplacesTheForwardsGradient) {
+  Tensor x = testing::random_leaf({6}, -3, 3, 71);
+  Tensor y = straight_through(x)[0];
+  EXPECT_TRUE(same_bits(y.detach(), round(x.detach())));
+  (y * y).sum().backward();
+  EXPECT_TRUE(all_close(x.grad(), 2.0 * round(x.detach()), 0, 0));
+  // Without grad mode, or inputs that need none, no node is recorded.
+  {
+    NoGradGuard no_grad;
+    EXPECT_FALSE(straight_through(x)[0].requires_grad());
+  }
+  EXPECT_FALSE(straight_through(x.detach())[0].requires_grad());
+}
+
+TEST(CustomFunction, CompiledInferenceInlinesItAndCompiledDifferentiationRefuses) {
+  auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    return {straight_through(in[0] * 3.0)[0] + 1.0};
+  };
+  CompiledFunction f = compile(fn);
+  Tensor x = testing::random_tensor({10}, -2, 2, 81);
+  EXPECT_TRUE(same_bits(f({x})[0], fn({x})[0]));
+  EXPECT_EQ(f.report().op_steps, 0);  // the marker is inlined away
+  Tensor leaf = x.clone().set_requires_grad();
+  expect_error([&] { f({leaf})[0].sum().backward(); },
+               {"function 'straight_through'", "compile_step"});
+}
+
+TEST(CustomFunction, ErrorsOfTheBackward) {
+  Tensor x = testing::random_leaf({3}), w = testing::random_leaf({3});
+  auto bad_count = [&] {
+    return apply_function("two_in", {x, w}, [&] { return std::vector<Tensor>{x * w}; },
+                          [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0]}; });
+  };
+  expect_error([&] { bad_count()[0].sum().backward(); }, {"function 'two_in'", "returned 1 gradients for 2"});
+  auto bad_shape = [&] {
+    return apply_function("shape_out", {x}, [&] { return std::vector<Tensor>{x * 2.0}; },
+                          [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0].sum()}; });
+  };
+  expect_error([&] { bad_shape()[0].sum().backward(); }, {"function 'shape_out'", "gradient of shape ()", "(3,)"});
+  auto throwing = [&] {
+    return apply_function("throws", {x}, [&]() -> std::vector<Tensor> { throw std::runtime_error("nope"); },
+                          [](const std::vector<Tensor>& g) { return g; });
+  };
+  expect_error(throwing, {"function 'throws': forward threw", "nope"});
+}
+
+}  // namespace
+}  // namespace smelt

@@ -1,0 +1,73 @@
+// ONNX import of user-defined ops (smelt/custom_op.h): a node of the domain an op claims becomes
+// that op, its attributes passed by name; a domain nobody claims is the usual unsupported error.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include "support/check.h"
+#include "support/errors.h"
+#include "smelt/onnx.h"
+
+namespace smelt {
+namespace {
+
+using testing::expect_error;
+
+// y = a + b * scale, claimed for ONNX nodes of the domain "com.smelt.test".
+const CustomOp& scaled_add() {
+  static const CustomOp op = [] {
+    OpDefinition def;
+    def.name = "test_onnx_scaled_add";
+    def.num_inputs = 2;
+    def.expression = [](const std::vector<Tensor>& in, const Attrs& attrs) -> std::vector<Tensor> {
+      return {in[0] + in[1] * attrs.get_float("scale")};
+    };
+    def.onnx_domain = "com.smelt.test";
+    return register_op(def);
+  }();
+  return op;
+}
+
+TEST(CustomOp, OnnxNodeOfItsDomainImports) {
+  const CustomOp& op = scaled_add();
+  ::onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* custom = m.add_opset_import();
+  custom->set_domain("com.smelt.test");
+  custom->set_version(1);
+  ::onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("g");
+  for (const char* name : {"a", "b"}) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(::onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_value(2);
+    tt->mutable_shape()->add_dim()->set_dim_value(3);
+  }
+  auto* n = g->add_node();
+  n->set_op_type(op.name());
+  n->set_domain("com.smelt.test");
+  n->add_input("a");
+  n->add_input("b");
+  n->add_output("y");
+  auto* attr = n->add_attribute();
+  attr->set_name("scale");
+  attr->set_type(::onnx::AttributeProto::FLOAT);
+  attr->set_f(-0.5f);
+  g->add_output()->set_name("y");
+  onnx::Model model = onnx::import_model_bytes(m.SerializeAsString());
+  EXPECT_EQ(model.graph.op_names(), std::vector<std::string>{op.name()});
+  Tensor a = testing::random_tensor({2, 3}, -1, 1, 61).to(DType::Float32);
+  Tensor b = testing::random_tensor({2, 3}, -1, 1, 62).to(DType::Float32);
+  EXPECT_TRUE(testing::same_bits(model.graph.run({a, b})[0], a + b * -0.5));
+
+  // A domain no op claims is the usual unsupported-op error, naming the way to claim it.
+  n->set_domain("com.other");
+  custom->set_domain("com.other");
+  expect_error([&] { onnx::import_model_bytes(m.SerializeAsString()); },
+               {"test_onnx_scaled_add", "com.other", "register_op"});
+}
+
+}  // namespace
+}  // namespace smelt
