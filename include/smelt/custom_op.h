@@ -63,6 +63,13 @@ struct OpDefinition {
   // Optional: compile replaces the op by this before optimizing, so elementwise expressions fuse
   // into the kernels around them. The outputs must match the shape rule's.
   OpExpression expression;
+  // Inputs the forward writes in place (a state update: a counter, a cache). Such an op runs
+  // eagerly only: its written inputs must be concrete tensors that may be changed in place (not a
+  // leaf that requires grad, not an expanded view), their versions are bumped (a tensor autograd
+  // saved from them is refused at backward), it records no gradient (an input requiring grad is an
+  // error), and tracing it (smelt::compile, Graph::trace, ONNX import) is an error: graphs are
+  // functional. Passes keep such a node in place (never merged, moved past its readers or fused).
+  std::vector<int> writes;
   // ONNX import: a node of this domain (e.g. "com.example") whose op type is `name` is this op,
   // its attributes passed as they are. Empty: none.
   std::string onnx_domain;

@@ -4,10 +4,12 @@
 // their names up front, so the node computing one writes it directly; an output that is an input,
 // a constant or a repeat of another output goes through an Identity.
 #include <filesystem>
+#include <set>
 #include <unordered_map>
 
 #include "io/atomic_file.h"
 #include "onnx/export_builder.h"
+#include "ops/custom_ops.h"
 #include "smelt/nn.h"
 #include "trace/trace_module.h"
 
@@ -59,7 +61,13 @@ Exporter exporter_of(OpId op, const char** why_not) {
     case OpId::group:
       return nullptr;  // inlined by the walk
   }
-  *why_not = int(op) >= ops::kOpCount ? "a user-defined op (smelt/custom_op.h) has no ONNX export" : "unknown op";
+  if (const ops::CustomOpRecord* custom = ops::custom_op(op)) {
+    if (!custom->def.onnx_domain.empty()) return export_custom;
+    *why_not = "a user-defined op without an ONNX domain (set OpDefinition::onnx_domain to export it as a node of "
+               "that domain)";
+    return nullptr;
+  }
+  *why_not = "unknown op";
   return nullptr;
 }
 
@@ -195,6 +203,15 @@ int64_t ir_version_of(int64_t opset) { return opset <= 13 ? 7 : 8; }
   ::onnx::GraphProto* g = m.mutable_graph();
   g->set_name(options.graph_name);
   GraphWriter(g, options.opset).write(graph.ir_graph(), options);
+  std::set<std::string> custom_domains;  // of user-defined ops (export_custom.cpp)
+  for (const auto& n : g->node()) {
+    if (!n.domain().empty()) custom_domains.insert(n.domain());
+  }
+  for (const std::string& domain : custom_domains) {
+    auto* custom = m.add_opset_import();
+    custom->set_domain(domain);
+    custom->set_version(1);
+  }
   return m;
 }
 

@@ -70,5 +70,6 @@ void export_elementwise(NodeExport& e);  // export_elementwise.cpp
 void export_reduce(NodeExport& e);       // export_reduce.cpp: reductions, softmax, losses, scans
 void export_movement(NodeExport& e);     // export_movement.cpp: views, joins, indexing
 void export_nn(NodeExport& e);           // export_nn.cpp: contractions, pooling, normalization
+void export_custom(NodeExport& e);       // export_custom.cpp: user-defined ops with an ONNX domain
 
 }  // namespace smelt::onnx_export

@@ -162,10 +162,14 @@ void custom_kernel(const CustomOpRecord& op, const std::vector<Tensor>& in, cons
   }
   std::vector<uint64_t> before;
   if (op.def.check_inputs_unchanged) {
-    for (const Tensor& t : in) before.push_back(bytes_hash(t));
+    for (size_t i = 0; i < in.size(); ++i) {
+      const bool written = i < 32 && ((op.info.writes >> i) & 1u);
+      before.push_back(written ? 0 : bytes_hash(in[i]));
+    }
   }
   guarded(op, "forward", [&] { op.def.forward(in, attrs, out); });
   for (size_t i = 0; i < before.size(); ++i) {
+    if (i < 32 && ((op.info.writes >> i) & 1u)) continue;  // declared: OpDefinition::writes
     SMELT_CHECK(bytes_hash(in[i]) == before[i])
         << "custom op '" << op.def.name << "': forward changed its input " << i << " ("
         << metas_str({meta_of(in[i])}) << "); a kernel writes only its outputs. Copy the input "
@@ -229,6 +233,19 @@ CustomOp register_op(OpDefinition def) {
   SMELT_CHECK(def.shape || def.num_inputs != 0)
       << "register_op '" << def.name << "': an op without inputs needs a shape rule";
 
+  uint32_t writes_mask = 0;
+  for (int in : def.writes) {
+    SMELT_CHECK(in >= 0 && (def.num_inputs < 0 ? in < 32 : in < def.num_inputs))
+        << "register_op '" << def.name << "': writes names input " << in << ", but the op has "
+        << (def.num_inputs < 0 ? std::string("inputs 0 to 31 at most") : std::to_string(def.num_inputs) + " inputs");
+    writes_mask |= 1u << in;
+  }
+  SMELT_CHECK(writes_mask == 0 || def.forward)
+      << "register_op '" << def.name << "': an op that writes its inputs needs a forward kernel";
+  SMELT_CHECK(writes_mask == 0 || !def.expression)
+      << "register_op '" << def.name << "': an op that writes its inputs cannot have an expression "
+      << "(an expression computes values; it cannot store into an input)";
+
   std::lock_guard<std::mutex> lock(g_register_mutex);
   SMELT_CHECK(!custom_op_from_name(def.name, &existing))
       << "register_op: an op named '" << def.name << "' already exists (registered before); "
@@ -238,7 +255,7 @@ CustomOp register_op(OpDefinition def) {
   auto record = std::make_unique<CustomOpRecord>();
   record->def = std::move(def);
   record->info = OpInfo{record->def.name.c_str(), OpKind::Opaque, record->def.num_inputs,
-                        record->def.num_outputs, 0, 0, 0};
+                        record->def.num_outputs, 0, 0, writes_mask};
   record->impl.saves = uint8_t((record->def.backward_reads_inputs ? kSaveInputs : 0) |
                                (record->def.backward_reads_outputs ? kSaveOutputs : 0));
   const std::string name = record->def.name;

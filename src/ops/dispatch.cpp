@@ -1,9 +1,9 @@
 #include "ops/dispatch.h"
 
 #include "autograd/node.h"
-#include "ops/custom_ops.h"
 #include "kernels/transpose.h"
 #include "ops/anomaly.h"
+#include "ops/custom_ops.h"
 #include "ops/inplace.h"
 #include "smelt/autograd.h"
 #include "smelt/creation.h"
@@ -348,9 +348,35 @@ void call_into(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
   for (const Tensor& o : outputs) o.storage()->bump_version();
 }
 
+// A user-defined op that writes inputs (OpDefinition::writes): eager only, never differentiated,
+// its targets checked as an in-place op's are and their versions bumped after.
+std::vector<Tensor> call_writing_op(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs,
+                                    const std::vector<TensorMeta>& out_metas) {
+  const std::string name = std::string("custom op '") + op_name(op) + "'";
+  SMELT_CHECK(!t_hook) << name << " writes its inputs in place, so it cannot be traced (smelt::compile, "
+                       << "Graph::trace, ONNX import): traced graphs are functional. Call it eagerly, "
+                       << "outside the traced function";
+  if (autograd::grad_enabled()) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      SMELT_CHECK(!inputs[i].requires_grad())
+          << name << " writes its inputs in place, which is not differentiable, but input " << i
+          << " requires grad; call it under NoGradGuard or on detached tensors";
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (mutates(op, int(i))) check_inplace_target(inputs[i], name.c_str());
+  }
+  std::vector<Tensor> outputs = compute(op, inputs, attrs, out_metas);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (mutates(op, int(i))) inputs[i].storage()->bump_version();
+  }
+  return outputs;
+}
+
 std::vector<Tensor> call(OpId op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
   (void)kAdderRegistered;
   std::vector<TensorMeta> out_metas = infer_shape(op, input_metas(op, inputs), attrs);
+  if (mutates_any(op)) return call_writing_op(op, inputs, attrs, out_metas);
 
   std::vector<Tensor> outputs = t_hook ? t_hook->record(op, inputs, attrs, out_metas)
                                        : compute(op, inputs, attrs, out_metas);

@@ -305,6 +305,57 @@ TEST(CustomOp, ErrorsOfTheUsersRules) {
   EXPECT_EQ(caught, (std::vector<int>{1, 1, 1, 1}));
 }
 
+// A counter: adds 1 to its int64 input in place and returns the new value (OpDefinition::writes).
+const CustomOp& increment() {
+  static const CustomOp op = [] {
+    OpDefinition def;
+    def.name = "test_increment";
+    def.writes = {0};
+    def.forward = [](const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
+      int64_t* p = in[0].data<int64_t>();
+      for (int64_t i = 0; i < in[0].numel(); ++i) out[0].data<int64_t>()[i] = ++p[i];
+    };
+    return register_op(def);
+  }();
+  return op;
+}
+
+TEST(CustomOp, AnOpThatWritesItsInputRunsEagerlyOnly) {
+  Tensor counter = zeros({2}, DType::Int64);
+  std::vector<double> seen;
+  for (int call = 0; call < 5; ++call) seen.push_back(increment()({counter})[0].to_vector()[0]);
+  EXPECT_EQ(seen, (std::vector<double>{1, 2, 3, 4, 5}));  // once per call
+  EXPECT_EQ(counter.to_vector(), (std::vector<double>{5, 5}));
+  // The write is a version bump: a tensor autograd saved from that memory is refused at backward.
+  Tensor w = testing::random_leaf({2});
+  Tensor state = zeros({2}, DType::Float64);
+  OpDefinition scale_def;  // y = x * 2, and x := 0 (writes input 0)
+  scale_def.name = "test_scale_and_clear";
+  scale_def.writes = {0};
+  scale_def.forward = [](const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
+    for (int64_t i = 0; i < in[0].numel(); ++i) {
+      out[0].data<double>()[i] = in[0].data<double>()[i] * 2;
+      in[0].data<double>()[i] = 0;
+    }
+  };
+  static const CustomOp clear = register_op(scale_def);
+  Tensor y = w * state;  // saves state for w's gradient
+  {
+    NoGradGuard no_grad;
+    clear({state});
+  }
+  expect_error([&] { y.sum().backward(); }, {"modified in place"});
+  // Not differentiable, not traceable, and the usual in-place checks on the target.
+  expect_error([&] { clear({testing::random_leaf({2})}); }, {"test_scale_and_clear", "requires grad"});
+  CompiledFunction f = compile([](const std::vector<Tensor>& in) { return increment()({in[0]}); });
+  expect_error([&] { f({zeros({2}, DType::Int64)}); }, {"test_increment", "cannot be traced"});
+  expect_error([] { increment()({zeros({1}, DType::Int64).expand({3})}); }, {"test_increment", "several elements"});
+  OpDefinition bad = scale_def;
+  bad.name = "test_writes_out_of_range";
+  bad.writes = {1};
+  expect_error([&] { register_op(bad); }, {"writes names input 1", "1 inputs"});
+}
+
 TEST(CustomOp, ExpressionThatDisagreesWithTheShapeRuleIsAnError) {
   static const CustomOp op = [] {
     OpDefinition def = gated_tanh_def("test_expression_shape");

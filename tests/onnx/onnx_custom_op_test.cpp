@@ -69,5 +69,33 @@ TEST(CustomOp, OnnxNodeOfItsDomainImports) {
                {"test_onnx_scaled_add", "com.other", "register_op"});
 }
 
+TEST(CustomOp, ExportWritesANodeOfItsDomainThatImportsBack) {
+  const CustomOp& op = scaled_add();
+  Tensor a = testing::random_tensor({3, 4}, -1, 1, 71).to(DType::Float32);
+  Tensor b = testing::random_tensor({3, 4}, -1, 1, 72).to(DType::Float32);
+  auto fn = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) -> std::vector<Tensor> {
+    return {op({in[0].relu(), in[1]}, {{"scale", 2.5}})[0] * 2.0};
+  };
+  Graph g = Graph::trace(fn, {a, b});
+  const std::string bytes = onnx::save_bytes(g);
+  ::onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(bytes));
+  bool imported_domain = false;
+  for (const auto& o : m.opset_import()) imported_domain |= o.domain() == "com.smelt.test" && o.version() == 1;
+  EXPECT_TRUE(imported_domain);
+  onnx::Model back = onnx::import_model_bytes(bytes);
+  EXPECT_TRUE(testing::same_bits(back.graph.run({a, b})[0], fn({a, b}, {})[0]));
+
+  // An op that claims no domain has no ONNX form, and says how to give it one.
+  static const CustomOp plain = [] {
+    OpDefinition def;
+    def.name = "test_onnx_no_domain";
+    def.expression = [](const std::vector<Tensor>& in, const Attrs&) { return std::vector<Tensor>{in[0] * 2.0}; };
+    return register_op(def);
+  }();
+  Graph h = Graph::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return plain({in[0]}); }, {a});
+  expect_error([&] { onnx::save_bytes(h); }, {"test_onnx_no_domain", "onnx_domain"});
+}
+
 }  // namespace
 }  // namespace smelt
