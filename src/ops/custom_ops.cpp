@@ -188,22 +188,25 @@ std::vector<Tensor> custom_grad(const CustomOpRecord& op, const GradContext& ctx
       << "Tensor() for an input without a gradient)";
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined() || !ctx.needs(i)) continue;
-    const Shape& want = ctx.inputs[i].shape();
-    const Shape& got = grads[i].shape();
-    bool fits = got.size() >= want.size();
-    for (size_t d = 0; fits && d < want.size(); ++d) {
-      const int64_t g = got[got.size() - want.size() + d];
-      fits = want[d] == g || want[d] == 1;
-    }
-    SMELT_CHECK(fits) << "custom op '" << op.def.name << "': backward returned a gradient of shape "
-                      << shape_str(got) << " for input " << i << " of shape " << shape_str(want)
-                      << " (a gradient has the input's shape, or one the input broadcasts to)";
-    SMELT_CHECK(dtype_is_floating(grads[i].dtype()))
-        << "custom op '" << op.def.name << "': backward returned a " << dtype_name(grads[i].dtype())
-        << " gradient for input " << i << "; gradients are floating point";
-    if (grads[i].dtype() != ctx.inputs[i].dtype()) grads[i] = grads[i].to(ctx.inputs[i].dtype());
+    grads[i] = checked_gradient("custom op '" + op.def.name + "': backward", grads[i], meta_of(ctx.inputs[i]), i);
   }
   return grads;
+}
+
+Tensor checked_gradient(const std::string& where, Tensor grad, const TensorMeta& input, size_t i) {
+  const Shape& want = input.shape;
+  const Shape& got = grad.shape();
+  bool fits = got.size() >= want.size();
+  for (size_t d = 0; fits && d < want.size(); ++d) {
+    fits = want[d] == got[got.size() - want.size() + d] || want[d] == 1;
+  }
+  SMELT_CHECK(fits) << where << " returned a gradient of shape " << shape_str(got) << " for input " << i
+                    << " of shape " << shape_str(want)
+                    << " (a gradient has the input's shape, or one the input broadcasts to)";
+  SMELT_CHECK(dtype_is_floating(grad.dtype()))
+      << where << " returned a " << dtype_name(grad.dtype()) << " gradient for input " << i
+      << "; gradients are floating point";
+  return grad.dtype() == input.dtype ? grad : grad.to(input.dtype);
 }
 
 }  // namespace smelt::ops

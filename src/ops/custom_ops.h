@@ -35,4 +35,9 @@ void custom_kernel(const CustomOpRecord& op, const std::vector<Tensor>& in, cons
                    const std::vector<Tensor>& out);
 std::vector<Tensor> custom_grad(const CustomOpRecord& op, const GradContext& ctx);
 
+// A hand-written gradient for input `i` (of `input`'s meta) as autograd needs it: of the input's
+// shape or one the input broadcasts to, floating point; cast to the input's dtype. `where` starts
+// the error message ("custom op 'x': backward"). Shared with apply_function (ops/function.cpp).
+Tensor checked_gradient(const std::string& where, Tensor grad, const TensorMeta& input, size_t i);
+
 }  // namespace smelt::ops

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "autograd/node.h"
+#include "ops/custom_ops.h"
 #include "ops/dispatch.h"
 #include "smelt/autograd.h"
 #include "smelt/creation.h"
@@ -42,20 +43,8 @@ class FunctionNode final : public autograd::Node {
         result[i] = Tensor();
         continue;
       }
-      const Shape& want = inputs_[i].shape;
-      const Shape& got = result[i].shape();
-      bool fits = got.size() >= want.size();
-      for (size_t d = 0; fits && d < want.size(); ++d) {
-        fits = want[d] == got[got.size() - want.size() + d] || want[d] == 1;
-      }
-      SMELT_CHECK(fits) << where << " returned a gradient of shape " << shape_str(got) << " for input "
-                        << i << " of shape " << shape_str(want)
-                        << " (a gradient has the input's shape, or one the input broadcasts to)";
-      SMELT_CHECK(dtype_is_floating(result[i].dtype()))
-          << where << " returned a " << dtype_name(result[i].dtype()) << " gradient for input " << i
-          << "; gradients are floating point";
-      if (result[i].dtype() != inputs_[i].dtype) result[i] = result[i].to(inputs_[i].dtype);
-      if (got != want) result[i] = ops::sum_to(result[i], want);
+      result[i] = ops::checked_gradient(where, result[i], inputs_[i], i);
+      if (result[i].shape() != inputs_[i].shape) result[i] = ops::sum_to(result[i], inputs_[i].shape);
     }
     return result;
   }
