@@ -34,7 +34,10 @@ using OpShapeRule = std::function<std::vector<TensorMeta>(const std::vector<Tens
                                                           const Attrs& attrs)>;
 // Writes every element of each out[k]: contiguous tensors of the shape rule's metas, whose memory
 // holds anything beforehand (a memory plan hands in slots of its arena). Reads the inputs (any
-// strides) without writing them.
+// strides) without writing them (unless OpDefinition::writes names them). Runs with grad mode off.
+// It must be deterministic and have no effects beyond its outputs (and `writes`): a compiled graph
+// may merge two equal calls. It may raise (a validation op): compiled graphs keep every call, used
+// or not, and never evaluate one ahead of time, so they raise where eager code does.
 using OpKernel = std::function<void(const std::vector<Tensor>& inputs, const Attrs& attrs,
                                     const std::vector<Tensor>& outputs)>;
 // One gradient per input (an undefined Tensor() for an input without one), written with smelt
@@ -61,7 +64,9 @@ struct OpDefinition {
   bool backward_reads_inputs = true;
   bool backward_reads_outputs = true;
   // Optional: compile replaces the op by this before optimizing, so elementwise expressions fuse
-  // into the kernels around them. The outputs must match the shape rule's.
+  // into the kernels around them; ONNX export writes an op without `onnx_domain` as these ops.
+  // The outputs must match the shape rule's, and it is a function of the inputs and attributes
+  // only: a tensor it captured from outside is an error when compiled (pass it as an input).
   OpExpression expression;
   // Inputs the forward writes in place (a state update: a counter, a cache). Such an op runs
   // eagerly only: its written inputs must be concrete tensors that may be changed in place (not a
@@ -70,11 +75,12 @@ struct OpDefinition {
   // error), and tracing it (smelt::compile, Graph::trace, ONNX import) is an error: graphs are
   // functional. Passes keep such a node in place (never merged, moved past its readers or fused).
   std::vector<int> writes;
-  // ONNX import: a node of this domain (e.g. "com.example") whose op type is `name` is this op,
-  // its attributes passed as they are. Empty: none.
+  // ONNX: a node of this domain (e.g. "com.example") whose op type is `name` imports as this op,
+  // its attributes passed as they are, and export writes the op so. Empty: none.
   std::string onnx_domain;
-  // Eager calls check that `forward` left its inputs as they were (a hash of their bytes before
-  // and after: one more read of each input). Turn off once the kernel is trusted.
+  // Every call (eager, and each run of a compiled plan's step) checks that `forward` left its
+  // inputs as they were: a hash of their bytes before and after, one more read of each input.
+  // Turn off once the kernel is trusted.
   bool check_inputs_unchanged = true;
 };
 
@@ -110,7 +116,10 @@ std::vector<Tensor> call_op(const std::string& name, const std::vector<Tensor>& 
 // `backward(grads of the outputs)` -> one gradient per input (an undefined Tensor() where there
 // is none; shape as for OpBackward). Traced (smelt::compile) the forward's ops are recorded as
 // they run and the backward runs under the tracer in compiled training, so both must use smelt
-// ops there. `name` names the node in errors and in autograd's printouts.
+// ops there; a compiled call that must differentiate the function itself (its inputs require
+// grad) refuses, naming it. An output of `forward` that the backward holds (a saved output, as
+// exp's backward reads exp(x)) carries the node's history while the backward runs, so a
+// create_graph backward differentiates through it. `name` names the node in errors.
 using FunctionForward = std::function<std::vector<Tensor>()>;
 using FunctionBackward = std::function<std::vector<Tensor>(const std::vector<Tensor>& grads)>;
 std::vector<Tensor> apply_function(const std::string& name, const std::vector<Tensor>& inputs,

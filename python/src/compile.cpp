@@ -36,7 +36,14 @@ struct PyCompiled {
     std::vector<Tensor> in;
     for (py::handle a : args) in.push_back(tensor_arg(a, "compiled function: inputs"));
     const uint64_t traces = returns->traces;
-    std::vector<Tensor> out = fn(in);
+    std::vector<Tensor> out;
+    {
+      // The plan runs without the GIL: a Python kernel in it (smelt.library) takes the GIL while a
+      // second Python thread, holding the GIL, would wait on this plan's lock forever. Everything
+      // the call runs in Python (the traced function, kernels, hooks) takes the GIL itself.
+      py::gil_scoped_release release;
+      out = fn(in);
+    }
     const std::string key = key_of(in, module);
     if (returns->traces != traces) returns->single[key] = returns->traced_single;
     auto it = returns->single.find(key);

@@ -85,13 +85,14 @@ struct PyCallable {
   }
 };
 
-// Writes `values` into the op's outputs, checking each against the shape rule's meta.
-void write_outputs(const std::string& op, const std::vector<Tensor>& values, const std::vector<Tensor>& out) {
+// Writes `values` (what the Python callable `what` returned) into the kernel's outputs, checking
+// each against the shape rule's meta.
+void write_outputs(const char* what, const std::vector<Tensor>& values, const std::vector<Tensor>& out) {
   SMELT_CHECK(values.size() == out.size())
-      << "forward returned " << values.size() << " results; op '" << op << "' has " << out.size() << " outputs";
+      << what << " returned " << values.size() << " results for " << out.size() << " outputs";
   for (size_t k = 0; k < out.size(); ++k) {
     SMELT_CHECK(values[k].shape() == out[k].shape())
-        << "forward's result " << k << " has shape " << shape_str(values[k].shape()) << ", the shape rule says "
+        << what << "'s result " << k << " has shape " << shape_str(values[k].shape()) << ", the shape rule says "
         << shape_str(out[k].shape());
     NoGradGuard no_grad;
     Tensor target = out[k];
@@ -103,7 +104,6 @@ class PyBackwardCtx {
  public:
   py::tuple inputs, outputs;
   py::dict attrs;
-  py::tuple needs_input_grad;
 };
 
 CustomOp register_python_op(const std::string& name, py::object forward, py::object backward, py::object shape,
@@ -121,7 +121,7 @@ CustomOp register_python_op(const std::string& name, py::object forward, py::obj
     py::gil_scoped_acquire gil;
     py::tuple args = kernel_operands(in);
     py::object r = (*fwd.fn)(*args, **attrs_to_kwargs(attrs));
-    write_outputs(name, results(r, "forward", false), out);
+    write_outputs("forward", results(r, "forward", false), out);
   };
   if (!shape.is_none()) {
     PyCallable rule{gil_safe(shape)};
@@ -181,20 +181,25 @@ CustomOp register_python_op(const std::string& name, py::object forward, py::obj
           gs[i] = out[i];
         }
       }
-      write_outputs(name + "_backward", gs, out);
+      write_outputs("backward", gs, out);
     };
     grad_def.check_inputs_unchanged = check_inputs_unchanged;
-    CustomOp grad_op = register_op(grad_def);
+    // The op itself is registered first, so that a name taken (by a built-in too) is refused
+    // before '<name>_backward' exists; its backward finds the second op when it runs.
+    auto grad_op = std::make_shared<CustomOp>();
     def.backward = [grad_op](const GradContext& c) {
       std::vector<Tensor> args = c.inputs;
       args.insert(args.end(), c.outputs.begin(), c.outputs.end());
       args.insert(args.end(), c.grads.begin(), c.grads.end());
-      std::vector<Tensor> grads = grad_op(args, c.attrs);
+      std::vector<Tensor> grads = (*grad_op)(args, c.attrs);
       for (size_t i = 0; i < grads.size(); ++i) {
         if (!dtype_is_floating(c.inputs[i].dtype())) grads[i] = Tensor();
       }
       return grads;
     };
+    CustomOp op = register_op(def);
+    *grad_op = register_op(grad_def);
+    return op;
   }
   return register_op(def);
 }

@@ -105,8 +105,12 @@ void bind_functional(py::module_& m) {
     };
     std::vector<Tensor> go = grad_outputs.is_none() ? std::vector<Tensor>{} : as_list(grad_outputs, "grad_outputs");
     bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
-    std::vector<Tensor> gs = autograd::grad(as_list(outputs, "outputs"), as_list(inputs, "inputs"), go, retain,
-                                            create_graph, allow_unused);
+    const std::vector<Tensor> outs = as_list(outputs, "outputs"), ins = as_list(inputs, "inputs");
+    std::vector<Tensor> gs;
+    {
+      py::gil_scoped_release release;  // as a compiled call (compile.cpp): Python inside takes the GIL
+      gs = autograd::grad(outs, ins, go, retain, create_graph, allow_unused);
+    }
     py::tuple out(gs.size());
     for (size_t i = 0; i < gs.size(); ++i) out[i] = gs[i].defined() ? py::cast(gs[i]) : py::none();
     return out;

@@ -145,7 +145,9 @@ smelt.Tensor(data, dtype=None, requires_grad=False) is smelt.tensor; smelt.Tenso
       .def("backward",
            [](const Tensor& t, py::handle gradient, py::handle retain_graph, bool create_graph) {
              bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
-             t.backward(grad_output_arg(gradient), retain, create_graph);
+             Tensor g = grad_output_arg(gradient);
+             py::gil_scoped_release release;  // as a compiled call (compile.cpp): Python inside takes the GIL
+             t.backward(g, retain, create_graph);
            },
            py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
            py::arg("create_graph") = false)

@@ -241,3 +241,63 @@ def test_op_errors(np_sinc):
     x = smelt.randn(3, dtype=smelt.float64, requires_grad=True)
     with pytest.raises(RuntimeError, match="returned 0 gradients for 1 inputs"):
         fewer(x).sum().backward()
+
+
+class Exp(smelt.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y
+
+
+def test_function_saving_its_output_differentiates_twice(rng):
+    """The saved output carries the function's history in backward: d/dx (g * y) = g * exp(x)."""
+    x0 = rng.standard_normal(4)
+    x = smelt.tensor(x0, requires_grad=True)
+    (g,) = smelt.autograd.grad(Exp.apply(x).sum(), x, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), np.exp(x0), rtol=1e-12)
+    (gg,) = smelt.autograd.grad(g.sum(), x)
+    np.testing.assert_allclose(gg.numpy(), np.exp(x0), rtol=1e-12)
+
+
+def test_python_kernels_in_compiled_calls_from_two_threads(np_sinc):
+    """Two Python threads call one compiled function whose plan calls a NumPy kernel: the plan
+    runs without the GIL, so neither waits forever for the other (a deadlock before)."""
+    import threading
+    f = smelt.compile(lambda x: np_sinc(x) * 2.0)
+    x = smelt.tensor(np.linspace(-2, 2, 4096))
+    want = np.sinc(x.numpy()) * 2.0
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(50):
+                np.testing.assert_array_equal(f(x).numpy(), want)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "compiled calls from two threads deadlocked"
+    assert not errors, errors
+
+
+def test_numpy_example_checks_itself():
+    """examples/custom_op_numpy.py: its own checks pass (run as a user runs it)."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    r = subprocess.run([sys.executable, os.path.join(root, "examples", "custom_op_numpy.py")],
+                       capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FAILED" not in r.stdout

@@ -10,6 +10,7 @@
 #include "io/atomic_file.h"
 #include "onnx/export_builder.h"
 #include "ops/custom_ops.h"
+#include "trace/custom_expression.h"
 #include "smelt/nn.h"
 #include "trace/trace_module.h"
 
@@ -63,8 +64,8 @@ Exporter exporter_of(OpId op, const char** why_not) {
   }
   if (const ops::CustomOpRecord* custom = ops::custom_op(op)) {
     if (!custom->def.onnx_domain.empty()) return export_custom;
-    *why_not = "a user-defined op without an ONNX domain (set OpDefinition::onnx_domain to export it as a node of "
-               "that domain)";
+    *why_not = "a user-defined op without an ONNX domain or an expression (set OpDefinition::onnx_domain to "
+               "export it as a node of that domain, or give it an expression in smelt ops)";
     return nullptr;
   }
   *why_not = "unknown op";
@@ -144,7 +145,15 @@ class GraphWriter {
   void walk(const ir::Graph& graph) {
     for (const auto& node : graph.nodes()) {
       if (node->is_group()) {
-        inline_group(*node);
+        inline_body(*node, *node->body);
+        continue;
+      }
+      // A user-defined op that claims no ONNX domain but has an expression (the marker of
+      // apply_function too) is written as the expression's ops.
+      const ops::CustomOpRecord* custom = ops::custom_op(node->op);
+      if (custom && custom->def.onnx_domain.empty() && custom->def.expression) {
+        expressions_.push_back(trace::trace_custom_expression(*custom, *node));
+        inline_body(*node, *expressions_.back());
         continue;
       }
       NodeExport e{*node, b_, {}, {}, {}};
@@ -170,9 +179,8 @@ class GraphWriter {
     }
   }
 
-  // A group's body runs on the group's inputs: its nodes are written in place.
-  void inline_group(const ir::Node& node) {
-    const ir::Graph& body = *node.body;
+  // A body (a group's, an expression's) runs on the node's inputs: its nodes are written in place.
+  void inline_body(const ir::Node& node, const ir::Graph& body) {
     for (size_t i = 0; i < body.inputs().size(); ++i) names_[body.inputs()[i]] = name_of(node.inputs[i]);
     walk(body);
     for (size_t k = 0; k < node.outputs.size(); ++k) {
@@ -186,6 +194,7 @@ class GraphWriter {
   ::onnx::GraphProto* g_;
   Builder b_;
   std::unordered_map<const ir::Value*, std::string> names_;
+  std::vector<std::unique_ptr<ir::Graph>> expressions_;  // alive while names_ holds their values
 };
 
 // IR version per opset: 7 for opset 13 (ONNX 1.8), 8 for 14 to 18 (ONNX 1.9 to 1.13).

@@ -167,7 +167,10 @@ void custom_kernel(const CustomOpRecord& op, const std::vector<Tensor>& in, cons
       before.push_back(written ? 0 : bytes_hash(in[i]));
     }
   }
-  guarded(op, "forward", [&] { op.def.forward(in, attrs, out); });
+  {
+    NoGradGuard no_grad;  // a kernel computes; smelt ops inside it record no history
+    guarded(op, "forward", [&] { op.def.forward(in, attrs, out); });
+  }
   for (size_t i = 0; i < before.size(); ++i) {
     if (i < 32 && ((op.info.writes >> i) & 1u)) continue;  // declared: OpDefinition::writes
     SMELT_CHECK(bytes_hash(in[i]) == before[i])
@@ -257,10 +260,14 @@ CustomOp register_op(OpDefinition def) {
   SMELT_CHECK(index < kMaxCustomOps) << "register_op: at most " << kMaxCustomOps << " ops can be registered";
   auto record = std::make_unique<CustomOpRecord>();
   record->def = std::move(def);
+  // kRefusesValues: a user kernel may raise on values (a validation op), so passes never drop an
+  // unused call nor fold one ahead of time: a compiled graph raises where eager code does.
   record->info = OpInfo{record->def.name.c_str(), OpKind::Opaque, record->def.num_inputs,
-                        record->def.num_outputs, 0, 0, writes_mask};
-  record->impl.saves = uint8_t((record->def.backward_reads_inputs ? kSaveInputs : 0) |
-                               (record->def.backward_reads_outputs ? kSaveOutputs : 0));
+                        record->def.num_outputs, kRefusesValues, 0, writes_mask};
+  // Without a backward, nothing is saved: the node only raises the error that says so.
+  const bool saves = bool(record->def.backward);
+  record->impl.saves = uint8_t((saves && record->def.backward_reads_inputs ? kSaveInputs : 0) |
+                               (saves && record->def.backward_reads_outputs ? kSaveOutputs : 0));
   const std::string name = record->def.name;
   g_records[size_t(index)].store(record.release(), std::memory_order_release);
   g_count.store(index + 1, std::memory_order_release);

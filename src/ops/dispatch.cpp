@@ -69,6 +69,9 @@ class OpNode final : public autograd::Node {
       // Stand-ins carrying only shape and dtype, for rules that do not read input values.
       for (const TensorMeta& m : input_metas_) inputs.push_back(meta_stand_in(m));
     }
+    if (!(op_impl(op_).saves & kSaveOutputs)) {
+      for (const TensorMeta& m : output_metas_) outputs.push_back(meta_stand_in(m));
+    }
     for (size_t k = 0; k < grads.size(); ++k) {
       if (!grads[k].defined()) grads[k] = zeros(output_metas_[k].shape, output_metas_[k].dtype);
     }

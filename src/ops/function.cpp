@@ -22,18 +22,50 @@ class FunctionNode final : public autograd::Node {
 
   const char* name() const override { return name_.c_str(); }
 
+  // The forward's own output tensors that something else holds (a closure, ctx.save_for_backward):
+  // during backward they carry this node as their history, so that a create_graph backward
+  // differentiates through them (d/dx of exp's backward, g * y, reaches x through y). Outside
+  // backward they have none: a tensor saved by the node's own backward must not point back at it
+  // (a reference cycle).
+  void keep_output(size_t k, Ref<TensorImpl> raw) {
+    if (raw_outputs_.size() <= k) raw_outputs_.resize(k + 1);
+    raw_outputs_[k] = std::move(raw);
+  }
+
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     for (size_t k = 0; k < grads.size(); ++k) {
       if (!grads[k].defined()) grads[k] = zeros(outputs_[k].shape, outputs_[k].dtype);
     }
     std::vector<Tensor> result;
     const std::string where = "function '" + name_ + "': backward";
+    struct OutputHistory {  // attached for the backward's duration, whatever it throws
+      FunctionNode* node;
+      explicit OutputHistory(FunctionNode* n) : node(n) {
+        for (size_t k = 0; k < n->raw_outputs_.size(); ++k) {
+          if (TensorImpl* t = n->raw_outputs_[k].get()) {
+            t->requires_grad = true;
+            t->grad_fn = Ref<GradNode>(n);
+            t->output_nr = uint32_t(k);
+          }
+        }
+      }
+      ~OutputHistory() {
+        for (const Ref<TensorImpl>& t : node->raw_outputs_) {
+          if (!t) continue;
+          t->grad_fn = Ref<GradNode>();
+          t->requires_grad = false;
+        }
+      }
+    };
     try {
+      OutputHistory history(this);
       result = backward_(grads);
     } catch (const Error& e) {
       throw Error(where + ": " + e.what(), e.internal());
     } catch (const std::exception& e) {
       throw Error(where + " threw: " + e.what());
+    } catch (...) {
+      throw Error(where + " threw an exception that is not a std::exception");
     }
     SMELT_CHECK(result.size() == inputs_.size())
         << where << " returned " << result.size() << " gradients for " << inputs_.size()
@@ -52,6 +84,7 @@ class FunctionNode final : public autograd::Node {
   // What the backward captured (saved tensors) goes with it.
   void release_saved() override {
     backward_ = nullptr;
+    raw_outputs_.clear();
     released = true;
   }
 
@@ -60,6 +93,7 @@ class FunctionNode final : public autograd::Node {
   FunctionBackward backward_;
   std::vector<TensorMeta> inputs_;
   std::vector<TensorMeta> outputs_;
+  std::vector<Ref<TensorImpl>> raw_outputs_;
 };
 
 // Under a trace that records no autograd (smelt::compile traces its function so), each floating
@@ -116,6 +150,8 @@ std::vector<Tensor> apply_function(const std::string& name, const std::vector<Te
       throw Error("function '" + name + "': forward: " + e.what(), e.internal());
     } catch (const std::exception& e) {
       throw Error("function '" + name + "': forward threw: " + e.what());
+    } catch (...) {
+      throw Error("function '" + name + "': forward threw an exception that is not a std::exception");
     }
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
@@ -136,13 +172,14 @@ std::vector<Tensor> apply_function(const std::string& name, const std::vector<Te
   std::vector<TensorMeta> in_metas, out_metas;
   for (const Tensor& t : inputs) in_metas.push_back(ops::meta_of(t));
   for (const Tensor& t : outputs) out_metas.push_back(ops::meta_of(t));
-  Ref<autograd::Node> node(new FunctionNode(name, std::move(backward), std::move(in_metas), out_metas));
+  Ref<FunctionNode> node(new FunctionNode(name, std::move(backward), std::move(in_metas), out_metas));
   for (const Tensor& t : inputs) node->next.push_back(autograd::gradient_edge(t));
   for (size_t k = 0; k < outputs.size(); ++k) {
     if (!dtype_is_floating(outputs[k].dtype())) continue;  // integer outputs carry no gradient
     // A fresh impl, so that an input returned as it is, or a tensor held elsewhere, keeps its own
     // history (as the dispatcher does for view outputs).
-    const TensorImpl* o = outputs[k].impl();
+    TensorImpl* o = outputs[k].impl();
+    if (o->ref_count() > 1 && !o->requires_grad) node->keep_output(k, Ref<TensorImpl>(o));  // held elsewhere too
     Tensor fresh = make_tensor(outputs[k].storage(), o->shape, o->strides, o->offset, o->dtype);
     fresh.impl()->trace_id = o->trace_id;
     fresh.impl()->requires_grad = true;

@@ -4,7 +4,9 @@
 // users make, and apply_function (hand-written gradients). ONNX import of a custom domain:
 // tests/onnx/onnx_custom_op_test.cpp. Ops registered here live for the whole test binary, so each
 // test registers its own names, once.
+#include <atomic>
 #include <cmath>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 
@@ -111,11 +113,25 @@ TEST(CustomOp, GradientsMatchFiniteDifferencesToSecondOrder) {
         ((grad_a(a, plus, false) * w).sum().item() - (grad_a(a, minus, false) * w).sum().item()) / (2 * h);
   }
   EXPECT_TRUE(all_close(second, numeric, 1e-5, 1e-7));
-  // backward() into leaves, as for built-ins; an input that needs no gradient gets none.
+  // backward() into leaves, as for built-ins.
   Tensor c = testing::random_tensor({4, 3}, -1, 1, 13);
   gated_tanh()({a, c})[0].sum().backward();
   EXPECT_TRUE(all_close(a.grad(), tanh(c), 1e-12, 1e-12));
-  EXPECT_FALSE(c.grad().defined());
+}
+
+TEST(CustomOp, TensorsTheBackwardDoesNotReadArriveAsStandIns) {
+  // backward_reads_outputs false: ctx.outputs still has one stand-in per output (shape and dtype).
+  static const CustomOp op = [] {
+    OpDefinition def = gated_tanh_def("test_stand_ins");
+    def.backward = [](const GradContext& c) -> std::vector<Tensor> {
+      SMELT_CHECK(c.outputs.size() == 1 && c.outputs[0].shape() == c.inputs[0].shape()) << "no stand-in";
+      return gated_tanh_backward(c);
+    };
+    return register_op(def);
+  }();
+  Tensor a = testing::random_leaf({2, 5}, -1, 1, 15), b = testing::random_leaf({2, 5}, -1, 1, 16);
+  op({a, b})[0].sum().backward();
+  EXPECT_TRUE(all_close(a.grad(), tanh(b.detach()), 1e-12, 1e-12));
 }
 
 TEST(CustomOp, TracedPrintedParsedAndInterpreted) {
@@ -195,18 +211,89 @@ TEST(CustomOp, AnExpressionAloneComputesEagerlyToo) {
   expect_error([&] { y.sum().backward(); }, {"test_expression_only", "has no backward"});
 }
 
-TEST(CustomOp, CompiledTrainingUsesTheBackward) {
-  Tensor a = testing::random_tensor({5, 4}, -1, 1, 51), b = testing::random_tensor({5, 4}, -1, 1, 52);
-  auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
-    return {gated_tanh()({in[0], in[1]})[0].sum()};
+TEST(CustomOp, CompiledTrainingStepRunsTheBackward) {
+  // A training step through the op: its backward (the only gradient the op has) is traced into the
+  // step's plan, and 3 SGD steps equal eager's.
+  auto make = [] {
+    manual_seed(21);
+    return std::make_shared<nn::Linear>(4, 3, true, DType::Float64);
   };
-  CompiledFunction f = compile(fn);
-  Tensor ca = a.clone().set_requires_grad(), cb = b.clone().set_requires_grad();
-  f({ca, cb})[0].backward();
-  Tensor ea = a.clone().set_requires_grad(), eb = b.clone().set_requires_grad();
-  fn({ea, eb})[0].backward();
-  EXPECT_TRUE(same_bits(ca.grad(), ea.grad()));
-  EXPECT_TRUE(same_bits(cb.grad(), eb.grad()));
+  auto eager = make(), model = make();
+  const Tensor gate = testing::random_tensor({5, 3}, -1, 1, 53);
+  auto loss = [&](nn::Linear& m, const Tensor& x) { return (gated_tanh()({m.forward(x), gate})[0] * 0.5).sum(); };
+  optim::SGD opt_e(eager->parameters(), optim::SGDOptions{0.1}), opt(model->parameters(), optim::SGDOptions{0.1});
+  CompiledFunction step = compile_step(*model, [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{loss(*model, in[0])};
+  }, opt);
+  for (int s = 0; s < 3; ++s) {
+    Tensor x = testing::random_tensor({5, 4}, -1, 1, uint64_t(60 + s));
+    opt_e.zero_grad();
+    Tensor want = loss(*eager, x);
+    want.backward();
+    opt_e.step();
+    EXPECT_TRUE(all_close(step({x})[0], want.detach(), 1e-12, 1e-12)) << s;
+  }
+  EXPECT_TRUE(all_close(model->weight, eager->weight, 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(model->bias, eager->bias, 1e-12, 1e-12));
+}
+
+TEST(CustomOp, AnUnusedCallStillRaisesWhenCompiled) {
+  // A validation op: compiled, its call is kept although nothing reads it, so it raises as eagerly.
+  static const CustomOp check_positive = [] {
+    OpDefinition def;
+    def.name = "test_check_positive";
+    def.forward = [](const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
+      SMELT_CHECK(in[0].min().item() > 0) << "a value is not positive";
+      Tensor target = out[0];
+      target.copy_(in[0]);
+    };
+    return register_op(def);
+  }();
+  CompiledFunction f = compile([](const std::vector<Tensor>& in) {
+    check_positive({in[0]});
+    return std::vector<Tensor>{in[0] * 2.0};
+  });
+  EXPECT_TRUE(same_bits(f({full({3}, 1.0)})[0], full({3}, 2.0)));
+  expect_error([&] { f({full({3}, -1.0)}); }, {"test_check_positive", "not positive"});
+}
+
+TEST(CustomOp, AnExpressionThatCapturesATensorIsRefused) {
+  static Tensor scale = full({3}, 2.0);
+  static const CustomOp op = [] {
+    OpDefinition def;
+    def.name = "test_expression_captures";
+    def.expression = [](const std::vector<Tensor>& in, const Attrs&) { return std::vector<Tensor>{in[0] * scale}; };
+    return register_op(def);
+  }();
+  Tensor x = full({3}, 1.5);
+  EXPECT_TRUE(same_bits(op({x})[0], full({3}, 3.0)));  // eagerly it reads scale now
+  CompiledFunction f = compile([](const std::vector<Tensor>& in) { return op({in[0]}); });
+  expect_error([&] { f({x}); }, {"test_expression_captures", "captured from outside", "as an input"});
+}
+
+TEST(CustomOp, RegistrationFromThreadsBesideLookups) {
+  std::vector<std::thread> threads;
+  std::atomic<int> registered{0}, found{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        OpDefinition def = gated_tanh_def("test_threaded_" + std::to_string(t) + "_" + std::to_string(i));
+        register_op(def);
+        ++registered;
+        found += is_registered_op("test_threaded_" + std::to_string((t + 1) % 4) + "_" + std::to_string(i)) ? 1 : 0;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(registered.load(), 100);
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 0; i < 25; ++i) {
+      EXPECT_EQ(find_op("test_threaded_" + std::to_string(t) + "_" + std::to_string(i)).name(),
+                "test_threaded_" + std::to_string(t) + "_" + std::to_string(i));
+    }
+  }
+  Tensor a = testing::random_tensor({2}), b = testing::random_tensor({2});
+  EXPECT_TRUE(same_bits(call_op("test_threaded_3_24", {a, b})[0], reference(a, b)));
 }
 
 TEST(CustomOp, RegistrationErrors) {
@@ -394,6 +481,22 @@ TEST(CustomFunction, HandWrittenBackwardReplacesTheForwardsGradient) {
     EXPECT_FALSE(straight_through(x)[0].requires_grad());
   }
   EXPECT_FALSE(straight_through(x.detach())[0].requires_grad());
+}
+
+TEST(CustomFunction, ABackwardReadingTheSavedOutputDifferentiatesAgain) {
+  // exp with the output saved by the closure: d/dx of the backward (g * y) reaches x through y.
+  auto exp_fn = [](const Tensor& x) {
+    std::vector<Tensor> out;
+    auto saved = std::make_shared<Tensor>();
+    out = apply_function("exp_saving_output", {x}, [&] { *saved = exp(x); return std::vector<Tensor>{*saved}; },
+                         [saved](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0] * *saved}; });
+    return out[0];
+  };
+  Tensor x = testing::random_leaf({4}, -1, 1, 91);
+  Tensor g = autograd::grad({exp_fn(x).sum()}, {x}, {}, false, true)[0];
+  EXPECT_TRUE(all_close(g, exp(x.detach()), 1e-12, 1e-12));
+  Tensor gg = autograd::grad({g.sum()}, {x})[0];
+  EXPECT_TRUE(all_close(gg, exp(x.detach()), 1e-12, 1e-12));
 }
 
 TEST(CustomFunction, CompiledInferenceInlinesItAndCompiledDifferentiationRefuses) {

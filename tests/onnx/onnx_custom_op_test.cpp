@@ -86,15 +86,41 @@ TEST(CustomOp, ExportWritesANodeOfItsDomainThatImportsBack) {
   onnx::Model back = onnx::import_model_bytes(bytes);
   EXPECT_TRUE(testing::same_bits(back.graph.run({a, b})[0], fn({a, b}, {})[0]));
 
-  // An op that claims no domain has no ONNX form, and says how to give it one.
-  static const CustomOp plain = [] {
+  // An op that claims no domain is written as its expression's ops; one without either has no
+  // ONNX form, and the error says how to give it one.
+  static const CustomOp doubled = [] {
     OpDefinition def;
     def.name = "test_onnx_no_domain";
     def.expression = [](const std::vector<Tensor>& in, const Attrs&) { return std::vector<Tensor>{in[0] * 2.0}; };
     return register_op(def);
   }();
-  Graph h = Graph::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return plain({in[0]}); }, {a});
-  expect_error([&] { onnx::save_bytes(h); }, {"test_onnx_no_domain", "onnx_domain"});
+  auto twice = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return doubled({in[0]}); };
+  onnx::Model written_out = onnx::import_model_bytes(onnx::save_bytes(Graph::trace(twice, {a})));
+  EXPECT_EQ(written_out.graph.op_names(), std::vector<std::string>{"mul"});
+  EXPECT_TRUE(testing::same_bits(written_out.graph.run({a})[0], a * 2.0));
+  static const CustomOp opaque = [] {
+    OpDefinition def;
+    def.name = "test_onnx_kernel_only";
+    def.forward = [](const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
+      Tensor target = out[0];
+      target.copy_(in[0]);
+    };
+    return register_op(def);
+  }();
+  Graph h = Graph::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return opaque({in[0]}); }, {a});
+  expect_error([&] { onnx::save_bytes(h); }, {"test_onnx_kernel_only", "onnx_domain", "expression"});
+}
+
+TEST(CustomFunction, ExportWritesTheForwardsOps) {
+  // apply_function traced for export: the forward's ops, the marker written out as what it is.
+  auto fn = [](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    return apply_function("double_it", {in[0]}, [&] { return std::vector<Tensor>{in[0] * 2.0}; },
+                          [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0] * 2.0}; });
+  };
+  Tensor a = testing::random_tensor({2, 3}, -1, 1, 81).to(DType::Float32);
+  Graph g = Graph::trace(fn, {a});
+  onnx::Model back = onnx::import_model_bytes(onnx::save_bytes(g));
+  EXPECT_TRUE(testing::same_bits(back.graph.run({a})[0], a * 2.0));
 }
 
 }  // namespace
