@@ -130,6 +130,10 @@ const CustomOp& untraced_backward_marker() {
   return op;
 }
 
+// Registered when the library loads, so that IR text holding the marker parses in any process and
+// no user op can take its name first.
+[[maybe_unused]] const bool kMarkerRegistered = (untraced_backward_marker(), true);
+
 }  // namespace
 
 std::vector<Tensor> apply_function(const std::string& name, const std::vector<Tensor>& inputs,

@@ -512,6 +512,16 @@ TEST(CustomFunction, CompiledInferenceInlinesItAndCompiledDifferentiationRefuses
                {"function 'straight_through'", "compile_step"});
 }
 
+TEST(CustomFunction, TheMarkerIsRegisteredAtLoadAndItsTextParses) {
+  EXPECT_TRUE(is_registered_op("autograd_function"));
+  Graph g = Graph::trace([](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    return straight_through(in[0]);
+  }, {testing::random_tensor({3})});
+  const std::string text = g.print();
+  EXPECT_NE(text.find("autograd_function("), std::string::npos) << text;
+  EXPECT_EQ(Graph::parse(text).print(), text);
+}
+
 TEST(CustomFunction, ErrorsOfTheBackward) {
   Tensor x = testing::random_leaf({3}), w = testing::random_leaf({3});
   auto bad_count = [&] {
