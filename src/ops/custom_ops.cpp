@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "ops/dispatch.h"
 #include "smelt/autograd.h"
@@ -40,16 +41,7 @@ std::string metas_str(const std::vector<TensorMeta>& metas) {
 // Runs `f`, turning whatever it throws into a smelt::Error that names the op and the rule.
 template <class F>
 auto guarded(const CustomOpRecord& op, const char* rule, F&& f) -> decltype(f()) {
-  const std::string where = "custom op '" + op.def.name + "': " + rule;
-  try {
-    return f();
-  } catch (const Error& e) {
-    throw Error(where + ": " + e.what(), e.internal());
-  } catch (const std::exception& e) {
-    throw Error(where + " threw: " + e.what());
-  } catch (...) {
-    throw Error(where + " threw an exception that is not a std::exception");
-  }
+  return with_context("custom op '" + op.def.name + "': " + rule, std::forward<F>(f));
 }
 
 // A hash of the bytes an input's elements live in (the span from its first to its last element):

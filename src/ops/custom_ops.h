@@ -35,6 +35,21 @@ void custom_kernel(const CustomOpRecord& op, const std::vector<Tensor>& in, cons
                    const std::vector<Tensor>& out);
 std::vector<Tensor> custom_grad(const CustomOpRecord& op, const GradContext& ctx);
 
+// Runs `f`, turning whatever a user's function throws into a smelt::Error whose message starts with
+// `where` ("custom op 'x': forward"), the original message after it.
+template <class F>
+auto with_context(const std::string& where, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(where + ": " + e.what(), e.internal());
+  } catch (const std::exception& e) {
+    throw Error(where + " threw: " + e.what());
+  } catch (...) {
+    throw Error(where + " threw an exception that is not a std::exception");
+  }
+}
+
 // A hand-written gradient for input `i` (of `input`'s meta) as autograd needs it: of the input's
 // shape or one the input broadcasts to, floating point; cast to the input's dtype. `where` starts
 // the error message ("custom op 'x': backward"). Shared with apply_function (ops/function.cpp).

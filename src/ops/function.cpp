@@ -57,16 +57,10 @@ class FunctionNode final : public autograd::Node {
         }
       }
     };
-    try {
+    result = ops::with_context(where, [&] {
       OutputHistory history(this);
-      result = backward_(grads);
-    } catch (const Error& e) {
-      throw Error(where + ": " + e.what(), e.internal());
-    } catch (const std::exception& e) {
-      throw Error(where + " threw: " + e.what());
-    } catch (...) {
-      throw Error(where + " threw an exception that is not a std::exception");
-    }
+      return backward_(grads);
+    });
     SMELT_CHECK(result.size() == inputs_.size())
         << where << " returned " << result.size() << " gradients for " << inputs_.size()
         << " tensor inputs (one per input; an undefined Tensor() for an input without one)";
@@ -148,15 +142,7 @@ std::vector<Tensor> apply_function(const std::string& name, const std::vector<Te
   std::vector<Tensor> outputs;
   {
     NoGradGuard no_grad;
-    try {
-      outputs = forward();
-    } catch (const Error& e) {
-      throw Error("function '" + name + "': forward: " + e.what(), e.internal());
-    } catch (const std::exception& e) {
-      throw Error("function '" + name + "': forward threw: " + e.what());
-    } catch (...) {
-      throw Error("function '" + name + "': forward threw an exception that is not a std::exception");
-    }
+    outputs = ops::with_context("function '" + name + "': forward", forward);
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
     SMELT_CHECK(outputs[k].defined()) << "function '" << name << "': forward returned an undefined output " << k;
