@@ -128,13 +128,6 @@ bool custom_op_for_onnx(const std::string& domain, const std::string& op_type, O
   return false;
 }
 
-std::vector<OpId> custom_ops() {
-  std::vector<OpId> ids;
-  const int n = g_count.load(std::memory_order_acquire);
-  for (int i = 0; i < n; ++i) ids.push_back(OpId(kOpCount + i));
-  return ids;
-}
-
 std::vector<TensorMeta> custom_shape(const CustomOpRecord& op, const std::vector<TensorMeta>& in,
                                      const Attrs& attrs) {
   if (!op.def.shape) return {in.at(0)};

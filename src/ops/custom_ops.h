@@ -23,8 +23,6 @@ const CustomOpRecord* custom_op(OpId op);
 bool custom_op_from_name(const std::string& name, OpId* out);
 // The op registered for ONNX nodes of `domain` and `op_type`; false when none.
 bool custom_op_for_onnx(const std::string& domain, const std::string& op_type, OpId* out);
-// Every registered op, in registration order.
-std::vector<OpId> custom_ops();
 
 // The user's rules with the checks the dispatcher makes of built-ins by construction: the right
 // number of outputs and gradients, shapes that fit, inputs the kernel left alone; any exception
