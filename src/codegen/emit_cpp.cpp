@@ -23,7 +23,8 @@ constexpr int64_t kSumExpBlock = 1024;
 
 class Emitter {
  public:
-  Emitter(const LoopKernel& k, std::string symbol) : k_(k), symbol_(std::move(symbol)) {
+  Emitter(const LoopKernel& k, std::string symbol, Dialect dialect) : k_(k), symbol_(std::move(symbol)) {
+    sp_.dialect = dialect;
     // Each integer as a Num: a constant, or for a dynamic-shape kernel its polynomial.
     const SizeTerms* b = k.sizes ? &*k.sizes : nullptr;
     auto num = [&](int64_t v, const std::vector<SizePoly>* polys, size_t i) { return b ? (*polys)[i] : Num(v); };
@@ -43,15 +44,15 @@ class Emitter {
   }
 
   std::string run() {
-    out_ << kernel_prelude(k_, symbol_);
-    out_ << "extern \"C\" void " << symbol_ << "(void* const* args) {\n";
+    out_ << kernel_prelude(sp_, k_, symbol_);
+    out_ << sp_.entry(symbol_) << "(void* const* args) {\n";
     arguments();
     bool row_work = false;
     for (const Store& s : k_.stores) row_work |= s.stage == k_.stages;
     if (k_.stages == 1 && k_.reductions.empty() && !row_work && k_.folds.empty()) elementwise();
     else rows();
     out_ << "}\n";
-    if (k_.tiled) tile_entry();
+    if (k_.tiled && sp_.dialect == Dialect::Cpp) tile_entry();  // the C export runs epilogues whole
     return out_.str();
   }
 
@@ -62,27 +63,26 @@ class Emitter {
       const Arg& a = k_.args[i];
       const std::string t = dtype_cpp_type(a.dtype);
       const std::string q = a.output ? "" : "const ";
-      out_ << "  [[maybe_unused]] " << q << t << "* a" << i << " = static_cast<" << q << t << "*>(args[" << i
-           << "]);\n";
+      out_ << "  " << sp_.unused() << q << t << "* a" << i << " = (" << q << t << "*)(args[" << i << "]);\n";
     }
     if (k_.sizes) {  // a dynamic-shape kernel: the sizes follow the buffers
-      out_ << "  [[maybe_unused]] const int64_t* const sizes = static_cast<const int64_t*>(args[" << k_.args.size()
+      out_ << "  " << sp_.unused() << "const int64_t* const sizes = (const int64_t*)(args[" << k_.args.size()
            << "]);\n";
       for (size_t s = 0; s < k_.sizes->at.size(); ++s) {
-        out_ << "  [[maybe_unused]] const int64_t S" << s << " = sizes[" << s << "];\n";
+        out_ << "  " << sp_.unused() << "const int64_t S" << s << " = sizes[" << s << "];\n";
       }
     }
     for (size_t e = 0; e < k_.exprs.size(); ++e) {
       if (k_.exprs[e].kind != ExprKind::Constant) continue;
       const SizeConstant* term = size_term(k_, int(e));
-      out_ << "  [[maybe_unused]] const " << dtype_cpp_type(k_.exprs[e].dtype) << " e" << e << " = "
-           << (term ? size_constant_text(k_.exprs[e].dtype, term->value) : constant_text(k_.exprs[e]))
+      out_ << "  " << sp_.unused() << "const " << dtype_cpp_type(k_.exprs[e].dtype) << " e" << e << " = "
+           << (term ? size_constant_text(k_.exprs[e].dtype, term->value) : constant_text(sp_, k_.exprs[e]))
            << ";\n";
     }
     if (k_.sizes) {  // Call parameters that follow the batch size: q<expr>_<param>
       for (const SizeConstant& c : k_.sizes->constants) {
         if (c.param < 0) continue;
-        out_ << "  [[maybe_unused]] const double q" << c.expr << "_" << c.param << " = "
+        out_ << "  " << sp_.unused() << "const double q" << c.expr << "_" << c.param << " = "
              << size_constant_text(DType::Float64, c.value) << ";\n";
       }
     }
@@ -101,7 +101,7 @@ class Emitter {
   // The tile form's second entry (loop_kernel.h): rows [r0, r1) of the flattened outer dims,
   // columns [c0, c1) of the one inner dim, on the calling thread (a GEMM's worker: no OpenMP).
   void tile_entry() {
-    out_ << "\nextern \"C\" void " << symbol_
+    out_ << "\n" << sp_.entry(symbol_)
          << "_tile(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {\n";
     arguments();
     Dims outer{outer_, outer_stride_};
@@ -126,7 +126,7 @@ class Emitter {
     for (size_t a = 0; a < k_.accesses.size(); ++a) {
       std::string v = from ? cat("x", a) + *from : offset_[a].text();
       for (size_t d = 0; d < index.size(); ++d) v = add_scaled(v, index[d], strides[a][d]);
-      out_ << indent << "[[maybe_unused]] const int64_t " << cat("x", a) << suffix << " = " << v << ";\n";
+      out_ << indent << sp_.unused() << "const int64_t " << cat("x", a) << suffix << " = " << v << ";\n";
     }
   }
 
@@ -168,7 +168,7 @@ class Emitter {
           const int arity = kernels::scalar_fn_info(e.call.fn).arity;
           std::vector<std::string> ops;
           for (int o : e.operands) ops.push_back(cat("e", o));
-          out_ << kernels::scalar_call_text(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops, params(int(i)));
+          out_ << sp_.call(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops, params(int(i)));
           break;
         }
         case ExprKind::Constant: break;
@@ -182,8 +182,8 @@ class Emitter {
         sumexp_fold(int(r), indent, index);
         continue;
       }
-      out_ << indent << "r" << r << " = smelt::scalar::" << reduce_fold_fn(red.op) << "(r" << r << ", e" << red.value
-           << ");\n";
+      out_ << indent << "r" << r << " = " << sp_.fn(reduce_fold_fn(red.op), red.dtype) << "(r" << r << ", e"
+           << red.value << ");\n";
     }
     for (const Store& s : k_.stores) {
       if (s.stage != stage) continue;
@@ -196,16 +196,18 @@ class Emitter {
   // the element is a block of its own.
   void sumexp_fold(int r, const std::string& indent, const std::string& index) {
     const int v = k_.reductions[r].value;
-    const std::string t = dtype_cpp_type(k_.exprs[v].dtype);
+    const DType dt = k_.exprs[v].dtype;
+    const std::string t = dtype_cpp_type(dt);
     if (!index.empty()) {
       out_ << indent << "vb" << r << "[" << index << " - c0] = e" << v << ";\n";
-      out_ << indent << "bm" << r << " = smelt::scalar::sumexp_block_max(bm" << r << ", e" << v << ");\n";
+      out_ << indent << "bm" << r << " = " << sp_.fn("sumexp_block_max", dt) << "(bm" << r << ", e" << v << ");\n";
       return;
     }
-    out_ << indent << "{\n" << indent << "  const " << t << " sh = smelt::scalar::sumexp_rescale(m" << r << ", r" << r
-         << ", smelt::scalar::sumexp_block_max(" << t << "(-INFINITY), e" << v << "));\n";
-    out_ << indent << "  r" << r << " += double(smelt::scalar::exp_nonpositive(" << t << "(e" << v << " - sh)));\n"
-         << indent << "}\n";
+    out_ << indent << "{\n" << indent << "  const " << t << " sh = " << sp_.fn("sumexp_rescale", dt) << "("
+         << sp_.ref(cat("m", r)) << ", " << sp_.ref(cat("r", r)) << ", " << sp_.fn("sumexp_block_max", dt) << "(("
+         << t << ")(-INFINITY), e" << v << "));\n";
+    out_ << indent << "  r" << r << " += (double)(" << sp_.fn("exp_nonpositive", dt) << "((" << t << ")(e" << v
+         << " - sh)));\n" << indent << "}\n";
   }
 
   bool has_sumexp(int stage) const {
@@ -241,7 +243,7 @@ class Emitter {
 
   std::string simd_pragma(int stage) const {
     if (!simd_legal(stage)) return "";
-    std::string p = "#pragma omp simd";
+    std::string p = "simd";
     for (size_t r = 0; r < k_.reductions.size(); ++r) {
       const Reduction& red = k_.reductions[r];
       if (red.stage != stage) continue;
@@ -251,7 +253,7 @@ class Emitter {
         p += " reduction(" + udr_name(red) + " : r" + std::to_string(r) + ")";
       }
     }
-    return p;
+    return sp_.omp(p);
   }
 
   // No reductions: one flat space; the innermost dim is the simd loop, cut into blocks when long,
@@ -283,7 +285,7 @@ class Emitter {
     const int64_t blocks = block == 0 ? 0 : (n.value() + block - 1) / block;
     const int64_t iterations = product(par).value() * blocks;
     if (product(par).value() * n.value() >= kParallelGrain && iterations > 1) {
-      out_ << "  #pragma omp parallel for schedule(static)\n";
+      out_ << "  " << sp_.omp("parallel for schedule(static)") << "\n";
     }
     out_ << "  for (int64_t t = 0; t < " << iterations << "; ++t) {\n";
     std::vector<std::string> names;
@@ -337,10 +339,10 @@ class Emitter {
     outer = merge_dims(outer);
     inner = merge_dims(inner);
     const Num rows = product(outer.extent), per_row = product(inner.extent);
-    emit_fold_scratch(out_, k_, rows);
+    emit_fold_scratch(out_, sp_, k_, rows);
     if (rows.constant() && per_row.constant()) {
       if (rows.value() > 1 && rows.value() * per_row.value() * k_.stages >= kParallelGrain) {
-        out_ << "  #pragma omp parallel for schedule(static)\n";
+        out_ << "  " << sp_.omp("parallel for schedule(static)") << "\n";
       }
     } else {  // a dynamic batch: the same decision at run time
       out_ << "  #pragma omp parallel for schedule(static) if (" << rows.text() << " > 1 && " << rows.text()
@@ -352,10 +354,10 @@ class Emitter {
     offsets("    ", "", nullptr, names, outer.stride);
     for (size_t r = 0; r < k_.reductions.size(); ++r) {
       const Reduction& red = k_.reductions[r];
-      out_ << "    " << dtype_cpp_type(red.dtype) << " r" << r << " = " << reduce_start(red.op, red.dtype) << ";\n";
+      out_ << "    " << dtype_cpp_type(red.dtype) << " r" << r << " = " << reduce_start(sp_, red.op, red.dtype) << ";\n";
       if (red.op == ReduceOp::SumExp) {
         const std::string t = dtype_cpp_type(k_.exprs[red.value].dtype);
-        out_ << "    " << t << " m" << r << " = " << t << "(-INFINITY);\n";
+        out_ << "    " << t << " m" << r << " = (" << t << ")(-INFINITY);\n";
         if (!inner.extent.empty()) {
           const Num& n = inner.extent.back();
           out_ << "    " << t << " vb" << r << "[" << (n.constant() ? std::min(kSumExpBlock, n.value()) : kSumExpBlock)
@@ -414,7 +416,7 @@ class Emitter {
     body(k_.stages, "    ", "", "", {});
     emit_fold_rows(out_, k_);
     out_ << "  }\n";
-    emit_finish_folds(out_, k_, rows, offset_);
+    emit_finish_folds(out_, sp_, k_, rows, offset_);
   }
 
   // The expressions of `stage` selected by `only` (Calls and ReductionResults), outside any loop.
@@ -431,7 +433,7 @@ class Emitter {
         const int arity = kernels::scalar_fn_info(e.call.fn).arity;
         std::vector<std::string> ops;
         for (int o : e.operands) ops.push_back(cat("e", o));
-        out_ << kernels::scalar_call_text(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops, params(int(i)));
+        out_ << sp_.call(e.call, k_.exprs[e.operands[arity == 3 ? 1 : 0]].dtype, ops, params(int(i)));
       }
       out_ << ";\n";
     }
@@ -451,7 +453,7 @@ class Emitter {
       const Reduction& red = k_.reductions[r];
       if (red.stage != stage || red.op != ReduceOp::SumExp) continue;
       const std::string t = dtype_cpp_type(k_.exprs[red.value].dtype);
-      out_ << in << t << " bm" << r << " = " << t << "(-INFINITY);\n";
+      out_ << in << t << " bm" << r << " = (" << t << ")(-INFINITY);\n";
     }
     std::string pragma = simd_pragma(stage);
     if (!pragma.empty()) out_ << in << pragma << "\n";
@@ -461,13 +463,15 @@ class Emitter {
     for (size_t r = 0; r < k_.reductions.size(); ++r) {
       const Reduction& red = k_.reductions[r];
       if (red.stage != stage || red.op != ReduceOp::SumExp) continue;
-      const std::string t = dtype_cpp_type(k_.exprs[red.value].dtype), R = std::to_string(r);
+      const DType dt = k_.exprs[red.value].dtype;
+      const std::string t = dtype_cpp_type(dt), R = std::to_string(r);
       out_ << in << "{\n";
-      out_ << in << "  const " << t << " sh = smelt::scalar::sumexp_rescale(m" << R << ", r" << R << ", bm" << R << ");\n";
+      out_ << in << "  const " << t << " sh = " << sp_.fn("sumexp_rescale", dt) << "(" << sp_.ref("m" + R) << ", "
+           << sp_.ref("r" + R) << ", bm" << R << ");\n";
       out_ << in << "  double part = 0;\n";
-      out_ << in << "  #pragma omp simd reduction(+ : part)\n";
-      out_ << in << "  for (int64_t j = 0; j < cn; ++j) part += double(smelt::scalar::exp_nonpositive(" << t << "(vb" << R
-           << "[j] - sh)));\n";
+      out_ << in << "  " << sp_.omp("simd reduction(+ : part)") << "\n";
+      out_ << in << "  for (int64_t j = 0; j < cn; ++j) part += (double)(" << sp_.fn("exp_nonpositive", dt) << "(("
+           << t << ")(vb" << R << "[j] - sh)));\n";
       out_ << in << "  r" << R << " += part;\n" << in << "}\n";
     }
     out_ << indent << "}\n";
@@ -475,6 +479,7 @@ class Emitter {
 
   const LoopKernel& k_;
   std::string symbol_;
+  Spelling sp_;
   // The kernel's integers (loop_kernel.h) as Nums: constants, or polynomials (LoopKernel::sizes).
   std::vector<Num> outer_, inner_, offset_;
   std::vector<std::vector<Num>> outer_stride_, inner_stride_;  // [access][dim]
@@ -484,12 +489,25 @@ class Emitter {
 
 }  // namespace
 
-std::string emit_cpp(const LoopKernel& kernel, const std::string& symbol) {
+namespace {
+void check_symbol(const std::string& symbol) {
   SMELT_CHECK(!symbol.empty() && symbol.find_first_not_of(
                                      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
                                      std::string::npos)
       << "emit_cpp: symbol '" << symbol << "' is not a C identifier; valid: letters, digits, _";
-  return Emitter(kernel, symbol).run();
+}
+}  // namespace
+
+std::string emit_cpp(const LoopKernel& kernel, const std::string& symbol) {
+  check_symbol(symbol);
+  return Emitter(kernel, symbol, Dialect::Cpp).run();
+}
+
+std::string emit_c(const LoopKernel& kernel, const std::string& symbol) {
+  check_symbol(symbol);
+  SMELT_CHECK(!kernel.sizes) << "emit_c: kernel " << kernel.name
+                             << " has symbolic sizes; the C export takes fixed shapes only";
+  return Emitter(kernel, symbol, Dialect::C).run();
 }
 
 }  // namespace smelt::codegen

@@ -50,23 +50,68 @@ std::string add_scaled(const std::string& base, const std::string& index, const 
   return base + " + " + index + " * " + std::to_string(stride.value());
 }
 
-std::string constant_text(const Expr& e) {
+std::string Spelling::fn(const char* name, DType dtype) const {
+  if (dialect == Dialect::Cpp) return std::string("smelt::scalar::") + name;
+  return std::string("smelt_") + name + "_" + dtype_name(dtype);
+}
+
+std::string Spelling::call(const kernels::ScalarCall& call, DType dtype, const std::vector<std::string>& args,
+                           const std::vector<std::string>& params) const {
+  if (dialect == Dialect::Cpp) return kernels::scalar_call_text(call, dtype, args, params);
+  const kernels::ScalarFnInfo& info = kernels::scalar_fn_info(call.fn);
+  SMELT_INTERNAL_CHECK(int(args.size()) == info.arity) << "emit_c: " << info.name << " takes " << info.arity
+                                                       << " operands, got " << args.size();
+  if (call.fn == kernels::ScalarFn::cast) return cast(call.cast_to, dtype, args[0]);
+  std::string s = fn(info.name, dtype) + "(";
+  for (size_t i = 0; i < args.size(); ++i) s += (i ? ", " : "") + args[i];
+  for (int p = 0; p < info.params; ++p) {
+    SMELT_INTERNAL_CHECK(size_t(p) >= params.size() || params[p].empty())
+        << "emit_c: a parameter that follows the sizes (a dynamic-shape kernel)";
+    char c[40];
+    std::snprintf(c, sizeof c, "%a", call.params[p]);
+    const double v = call.params[p];
+    const std::string literal = v != v ? "NAN" : v == INFINITY ? "INFINITY" : v == -INFINITY ? "-INFINITY" : c;
+    s += ", " + cast(dtype, DType::Float64, literal);
+  }
+  return s + ")";
+}
+
+std::string Spelling::cast(DType to, DType from, const std::string& x) const {
+  if (dialect == Dialect::Cpp) return std::string("smelt::scalar::cast<") + dtype_cpp_type(to) + ">(" + x + ")";
+  return std::string("smelt_cast_") + dtype_name(to) + "_" + dtype_name(from) + "(" + x + ")";
+}
+
+std::string Spelling::ref(const std::string& x) const { return dialect == Dialect::Cpp ? x : "&" + x; }
+
+std::string Spelling::unused() const { return dialect == Dialect::Cpp ? "[[maybe_unused]] " : "SMELT_UNUSED "; }
+
+std::string Spelling::entry(const std::string& symbol) const {
+  return (dialect == Dialect::Cpp ? "extern \"C\" void " : "static void ") + symbol;
+}
+
+std::string Spelling::omp(const std::string& directive) const {
+  if (dialect == Dialect::Cpp) return "#pragma omp " + directive;
+  const std::string parallel = "parallel for ";
+  if (directive.rfind(parallel, 0) == 0) return "SMELT_OMP_FOR(" + directive.substr(parallel.size()) + ")";
+  return "SMELT_OMP(" + directive + ")";
+}
+
+std::string constant_text(const Spelling& sp, const Expr& e) {
   const std::string type = dtype_cpp_type(e.dtype);
   char buf[96];
   if (!dtype_is_floating(e.dtype)) {
-    std::snprintf(buf, sizeof buf, "smelt::scalar::cast<%s>(int64_t(uint64_t(0x%" PRIx64 "ull)))", type.c_str(),
-                  uint64_t(e.ivalue));
-    return buf;
+    std::snprintf(buf, sizeof buf, "(int64_t)(uint64_t)0x%" PRIx64 "ull", uint64_t(e.ivalue));
+    return sp.cast(e.dtype, DType::Int64, buf);
   }
   double v = e.fvalue;
   if (v != v) {  // the exact NaN, payload and sign included, as the interpreter converts it
     uint64_t bits;
     std::memcpy(&bits, &v, sizeof bits);
-    std::snprintf(buf, sizeof buf, "%s(smelt_f64_from_bits(0x%" PRIx64 "ull))", type.c_str(), bits);
+    std::snprintf(buf, sizeof buf, "(%s)(smelt_f64_from_bits(0x%" PRIx64 "ull))", type.c_str(), bits);
   } else if (v == INFINITY || v == -INFINITY) {
-    std::snprintf(buf, sizeof buf, "%s(%sINFINITY)", type.c_str(), v < 0 ? "-" : "");
+    std::snprintf(buf, sizeof buf, "(%s)(%sINFINITY)", type.c_str(), v < 0 ? "-" : "");
   } else {
-    std::snprintf(buf, sizeof buf, "%s(%a)", type.c_str(), v);
+    std::snprintf(buf, sizeof buf, "(%s)(%a)", type.c_str(), v);
   }
   return buf;
 }
@@ -79,12 +124,13 @@ std::string size_constant_text(DType dtype, const SizeFloat& value) {
   return dtype_cpp_type(dtype) + std::string("(") + x + ")";
 }
 
-std::string reduce_start(ReduceOp op, DType dtype) {
+std::string reduce_start(const Spelling& sp, ReduceOp op, DType dtype) {
   const std::string t = dtype_cpp_type(dtype);
+  const bool cpp = sp.dialect == Dialect::Cpp;
   switch (op) {
-    case ReduceOp::Sum: return t + "(0)";
-    case ReduceOp::Max: return "smelt::scalar::extreme_identity<" + t + ", true>()";
-    case ReduceOp::Min: return "smelt::scalar::extreme_identity<" + t + ", false>()";
+    case ReduceOp::Sum: return "(" + t + ")(0)";
+    case ReduceOp::Max: return cpp ? "smelt::scalar::extreme_identity<" + t + ", true>()" : sp.fn("lowest", dtype) + "()";
+    case ReduceOp::Min: return cpp ? "smelt::scalar::extreme_identity<" + t + ", false>()" : sp.fn("highest", dtype) + "()";
     case ReduceOp::SumExp: return "0.0";
   }
   return "";

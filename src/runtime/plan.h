@@ -113,6 +113,9 @@ class Plan {
   std::string arena_svg() const;
 
   struct Impl;
+  // The built plan's steps and slots (runtime/plan_impl.h), for readers of its structure: the C
+  // export (export_c/) writes them out as C.
+  const Impl& impl() const { return *impl_; }
 
  private:
   explicit Plan(std::unique_ptr<Impl> impl);

@@ -17,6 +17,7 @@ void register_compile(CLI::App& app);  // smelt compile: fusion, kernels, memory
 void register_run(CLI::App& app);      // smelt run: import an ONNX model and run it
 void register_check(CLI::App& app);    // smelt check: ONNX conformance cases against their outputs
 void register_export(CLI::App& app);   // smelt export: a text IR graph as an ONNX model
+void register_export_c(CLI::App& app); // smelt export-c: a model as standalone C11
 void register_bench(CLI::App& app);    // smelt bench: an ONNX model, interpreted vs compiled
 void register_tune(CLI::App& app);     // smelt tune: measure a model's convolutions, store the fastest
 

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   smelt::tools::register_run(app);
   smelt::tools::register_check(app);
   smelt::tools::register_export(app);
+  smelt::tools::register_export_c(app);
   smelt::tools::register_bench(app);
   smelt::tools::register_tune(app);
 

@@ -1,0 +1,48 @@
+// The C of the plan steps that run one op (matmul, convolution, pooling, copies, ...): a call of
+// the op's portable loops in export_c/runtime/ops.h with the step's shapes, strides and attributes
+// written in as constants. One entry per op in op_calls.cpp's table; an op without one is not
+// exportable (export_graph names it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/loop_kernel.h"
+#include "ops/attrs.h"
+#include "ops/op_table.h"
+
+namespace smelt::export_c {
+
+// One tensor a step reads or writes, as the plan binds it.
+struct Operand {
+  std::string ptr;  // a C expression of its first element's address, of type `T*`
+  DType dtype = DType::Float32;
+  Shape shape;
+  Shape strides;  // in elements (a strided view of another slot's memory, or contiguous)
+};
+
+struct OpCall {
+  std::string code;           // statements
+  int64_t scratch_bytes = 0;  // how much of the scratch region (the arena's end) they use
+};
+
+// What a call needs from the file it is written into: the C function of a fused kernel (written
+// once per distinct kernel) and the symbol of a constant (a weight).
+struct Sink {
+  std::function<std::string(const codegen::LoopKernel&)> kernel;
+  std::function<std::string(const Tensor&)> constant;
+};
+
+// The C of `op` over `in` and `out`: the op's writer in ops.h, or else the op lowered alone to a
+// LoopKernel (an elementwise op or reduction the plan left unfused) and emitted as C. `scratch` is
+// an `unsigned char*` expression of a region of at least scratch_bytes (the largest any call asks
+// for); `fail` the statement that ends the run on a bad index. nullopt, with `why` set where there
+// is more to say than the op's name, when there is no C for it.
+std::optional<OpCall> op_call(ops::OpId op, const ops::Attrs& attrs, const std::vector<Operand>& in,
+                              const std::vector<Operand>& out, const std::string& scratch, const std::string& fail,
+                              const Sink& sink, std::string* why);
+
+}  // namespace smelt::export_c

@@ -1,0 +1,390 @@
+/* The ops of an exported model that are not fused kernels (docs/export_c.md): GEMM, convolution,
+ * transposed convolution, pooling, batch norm in eval mode, index_select and strided copies, as
+ * portable C11 loops over float32 (copies: any dtype). export_c/op_calls.cpp writes their calls
+ * with every shape and stride a constant. Scratch (packed panels, a transposed convolution's
+ * columns) is a region at the end of the arena, sized at export time: nothing allocates.
+ *
+ * The GEMM packs B in panels of SMELT_GEMM_NR columns and A in panels of SMELT_GEMM_MR rows, in
+ * blocks that stay in cache (KC x NC of B, MC x KC of A), and runs an MR x NR register tile over
+ * them; a convolution packs its B straight from the image (an implicit im2col: no column buffer).
+ * The tile loops are plain C that compilers vectorize at -O3; the target (--target) picks the
+ * tile size that suits its vector registers. With FMA in the target the tile multiplies and adds
+ * in one rounding (fmaf); without, in two. */
+#ifndef SMELT_EXPORT_OPS_H
+#define SMELT_EXPORT_OPS_H
+
+#ifndef SMELT_GEMM_MR
+#if defined(SMELT_GEMM_TARGET_AVX512)
+#define SMELT_GEMM_MR 8
+#define SMELT_GEMM_NR 32
+#elif defined(SMELT_GEMM_TARGET_AVX2)
+#define SMELT_GEMM_MR 6
+#define SMELT_GEMM_NR 16
+#elif defined(SMELT_GEMM_TARGET_NEON)
+#define SMELT_GEMM_MR 8
+#define SMELT_GEMM_NR 12
+#else
+#define SMELT_GEMM_MR 4
+#define SMELT_GEMM_NR 8
+#endif
+#endif
+#define SMELT_GEMM_KC 256
+/* the export sized each call's scratch for these bounds (export_c/op_calls.cpp gemm_scratch_bytes) */
+#if SMELT_GEMM_MR > 8 || SMELT_GEMM_NR > 32 || SMELT_GEMM_MR < 1 || SMELT_GEMM_NR < 1
+#error "SMELT_GEMM_MR must be in [1, 8] and SMELT_GEMM_NR in [1, 32]"
+#endif
+#define SMELT_GEMM_MC (SMELT_GEMM_MR * 12)
+#define SMELT_GEMM_NC (SMELT_GEMM_NR * 16)
+
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || defined(FP_FAST_FMAF)
+#define SMELT_MADD(a, b, c) fmaf(a, b, c)
+#else
+#define SMELT_MADD(a, b, c) ((a) * (b) + (c))
+#endif
+
+/* B of a GEMM: a strided matrix, B(k, n) = data[k * rs + n * cs], or the implicit im2col of one
+ * image of `c` channels (data: (c, h, w) contiguous): rows k = (channel, ki, kj), columns
+ * n = (oh, ow), zero where the tap falls in the padding. */
+typedef struct {
+  const float* data;
+  int64_t rs, cs;
+  int conv;
+  int64_t h, w, kh, kw, sh, sw, ph, pw, dh, dw, wo;
+} smelt_gemm_b;
+
+/* B's rows [k0, k0 + kc) and columns [n0, n0 + nc) as panels of NR columns (zero-padded). */
+static inline void smelt_pack_b(const smelt_gemm_b* b, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                                float* dst) {
+  for (int64_t j0 = 0; j0 < nc; j0 += SMELT_GEMM_NR) {
+    const int64_t nr = nc - j0 < SMELT_GEMM_NR ? nc - j0 : SMELT_GEMM_NR;
+    float* panel = dst + j0 * kc;
+    if (!b->conv) {
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* row = b->data + (k0 + k) * b->rs + (n0 + j0) * b->cs;
+        float* out = panel + k * SMELT_GEMM_NR;
+        int64_t j = 0;
+        if (b->cs == 1) {
+          for (; j < nr; ++j) out[j] = row[j];
+        } else {
+          for (; j < nr; ++j) out[j] = row[j * b->cs];
+        }
+        for (; j < SMELT_GEMM_NR; ++j) out[j] = 0;
+      }
+      continue;
+    }
+    int64_t ih0[SMELT_GEMM_NR], iw0[SMELT_GEMM_NR];  /* each column's window origin */
+    for (int64_t j = 0; j < nr; ++j) {
+      const int64_t n = n0 + j0 + j;
+      ih0[j] = (n / b->wo) * b->sh - b->ph;
+      iw0[j] = (n % b->wo) * b->sw - b->pw;
+    }
+    const int64_t taps = b->kh * b->kw;
+    for (int64_t k = 0; k < kc; ++k) {
+      const int64_t kk = k0 + k, c = kk / taps, t = kk % taps;
+      const int64_t di = (t / b->kw) * b->dh, dj = (t % b->kw) * b->dw;
+      const float* plane = b->data + c * b->h * b->w;
+      float* out = panel + k * SMELT_GEMM_NR;
+      int64_t j = 0;
+      for (; j < nr; ++j) {
+        const int64_t ih = ih0[j] + di, iw = iw0[j] + dj;
+        out[j] = ih >= 0 && ih < b->h && iw >= 0 && iw < b->w ? plane[ih * b->w + iw] : 0.0f;
+      }
+      for (; j < SMELT_GEMM_NR; ++j) out[j] = 0;
+    }
+  }
+}
+
+/* A's rows [m0, m0 + mc) and columns [k0, k0 + kc) as panels of MR rows (zero-padded). */
+static inline void smelt_pack_a(const float* a, int64_t rs, int64_t cs, int64_t m0, int64_t mc, int64_t k0,
+                                int64_t kc, float* dst) {
+  for (int64_t i0 = 0; i0 < mc; i0 += SMELT_GEMM_MR) {
+    const int64_t mr = mc - i0 < SMELT_GEMM_MR ? mc - i0 : SMELT_GEMM_MR;
+    float* panel = dst + i0 * kc;
+    for (int64_t k = 0; k < kc; ++k) {
+      float* out = panel + k * SMELT_GEMM_MR;
+      int64_t i = 0;
+      for (; i < mr; ++i) out[i] = a[(m0 + i0 + i) * rs + (k0 + k) * cs];
+      for (; i < SMELT_GEMM_MR; ++i) out[i] = 0;
+    }
+  }
+}
+
+/* The register tile: c[0:mr, 0:nr] (+)= a_panel (MR x kc) * b_panel (kc x NR). */
+static inline void smelt_gemm_tile(int64_t kc, const float* restrict a, const float* restrict b, float* c,
+                                   int64_t ldc, int64_t mr, int64_t nr, int accumulate) {
+  float acc[SMELT_GEMM_MR][SMELT_GEMM_NR];
+  for (int i = 0; i < SMELT_GEMM_MR; ++i) {
+    for (int j = 0; j < SMELT_GEMM_NR; ++j) acc[i][j] = 0.0f;
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* ap = a + p * SMELT_GEMM_MR;
+    const float* bp = b + p * SMELT_GEMM_NR;
+    for (int i = 0; i < SMELT_GEMM_MR; ++i) {
+      const float av = ap[i];
+      for (int j = 0; j < SMELT_GEMM_NR; ++j) acc[i][j] = SMELT_MADD(av, bp[j], acc[i][j]);
+    }
+  }
+  for (int64_t i = 0; i < mr; ++i) {
+    float* row = c + i * ldc;
+    if (accumulate) {
+      for (int64_t j = 0; j < nr; ++j) row[j] += acc[i][j];
+    } else {
+      for (int64_t j = 0; j < nr; ++j) row[j] = acc[i][j];
+    }
+  }
+}
+
+/* C (m x n, rows ldc apart, columns contiguous) = A (m x k; A(i, p) = a[i * rs + p * cs]) * B.
+ * scratch: B's packed block (at most KC x NC, its columns rounded up to whole panels), then A's
+ * (at most MC x KC, its rows rounded up), as large as this call's sizes need. */
+static inline void smelt_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t rs, int64_t cs,
+                                  const smelt_gemm_b* b, float* c, int64_t ldc, float* scratch) {
+  const int64_t kb = k < SMELT_GEMM_KC ? k : SMELT_GEMM_KC, nb = n < SMELT_GEMM_NC ? n : SMELT_GEMM_NC;
+  float* packed_b = scratch;
+  float* packed_a = scratch + kb * ((nb + SMELT_GEMM_NR - 1) / SMELT_GEMM_NR * SMELT_GEMM_NR);
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
+    }
+    return;
+  }
+  for (int64_t n0 = 0; n0 < n; n0 += SMELT_GEMM_NC) {
+    const int64_t nc = n - n0 < SMELT_GEMM_NC ? n - n0 : SMELT_GEMM_NC;
+    for (int64_t k0 = 0; k0 < k; k0 += SMELT_GEMM_KC) {
+      const int64_t kc = k - k0 < SMELT_GEMM_KC ? k - k0 : SMELT_GEMM_KC;
+      smelt_pack_b(b, k0, kc, n0, nc, packed_b);
+      for (int64_t m0 = 0; m0 < m; m0 += SMELT_GEMM_MC) {
+        const int64_t mc = m - m0 < SMELT_GEMM_MC ? m - m0 : SMELT_GEMM_MC;
+        smelt_pack_a(a, rs, cs, m0, mc, k0, kc, packed_a);
+        for (int64_t j0 = 0; j0 < nc; j0 += SMELT_GEMM_NR) {
+          const int64_t nr = nc - j0 < SMELT_GEMM_NR ? nc - j0 : SMELT_GEMM_NR;
+          for (int64_t i0 = 0; i0 < mc; i0 += SMELT_GEMM_MR) {
+            const int64_t mr = mc - i0 < SMELT_GEMM_MR ? mc - i0 : SMELT_GEMM_MR;
+            smelt_gemm_tile(kc, packed_a + i0 * kc, packed_b + j0 * kc, c + (m0 + i0) * ldc + n0 + j0, ldc, mr,
+                            nr, k0 > 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+/* A strided matrix as B. */
+static inline smelt_gemm_b smelt_matrix_b(const float* data, int64_t rs, int64_t cs) {
+  smelt_gemm_b b;
+  memset(&b, 0, sizeof b);
+  b.data = data;
+  b.rs = rs;
+  b.cs = cs;
+  return b;
+}
+
+/* y (n, o, ho, wo) = conv2d(x (n, c, h, w), weight (o, c / groups, kh, kw)), no bias (the
+ * epilogue kernel after it adds one). A depthwise convolution (one input channel per group) runs
+ * as direct loops; the others as one GEMM per image and group. */
+static inline void smelt_conv2d_f32(const float* x, const float* weight, float* y, int64_t n, int64_t c,
+                                    int64_t h, int64_t w, int64_t o, int64_t kh, int64_t kw, int64_t sh,
+                                    int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups,
+                                    int64_t ho, int64_t wo, float* scratch) {
+  const int64_t cg = c / groups, og = o / groups, taps = kh * kw, k = cg * taps;
+  if (cg == 1) {
+    for (int64_t img = 0; img < n; ++img) {
+      for (int64_t oc = 0; oc < o; ++oc) {
+        const float* plane = x + (img * c + oc / og) * h * w;
+        const float* wk = weight + oc * taps;
+        float* out = y + (img * o + oc) * ho * wo;
+        for (int64_t oh = 0; oh < ho; ++oh) {
+          for (int64_t ow = 0; ow < wo; ++ow) {
+            float acc = 0.0f;
+            for (int64_t i = 0; i < kh; ++i) {
+              const int64_t ih = oh * sh - ph + i * dh;
+              if (ih < 0 || ih >= h) continue;
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t iw = ow * sw - pw + j * dw;
+                if (iw >= 0 && iw < w) acc = SMELT_MADD(plane[ih * w + iw], wk[i * kw + j], acc);
+              }
+            }
+            out[oh * wo + ow] = acc;
+          }
+        }
+      }
+    }
+    return;
+  }
+  const int pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0;
+  for (int64_t img = 0; img < n; ++img) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* image = x + (img * c + g * cg) * h * w;
+      smelt_gemm_b b = smelt_matrix_b(image, h * w, 1);
+      if (!pointwise) {
+        b.conv = 1;
+        b.h = h, b.w = w, b.kh = kh, b.kw = kw, b.sh = sh, b.sw = sw;
+        b.ph = ph, b.pw = pw, b.dh = dh, b.dw = dw, b.wo = wo;
+      }
+      smelt_gemm_f32(og, ho * wo, k, weight + g * og * k, k, 1, &b, y + (img * o + g * og) * ho * wo, ho * wo,
+                     scratch);
+    }
+  }
+}
+
+/* The transposed convolution (conv2d's gradient with respect to its input): dx (n, c, h, w) from
+ * dy (n, o, ho, wo) and weight (o, c / groups, kh, kw). Per image and group the columns
+ * weight^T dy (c / groups * kh * kw rows, ho * wo columns) are computed into scratch, then added
+ * into dx at the taps they came from. scratch: the columns, then the GEMM's panels. */
+static inline void smelt_conv2d_transpose_f32(const float* dy, const float* weight, float* dx, int64_t n,
+                                              int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh, int64_t kw,
+                                              int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,
+                                              int64_t dw, int64_t groups, int64_t ho, int64_t wo, float* scratch) {
+  const int64_t cg = c / groups, og = o / groups, taps = kh * kw, k = cg * taps, p = ho * wo;
+  float* cols = scratch;
+  float* panels = scratch + (k * p + 15) / 16 * 16;
+  for (int64_t i = 0; i < n * c * h * w; ++i) dx[i] = 0.0f;
+  for (int64_t img = 0; img < n; ++img) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const smelt_gemm_b b = smelt_matrix_b(dy + (img * o + g * og) * p, p, 1);
+      smelt_gemm_f32(k, p, og, weight + g * og * k, 1, k, &b, cols, p, panels);
+      for (int64_t r = 0; r < k; ++r) {
+        const int64_t ch = r / taps, i = (r % taps) / kw, j = r % kw;
+        float* plane = dx + (img * c + g * cg + ch) * h * w;
+        const float* col = cols + r * p;
+        for (int64_t oh = 0; oh < ho; ++oh) {
+          const int64_t ih = oh * sh - ph + i * dh;
+          if (ih < 0 || ih >= h) continue;
+          for (int64_t ow = 0; ow < wo; ++ow) {
+            const int64_t iw = ow * sw - pw + j * dw;
+            if (iw >= 0 && iw < w) plane[ih * w + iw] += col[oh * wo + ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* Max pooling over `planes` images of h x w: the first largest tap of each window (a NaN wins and
+ * stays), taps outside the image skipped; index (optional): the tap's offset in its plane, -1 for
+ * a window with none. */
+static inline void smelt_max_pool2d_f32(const float* x, float* y, int64_t* index, int64_t planes, int64_t h,
+                                        int64_t w, int64_t ho, int64_t wo, int64_t kh, int64_t kw, int64_t sh,
+                                        int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw) {
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const float* plane = x + pl * h * w;
+    for (int64_t oh = 0; oh < ho; ++oh) {
+      for (int64_t ow = 0; ow < wo; ++ow) {
+        float best = -INFINITY;
+        int64_t at = -1;
+        for (int64_t i = 0; i < kh; ++i) {
+          const int64_t ih = oh * sh - ph + i * dh;
+          if (ih < 0 || ih >= h) continue;
+          for (int64_t j = 0; j < kw; ++j) {
+            const int64_t iw = ow * sw - pw + j * dw;
+            if (iw < 0 || iw >= w) continue;
+            const float v = plane[ih * w + iw];
+            if (at < 0 || v > best || (v != v && best == best)) best = v, at = ih * w + iw;
+          }
+        }
+        y[(pl * ho + oh) * wo + ow] = best;
+        if (index) index[(pl * ho + oh) * wo + ow] = at;
+      }
+    }
+  }
+}
+
+/* Average pooling: the taps inside the image summed, divided by their number, or with
+ * count_include_pad by the taps inside the padded extent [-pad, size + pad) (as PyTorch). */
+static inline int64_t smelt_taps_below(int64_t limit, int64_t origin, int64_t kernel, int64_t dil) {
+  if (limit <= origin) return 0;
+  const int64_t t = (limit - origin + dil - 1) / dil;
+  return t < kernel ? t : kernel;
+}
+static inline void smelt_avg_pool2d_f32(const float* x, float* y, int64_t planes, int64_t h, int64_t w,
+                                        int64_t ho, int64_t wo, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                                        int64_t ph, int64_t pw, int64_t dh, int64_t dw, int include_pad) {
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const float* plane = x + pl * h * w;
+    for (int64_t oh = 0; oh < ho; ++oh) {
+      const int64_t oi = oh * sh - ph;
+      int64_t bi = oi >= 0 ? 0 : (-oi + dh - 1) / dh;
+      bi = bi < kh ? bi : kh;
+      int64_t ei = smelt_taps_below(h, oi, kh, dh);
+      ei = ei > bi ? ei : bi;
+      const int64_t padded_i = smelt_taps_below(h + ph, oi, kh, dh);
+      for (int64_t ow = 0; ow < wo; ++ow) {
+        const int64_t oj = ow * sw - pw;
+        int64_t bj = oj >= 0 ? 0 : (-oj + dw - 1) / dw;
+        bj = bj < kw ? bj : kw;
+        int64_t ej = smelt_taps_below(w, oj, kw, dw);
+        ej = ej > bj ? ej : bj;
+        const int64_t padded_j = smelt_taps_below(w + pw, oj, kw, dw);
+        float acc = 0.0f;
+        for (int64_t i = bi; i < ei; ++i) {
+          const float* row = plane + (oi + i * dh) * w + oj;
+          for (int64_t j = bj; j < ej; ++j) acc += row[j * dw];
+        }
+        const int64_t count = include_pad ? padded_i * padded_j : (ei - bi) * (ej - bj);
+        y[(pl * ho + oh) * wo + ow] = count > 0 ? acc / (float)count : 0.0f;
+      }
+    }
+  }
+}
+
+/* Batch norm with running statistics (eval mode) over (n, c, spatial), in double as smelt's
+ * kernel computes it; mean, invstd and the running statistics' copies are written when given. */
+static inline void smelt_batch_norm_f32(const float* x, const float* weight, const float* bias,
+                                        const float* running_mean, const float* running_var, float* y,
+                                        float* mean, float* invstd, float* new_mean, float* new_var, int64_t n,
+                                        int64_t c, int64_t spatial, double eps) {
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double mu = running_mean[ch], inv = 1.0 / sqrt((double)running_var[ch] + eps);
+    const double scale = inv * (double)weight[ch], shift = bias[ch];
+    for (int64_t img = 0; img < n; ++img) {
+      const float* xr = x + (img * c + ch) * spatial;
+      float* yr = y + (img * c + ch) * spatial;
+      for (int64_t s = 0; s < spatial; ++s) yr[s] = (float)(((double)xr[s] - mu) * scale + shift);
+    }
+    if (mean) mean[ch] = (float)mu;
+    if (invstd) invstd[ch] = (float)inv;
+    if (new_mean) new_mean[ch] = running_mean[ch];
+    if (new_var) new_var[ch] = running_var[ch];
+  }
+}
+
+/* dst = src for a tensor of `ndim` dims (at most 8) of `elem`-byte elements, strides in bytes. */
+static inline void smelt_copy_strided(unsigned char* dst, const int64_t* dst_strides, const unsigned char* src,
+                                      const int64_t* src_strides, const int64_t* shape, int ndim, int64_t elem) {
+  int64_t index[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t total = 1;
+  for (int d = 0; d < ndim; ++d) total *= shape[d];
+  if (total == 0) return;
+  const int64_t inner = ndim > 0 ? shape[ndim - 1] : 1;
+  const int64_t ds = ndim > 0 ? dst_strides[ndim - 1] : elem, ss = ndim > 0 ? src_strides[ndim - 1] : elem;
+  for (int64_t done = 0; done < total; done += inner) {
+    int64_t doff = 0, soff = 0;
+    for (int d = 0; d + 1 < ndim; ++d) doff += index[d] * dst_strides[d], soff += index[d] * src_strides[d];
+    if (ds == elem && ss == elem) {
+      memcpy(dst + doff, src + soff, (size_t)(inner * elem));
+    } else {
+      for (int64_t i = 0; i < inner; ++i) memcpy(dst + doff + i * ds, src + soff + i * ss, (size_t)elem);
+    }
+    for (int d = ndim - 2; d >= 0; --d) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+/* y = x.index_select(dim, index) over x seen as (outer, size, inner) of `elem`-byte elements.
+ * Returns 0, or 1 for an index outside [0, size) (nothing is read out of range). */
+static inline int smelt_index_select(const unsigned char* x, const int64_t* index, unsigned char* y,
+                                     int64_t outer, int64_t size, int64_t inner, int64_t count, int64_t elem) {
+  for (int64_t t = 0; t < count; ++t) {
+    if (index[t] < 0 || index[t] >= size) return 1;
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t t = 0; t < count; ++t) {
+      memcpy(y + ((o * count + t) * inner) * elem, x + ((o * size + index[t]) * inner) * elem, (size_t)(inner * elem));
+    }
+  }
+  return 0;
+}
+
+#endif /* SMELT_EXPORT_OPS_H */
