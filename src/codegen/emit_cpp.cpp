@@ -52,7 +52,7 @@ class Emitter {
     if (k_.stages == 1 && k_.reductions.empty() && !row_work && k_.folds.empty()) elementwise();
     else rows();
     out_ << "}\n";
-    if (k_.tiled && sp_.dialect == Dialect::Cpp) tile_entry();  // the C export runs epilogues whole
+    if (k_.tiled) tile_entry();
     return out_.str();
   }
 

@@ -86,7 +86,8 @@ std::string Spelling::ref(const std::string& x) const { return dialect == Dialec
 std::string Spelling::unused() const { return dialect == Dialect::Cpp ? "[[maybe_unused]] " : "SMELT_UNUSED "; }
 
 std::string Spelling::entry(const std::string& symbol) const {
-  return (dialect == Dialect::Cpp ? "extern \"C\" void " : "static void ") + symbol;
+  // C: file-local; a kernel's tile entry may go unused (an epilogue the export runs whole)
+  return (dialect == Dialect::Cpp ? "extern \"C\" void " : "SMELT_UNUSED static void ") + symbol;
 }
 
 std::string Spelling::omp(const std::string& directive) const {

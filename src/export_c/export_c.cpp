@@ -113,6 +113,7 @@ class Writer {
       SMELT_CHECK(false) << "export-c: the compiled plan runs ops the C export has no code for: " << list
                          << "; exportable: every fused kernel and the ops of export_c/runtime/ops.h";
     }
+    write_weights(run.str());
     Exported e;
     e.scratch_bytes = scratch_;
     e.arena_bytes = round_up(p_.memory.arena_bytes) + round_up(scratch_);
@@ -145,7 +146,7 @@ class Writer {
         base = "(unsigned char*)out" + std::to_string(out->index);
       } else if (r.as<runtime::ArenaSlot>()) {
         const auto* storage = static_cast<const unsigned char*>(p_.arena->data());
-        base = "arena + " + std::to_string(static_cast<const unsigned char*>(p_.tensors[size_t(root)].raw_data()) - storage);
+        base = "(arena + " + std::to_string(static_cast<const unsigned char*>(p_.tensors[size_t(root)].raw_data()) - storage) + ")";
       } else if (r.as<runtime::ConstantSlot>()) {
         base = "(unsigned char*)" + weight(p_.tensors[size_t(root)]);
       } else {
@@ -167,7 +168,9 @@ class Writer {
 
   Operand operand(int s, bool constant) const {
     const Tensor& t = p_.tensors[size_t(s)];
-    return {typed(s, constant), t.dtype(), t.shape(), t.strides()};
+    Operand o{typed(s, constant), t.dtype(), t.shape(), t.strides(), Tensor()};
+    if (p_.slots[size_t(s)].as<runtime::ConstantSlot>()) o.constant = t;
+    return o;
   }
 
   // The symbol of constant `t`'s weight, written on first sight (one per distinct memory).
@@ -182,26 +185,45 @@ class Writer {
     if (found != weight_of_.end()) return found->second;
     const std::string name = sym_ + "w" + std::to_string(weight_of_.size());
     weight_of_[key] = name;
-    weight_bytes_ += bytes;
-    std::ostringstream out;
-    if (o_.weights == Weights::File) {
-      weight_file_.resize(size_t(round_up(int64_t(weight_file_.size()))), '\0');
-      out << "#define " << name << " (weights + " << weight_file_.size() << ")  /* " << dtype_name(dtype) << "["
-          << n << "] */\n";
-      weight_file_.append(reinterpret_cast<const char*>(data), size_t(bytes));
-    } else {
-      out << "static _Alignas(" << kAlign << ") const " << kernels::dtype_cpp_type(dtype) << " " << name << "["
-          << std::max<int64_t>(n, 1) << "] = {";
-      for (int64_t k = 0; k < n; ++k) {
-        out << (k % 8 == 0 ? "\n  " : " ");
-        literal(out, dtype, data + k * esize);
-        out << ",";
-      }
-      if (n == 0) out << "0";
-      out << "\n};\n";
-    }
-    weights_ << out.str();
+    weight_list_.emplace_back(name, t);
     return name;
+  }
+
+  // Whether `text` names `symbol` (not only a longer identifier starting with it).
+  static bool mentions(const std::string& text, const std::string& symbol) {
+    for (size_t at = text.find(symbol); at != std::string::npos; at = text.find(symbol, at + 1)) {
+      const size_t end = at + symbol.size();
+      if (end == text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) return true;
+    }
+    return false;
+  }
+
+  // The weights the run's code reads (a weight the export packed for the GEMM replaces the plan's
+  // own): const arrays, or their offsets in the weights file.
+  void write_weights(const std::string& run) {
+    for (const auto& [name, t] : weight_list_) {
+      if (!mentions(run, name)) continue;
+      const DType dtype = t.dtype();
+      const int64_t esize = int64_t(dtype_size(dtype)), n = t.numel(), bytes = n * esize;
+      const auto* data = static_cast<const unsigned char*>(t.raw_data());
+      weight_bytes_ += bytes;
+      if (o_.weights == Weights::File) {
+        weight_file_.resize(size_t(round_up(int64_t(weight_file_.size()))), '\0');
+        weights_ << "#define " << name << " (weights + " << weight_file_.size() << ")  /* " << dtype_name(dtype)
+                 << "[" << n << "] */\n";
+        weight_file_.append(reinterpret_cast<const char*>(data), size_t(bytes));
+        continue;
+      }
+      weights_ << "static _Alignas(" << kAlign << ") const " << kernels::dtype_cpp_type(dtype) << " " << name << "["
+               << std::max<int64_t>(n, 1) << "] = {";
+      for (int64_t k = 0; k < n; ++k) {
+        weights_ << (k % 8 == 0 ? "\n  " : " ");
+        literal(weights_, dtype, data + k * esize);
+        weights_ << ",";
+      }
+      if (n == 0) weights_ << "0";
+      weights_ << "\n};\n";
+    }
   }
 
   // The C function of kernel `k`, emitted on first sight (one per distinct kernel).
@@ -217,11 +239,7 @@ class Writer {
 
   void kernel_call(const codegen::LoopKernel& k, const std::vector<int>& arg_slots, int index, std::ostream& run) {
     const std::string symbol = kernel(k);
-    run << "  {  /* step " << index << ": " << k.name << " */\n    void* const a[] = {";
-    for (size_t i = 0; i < arg_slots.size(); ++i) {
-      run << (i ? ", " : "") << "(void*)" << address_[size_t(arg_slots[i])];
-    }
-    run << "};\n";
+    run << "  {  /* step " << index << ": " << k.name << " */\n    void* const a[] = {" << arg_list(k, arg_slots) << "};\n";
     for (const codegen::IndexCheck& c : k.index_checks) {
       // the kernel assumes its indices in range (codegen::check_indices): a bad one is an error code
       const int64_t n = k.args[size_t(c.arg)].numel;
@@ -233,30 +251,57 @@ class Writer {
     ++kernels_;
   }
 
-  void op(ops::OpId id, const ops::Attrs& attrs, const std::vector<int>& in, const std::vector<int>& out, int index,
-          std::ostream& run, std::set<std::string>* missing) {
+  // The op of a step; with `epilogue` (a tiled kernel), run on each tile of the product as the
+  // contraction finishes it. Returns false when the op cannot take the epilogue.
+  bool op(ops::OpId id, const ops::Attrs& attrs, const std::vector<int>& in, const std::vector<int>& out, int index,
+          std::ostream& run, std::set<std::string>* missing, const codegen::LoopKernel* epilogue = nullptr,
+          const std::vector<int>& epilogue_slots = {}) {
     std::vector<Operand> ins, outs;
     for (int s : in) ins.push_back(operand(s, true));
     for (int s : out) outs.push_back(operand(s, false));
     Sink sink{[this](const codegen::LoopKernel& k) { return kernel(k); },
-              [this](const Tensor& t) { return weight(t); }};
-    std::string why;
-    std::optional<OpCall> call =
-        op_call(id, attrs, ins, outs, "scratch", "return " + std::to_string(index + 1) + ";", sink, &why);
+              [this](const Tensor& t) { return weight(t); }, gemm_tile(target_name(o_.target)).mr};
+    std::string why, setup;
+    if (epilogue) {
+      setup = "    void* const ea[] = {" + arg_list(*epilogue, epilogue_slots) + "};\n    const smelt_epilogue ep = {" +
+              kernel(*epilogue) + "_tile, ea, 0};\n";
+    }
+    std::optional<OpCall> call = op_call(id, attrs, ins, outs, "scratch", "return " + std::to_string(index + 1) + ";",
+                                         sink, &why, epilogue ? "(&ep)" : "");
+    if (!call && epilogue && why.empty()) return false;
     if (!call) {
       missing->insert(std::string(ops::op_name(id)) + (why.empty() ? "" : " (" + why + ")"));
-      return;
+      return true;
     }
     scratch_ = std::max(scratch_, call->scratch_bytes);
-    run << "  {  /* step " << index << ": " << ops::op_name(id) << " */\n" << call->code << "  }\n";
+    run << "  {  /* step " << index << ": " << ops::op_name(id) << (epilogue ? ", its epilogue " + epilogue->name + " in its tiles" : "")
+        << " */\n" << setup << call->code << "  }\n";
     ++op_calls_;
+    if (epilogue) ++kernels_;
+    return true;
+  }
+
+  // The argument pointers of kernel `k` bound to `slots`; an argument the kernel never reads or
+  // writes (an epilogue's view of the contraction's own operands) is a null pointer.
+  std::string arg_list(const codegen::LoopKernel& k, const std::vector<int>& slots) const {
+    std::vector<bool> touched(slots.size(), false);
+    for (const codegen::Access& a : k.accesses) touched[size_t(a.arg)] = true;
+    std::string t;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      t += (i ? ", " : "") + (touched[i] ? "(void*)" + address_[size_t(slots[i])] : std::string("(void*)0"));
+    }
+    return t;
   }
 
   void step(const Step& s, int index, std::ostream& run, std::set<std::string>* missing) {
     switch (s.kind) {
       case StepKind::Kernel: kernel_call(s.kernel->kernel(), s.arg_slots, index, run); return;
       case StepKind::Op: op(s.op, s.attrs, s.in_slots, s.out_slots, index, run, missing); return;
-      case StepKind::TiledContraction:  // the product whole, then the epilogue over it: the same values
+      case StepKind::TiledContraction:  // the epilogue in the product's tiles, else whole after it
+        if (s.kernel->kernel().index_checks.empty() &&
+            op(s.op, s.attrs, s.op_slots, {s.product_slot}, index, run, missing, &s.kernel->kernel(), s.arg_slots)) {
+          return;
+        }
         op(s.op, s.attrs, s.op_slots, {s.product_slot}, index, run, missing);
         kernel_call(s.kernel->kernel(), s.arg_slots, index, run);
         return;
@@ -331,7 +376,9 @@ class Writer {
     c << "/* ---- smelt's float32 math (src/kernels/scalar_f32.h) ---- */\n" << scalar_f32_text() << "\n";
     c << "/* ---- src/export_c/runtime/scalar.h ---- */\n" << runtime_text("export_c/runtime/scalar.h") << "\n";
     if (op_calls_ > 0) {
-      c << "#define SMELT_GEMM_TARGET_" << upper(target_macro()) << " 1\n";
+      const GemmTile tile = gemm_tile(target_name(o_.target));
+      c << "/* the GEMM's register tile for " << target_name(o_.target) << ": the weights are packed for it */\n";
+      c << "#define SMELT_GEMM_MR " << tile.mr << "\n#define SMELT_GEMM_NR " << tile.nr << "\n";
       c << "/* ---- src/export_c/runtime/ops.h ---- */\n" << runtime_text("export_c/runtime/ops.h") << "\n";
     }
     c << "/* ---- weights ---- */\n" << weights_.str() << "\n";
@@ -339,7 +386,8 @@ class Writer {
     for (const std::string& k : kernel_defs_) c << k << "\n";
     c << "/* ---- the run ---- */\n";
     c << "const size_t " << o_.name << "_arena_bytes = " << N << "_ARENA_BYTES;\n";
-    c << "static _Alignas(" << kAlign << ") unsigned char " << o_.name << "_arena[" << N << "_ARENA_BYTES];\n\n";
+    c << "static _Alignas(" << kAlign << ") unsigned char " << o_.name << "_arena[" << N << "_ARENA_BYTES > 0 ? " << N
+      << "_ARENA_BYTES : 1];\n\n";
     c << "int " << o_.name << "_run_with(" << io_params(true) << ") {\n";
     c << "  unsigned char* const arena = (unsigned char*)arena_memory;\n";
     c << "  SMELT_UNUSED unsigned char* const scratch = arena + " << round_up(p_.memory.arena_bytes) << ";\n";
@@ -349,16 +397,6 @@ class Writer {
       << ");\n}\n";
     (void)e;
     return c.str();
-  }
-
-  std::string target_macro() const {
-    switch (o_.target) {
-      case Target::X86_64_V3: return "avx2";
-      case Target::X86_64_V4: return "avx512";
-      case Target::Aarch64: return "neon";
-      case Target::Generic: break;
-    }
-    return "generic";
   }
 
   static std::string scalar_f32_text() {
@@ -375,6 +413,7 @@ class Writer {
   std::vector<std::string> address_;  // per slot: an `unsigned char*` expression
   std::map<std::tuple<const void*, int64_t, DType>, std::string> weight_of_;
   std::vector<Tensor> held_;
+  std::vector<std::pair<std::string, Tensor>> weight_list_;  // in order of first sight
   std::ostringstream weights_;
   std::string weight_file_;
   int64_t weight_bytes_ = 0;

@@ -89,6 +89,8 @@ struct Context {
   Call& call;
   const std::string& fail;
   std::string* why;
+  const std::string& epilogue;  // "" or a `const smelt_epilogue*` expression
+  const Sink& sink;
 };
 
 bool refuse(const Context& c, const std::string& why) {
@@ -141,8 +143,12 @@ bool matmul(const Context& c) {
       << "; bo += i * " << bs[d] << "; }\n";
   }
   o << "      smelt_gemm_b bt = b0;\n      bt.data += bo;\n";
+  if (!c.epilogue.empty()) {  // the epilogue's rows: the output's flattened (batch, m) rows
+    o << "      smelt_epilogue part = *" << c.epilogue << ";\n      part.row_base = t * " << m << ";\n";
+  }
   o << "      smelt_gemm_f32(" << m << ", " << n << ", " << k << ", " << a.ptr << " + ao, " << a_rs << ", " << a_cs
-    << ", &bt, " << y.ptr << " + t * " << m * n << ", " << n << ", " << scratch << ");\n    }\n";
+    << ", 0, &bt, " << y.ptr << " + t * " << m * n << ", " << n << ", " << scratch << ", "
+    << (c.epilogue.empty() ? "0" : "&part") << ");\n    }\n";
   return true;
 }
 
@@ -153,15 +159,45 @@ std::string geometry_args(const kernels::Conv2dGeometry& g) {
          ", " + num(g.dil_h) + ", " + num(g.dil_w) + ", " + num(g.groups) + ", " + num(g.Ho) + ", " + num(g.Wo);
 }
 
+// A weight matrix per group (`groups` of rows x cols, row-major, one after the other) in the
+// panels smelt_gemm_f32 reads a packed A from (runtime/ops.h): per block of 256 columns, panels
+// of `mr` rows, zero-padded.
+Tensor pack_weight(const Tensor& weight, int64_t groups, int64_t rows, int64_t cols, int mr) {
+  const int64_t padded = (rows + mr - 1) / mr * mr, kc_max = 256;
+  std::vector<float> packed(size_t(groups * padded * cols), 0.0f);
+  const Tensor w = weight.contiguous();
+  const float* src = w.data<float>();
+  for (int64_t g = 0; g < groups; ++g) {
+    float* dst = packed.data() + g * padded * cols;
+    const float* a = src + g * rows * cols;
+    for (int64_t k0 = 0; k0 < cols; k0 += kc_max) {
+      const int64_t kc = std::min(kc_max, cols - k0);
+      for (int64_t i0 = 0; i0 < padded; i0 += mr) {
+        float* panel = dst + k0 * padded + i0 * kc;
+        for (int64_t k = 0; k < kc; ++k) {
+          for (int64_t i = 0; i < mr && i0 + i < rows; ++i) panel[k * mr + i] = a[(i0 + i) * cols + k0 + k];
+        }
+      }
+    }
+  }
+  return from_vector(packed, {int64_t(packed.size())});
+}
+
 bool conv2d(const Context& c) {
   if (!all_float32(c)) return false;
   if (!contiguous(c.out[0])) return refuse(c, "into a strided output");
   const kernels::Conv2dGeometry g = ops::conv2d_geometry(c.in[0].shape, c.in[1].shape, c.attrs);
-  const std::string x = c.call.dense(c.in[0]), w = c.call.dense(c.in[1]);
+  const std::string x = c.call.dense(c.in[0]);
+  // A constant weight (not depthwise, whose loops read it as it is) packed here, once.
+  const bool packed = c.in[1].constant.defined() && g.C / g.groups > 1;
+  const std::string w = packed ? c.sink.constant(pack_weight(c.in[1].constant, g.groups, g.O / g.groups,
+                                                             g.C / g.groups * g.kH * g.kW, c.sink.gemm_mr))
+                               : c.call.dense(c.in[1]);
   const std::string scratch =
       c.call.take(gemm_scratch_bytes(g.O / g.groups, g.Ho * g.Wo, g.C / g.groups * g.kH * g.kW), "float");
-  c.call.code() << "    smelt_conv2d_f32(" << x << ", " << w << ", " << c.out[0].ptr << ", " << geometry_args(g) << ", "
-                << scratch << ");\n";
+  c.call.code() << "    smelt_conv2d_f32(" << x << ", (const float*)" << w << ", " << c.out[0].ptr << ", "
+                << geometry_args(g) << ", " << packed << ", " << scratch << ", "
+                << (c.epilogue.empty() ? "0" : c.epilogue) << ");\n";
   return true;
 }
 
@@ -311,11 +347,19 @@ bool lowered(OpId op, const Context& c, const Sink& sink) {
 
 }  // namespace
 
+GemmTile gemm_tile(const std::string& target) {
+  if (target == "x86-64-v4") return {8, 32};  // 16 of 32 zmm registers accumulate
+  if (target == "x86-64-v3") return {6, 16};  // 12 of 16 ymm
+  if (target == "aarch64") return {8, 12};    // 24 of 32 NEON q registers
+  return {4, 8};                               // generic: small enough for any vector unit or none
+}
+
 std::optional<OpCall> op_call(ops::OpId op, const ops::Attrs& attrs, const std::vector<Operand>& in,
                               const std::vector<Operand>& out, const std::string& scratch, const std::string& fail,
-                              const Sink& sink, std::string* why) {
+                              const Sink& sink, std::string* why, const std::string& epilogue) {
   Call call(scratch);
-  const Context context{attrs, in, out, call, fail, why};
+  const Context context{attrs, in, out, call, fail, why, epilogue, sink};
+  if (!epilogue.empty() && op != OpId::matmul && op != OpId::conv2d) return std::nullopt;
   auto found = writers().find(op);
   if (found != writers().end() ? !found->second(context) : !lowered(op, context, sink)) return std::nullopt;
   return call.done();

@@ -22,6 +22,7 @@ struct Operand {
   DType dtype = DType::Float32;
   Shape shape;
   Shape strides;  // in elements (a strided view of another slot's memory, or contiguous)
+  Tensor constant;  // its value when it is a weight (a constant of the plan, whole), else undefined
 };
 
 struct OpCall {
@@ -34,15 +35,26 @@ struct OpCall {
 struct Sink {
   std::function<std::string(const codegen::LoopKernel&)> kernel;
   std::function<std::string(const Tensor&)> constant;
+  int gemm_mr = 4;  // the GEMM's register tile rows (gemm_tile): weights are packed for it
 };
+
+// The GEMM register tile of a target (runtime/ops.h SMELT_GEMM_MR x SMELT_GEMM_NR, which model.c
+// defines): as many accumulators as the target's vector registers hold with room for the operands.
+struct GemmTile {
+  int mr, nr;
+};
+GemmTile gemm_tile(const std::string& target);
 
 // The C of `op` over `in` and `out`: the op's writer in ops.h, or else the op lowered alone to a
 // LoopKernel (an elementwise op or reduction the plan left unfused) and emitted as C. `scratch` is
 // an `unsigned char*` expression of a region of at least scratch_bytes (the largest any call asks
-// for); `fail` the statement that ends the run on a bad index. nullopt, with `why` set where there
-// is more to say than the op's name, when there is no C for it.
+// for); `fail` the statement that ends the run on a bad index. `epilogue`, when not empty, is a
+// `const smelt_epilogue*` expression (runtime/ops.h): a contraction runs it on each tile of its
+// product as the tile is finished; nullopt, with `why` empty, when this op cannot (the caller then
+// runs the epilogue whole, after). nullopt, with `why` set where there is more to say than the
+// op's name, when there is no C for the op.
 std::optional<OpCall> op_call(ops::OpId op, const ops::Attrs& attrs, const std::vector<Operand>& in,
                               const std::vector<Operand>& out, const std::string& scratch, const std::string& fail,
-                              const Sink& sink, std::string* why);
+                              const Sink& sink, std::string* why, const std::string& epilogue = "");
 
 }  // namespace smelt::export_c

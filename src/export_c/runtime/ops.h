@@ -13,20 +13,10 @@
 #ifndef SMELT_EXPORT_OPS_H
 #define SMELT_EXPORT_OPS_H
 
-#ifndef SMELT_GEMM_MR
-#if defined(SMELT_GEMM_TARGET_AVX512)
-#define SMELT_GEMM_MR 8
-#define SMELT_GEMM_NR 32
-#elif defined(SMELT_GEMM_TARGET_AVX2)
-#define SMELT_GEMM_MR 6
-#define SMELT_GEMM_NR 16
-#elif defined(SMELT_GEMM_TARGET_NEON)
-#define SMELT_GEMM_MR 8
-#define SMELT_GEMM_NR 12
-#else
-#define SMELT_GEMM_MR 4
-#define SMELT_GEMM_NR 8
-#endif
+/* The register tile: model.c defines it for its target before this text (export_c/op_calls.h
+ * gemm_tile), and its weights are packed for it. */
+#if !defined(SMELT_GEMM_MR) || !defined(SMELT_GEMM_NR)
+#error "SMELT_GEMM_MR and SMELT_GEMM_NR are defined by the exported model.c"
 #endif
 #define SMELT_GEMM_KC 256
 /* the export sized each call's scratch for these bounds (export_c/op_calls.cpp gemm_scratch_bytes) */
@@ -72,29 +62,57 @@ static inline void smelt_pack_b(const smelt_gemm_b* b, int64_t k0, int64_t kc, i
       }
       continue;
     }
-    int64_t ih0[SMELT_GEMM_NR], iw0[SMELT_GEMM_NR];  /* each column's window origin */
-    for (int64_t j = 0; j < nr; ++j) {
-      const int64_t n = n0 + j0 + j;
-      ih0[j] = (n / b->wo) * b->sh - b->ph;
-      iw0[j] = (n % b->wo) * b->sw - b->pw;
+    /* the implicit im2col. The panel's columns fall into runs along one output row each (found
+     * once per panel); per row of B (a tap of a channel) each run is a strided (for stride 1,
+     * contiguous) read of one input row, zero where the tap falls into the padding. */
+    int64_t run_at[SMELT_GEMM_NR], run_len[SMELT_GEMM_NR], run_ih[SMELT_GEMM_NR], run_iw[SMELT_GEMM_NR];
+    int runs = 0;
+    for (int64_t j = 0; j < nr; ++runs) {
+      const int64_t col = n0 + j0 + j, oh = col / b->wo, ow = col % b->wo;
+      const int64_t len = nr - j < b->wo - ow ? nr - j : b->wo - ow;
+      run_at[runs] = j, run_len[runs] = len;
+      run_ih[runs] = oh * b->sh - b->ph, run_iw[runs] = ow * b->sw - b->pw;
+      j += len;
     }
     const int64_t taps = b->kh * b->kw;
+    int64_t c = k0 / taps, t = k0 % taps;
     for (int64_t k = 0; k < kc; ++k) {
-      const int64_t kk = k0 + k, c = kk / taps, t = kk % taps;
       const int64_t di = (t / b->kw) * b->dh, dj = (t % b->kw) * b->dw;
       const float* plane = b->data + c * b->h * b->w;
       float* out = panel + k * SMELT_GEMM_NR;
-      int64_t j = 0;
-      for (; j < nr; ++j) {
-        const int64_t ih = ih0[j] + di, iw = iw0[j] + dj;
-        out[j] = ih >= 0 && ih < b->h && iw >= 0 && iw < b->w ? plane[ih * b->w + iw] : 0.0f;
+      for (int r = 0; r < runs; ++r) {
+        const int64_t run = run_len[r], ih = run_ih[r] + di, iw0 = run_iw[r] + dj;
+        float* restrict o = out + run_at[r];
+        int64_t lo = run, hi = run; /* columns [lo, hi) read the image */
+        if (ih >= 0 && ih < b->h) {
+          lo = iw0 >= 0 ? 0 : (-iw0 + b->sw - 1) / b->sw;
+          hi = iw0 >= b->w ? 0 : (b->w - iw0 + b->sw - 1) / b->sw;
+          lo = lo < run ? lo : run;
+          hi = hi < run ? hi : run;
+          hi = hi > lo ? hi : lo;
+        }
+        for (int64_t q = 0; q < lo; ++q) o[q] = 0.0f;
+        if (hi > lo) {
+          const float* restrict row = plane + ih * b->w + iw0 + lo * b->sw;  /* column lo's pixel */
+          if (b->sw == 1) {
+            memcpy(o + lo, row, (size_t)(hi - lo) * sizeof(float));
+          } else {
+            for (int64_t q = 0; q < hi - lo; ++q) o[lo + q] = row[q * b->sw];
+          }
+        }
+        for (int64_t q = hi; q < run; ++q) o[q] = 0.0f;
       }
-      for (; j < SMELT_GEMM_NR; ++j) out[j] = 0;
+      for (int64_t q = nr; q < SMELT_GEMM_NR; ++q) out[q] = 0;
+      if (++t == taps) t = 0, ++c;
     }
   }
 }
 
-/* A's rows [m0, m0 + mc) and columns [k0, k0 + kc) as panels of MR rows (zero-padded). */
+/* A's rows [m0, m0 + mc) and columns [k0, k0 + kc) as panels of MR rows (zero-padded). A
+ * constant A (a weight) comes packed by the export instead, in the same panels for the whole
+ * matrix: per block of KC columns starting at k0 (kc wide), the panel of rows [i0, i0 + MR) at
+ * k0 * mp + i0 * kc (mp: the rows rounded up to whole panels), element (i, k) at
+ * (k - k0) * MR + (i - i0) in it. */
 static inline void smelt_pack_a(const float* a, int64_t rs, int64_t cs, int64_t m0, int64_t mc, int64_t k0,
                                 int64_t kc, float* dst) {
   for (int64_t i0 = 0; i0 < mc; i0 += SMELT_GEMM_MR) {
@@ -124,6 +142,17 @@ static inline void smelt_gemm_tile(int64_t kc, const float* restrict a, const fl
       for (int j = 0; j < SMELT_GEMM_NR; ++j) acc[i][j] = SMELT_MADD(av, bp[j], acc[i][j]);
     }
   }
+  if (mr == SMELT_GEMM_MR && nr == SMELT_GEMM_NR) {  /* a whole tile: fixed trip counts, vector stores */
+    for (int i = 0; i < SMELT_GEMM_MR; ++i) {
+      float* row = c + i * ldc;
+      if (accumulate) {
+        for (int j = 0; j < SMELT_GEMM_NR; ++j) row[j] += acc[i][j];
+      } else {
+        for (int j = 0; j < SMELT_GEMM_NR; ++j) row[j] = acc[i][j];
+      }
+    }
+    return;
+  }
   for (int64_t i = 0; i < mr; ++i) {
     float* row = c + i * ldc;
     if (accumulate) {
@@ -134,11 +163,24 @@ static inline void smelt_gemm_tile(int64_t kc, const float* restrict a, const fl
   }
 }
 
+/* An epilogue run on each tile of the product as soon as it is final, while it is in cache: a
+ * fused kernel's tile entry (rows [r0, r1) of its flattened outer dims, columns [c0, c1)) and
+ * its arguments. The product's row i is the epilogue's row row_base + i. */
+typedef struct {
+  void (*tile)(void* const* args, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
+  void* const* args;
+  int64_t row_base;
+} smelt_epilogue;
+
 /* C (m x n, rows ldc apart, columns contiguous) = A (m x k; A(i, p) = a[i * rs + p * cs]) * B.
  * scratch: B's packed block (at most KC x NC, its columns rounded up to whole panels), then A's
  * (at most MC x KC, its rows rounded up), as large as this call's sizes need. */
+/* A: a strided matrix, A(i, p) = a[i * rs + p * cs], or with `a_packed` a weight the export
+ * packed (above; rs and cs unused). */
 static inline void smelt_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t rs, int64_t cs,
-                                  const smelt_gemm_b* b, float* c, int64_t ldc, float* scratch) {
+                                  int a_packed, const smelt_gemm_b* b, float* c, int64_t ldc, float* scratch,
+                                  const smelt_epilogue* epilogue) {
+  const int64_t mp = (m + SMELT_GEMM_MR - 1) / SMELT_GEMM_MR * SMELT_GEMM_MR;
   const int64_t kb = k < SMELT_GEMM_KC ? k : SMELT_GEMM_KC, nb = n < SMELT_GEMM_NC ? n : SMELT_GEMM_NC;
   float* packed_b = scratch;
   float* packed_a = scratch + kb * ((nb + SMELT_GEMM_NR - 1) / SMELT_GEMM_NR * SMELT_GEMM_NR);
@@ -146,6 +188,7 @@ static inline void smelt_gemm_f32(int64_t m, int64_t n, int64_t k, const float* 
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
     }
+    if (epilogue) epilogue->tile(epilogue->args, epilogue->row_base, epilogue->row_base + m, 0, n);
     return;
   }
   for (int64_t n0 = 0; n0 < n; n0 += SMELT_GEMM_NC) {
@@ -155,13 +198,18 @@ static inline void smelt_gemm_f32(int64_t m, int64_t n, int64_t k, const float* 
       smelt_pack_b(b, k0, kc, n0, nc, packed_b);
       for (int64_t m0 = 0; m0 < m; m0 += SMELT_GEMM_MC) {
         const int64_t mc = m - m0 < SMELT_GEMM_MC ? m - m0 : SMELT_GEMM_MC;
-        smelt_pack_a(a, rs, cs, m0, mc, k0, kc, packed_a);
+        const float* panels_a = a_packed ? a + k0 * mp + m0 * kc : packed_a;
+        if (!a_packed) smelt_pack_a(a, rs, cs, m0, mc, k0, kc, packed_a);
         for (int64_t j0 = 0; j0 < nc; j0 += SMELT_GEMM_NR) {
           const int64_t nr = nc - j0 < SMELT_GEMM_NR ? nc - j0 : SMELT_GEMM_NR;
           for (int64_t i0 = 0; i0 < mc; i0 += SMELT_GEMM_MR) {
             const int64_t mr = mc - i0 < SMELT_GEMM_MR ? mc - i0 : SMELT_GEMM_MR;
-            smelt_gemm_tile(kc, packed_a + i0 * kc, packed_b + j0 * kc, c + (m0 + i0) * ldc + n0 + j0, ldc, mr,
+            smelt_gemm_tile(kc, panels_a + i0 * kc, packed_b + j0 * kc, c + (m0 + i0) * ldc + n0 + j0, ldc, mr,
                             nr, k0 > 0);
+            if (epilogue && k0 + kc == k) {
+              const int64_t r0 = epilogue->row_base + m0 + i0;
+              epilogue->tile(epilogue->args, r0, r0 + mr, n0 + j0, n0 + j0 + nr);
+            }
           }
         }
       }
@@ -180,13 +228,16 @@ static inline smelt_gemm_b smelt_matrix_b(const float* data, int64_t rs, int64_t
 }
 
 /* y (n, o, ho, wo) = conv2d(x (n, c, h, w), weight (o, c / groups, kh, kw)), no bias (the
- * epilogue kernel after it adds one). A depthwise convolution (one input channel per group) runs
- * as direct loops; the others as one GEMM per image and group. */
+ * epilogue adds one). A depthwise convolution (one input channel per group) runs as direct loops;
+ * the others as one GEMM per image and group, with `weight_packed` each group's (o / groups) x
+ * (c / groups * kh * kw) matrix packed by the export (smelt_gemm_f32), one after the other. */
 static inline void smelt_conv2d_f32(const float* x, const float* weight, float* y, int64_t n, int64_t c,
                                     int64_t h, int64_t w, int64_t o, int64_t kh, int64_t kw, int64_t sh,
                                     int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups,
-                                    int64_t ho, int64_t wo, float* scratch) {
+                                    int64_t ho, int64_t wo, int weight_packed, float* scratch,
+                                    const smelt_epilogue* epilogue) {
   const int64_t cg = c / groups, og = o / groups, taps = kh * kw, k = cg * taps;
+  const int64_t group_weight = weight_packed ? (og + SMELT_GEMM_MR - 1) / SMELT_GEMM_MR * SMELT_GEMM_MR * k : og * k;
   if (cg == 1) {
     for (int64_t img = 0; img < n; ++img) {
       for (int64_t oc = 0; oc < o; ++oc) {
@@ -207,6 +258,7 @@ static inline void smelt_conv2d_f32(const float* x, const float* weight, float* 
             out[oh * wo + ow] = acc;
           }
         }
+        if (epilogue) epilogue->tile(epilogue->args, img * o + oc, img * o + oc + 1, 0, ho * wo);
       }
     }
     return;
@@ -221,8 +273,10 @@ static inline void smelt_conv2d_f32(const float* x, const float* weight, float* 
         b.h = h, b.w = w, b.kh = kh, b.kw = kw, b.sh = sh, b.sw = sw;
         b.ph = ph, b.pw = pw, b.dh = dh, b.dw = dw, b.wo = wo;
       }
-      smelt_gemm_f32(og, ho * wo, k, weight + g * og * k, k, 1, &b, y + (img * o + g * og) * ho * wo, ho * wo,
-                     scratch);
+      smelt_epilogue part;
+      if (epilogue) part = *epilogue, part.row_base = img * o + g * og;
+      smelt_gemm_f32(og, ho * wo, k, weight + g * group_weight, k, 1, weight_packed, &b,
+                     y + (img * o + g * og) * ho * wo, ho * wo, scratch, epilogue ? &part : 0);
     }
   }
 }
@@ -242,7 +296,7 @@ static inline void smelt_conv2d_transpose_f32(const float* dy, const float* weig
   for (int64_t img = 0; img < n; ++img) {
     for (int64_t g = 0; g < groups; ++g) {
       const smelt_gemm_b b = smelt_matrix_b(dy + (img * o + g * og) * p, p, 1);
-      smelt_gemm_f32(k, p, og, weight + g * og * k, 1, k, &b, cols, p, panels);
+      smelt_gemm_f32(k, p, og, weight + g * og * k, 1, k, 0, &b, cols, p, panels, 0);
       for (int64_t r = 0; r < k; ++r) {
         const int64_t ch = r / taps, i = (r % taps) / kw, j = r % kw;
         float* plane = dx + (img * c + g * cg + ch) * h * w;
