@@ -260,7 +260,7 @@ class Writer {
     for (int s : in) ins.push_back(operand(s, true));
     for (int s : out) outs.push_back(operand(s, false));
     Sink sink{[this](const codegen::LoopKernel& k) { return kernel(k); },
-              [this](const Tensor& t) { return weight(t); }, gemm_tile(target_name(o_.target)).mr};
+              [this](const Tensor& t) { return weight(t); }, gemm_tile(target_name(o_.target))};
     std::string why, setup;
     if (epilogue) {
       setup = "    void* const ea[] = {" + arg_list(*epilogue, epilogue_slots) + "};\n    const smelt_epilogue ep = {" +
@@ -378,7 +378,8 @@ class Writer {
     if (op_calls_ > 0) {
       const GemmTile tile = gemm_tile(target_name(o_.target));
       c << "/* the GEMM's register tile for " << target_name(o_.target) << ": the weights are packed for it */\n";
-      c << "#define SMELT_GEMM_MR " << tile.mr << "\n#define SMELT_GEMM_NR " << tile.nr << "\n";
+      c << "#define SMELT_GEMM_MR " << tile.mr << "\n#define SMELT_GEMM_NR " << tile.nr << "\n#define SMELT_GEMM_KC "
+        << tile.kc << "\n#define SMELT_GEMM_MC " << tile.mc << "\n#define SMELT_GEMM_NC " << tile.nc << "\n";
       c << "/* ---- src/export_c/runtime/ops.h ---- */\n" << runtime_text("export_c/runtime/ops.h") << "\n";
     }
     c << "/* ---- weights ---- */\n" << weights_.str() << "\n";

@@ -20,11 +20,11 @@ namespace {
 
 using ops::OpId;
 
-// The scratch a GEMM call packs into, bounded for every tile size ops.h allows (its #error checks
-// SMELT_GEMM_MR <= 8, SMELT_GEMM_NR <= 32, SMELT_GEMM_KC == 256; blocks of 12 MR rows and 16 NR
-// columns), with room for the rounding of a block to whole tiles.
-int64_t gemm_scratch_bytes(int64_t m, int64_t n, int64_t k) {
-  const int64_t kc = std::min<int64_t>(k, 256), mc = std::min<int64_t>(m, 96) + 8, nc = std::min<int64_t>(n, 512) + 32;
+// The scratch a GEMM call packs into (runtime/ops.h smelt_gemm_f32): B's block of at most KC x NC
+// and A's of at most MC x KC, each rounded up to whole tiles.
+int64_t gemm_scratch_bytes(const GemmTile& t, int64_t m, int64_t n, int64_t k) {
+  const int64_t kc = std::min<int64_t>(k, t.kc);
+  const int64_t mc = std::min<int64_t>(m, t.mc) + t.mr, nc = std::min<int64_t>(n, t.nc) + t.nr;
   return int64_t(sizeof(float)) * (kc * nc + mc * kc);
 }
 
@@ -133,7 +133,7 @@ bool matmul(const Context& c) {
   }
   int64_t batches = 1;
   for (int64_t s : size) batches *= s;
-  const std::string scratch = c.call.take(gemm_scratch_bytes(m, n, k), "float");
+  const std::string scratch = c.call.take(gemm_scratch_bytes(c.sink.tile, m, n, k), "float");
   std::ostringstream& o = c.call.code();
   o << "    const smelt_gemm_b b0 = smelt_matrix_b(" << b.ptr << ", " << b_rs << ", " << b_cs << ");\n";
   o << "    for (int64_t t = 0; t < " << batches << "; ++t) {\n      int64_t ao = 0, bo = 0;\n";
@@ -160,10 +160,10 @@ std::string geometry_args(const kernels::Conv2dGeometry& g) {
 }
 
 // A weight matrix per group (`groups` of rows x cols, row-major, one after the other) in the
-// panels smelt_gemm_f32 reads a packed A from (runtime/ops.h): per block of 256 columns, panels
-// of `mr` rows, zero-padded.
-Tensor pack_weight(const Tensor& weight, int64_t groups, int64_t rows, int64_t cols, int mr) {
-  const int64_t padded = (rows + mr - 1) / mr * mr, kc_max = 256;
+// panels smelt_gemm_f32 reads a packed A from (runtime/ops.h): per block of KC columns, panels
+// of MR rows, zero-padded.
+Tensor pack_weight(const Tensor& weight, int64_t groups, int64_t rows, int64_t cols, const GemmTile& tile) {
+  const int64_t mr = tile.mr, padded = (rows + mr - 1) / mr * mr, kc_max = tile.kc;
   std::vector<float> packed(size_t(groups * padded * cols), 0.0f);
   const Tensor w = weight.contiguous();
   const float* src = w.data<float>();
@@ -191,10 +191,10 @@ bool conv2d(const Context& c) {
   // A constant weight (not depthwise, whose loops read it as it is) packed here, once.
   const bool packed = c.in[1].constant.defined() && g.C / g.groups > 1;
   const std::string w = packed ? c.sink.constant(pack_weight(c.in[1].constant, g.groups, g.O / g.groups,
-                                                             g.C / g.groups * g.kH * g.kW, c.sink.gemm_mr))
+                                                             g.C / g.groups * g.kH * g.kW, c.sink.tile))
                                : c.call.dense(c.in[1]);
   const std::string scratch =
-      c.call.take(gemm_scratch_bytes(g.O / g.groups, g.Ho * g.Wo, g.C / g.groups * g.kH * g.kW), "float");
+      c.call.take(gemm_scratch_bytes(c.sink.tile, g.O / g.groups, g.Ho * g.Wo, g.C / g.groups * g.kH * g.kW), "float");
   c.call.code() << "    smelt_conv2d_f32(" << x << ", (const float*)" << w << ", " << c.out[0].ptr << ", "
                 << geometry_args(g) << ", " << packed << ", " << scratch << ", "
                 << (c.epilogue.empty() ? "0" : c.epilogue) << ");\n";
@@ -208,7 +208,7 @@ bool conv2d_transpose(const Context& c) {
   const std::string dy = c.call.dense(c.in[0]), w = c.call.dense(c.in[1]);
   const int64_t cols = (g.C / g.groups) * g.kH * g.kW * g.Ho * g.Wo;
   const std::string scratch = c.call.take(
-      int64_t(sizeof(float)) * (cols + 15) / 16 * 16 + gemm_scratch_bytes(cols / (g.Ho * g.Wo), g.Ho * g.Wo, g.O / g.groups),
+      int64_t(sizeof(float)) * (cols + 15) / 16 * 16 + gemm_scratch_bytes(c.sink.tile, cols / (g.Ho * g.Wo), g.Ho * g.Wo, g.O / g.groups),
       "float");
   c.call.code() << "    smelt_conv2d_transpose_f32(" << dy << ", " << w << ", " << c.out[0].ptr << ", " << geometry_args(g)
                 << ", " << scratch << ");\n";
@@ -348,10 +348,10 @@ bool lowered(OpId op, const Context& c, const Sink& sink) {
 }  // namespace
 
 GemmTile gemm_tile(const std::string& target) {
-  if (target == "x86-64-v4") return {8, 32};  // 16 of 32 zmm registers accumulate
-  if (target == "x86-64-v3") return {6, 16};  // 12 of 16 ymm
-  if (target == "aarch64") return {8, 12};    // 24 of 32 NEON q registers
-  return {4, 8};                               // generic: small enough for any vector unit or none
+  if (target == "x86-64-v4") return {8, 32, 128, 96, 512};  // 16 of 32 zmm registers accumulate
+  if (target == "x86-64-v3") return {6, 16, 256, 72, 256};  // 12 of 16 ymm
+  if (target == "aarch64") return {8, 12, 256, 96, 192};    // 24 of 32 NEON q registers
+  return {4, 8, 256, 48, 128};  // generic: small enough for any vector unit or none
 }
 
 std::optional<OpCall> op_call(ops::OpId op, const ops::Attrs& attrs, const std::vector<Operand>& in,

@@ -30,20 +30,23 @@ struct OpCall {
   int64_t scratch_bytes = 0;  // how much of the scratch region (the arena's end) they use
 };
 
+// The GEMM's blocking for a target (runtime/ops.h SMELT_GEMM_MR, _NR, _KC, _MC, _NC, which model.c
+// defines): an MR x NR register tile of as many accumulators as the target's vector registers hold
+// with room for the operands, over KC steps, so that a packed NR-column panel of B (KC x NR floats)
+// stays in the L1 cache while the tiles of A pass over it; blocks of MC rows of A and NC columns
+// of B (multiples of MR and NR) packed at a time.
+struct GemmTile {
+  int mr = 4, nr = 8, kc = 256, mc = 48, nc = 128;
+};
+GemmTile gemm_tile(const std::string& target);
+
 // What a call needs from the file it is written into: the C function of a fused kernel (written
 // once per distinct kernel) and the symbol of a constant (a weight).
 struct Sink {
   std::function<std::string(const codegen::LoopKernel&)> kernel;
   std::function<std::string(const Tensor&)> constant;
-  int gemm_mr = 4;  // the GEMM's register tile rows (gemm_tile): weights are packed for it
+  GemmTile tile;  // the GEMM's blocking (gemm_tile): weights are packed for it
 };
-
-// The GEMM register tile of a target (runtime/ops.h SMELT_GEMM_MR x SMELT_GEMM_NR, which model.c
-// defines): as many accumulators as the target's vector registers hold with room for the operands.
-struct GemmTile {
-  int mr, nr;
-};
-GemmTile gemm_tile(const std::string& target);
 
 // The C of `op` over `in` and `out`: the op's writer in ops.h, or else the op lowered alone to a
 // LoopKernel (an elementwise op or reduction the plan left unfused) and emitted as C. `scratch` is

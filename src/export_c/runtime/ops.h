@@ -13,18 +13,12 @@
 #ifndef SMELT_EXPORT_OPS_H
 #define SMELT_EXPORT_OPS_H
 
-/* The register tile: model.c defines it for its target before this text (export_c/op_calls.h
+/* The blocking: model.c defines it for its target before this text (export_c/op_calls.h
  * gemm_tile), and its weights are packed for it. */
-#if !defined(SMELT_GEMM_MR) || !defined(SMELT_GEMM_NR)
-#error "SMELT_GEMM_MR and SMELT_GEMM_NR are defined by the exported model.c"
+#if !defined(SMELT_GEMM_MR) || !defined(SMELT_GEMM_NR) || !defined(SMELT_GEMM_KC) || !defined(SMELT_GEMM_MC) || \
+    !defined(SMELT_GEMM_NC)
+#error "SMELT_GEMM_MR, _NR, _KC, _MC and _NC are defined by the exported model.c"
 #endif
-#define SMELT_GEMM_KC 256
-/* the export sized each call's scratch for these bounds (export_c/op_calls.cpp gemm_scratch_bytes) */
-#if SMELT_GEMM_MR > 8 || SMELT_GEMM_NR > 32 || SMELT_GEMM_MR < 1 || SMELT_GEMM_NR < 1
-#error "SMELT_GEMM_MR must be in [1, 8] and SMELT_GEMM_NR in [1, 32]"
-#endif
-#define SMELT_GEMM_MC (SMELT_GEMM_MR * 12)
-#define SMELT_GEMM_NC (SMELT_GEMM_NR * 16)
 
 #if defined(__FMA__) || defined(__ARM_FEATURE_FMA) || defined(FP_FAST_FMAF)
 #define SMELT_MADD(a, b, c) fmaf(a, b, c)
