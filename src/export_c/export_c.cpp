@@ -260,7 +260,7 @@ class Writer {
     for (int s : in) ins.push_back(operand(s, true));
     for (int s : out) outs.push_back(operand(s, false));
     Sink sink{[this](const codegen::LoopKernel& k) { return kernel(k); },
-              [this](const Tensor& t) { return weight(t); }, gemm_tile(target_name(o_.target))};
+              [this](const Tensor& t) { return weight(t); }, gemm_tile(target_name(o_.target)), o_.winograd};
     std::string why, setup;
     if (epilogue) {
       setup = "    void* const ea[] = {" + arg_list(*epilogue, epilogue_slots) + "};\n    const smelt_epilogue ep = {" +

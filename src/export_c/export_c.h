@@ -29,6 +29,10 @@ struct Options {
   std::string name = "model";  // file names and the prefix of every public symbol: a C identifier
   Weights weights = Weights::Embed;
   Target target = Target::Generic;
+  // 3x3 stride-1 convolutions (of 16 channels and more) by Winograd's F(2x2, 3x3), as smelt's own
+  // plan runs them: 4/9 of the multiplications, a slightly different rounding. false: every
+  // convolution by im2col GEMM (or direct loops, depthwise).
+  bool winograd = true;
 };
 
 struct File {

@@ -4,6 +4,7 @@
 // are first copied into scratch where the C loops want contiguous memory.
 #include "export_c/op_calls.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -183,10 +184,59 @@ Tensor pack_weight(const Tensor& weight, int64_t groups, int64_t rows, int64_t c
   return from_vector(packed, {int64_t(packed.size())});
 }
 
+// Winograd's F(2x2, 3x3) weights (runtime/ops.h smelt_conv2d_winograd_f32): per output and input
+// channel G g G^T, computed in double, as 16 matrices of o x c (xi-major) packed as GEMM A operands.
+Tensor winograd_weight(const Tensor& weight, int64_t o, int64_t c, const GemmTile& tile) {
+  const Tensor w = weight.contiguous().to(DType::Float64);
+  const double* g = w.data<double>();
+  std::vector<float> u(size_t(16 * o * c));
+  for (int64_t oc = 0; oc < o; ++oc) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const double* k = g + (oc * c + ch) * 9;
+      double gg[4][3];  // G g
+      for (int j = 0; j < 3; ++j) {
+        gg[0][j] = k[j];
+        gg[1][j] = (k[j] + k[3 + j] + k[6 + j]) / 2;
+        gg[2][j] = (k[j] - k[3 + j] + k[6 + j]) / 2;
+        gg[3][j] = k[6 + j];
+      }
+      for (int i = 0; i < 4; ++i) {  // (G g) G^T
+        const double row[4] = {gg[i][0], (gg[i][0] + gg[i][1] + gg[i][2]) / 2, (gg[i][0] - gg[i][1] + gg[i][2]) / 2,
+                               gg[i][2]};
+        for (int j = 0; j < 4; ++j) u[size_t(((i * 4 + j) * o + oc) * c + ch)] = float(row[j]);
+      }
+    }
+  }
+  return pack_weight(from_vector(u, {16 * o * c}), 16, o, c, tile);
+}
+
+// Winograd for a 3x3 stride-1 convolution of a constant weight with enough channels that its 16
+// GEMMs, not its transforms, take the time (as smelt's own choice of oneDNN's Winograd).
+bool winograd(const Context& c, const kernels::Conv2dGeometry& g) {
+  if (!c.sink.winograd || !c.in[1].constant.defined() || g.kH != 3 || g.kW != 3 || g.stride_h != 1 ||
+      g.stride_w != 1 || g.dil_h != 1 || g.dil_w != 1 || g.groups != 1 || g.C < 16 || g.O < 16) {
+    return false;
+  }
+  const std::string x = c.call.dense(c.in[0]);
+  const std::string u = c.sink.constant(winograd_weight(c.in[1].constant, g.O, g.C, c.sink.tile));
+  // Rows of tiles at a time: their transformed inputs and products in about 2 MiB.
+  const int64_t tiles_per_row = (g.Wo + 1) / 2, tile_rows = (g.Ho + 1) / 2;
+  const int64_t rows = std::clamp<int64_t>((int64_t(1) << 19) / (16 * (g.C + g.O) * tiles_per_row), 1, tile_rows);
+  const int64_t chunk = rows * tiles_per_row;
+  const std::string scratch = c.call.take(
+      int64_t(sizeof(float)) * 16 * (g.C + g.O) * chunk + gemm_scratch_bytes(c.sink.tile, g.O, chunk, g.C), "float");
+  c.call.code() << "    smelt_conv2d_winograd_f32(" << x << ", (const float*)" << u << ", " << c.out[0].ptr << ", " << g.N
+                << ", " << g.C << ", " << g.H << ", " << g.W << ", " << g.O << ", " << g.pad_h << ", " << g.pad_w << ", "
+                << g.Ho << ", " << g.Wo << ", " << rows << ", " << scratch << ", "
+                << (c.epilogue.empty() ? "0" : c.epilogue) << ");\n";
+  return true;
+}
+
 bool conv2d(const Context& c) {
   if (!all_float32(c)) return false;
   if (!contiguous(c.out[0])) return refuse(c, "into a strided output");
   const kernels::Conv2dGeometry g = ops::conv2d_geometry(c.in[0].shape, c.in[1].shape, c.attrs);
+  if (winograd(c, g)) return true;
   const std::string x = c.call.dense(c.in[0]);
   // A constant weight (not depthwise, whose loops read it as it is) packed here, once.
   const bool packed = c.in[1].constant.defined() && g.C / g.groups > 1;

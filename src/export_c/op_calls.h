@@ -46,6 +46,7 @@ struct Sink {
   std::function<std::string(const codegen::LoopKernel&)> kernel;
   std::function<std::string(const Tensor&)> constant;
   GemmTile tile;  // the GEMM's blocking (gemm_tile): weights are packed for it
+  bool winograd = true;  // 3x3 stride-1 convolutions by Winograd's F(2x2, 3x3)
 };
 
 // The C of `op` over `in` and `out`: the op's writer in ops.h, or else the op lowered alone to a

@@ -30,6 +30,7 @@ struct ExportCArgs {
   std::string weights = "embed";
   std::string target = "generic";
   std::vector<std::string> dims;  // NAME=VALUE
+  bool no_winograd = false;
 };
 
 Graph load(const ExportCArgs& args) {
@@ -53,6 +54,7 @@ void run_export_c(const ExportCArgs& args) {
   options.name = args.name;
   options.weights = args.weights == "file" ? export_c::Weights::File : export_c::Weights::Embed;
   options.target = export_c::target_from_name(args.target);
+  options.winograd = !args.no_winograd;
   prepare_output_dir(args.out, "export-c: -o");
   const Graph g = load(args);
   const export_c::Exported e = export_c::export_graph(g.ir_graph(), options);
@@ -74,6 +76,7 @@ void register_export_c(CLI::App& app) {
   cmd->add_option("--target", args->target, "generic (default), x86-64-v3, x86-64-v4, aarch64: the GEMM tile size")
       ->check(CLI::IsMember({"generic", "x86-64-v3", "x86-64-v4", "aarch64"}));
   cmd->add_option("--dim", args->dims, "NAME=VALUE for a symbolic dim");
+  cmd->add_flag("--no-winograd", args->no_winograd, "3x3 convolutions by im2col GEMM too (default: Winograd F(2x2, 3x3))");
   cmd->callback([args] { run_export_c(*args); });
 }
 

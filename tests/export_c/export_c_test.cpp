@@ -272,6 +272,34 @@ TEST_F(ExportC, EverySmallModelMatchesSmelt) {
   EXPECT_EQ(models, 12);
 }
 
+// 3x3 stride-1 convolutions with 16 channels or more run by Winograd's F(2x2, 3x3): odd and even
+// sizes (tiles cut at the edge), paddings 0 to 2, a bias and relu in the GEMM's epilogue, two
+// images; the same graphs with --no-winograd by im2col GEMM.
+TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
+  struct Case {
+    int64_t c, o, h, w, pad;
+  };
+  for (const Case& k : {Case{16, 16, 9, 11, 1}, Case{24, 32, 7, 6, 0}, Case{17, 20, 5, 8, 2}, Case{32, 16, 4, 4, 1}}) {
+    manual_seed(uint64_t(k.c * 100 + k.h));
+    const Tensor weight = randn({k.o, k.c, 3, 3}) * 0.2, bias = randn({k.o});
+    const Graph g = Graph::trace([&](const std::vector<Tensor>& x, const std::vector<Tensor>&) -> std::vector<Tensor> {
+      return {relu(conv2d(x[0], weight, bias, 1, k.pad))};
+    }, {randn({2, k.c, k.h, k.w})});
+    const std::vector<Tensor> inputs = {randn({2, k.c, k.h, k.w})};
+    const std::vector<Tensor> want = smelt_outputs(g.ir_graph(), inputs);
+    for (bool winograd : {true, false}) {
+      export_c::Options options;
+      options.winograd = winograd;
+      export_c::Exported e;
+      expect_model_matches("conv " + std::to_string(k.c) + "->" + std::to_string(k.o) + " pad " + std::to_string(k.pad) +
+                               (winograd ? " (winograd)" : " (gemm)"),
+                           run_exported(g.ir_graph(), inputs, options, kNative, &e), want);
+      EXPECT_EQ(read_all(path("model.c")).find("\n    smelt_conv2d_winograd_f32(") != std::string::npos, winograd)
+          << "the run calls the Winograd convolution exactly when asked to";
+    }
+  }
+}
+
 // The MLP of the bench, smaller, traced from nn modules.
 Graph mlp_graph() {
   manual_seed(3);

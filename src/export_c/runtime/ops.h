@@ -275,6 +275,132 @@ static inline void smelt_conv2d_f32(const float* x, const float* weight, float* 
   }
 }
 
+/* A 3x3 stride-1 convolution (groups 1, dilation 1) by Winograd's F(2x2, 3x3): each 2x2 block of
+ * outputs (a tile) from its 4x4 input patch d as A^T [(G g G^T) . (B^T d B)] A, so that the
+ * products over channels are 16 GEMMs with 4 / 9 of the direct method's multiplications. The
+ * weights come transformed by the export (u: the 16 matrices G g G^T of o x c, packed as a GEMM's
+ * A, one after the other). Tiles are processed `rows` rows of tiles at a time; scratch: the
+ * transformed inputs (16 x c x tiles of those rows), the products (16 x o x the same), then the
+ * GEMM's panels. The transforms run along a row of tiles, so that the loads and stores of
+ * neighbouring tiles are neighbours (vectorized); tiles at the image's edge take the checked path.
+ *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   A^T = [1 1 1 0; 0 1 -1 -1] */
+static inline void smelt_winograd_in(float d[4][4], float* v, int64_t xi_stride) {
+  float e[4][4];
+  for (int j = 0; j < 4; ++j) {
+    e[0][j] = d[0][j] - d[2][j];
+    e[1][j] = d[1][j] + d[2][j];
+    e[2][j] = d[2][j] - d[1][j];
+    e[3][j] = d[1][j] - d[3][j];
+  }
+  for (int i = 0; i < 4; ++i) {
+    v[(i * 4 + 0) * xi_stride] = e[i][0] - e[i][2];
+    v[(i * 4 + 1) * xi_stride] = e[i][1] + e[i][2];
+    v[(i * 4 + 2) * xi_stride] = e[i][2] - e[i][1];
+    v[(i * 4 + 3) * xi_stride] = e[i][1] - e[i][3];
+  }
+}
+static inline void smelt_winograd_out(const float* m, int64_t xi_stride, float y[2][2]) {
+  float s[2][4];
+  for (int j = 0; j < 4; ++j) {
+    const float m0 = m[j * xi_stride], m1 = m[(4 + j) * xi_stride];
+    const float m2 = m[(8 + j) * xi_stride], m3 = m[(12 + j) * xi_stride];
+    s[0][j] = m0 + m1 + m2;
+    s[1][j] = m1 - m2 - m3;
+  }
+  for (int i = 0; i < 2; ++i) {
+    y[i][0] = s[i][0] + s[i][1] + s[i][2];
+    y[i][1] = s[i][1] - s[i][2] - s[i][3];
+  }
+}
+static inline void smelt_conv2d_winograd_f32(const float* x, const float* u, float* y, int64_t n, int64_t c,
+                                             int64_t h, int64_t w, int64_t o, int64_t ph, int64_t pw, int64_t ho,
+                                             int64_t wo, int64_t rows, float* scratch,
+                                             const smelt_epilogue* epilogue) {
+  const int64_t th = (ho + 1) / 2, tw = (wo + 1) / 2;
+  const int64_t u_size = (o + SMELT_GEMM_MR - 1) / SMELT_GEMM_MR * SMELT_GEMM_MR * c;
+  /* tiles whose patch lies inside the image along x: tx in [tx_lo, tx_hi) */
+  const int64_t tx_lo = (pw + 1) / 2, tx_hi_raw = (w + pw - 4) / 2 + 1;
+  const int64_t tx_hi = tx_hi_raw < tx_lo ? tx_lo : tx_hi_raw > tw ? tw : tx_hi_raw;
+  float* v = scratch;
+  float* m = v + 16 * c * rows * tw;
+  float* panels = m + 16 * o * rows * tw;
+  for (int64_t img = 0; img < n; ++img) {
+    const float* image = x + img * c * h * w;
+    float* out = y + img * o * ho * wo;
+    for (int64_t ty0 = 0; ty0 < th; ty0 += rows) {
+      const int64_t nty = th - ty0 < rows ? th - ty0 : rows, nt = nty * tw;
+      /* the inputs: v[xi][ch][t] = (B^T d B)[xi] of tile t's patch of channel ch */
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const float* plane = image + ch * h * w;
+        for (int64_t ty = ty0; ty < ty0 + nty; ++ty) {
+          const int64_t r0 = 2 * ty - ph;
+          float* vrow = v + ch * nt + (ty - ty0) * tw;
+          const int inside = r0 >= 0 && r0 + 3 < h;
+          for (int64_t tx = 0; tx < tw; ++tx) {
+            if (inside && tx == tx_lo) {  /* the interior run */
+              const float* p0 = plane + r0 * w - pw;
+              for (int64_t q = tx_lo; q < tx_hi; ++q) {
+                float d[4][4];
+                for (int i = 0; i < 4; ++i) {
+                  for (int j = 0; j < 4; ++j) d[i][j] = p0[i * w + 2 * q + j];
+                }
+                smelt_winograd_in(d, vrow + q, c * nt);
+              }
+              tx = tx_hi - 1;
+              continue;
+            }
+            const int64_t c0 = 2 * tx - pw;
+            float d[4][4];
+            for (int i = 0; i < 4; ++i) {
+              for (int j = 0; j < 4; ++j) {
+                const int64_t r = r0 + i, q = c0 + j;
+                d[i][j] = r >= 0 && r < h && q >= 0 && q < w ? plane[r * w + q] : 0.0f;
+              }
+            }
+            smelt_winograd_in(d, vrow + tx, c * nt);
+          }
+        }
+      }
+      /* the products: m[xi] (o x nt) = u[xi] (o x c) v[xi] (c x nt) */
+      for (int xi = 0; xi < 16; ++xi) {
+        const smelt_gemm_b b = smelt_matrix_b(v + xi * c * nt, nt, 1);
+        smelt_gemm_f32(o, nt, c, u + xi * u_size, 0, 0, 1, &b, m + xi * o * nt, nt, panels, 0);
+      }
+      /* the outputs: A^T m A, each tile's 2x2 block (cut at the image's edge) */
+      for (int64_t oc = 0; oc < o; ++oc) {
+        float* plane = out + oc * ho * wo;
+        for (int64_t ty = ty0; ty < ty0 + nty; ++ty) {
+          const float* mrow = m + oc * nt + (ty - ty0) * tw;
+          float* y0 = plane + 2 * ty * wo;
+          if (2 * ty + 1 < ho) {  /* both output rows, the whole tiles along x */
+            float* y1 = y0 + wo;
+            const int64_t full = wo / 2;
+            for (int64_t tx = 0; tx < full; ++tx) {
+              float t2[2][2];
+              smelt_winograd_out(mrow + tx, o * nt, t2);
+              y0[2 * tx] = t2[0][0], y0[2 * tx + 1] = t2[0][1];
+              y1[2 * tx] = t2[1][0], y1[2 * tx + 1] = t2[1][1];
+            }
+            if (full < tw) {
+              float t2[2][2];
+              smelt_winograd_out(mrow + full, o * nt, t2);
+              y0[2 * full] = t2[0][0], y1[2 * full] = t2[1][0];
+            }
+            continue;
+          }
+          for (int64_t tx = 0; tx < tw; ++tx) {
+            float t2[2][2];
+            smelt_winograd_out(mrow + tx, o * nt, t2);
+            y0[2 * tx] = t2[0][0];
+            if (2 * tx + 1 < wo) y0[2 * tx + 1] = t2[0][1];
+          }
+        }
+      }
+    }
+    if (epilogue) epilogue->tile(epilogue->args, img * o, img * o + o, 0, ho * wo);
+  }
+}
+
 /* The transposed convolution (conv2d's gradient with respect to its input): dx (n, c, h, w) from
  * dy (n, o, ho, wo) and weight (o, c / groups, kh, kw). Per image and group the columns
  * weight^T dy (c / groups * kh * kw rows, ho * wo columns) are computed into scratch, then added
