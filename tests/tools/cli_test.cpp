@@ -217,6 +217,25 @@ TEST_F(Cli, BenchOnnxModel) {
   expect_refused(smelt("bench " + quote(kSmallResnet + "/model.onnx") + " --reps 0"), {"--reps", "'0'"});
 }
 
+// `smelt export-c`: the files, a summary; mistakes are one line and write nothing.
+TEST_F(Cli, ExportC) {
+  const fs::path out = dir_ / "c";
+  CliRun r = smelt("export-c " + quote(kSmallResnet + "/model.onnx") + " -o " + quote(out.string()) +
+                   " --weights file --name resnet --target x86-64-v3");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* needle : {"resnet.c: ", " fused kernels as C", "arena ", "weights ", "wrote "}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  }
+  for (const char* file : {"resnet.c", "resnet.h", "resnet.weights"}) EXPECT_TRUE(fs::exists(out / file)) << file;
+  const fs::path bad = dir_ / "bad";
+  expect_refused(smelt("export-c " + quote(kSmallResnet + "/model.onnx") + " -o " + quote(bad.string()) + " --name 9x"),
+                 {"not a C identifier", "9x"});
+  EXPECT_FALSE(fs::exists(bad / "9x.c"));
+  expect_refused(smelt("export-c " + quote(kSmallResnet + "/model.onnx") + " -o " + quote(bad.string()) +
+                       " --target riscv"),
+                 {"--target", "riscv"});
+}
+
 // `smelt tune`: each conv shape, then the model both ways (blocked and plain layout) and the
 // faster recorded for the whole graph; a later compile of the model follows that record.
 TEST_F(Cli, TuneRecordsTheLayoutAndCompilesFollowIt) {
