@@ -5,12 +5,13 @@
 
 For each full-size model (the ONNX files of tests/models/make_models.py large; run `make bench`
 or the ctest models_large_make once to make them): `smelt export-c --weights file` for this
-machine's target, the export compiled with `cc -std=c11 -O3 -march=native` and a timing driver
+machine's target, the export compiled with `cc -std=c11 -O3 -march=native -fopenmp-simd
+-DSMELT_OPENMP_SIMD` (no threads: the simd pragmas of the fused kernels only) and a timing driver
 (the weights read into a static buffer, the input fixed), its best and median time over --reps
 runs after one warm-up; `smelt bench` of the same model with OMP_NUM_THREADS=1 (the plan, its
 kernels compiled); the ratio; and, cross-compiled for aarch64 (`aarch64-linux-gnu-gcc -O3`), the
-model's object code size (text + data, weights excluded: they are in the file) and a static
-binary's size, with the arena each model needs. Alternate rounds: export, plan, export, plan.
+model's object size (code, and static data + bss: the arena; the weights are in the file) and
+a static binary's size (with this driver and libc), with the arena each model needs. Alternate rounds: export, plan, export, plan.
 """
 import argparse
 import os
@@ -108,7 +109,8 @@ def main():
             arena = int(re.search(r"arena (\d+) bytes", out).group(1))
             header = Path(tmp, "model.h").read_text()
             Path(tmp, "bench.c").write_text(driver(header))
-            run(["cc", "-std=c11", "-O3", "-march=native", "-o", "bench", "bench.c", "model.c", "-lm"], cwd=tmp)
+            run(["cc", "-std=c11", "-O3", "-march=native", "-fopenmp-simd", "-DSMELT_OPENMP_SIMD", "-o", "bench", "bench.c",
+                 "model.c", "-lm"], cwd=tmp)
             export, plan = [], []
             for _ in range(args.rounds):
                 export.append([float(v) for v in run(["./bench", str(args.reps)], cwd=tmp).split()])
@@ -119,7 +121,7 @@ def main():
                                check=True, capture_output=True)
                 run(["aarch64-linux-gnu-gcc", "-std=c11", "-O3", "-c", "model.c", "-o", "model_a64.o"], cwd=tmp)
                 sizes = run(["aarch64-linux-gnu-size", "model_a64.o"], cwd=tmp).splitlines()[1].split()
-                text = int(sizes[0]) + int(sizes[1]) + int(sizes[2])
+                text = f"{int(sizes[0])} / {int(sizes[1]) + int(sizes[2])}"
                 run(["aarch64-linux-gnu-gcc", "-std=c11", "-O3", "-static", "-o", "bench_a64", "bench.c", "model.c",
                      "-lm"], cwd=tmp)
                 size = os.path.getsize(Path(tmp, "bench_a64"))
@@ -131,11 +133,11 @@ def main():
         print(f"{name}: export {best_export:.2f} ms (median {median_export:.2f}), plan {best_plan:.2f} ms "
               f"(median {median_plan:.2f}), ratio {best_export / best_plan:.2f}", file=sys.stderr)
     print(f"| model | export-c, 1 thread (best / median ms) | smelt plan, 1 thread (best / median ms) | ratio (best) "
-          f"| arena | aarch64 model.o (text+data+bss) | aarch64 static binary |")
+          f"| arena | aarch64 model.o code / data+bss (B) | aarch64 static binary (B) |")
     print("|---|---|---|---|---|---|---|")
     for name, be, me, bp, mp, ratio, arena, text, size in rows:
         print(f"| {name} | {be:.2f} / {me:.2f} | {bp:.2f} / {mp:.2f} | {ratio:.2f}x | {arena / 2**20:.2f} MiB "
-              f"| {text} B | {size} B |")
+              f"| {text} | {size} |")
 
 
 if __name__ == "__main__":

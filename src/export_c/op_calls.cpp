@@ -106,6 +106,29 @@ bool all_float32(const Context& c) {
   return true;
 }
 
+// A constant B (k x n, element (p, j) at p * rs + j * cs) in the blocks smelt_gemm_f32 reads a
+// packed B from (runtime/ops.h): per block of NC columns and KC rows, panels of NR columns.
+Tensor pack_b(const Tensor& value, int64_t k, int64_t n, int64_t rs, int64_t cs, const GemmTile& tile) {
+  const Tensor b = value.contiguous();
+  const float* src = b.data<float>();
+  std::vector<float> packed;
+  for (int64_t n0 = 0; n0 < n; n0 += tile.nc) {
+    const int64_t nc = std::min<int64_t>(tile.nc, n - n0), ncp = (nc + tile.nr - 1) / tile.nr * tile.nr;
+    for (int64_t k0 = 0; k0 < k; k0 += tile.kc) {
+      const int64_t kc = std::min<int64_t>(tile.kc, k - k0);
+      for (int64_t j0 = 0; j0 < ncp; j0 += tile.nr) {
+        for (int64_t p = 0; p < kc; ++p) {
+          for (int64_t j = 0; j < tile.nr; ++j) {
+            const int64_t col = n0 + j0 + j;
+            packed.push_back(j0 + j < nc ? src[(k0 + p) * rs + col * cs] : 0.0f);
+          }
+        }
+      }
+    }
+  }
+  return from_vector(packed, {int64_t(packed.size())});
+}
+
 // ---- matmul: a batch of GEMMs, the batch dims broadcast; batch dims that b does not have and
 // that a and the output walk as more rows are merged into M.
 bool matmul(const Context& c) {
@@ -136,7 +159,13 @@ bool matmul(const Context& c) {
   for (int64_t s : size) batches *= s;
   const std::string scratch = c.call.take(gemm_scratch_bytes(c.sink.tile, m, n, k), "float");
   std::ostringstream& o = c.call.code();
-  o << "    const smelt_gemm_b b0 = smelt_matrix_b(" << b.ptr << ", " << b_rs << ", " << b_cs << ");\n";
+  // A constant B shared by every batch (a Linear's weight) packed here, once.
+  bool b_packed = b.constant.defined() && b.constant.is_contiguous() && !b_vec;
+  for (int64_t st : bs) b_packed = b_packed && st == 0;
+  const std::string b_data = b_packed ? "(const float*)" + c.sink.constant(pack_b(b.constant, k, n, b_rs, b_cs, c.sink.tile))
+                                      : b.ptr;
+  o << "    smelt_gemm_b b0 = smelt_matrix_b(" << b_data << ", " << b_rs << ", " << b_cs << ");\n";
+  if (b_packed) o << "    b0.packed = 1;\n";
   o << "    for (int64_t t = 0; t < " << batches << "; ++t) {\n      int64_t ao = 0, bo = 0;\n";
   if (!size.empty()) o << "      int64_t rest = t;\n";
   for (size_t d = size.size(); d-- > 0;) {
@@ -243,8 +272,12 @@ bool conv2d(const Context& c) {
   const std::string w = packed ? c.sink.constant(pack_weight(c.in[1].constant, g.groups, g.O / g.groups,
                                                              g.C / g.groups * g.kH * g.kW, c.sink.tile))
                                : c.call.dense(c.in[1]);
-  const std::string scratch =
-      c.call.take(gemm_scratch_bytes(c.sink.tile, g.O / g.groups, g.Ho * g.Wo, g.C / g.groups * g.kH * g.kW), "float");
+  // depthwise: a block's window (runtime/ops.h SMELT_DW_WINDOW: 16 outputs wide); else the GEMM's panels
+  const int64_t window = g.kH * (15 * g.stride_w + (g.kW - 1) * g.dil_w + 1);
+  const std::string scratch = c.call.take(
+      g.C / g.groups == 1 ? int64_t(sizeof(float)) * window
+                          : gemm_scratch_bytes(c.sink.tile, g.O / g.groups, g.Ho * g.Wo, g.C / g.groups * g.kH * g.kW),
+      "float");
   c.call.code() << "    smelt_conv2d_f32(" << x << ", (const float*)" << w << ", " << c.out[0].ptr << ", "
                 << geometry_args(g) << ", " << packed << ", " << scratch << ", "
                 << (c.epilogue.empty() ? "0" : c.epilogue) << ");\n";

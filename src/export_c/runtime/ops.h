@@ -34,6 +34,7 @@ typedef struct {
   int64_t rs, cs;
   int conv;
   int64_t h, w, kh, kw, sh, sw, ph, pw, dh, dw, wo;
+  int packed; /* a constant B the export packed (smelt_gemm_f32) */
 } smelt_gemm_b;
 
 /* B's rows [k0, k0 + kc) and columns [n0, n0 + nc) as panels of NR columns (zero-padded). */
@@ -170,7 +171,9 @@ typedef struct {
  * scratch: B's packed block (at most KC x NC, its columns rounded up to whole panels), then A's
  * (at most MC x KC, its rows rounded up), as large as this call's sizes need. */
 /* A: a strided matrix, A(i, p) = a[i * rs + p * cs], or with `a_packed` a weight the export
- * packed (above; rs and cs unused). */
+ * packed (above; rs and cs unused). A B with `packed` (a weight) comes as smelt_pack_b's blocks,
+ * in the order the loops below visit them: the block of columns [n0, n0 + nc) and rows
+ * [k0, k0 + kc) at n0 * k + k0 * ncp (ncp: nc rounded up to whole panels). */
 static inline void smelt_gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t rs, int64_t cs,
                                   int a_packed, const smelt_gemm_b* b, float* c, int64_t ldc, float* scratch,
                                   const smelt_epilogue* epilogue) {
@@ -189,7 +192,9 @@ static inline void smelt_gemm_f32(int64_t m, int64_t n, int64_t k, const float* 
     const int64_t nc = n - n0 < SMELT_GEMM_NC ? n - n0 : SMELT_GEMM_NC;
     for (int64_t k0 = 0; k0 < k; k0 += SMELT_GEMM_KC) {
       const int64_t kc = k - k0 < SMELT_GEMM_KC ? k - k0 : SMELT_GEMM_KC;
-      smelt_pack_b(b, k0, kc, n0, nc, packed_b);
+      const int64_t ncp = (nc + SMELT_GEMM_NR - 1) / SMELT_GEMM_NR * SMELT_GEMM_NR;
+      const float* panels_b = b->packed ? b->data + n0 * k + k0 * ncp : packed_b;
+      if (!b->packed) smelt_pack_b(b, k0, kc, n0, nc, packed_b);
       for (int64_t m0 = 0; m0 < m; m0 += SMELT_GEMM_MC) {
         const int64_t mc = m - m0 < SMELT_GEMM_MC ? m - m0 : SMELT_GEMM_MC;
         const float* panels_a = a_packed ? a + k0 * mp + m0 * kc : packed_a;
@@ -198,7 +203,7 @@ static inline void smelt_gemm_f32(int64_t m, int64_t n, int64_t k, const float* 
           const int64_t nr = nc - j0 < SMELT_GEMM_NR ? nc - j0 : SMELT_GEMM_NR;
           for (int64_t i0 = 0; i0 < mc; i0 += SMELT_GEMM_MR) {
             const int64_t mr = mc - i0 < SMELT_GEMM_MR ? mc - i0 : SMELT_GEMM_MR;
-            smelt_gemm_tile(kc, panels_a + i0 * kc, packed_b + j0 * kc, c + (m0 + i0) * ldc + n0 + j0, ldc, mr,
+            smelt_gemm_tile(kc, panels_a + i0 * kc, panels_b + j0 * kc, c + (m0 + i0) * ldc + n0 + j0, ldc, mr,
                             nr, k0 > 0);
             if (epilogue && k0 + kc == k) {
               const int64_t r0 = epilogue->row_base + m0 + i0;
@@ -221,6 +226,61 @@ static inline smelt_gemm_b smelt_matrix_b(const float* data, int64_t rs, int64_t
   return b;
 }
 
+/* A depthwise convolution's output row in blocks of 16 columns whose sums stay in registers over
+ * all the taps (one vector). A block whose window lies inside the image reads it in place; one at
+ * an edge (or a row's last, shorter block) reads a copy of its window with zeros where the window
+ * leaves the image (`window`: kh rows of SMELT_DW_WINDOW(kw, sw, dw) floats). Each output sums its
+ * taps in window order from 0. */
+#define SMELT_DW_BLOCK 16
+#define SMELT_DW_WINDOW(kw, sw, dw) ((SMELT_DW_BLOCK - 1) * (sw) + ((kw) - 1) * (dw) + 1)
+static inline void smelt_depthwise_block(const float* restrict in, const float* wk, float* restrict out,
+                                         int64_t row_step, int64_t kh, int64_t kw, int64_t sw, int64_t dw) {
+  float acc[SMELT_DW_BLOCK];
+  for (int t = 0; t < SMELT_DW_BLOCK; ++t) acc[t] = 0.0f;
+  if (sw == 1) {
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        const float wv = wk[i * kw + j];
+        const float* restrict at = in + i * row_step + j * dw;
+        for (int t = 0; t < SMELT_DW_BLOCK; ++t) acc[t] = SMELT_MADD(at[t], wv, acc[t]);
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        const float wv = wk[i * kw + j];
+        const float* restrict at = in + i * row_step + j * dw;
+        for (int t = 0; t < SMELT_DW_BLOCK; ++t) acc[t] = SMELT_MADD(at[t * sw], wv, acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < SMELT_DW_BLOCK; ++t) out[t] = acc[t];
+}
+static inline void smelt_depthwise_row(const float* plane, const float* wk, float* row, int64_t h, int64_t w,
+                                       int64_t wo, int64_t oh, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                                       int64_t ph, int64_t pw, int64_t dh, int64_t dw, float* window) {
+  const int64_t ww = SMELT_DW_WINDOW(kw, sw, dw), r0 = oh * sh - ph;
+  const int rows_inside = r0 >= 0 && r0 + (kh - 1) * dh < h;
+  for (int64_t ow0 = 0; ow0 < wo; ow0 += SMELT_DW_BLOCK) {
+    const int64_t len = wo - ow0 < SMELT_DW_BLOCK ? wo - ow0 : SMELT_DW_BLOCK, c0 = ow0 * sw - pw;
+    if (rows_inside && len == SMELT_DW_BLOCK && c0 >= 0 && c0 + ww <= w) {
+      smelt_depthwise_block(plane + r0 * w + c0, wk, row + ow0, dh * w, kh, kw, sw, dw);
+      continue;
+    }
+    for (int64_t i = 0; i < kh; ++i) {
+      const int64_t ih = r0 + i * dh;
+      float* copy = window + i * ww;
+      for (int64_t q = 0; q < ww; ++q) {
+        const int64_t col = c0 + q;
+        copy[q] = ih >= 0 && ih < h && col >= 0 && col < w ? plane[ih * w + col] : 0.0f;
+      }
+    }
+    float out[SMELT_DW_BLOCK];
+    smelt_depthwise_block(window, wk, out, ww, kh, kw, sw, dw);
+    for (int64_t t = 0; t < len; ++t) row[ow0 + t] = out[t];
+  }
+}
+
 /* y (n, o, ho, wo) = conv2d(x (n, c, h, w), weight (o, c / groups, kh, kw)), no bias (the
  * epilogue adds one). A depthwise convolution (one input channel per group) runs as direct loops;
  * the others as one GEMM per image and group, with `weight_packed` each group's (o / groups) x
@@ -232,25 +292,14 @@ static inline void smelt_conv2d_f32(const float* x, const float* weight, float* 
                                     const smelt_epilogue* epilogue) {
   const int64_t cg = c / groups, og = o / groups, taps = kh * kw, k = cg * taps;
   const int64_t group_weight = weight_packed ? (og + SMELT_GEMM_MR - 1) / SMELT_GEMM_MR * SMELT_GEMM_MR * k : og * k;
-  if (cg == 1) {
+  if (cg == 1) {  /* depthwise: direct loops, see smelt_depthwise_row (scratch: its window) */
     for (int64_t img = 0; img < n; ++img) {
       for (int64_t oc = 0; oc < o; ++oc) {
         const float* plane = x + (img * c + oc / og) * h * w;
-        const float* wk = weight + oc * taps;
         float* out = y + (img * o + oc) * ho * wo;
         for (int64_t oh = 0; oh < ho; ++oh) {
-          for (int64_t ow = 0; ow < wo; ++ow) {
-            float acc = 0.0f;
-            for (int64_t i = 0; i < kh; ++i) {
-              const int64_t ih = oh * sh - ph + i * dh;
-              if (ih < 0 || ih >= h) continue;
-              for (int64_t j = 0; j < kw; ++j) {
-                const int64_t iw = ow * sw - pw + j * dw;
-                if (iw >= 0 && iw < w) acc = SMELT_MADD(plane[ih * w + iw], wk[i * kw + j], acc);
-              }
-            }
-            out[oh * wo + ow] = acc;
-          }
+          smelt_depthwise_row(plane, weight + oc * taps, out + oh * wo, h, w, wo, oh, kh, kw, sh, sw, ph, pw, dh, dw,
+                              scratch);
         }
         if (epilogue) epilogue->tile(epilogue->args, img * o + oc, img * o + oc + 1, 0, ho * wo);
       }
