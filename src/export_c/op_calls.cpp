@@ -314,7 +314,9 @@ std::string plane_args(const Context& c) {
 bool max_pool2d(const Context& c) {
   if (!all_float32(c)) return false;
   const std::string x = c.call.dense(c.in[0]);
-  const std::string index = c.out.size() > 1 && !c.out[1].ptr.empty() ? c.out[1].ptr : "(int64_t*)0";
+  // the indices only where something reads them (the plan marks them unused otherwise)
+  const bool indices = c.out.size() > 1 && c.attrs.get_int("indices_unused", 0) == 0;
+  const std::string index = indices ? c.out[1].ptr : "(int64_t*)0";
   c.call.code() << "    smelt_max_pool2d_f32(" << x << ", " << c.out[0].ptr << ", " << index << ", " << plane_args(c)
                 << ", " << window_args(c, "max_pool2d") << ");\n";
   return true;

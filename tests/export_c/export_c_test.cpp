@@ -300,6 +300,23 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
   }
 }
 
+// Pooling on images wide enough for the vectorized blocks (and their edges), with NaN, infinities
+// and signed zeros in the input: max pooling picks smelt's bits (the first largest tap, a NaN
+// wins), average pooling with and without count_include_pad agrees.
+TEST_F(ExportC, PoolingMatchesSmelt) {
+  const Tensor example = testing::special_values({2, 3, 41, 45}, 7, 5);
+  const Graph g = Graph::trace([](const std::vector<Tensor>& x, const std::vector<Tensor>&) -> std::vector<Tensor> {
+    return {max_pool2d(x[0], 3, 2, 1), max_pool2d(x[0], 2, 1, 0), max_pool2d(x[0], {3, 5}, {1, 2}, {1, 2}),
+            avg_pool2d(x[0], 3, 2, 1, true), avg_pool2d(x[0], 3, 1, 1, false)};
+  }, {example});
+  const std::vector<Tensor> inputs = {testing::special_values({2, 3, 41, 45}, 9, 5)};
+  const std::vector<Tensor> got = run_exported(g.ir_graph(), inputs);
+  const std::vector<Tensor> want = smelt_outputs(g.ir_graph(), inputs);
+  ASSERT_EQ(got.size(), 5u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(testing::same_bits(got[i], want[i])) << "max pool " << i;
+  for (size_t i = 3; i < 5; ++i) EXPECT_TRUE(testing::all_close(got[i], want[i], 1e-5, 1e-6)) << "avg pool " << i;
+}
+
 // The MLP of the bench, smaller, traced from nn modules.
 Graph mlp_graph() {
   manual_seed(3);
