@@ -504,16 +504,14 @@ static inline void smelt_max_pool2d_f32(const float* x, float* y, int64_t* index
       if (!index && oh >= top && oh < bottom) {
         for (ow = lo; ow + 16 <= hi; ow += 16) {
           float best[16];
-          int seen[16];
-          for (int t = 0; t < 16; ++t) best[t] = -INFINITY, seen[t] = 0;
+          const float* first = plane + (oh * sh - ph) * w + ow * sw - pw;
+          for (int t = 0; t < 16; ++t) best[t] = first[t * sw];  /* the first tap is taken */
           for (int64_t i = 0; i < kh; ++i) {
             const float* in = plane + (oh * sh - ph + i * dh) * w + ow * sw - pw;
-            for (int64_t j = 0; j < kw; ++j) {
+            for (int64_t j = i == 0; j < kw; ++j) {
               for (int t = 0; t < 16; ++t) {
                 const float v = in[t * sw + j * dw], b = best[t];
-                const int take = !seen[t] | (v > b) | ((v != v) & (b == b));
-                best[t] = take ? v : b;
-                seen[t] = 1;
+                best[t] = ((v > b) | ((v != v) & (b == b))) ? v : b;
               }
             }
           }
