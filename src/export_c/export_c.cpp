@@ -111,7 +111,7 @@ class Writer {
       std::string list;
       for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
       SMELT_CHECK(false) << "export-c: the compiled plan runs ops the C export has no code for: " << list
-                         << "; exportable: every fused kernel and the ops of export_c/runtime/ops.h";
+                         << "; exportable: every fused kernel and the ops of export_c/runtime (gemm.h, conv.h, ops.h)";
     }
     write_weights(run.str());
     Exported e;
@@ -380,7 +380,10 @@ class Writer {
       c << "/* the GEMM's register tile for " << target_name(o_.target) << ": the weights are packed for it */\n";
       c << "#define SMELT_GEMM_MR " << tile.mr << "\n#define SMELT_GEMM_NR " << tile.nr << "\n#define SMELT_GEMM_KC "
         << tile.kc << "\n#define SMELT_GEMM_MC " << tile.mc << "\n#define SMELT_GEMM_NC " << tile.nc << "\n";
-      c << "/* ---- src/export_c/runtime/ops.h ---- */\n" << runtime_text("export_c/runtime/ops.h") << "\n";
+      for (const char* part : {"gemm.h", "conv.h", "ops.h"}) {
+        c << "/* ---- src/export_c/runtime/" << part << " ---- */\n" << runtime_text(std::string("export_c/runtime/") + part)
+          << "\n";
+      }
     }
     c << "/* ---- weights ---- */\n" << weights_.str() << "\n";
     c << "/* ---- fused kernels ---- */\n";

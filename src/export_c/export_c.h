@@ -1,7 +1,7 @@
 // The standalone C export (docs/export_c.md): a graph compiled by smelt's own pipeline (passes,
 // fusion, memory plan) written out as C11 that needs nothing but a C compiler and libm: the fused
 // kernels are the plan's LoopKernels emitted as C (codegen::emit_c), the other steps call portable
-// C implementations of their ops (export_c/runtime/ops.h), intermediates live in one arena laid
+// C implementations of their ops (export_c/runtime/), intermediates live in one arena laid
 // out by smelt's memory plan, weights are const arrays or one binary file. No malloc, no threads
 // (OpenMP pragmas only behind macros), the same result on every run.
 #pragma once
@@ -19,8 +19,8 @@ enum class Weights : uint8_t {
   File,   // <name>.weights, which the caller loads and passes to <name>_run
 };
 
-// The GEMM register tile the target's vector width suits (runtime/ops.h SMELT_GEMM_MR/NR, still
-// overridable with -D when compiling the export): its only effect on the code.
+// The blocking of the GEMM that suits the target's vector registers (op_calls.h gemm_tile): its
+// only effect on the code.
 enum class Target : uint8_t { Generic, X86_64_V3, X86_64_V4, Aarch64 };
 Target target_from_name(const std::string& name);  // generic, x86-64-v3, x86-64-v4, aarch64
 const char* target_name(Target target);
@@ -46,7 +46,7 @@ struct Exported {
   int64_t scratch_bytes = 0;  // of which scratch
   int64_t weight_bytes = 0;
   int kernels = 0;   // fused kernels emitted as C
-  int op_calls = 0;  // steps calling runtime/ops.h
+  int op_calls = 0;  // steps calling the ops of export_c/runtime
   std::string summary;  // a few lines for the command line
 };
 

@@ -1,6 +1,6 @@
 // The C of op steps (op_calls.h): each writer below reads the step's operands and attributes as
 // the eager kernel does (ops/conv_geometry.h, the pooling window) and writes one call of
-// export_c/runtime/ops.h with them as constants. Operands that the plan hands over as strided views
+// export_c/runtime (gemm.h, conv.h, ops.h) with them as constants. Operands that the plan hands over as strided views
 // are first copied into scratch where the C loops want contiguous memory.
 #include "export_c/op_calls.h"
 
@@ -21,7 +21,7 @@ namespace {
 
 using ops::OpId;
 
-// The scratch a GEMM call packs into (runtime/ops.h smelt_gemm_f32): B's block of at most KC x NC
+// The scratch a GEMM call packs into (runtime/gemm.h smelt_gemm_f32): B's block of at most KC x NC
 // and A's of at most MC x KC, each rounded up to whole tiles.
 int64_t gemm_scratch_bytes(const GemmTile& t, int64_t m, int64_t n, int64_t k) {
   const int64_t kc = std::min<int64_t>(k, t.kc);
@@ -107,7 +107,7 @@ bool all_float32(const Context& c) {
 }
 
 // A constant B (k x n, element (p, j) at p * rs + j * cs) in the blocks smelt_gemm_f32 reads a
-// packed B from (runtime/ops.h): per block of NC columns and KC rows, panels of NR columns.
+// packed B from (runtime/gemm.h): per block of NC columns and KC rows, panels of NR columns.
 Tensor pack_b(const Tensor& value, int64_t k, int64_t n, int64_t rs, int64_t cs, const GemmTile& tile) {
   const Tensor b = value.contiguous();
   const float* src = b.data<float>();
@@ -190,7 +190,7 @@ std::string geometry_args(const kernels::Conv2dGeometry& g) {
 }
 
 // A weight matrix per group (`groups` of rows x cols, row-major, one after the other) in the
-// panels smelt_gemm_f32 reads a packed A from (runtime/ops.h): per block of KC columns, panels
+// panels smelt_gemm_f32 reads a packed A from (runtime/gemm.h): per block of KC columns, panels
 // of MR rows, zero-padded.
 Tensor pack_weight(const Tensor& weight, int64_t groups, int64_t rows, int64_t cols, const GemmTile& tile) {
   const int64_t mr = tile.mr, padded = (rows + mr - 1) / mr * mr, kc_max = tile.kc;
@@ -213,7 +213,7 @@ Tensor pack_weight(const Tensor& weight, int64_t groups, int64_t rows, int64_t c
   return from_vector(packed, {int64_t(packed.size())});
 }
 
-// Winograd's F(2x2, 3x3) weights (runtime/ops.h smelt_conv2d_winograd_f32): per output and input
+// Winograd's F(2x2, 3x3) weights (runtime/conv.h smelt_conv2d_winograd_f32): per output and input
 // channel G g G^T, computed in double, as 16 matrices of o x c (xi-major) packed as GEMM A operands.
 Tensor winograd_weight(const Tensor& weight, int64_t o, int64_t c, const GemmTile& tile) {
   const Tensor w = weight.contiguous().to(DType::Float64);
@@ -272,7 +272,7 @@ bool conv2d(const Context& c) {
   const std::string w = packed ? c.sink.constant(pack_weight(c.in[1].constant, g.groups, g.O / g.groups,
                                                              g.C / g.groups * g.kH * g.kW, c.sink.tile))
                                : c.call.dense(c.in[1]);
-  // depthwise: a block's window (runtime/ops.h SMELT_DW_WINDOW: 16 outputs wide); else the GEMM's panels
+  // depthwise: a block's window (runtime/conv.h SMELT_DW_WINDOW: 16 outputs wide); else the GEMM's panels
   const int64_t window = g.kH * (15 * g.stride_w + (g.kW - 1) * g.dil_w + 1);
   const std::string scratch = c.call.take(
       g.C / g.groups == 1 ? int64_t(sizeof(float)) * window

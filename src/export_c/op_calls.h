@@ -1,7 +1,7 @@
 // The C of the plan steps that run one op (matmul, convolution, pooling, copies, ...): a call of
-// the op's portable loops in export_c/runtime/ops.h with the step's shapes, strides and attributes
-// written in as constants. One entry per op in op_calls.cpp's table; an op without one is not
-// exportable (export_graph names it).
+// the op's portable loops in export_c/runtime (gemm.h, conv.h, ops.h) with the step's shapes,
+// strides and attributes written in as constants. One entry per op in op_calls.cpp's table; any
+// other op is lowered alone as a fused kernel, or is not exportable (export_graph names it).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ struct OpCall {
   int64_t scratch_bytes = 0;  // how much of the scratch region (the arena's end) they use
 };
 
-// The GEMM's blocking for a target (runtime/ops.h SMELT_GEMM_MR, _NR, _KC, _MC, _NC, which model.c
+// The GEMM's blocking for a target (runtime/gemm.h SMELT_GEMM_MR, _NR, _KC, _MC, _NC, which model.c
 // defines): an MR x NR register tile of as many accumulators as the target's vector registers hold
 // with room for the operands, over KC steps, so that a packed NR-column panel of B (KC x NR floats)
 // stays in the L1 cache while the tiles of A pass over it; blocks of MC rows of A and NC columns
@@ -49,11 +49,11 @@ struct Sink {
   bool winograd = true;  // 3x3 stride-1 convolutions by Winograd's F(2x2, 3x3)
 };
 
-// The C of `op` over `in` and `out`: the op's writer in ops.h, or else the op lowered alone to a
+// The C of `op` over `in` and `out`: the op's writer (op_calls.cpp), or else the op lowered alone to a
 // LoopKernel (an elementwise op or reduction the plan left unfused) and emitted as C. `scratch` is
 // an `unsigned char*` expression of a region of at least scratch_bytes (the largest any call asks
 // for); `fail` the statement that ends the run on a bad index. `epilogue`, when not empty, is a
-// `const smelt_epilogue*` expression (runtime/ops.h): a contraction runs it on each tile of its
+// `const smelt_epilogue*` expression (runtime/gemm.h): a contraction runs it on each tile of its
 // product as the tile is finished; nullopt, with `why` empty, when this op cannot (the caller then
 // runs the epilogue whole, after). nullopt, with `why` set where there is more to say than the
 // op's name, when there is no C for the op.
