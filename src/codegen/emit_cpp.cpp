@@ -360,8 +360,8 @@ class Emitter {
         out_ << "    " << t << " m" << r << " = (" << t << ")(-INFINITY);\n";
         if (!inner.extent.empty()) {
           const Num& n = inner.extent.back();
-          out_ << "    " << t << " vb" << r << "[" << (n.constant() ? std::min(kSumExpBlock, n.value()) : kSumExpBlock)
-               << "];\n";
+          out_ << "    " << t << " vb" << r << "["
+               << (n.constant() ? std::max<int64_t>(1, std::min(kSumExpBlock, n.value())) : kSumExpBlock) << "];\n";
         }
       }
     }

@@ -2,6 +2,8 @@
 // folds of row values over the rows (codegen/loop_kernel.h).
 #include "codegen/emit_cpp_text.h"
 
+#include "smelt/error.h"
+
 namespace smelt::codegen::emit {
 
 using kernels::dtype_cpp_type;
@@ -15,8 +17,12 @@ std::string gather_load_text(const LoopKernel& k, int access, DType dtype) {
 
 void emit_fold_scratch(std::ostream& out, const Spelling& sp, const LoopKernel& k, const Num& rows) {
   if (k.folds.empty()) return;
-  if (sp.dialect == Dialect::C) {  // the export's shapes are fixed: static storage, no malloc
-    out << "  static double fr[" << rows.value() * int64_t(k.folds.size()) * 2 << " + 1];\n";
+  if (sp.dialect == Dialect::C) {  // the export's shapes are fixed: on the stack (reentrant), bounded
+    const int64_t n = rows.value() * int64_t(k.folds.size()) * 2;
+    SMELT_CHECK(n <= 8192) << "emit_c: kernel " << k.name << " folds " << rows.value()
+                           << " rows, whose partial results would take " << n * 8
+                           << " bytes of stack; at most 4096 rows per fold are exported";
+    out << "  double fr[" << n << " + 1];\n";
     return;
   }
   // per row and fold: value and count; thread_local, so a warm kernel allocates nothing

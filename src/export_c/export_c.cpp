@@ -475,10 +475,20 @@ Exported export_graph(const ir::Graph& graph, const Options& options) {
   const Plan::Impl& p = compiled.plan->impl();
   SMELT_CHECK(p.updates.empty()) << "export-c: the graph updates its inputs in place (a training step); the C "
                                     "export writes inference graphs only";
-  // One run on zeros binds every slot (Plan::Impl::bind): the addresses and strides the export writes.
-  std::vector<Tensor> inputs;
-  for (const ops::TensorMeta& m : p.input_metas) inputs.push_back(zeros(m.shape, TensorOptions().dtype(m.dtype)));
-  compiled.plan->run(inputs);
+  // One run binds every slot (Plan::Impl::bind): the addresses and strides the export writes. On
+  // zeros, or ones where zeros are refused (an integer divisor); the values matter to nothing else.
+  auto bind_on = [&](double value) {
+    std::vector<Tensor> inputs;
+    for (const ops::TensorMeta& m : p.input_metas) {
+      inputs.push_back(full(m.shape, value, TensorOptions().dtype(m.dtype)));
+    }
+    compiled.plan->run(inputs);
+  };
+  try {
+    bind_on(0);
+  } catch (const Error&) {
+    bind_on(1);
+  }
   return Writer(p, options).write();
 }
 

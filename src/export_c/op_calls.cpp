@@ -5,6 +5,7 @@
 #include "export_c/op_calls.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -341,11 +342,13 @@ bool batch_norm(const Context& c) {
   std::vector<std::string> in;
   for (const Operand& x : c.in) in.push_back(c.call.dense(x));
   const Shape& s = c.in[0].shape;
-  const int64_t spatial = s.size() <= 2 ? 1 : shape_numel(s) / (s[0] * s[1]);
+  const int64_t spatial = s.size() <= 2 ? 1 : s[0] * s[1] == 0 ? 0 : shape_numel(s) / (s[0] * s[1]);
   std::ostringstream& o = c.call.code();
   o << "    smelt_batch_norm_f32(" << in[0] << ", " << in[1] << ", " << in[2] << ", " << in[3] << ", " << in[4];
   for (size_t k = 0; k < 5; ++k) o << ", " << (k < c.out.size() && !c.out[k].ptr.empty() ? c.out[k].ptr : "(float*)0");
-  o << ", " << s[0] << ", " << s[1] << ", " << spatial << ", " << c.attrs.get_float("eps") << ");\n";
+  char eps[40];
+  std::snprintf(eps, sizeof eps, "%a", c.attrs.get_float("eps"));  // exact, as smelt reads it
+  o << ", " << s[0] << ", " << s[1] << ", " << spatial << ", " << eps << ");\n";
   return true;
 }
 

@@ -30,10 +30,16 @@ using testing::TempDirTest;
 struct Toolchain {
   std::string cc;      // compiler and flags
   std::string runner;  // prefix of the command that runs the program ("" natively)
+  bool wrap_malloc = true;  // link the allocation functions to abort during the run
 };
 
 const Toolchain kNative{"cc -std=c11 -pedantic -O2 -Wall -Wextra -Werror", ""};
 const Toolchain kAarch64{"aarch64-linux-gnu-gcc -std=c11 -pedantic -O2 -Wall -Wextra -Werror -static", "qemu-aarch64"};
+// AddressSanitizer and UBSan on the exported C (out-of-bounds reads at image edges, pointer
+// arithmetic outside an object, overflow), any finding fatal; ASan owns malloc here.
+const Toolchain kSanitized{
+    "cc -std=c11 -pedantic -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all", "",
+    false};
 
 bool have(const std::string& program) {
   return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
@@ -55,29 +61,34 @@ void write_all(const std::string& path, const std::string& bytes) {
 // allocation function wrapped to abort while the model runs, checks both runs agree, writes the
 // outputs.
 std::string driver(const std::string& name, const std::vector<DType>& inputs, const std::vector<DType>& outputs,
-                   bool weights_file) {
+                   bool weights_file, bool wrap_malloc) {
   std::string N = name;
   for (char& c : N) c = char(std::toupper(static_cast<unsigned char>(c)));
   std::ostringstream d;
   d << "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include \"" << name << ".h\"\n\n";
   d << "static int in_model;\n";
-  d << "void* __real_malloc(size_t n);\nvoid* __real_calloc(size_t n, size_t s);\nvoid* __real_realloc(void* p, size_t n);\n";
-  d << "static void refuse(void) { fputs(\"allocation during the model's run\\n\", stderr); abort(); }\n";
-  d << "void* __wrap_malloc(size_t n) { if (in_model) refuse(); return __real_malloc(n); }\n";
-  d << "void* __wrap_calloc(size_t n, size_t s) { if (in_model) refuse(); return __real_calloc(n, s); }\n";
-  d << "void* __wrap_realloc(void* p, size_t n) { if (in_model) refuse(); return __real_realloc(p, n); }\n";
+  if (wrap_malloc) {
+    d << "void* __real_malloc(size_t n);\nvoid* __real_calloc(size_t n, size_t s);\nvoid* __real_realloc(void* p, size_t n);\n";
+    d << "static void refuse(void) { fputs(\"allocation during the model's run\\n\", stderr); abort(); }\n";
+    d << "void* __wrap_malloc(size_t n) { if (in_model) refuse(); return __real_malloc(n); }\n";
+    d << "void* __wrap_calloc(size_t n, size_t s) { if (in_model) refuse(); return __real_calloc(n, s); }\n";
+    d << "void* __wrap_realloc(void* p, size_t n) { if (in_model) refuse(); return __real_realloc(p, n); }\n";
+  }
   d << "static void load(const char* path, void* p, size_t bytes) {\n  FILE* f = fopen(path, \"rb\");\n"
     << "  if (!f || fread(p, 1, bytes, f) != bytes) { fprintf(stderr, \"cannot read %s\\n\", path); exit(3); }\n"
     << "  fclose(f);\n}\n";
   d << "static void save(const char* path, const void* p, size_t bytes) {\n  FILE* f = fopen(path, \"wb\");\n"
     << "  if (!f || fwrite(p, 1, bytes, f) != bytes) exit(3);\n  fclose(f);\n}\n";
   for (size_t i = 0; i < inputs.size(); ++i) {
-    d << "static " << kernels::dtype_cpp_type(inputs[i]) << " in" << i << "[" << N << "_INPUT" << i << "_NUMEL + 1];\n";
+    // exactly the input's size (AddressSanitizer sees a read one past it), 1 for an empty one
+    const std::string n = N + "_INPUT" + std::to_string(i) + "_NUMEL";
+    d << "static " << kernels::dtype_cpp_type(inputs[i]) << " in" << i << "[" << n << " > 0 ? " << n << " : 1];\n";
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     const std::string t = kernels::dtype_cpp_type(outputs[i]);
-    d << "static " << t << " out" << i << "[" << N << "_OUTPUT" << i << "_NUMEL + 1], again" << i << "[" << N << "_OUTPUT"
-      << i << "_NUMEL + 1];\n";
+    const std::string n = N + "_OUTPUT" + std::to_string(i) + "_NUMEL";
+    const std::string size = "[" + n + " > 0 ? " + n + " : 1]";
+    d << "static " << t << " out" << i << size << ", again" << i << size << ";\n";
   }
   if (weights_file) d << "static _Alignas(64) unsigned char weights[" << N << "_WEIGHTS_BYTES + 1];\n";
   std::string args = weights_file ? "weights, " : "", again = args;
@@ -114,14 +125,16 @@ class ExportC : public TempDirTest {
     std::vector<DType> in_types, out_types;
     for (const Tensor& t : inputs) in_types.push_back(t.dtype());
     for (const ir::Value* v : graph.outputs()) out_types.push_back(v->meta.dtype);
-    write_all(path("main.c"), driver(options.name, in_types, out_types, options.weights == export_c::Weights::File));
+    write_all(path("main.c"),
+              driver(options.name, in_types, out_types, options.weights == export_c::Weights::File, tc.wrap_malloc));
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor t = inputs[i].contiguous();
       write_all(path("in" + std::to_string(i) + ".bin"),
                 std::string(static_cast<const char*>(t.raw_data()), size_t(t.numel()) * dtype_size(t.dtype())));
     }
-    const std::string build = "cd " + dir_ + " && " + tc.cc + " -o prog main.c " + options.name +
-                              ".c -lm -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc > build.log 2>&1";
+    const std::string build = "cd " + dir_ + " && " + tc.cc + " -o prog main.c " + options.name + ".c -lm" +
+                              (tc.wrap_malloc ? " -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc" : "") +
+                              " > build.log 2>&1";
     if (std::system(build.c_str()) != 0) {
       ADD_FAILURE() << "compiling the export failed:\n" << read_all(path("build.log")).substr(0, 4000);
       return {};
@@ -265,8 +278,10 @@ TEST_F(ExportC, EverySmallModelMatchesSmelt) {
     const std::vector<Tensor> inputs = model_inputs(m.graph.ir_graph(), 11);
     export_c::Options options;
     options.target = targets[models % 4];
+    // every other model under AddressSanitizer and UBSan, the rest with the allocation check
     expect_model_matches(std::string(name) + " (" + export_c::target_name(options.target) + ")",
-                         run_exported(m.graph.ir_graph(), inputs, options), smelt_outputs(m.graph.ir_graph(), inputs));
+                         run_exported(m.graph.ir_graph(), inputs, options, models % 2 ? kSanitized : kNative),
+                         smelt_outputs(m.graph.ir_graph(), inputs));
     ++models;
   }
   EXPECT_EQ(models, 12);
@@ -282,8 +297,11 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
   };
   const char* f2 = "\n    smelt_conv2d_winograd_f32(";
   const char* gemm = "\n    smelt_conv2d_f32(";
+  // narrow images: no tile inside the image along x (3 wide, padding 1), a patch one column past
+  // the image's edge (3 wide, no padding), padding as wide as the image
   for (const Case& k : {Case{16, 16, 9, 13, 1, f2}, Case{24, 32, 16, 11, 0, f2}, Case{17, 20, 7, 12, 2, f2},
-                        Case{16, 24, 3, 65, 1, f2}, Case{32, 16, 4, 4, 1, gemm}, Case{16, 16, 9, 9, 1, gemm}}) {
+                        Case{16, 24, 3, 65, 1, f2}, Case{16, 16, 32, 3, 1, f2}, Case{16, 16, 66, 3, 0, f2},
+                        Case{16, 16, 30, 2, 2, f2}, Case{32, 16, 4, 4, 1, gemm}, Case{16, 16, 9, 9, 1, gemm}}) {
     manual_seed(uint64_t(k.c * 100 + k.h));
     const Tensor weight = randn({k.o, k.c, 3, 3}) * 0.2, bias = randn({k.o});
     const Graph g = Graph::trace([&](const std::vector<Tensor>& x, const std::vector<Tensor>&) -> std::vector<Tensor> {
@@ -296,7 +314,7 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
       options.winograd = winograd;
       const std::string name = "conv " + std::to_string(k.c) + "->" + std::to_string(k.o) + " " + std::to_string(k.h) +
                                "x" + std::to_string(k.w) + " pad " + std::to_string(k.pad) + (winograd ? "" : " (gemm)");
-      expect_model_matches(name, run_exported(g.ir_graph(), inputs, options), want);
+      expect_model_matches(name, run_exported(g.ir_graph(), inputs, options, kSanitized), want);
       EXPECT_NE(read_all(path("model.c")).find(winograd ? k.call : gemm), std::string::npos)
           << name << ": the run calls " << (winograd ? k.call : gemm);
     }
@@ -313,7 +331,7 @@ TEST_F(ExportC, PoolingMatchesSmelt) {
             avg_pool2d(x[0], 3, 2, 1, true), avg_pool2d(x[0], 3, 1, 1, false)};
   }, {example});
   const std::vector<Tensor> inputs = {testing::special_values({2, 3, 41, 45}, 9, 5)};
-  const std::vector<Tensor> got = run_exported(g.ir_graph(), inputs);
+  const std::vector<Tensor> got = run_exported(g.ir_graph(), inputs, {}, kSanitized);
   const std::vector<Tensor> want = smelt_outputs(g.ir_graph(), inputs);
   ASSERT_EQ(got.size(), 5u);
   for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(testing::same_bits(got[i], want[i])) << "max pool " << i;

@@ -146,7 +146,7 @@ static inline void smelt_conv2d_winograd_f32(const float* x, const float* u, flo
   const int64_t th = (ho + 1) / 2, tw = (wo + 1) / 2;
   const int64_t u_size = (o + SMELT_GEMM_MR - 1) / SMELT_GEMM_MR * SMELT_GEMM_MR * c;
   /* tiles whose patch lies inside the image along x: tx in [tx_lo, tx_hi) */
-  const int64_t tx_lo = (pw + 1) / 2, tx_hi_raw = (w + pw - 4) / 2 + 1;
+  const int64_t tx_lo = (pw + 1) / 2, tx_hi_raw = w + pw >= 4 ? (w + pw - 4) / 2 + 1 : 0;
   const int64_t tx_hi = tx_hi_raw < tx_lo ? tx_lo : tx_hi_raw > tw ? tw : tx_hi_raw;
   float* v = scratch;
   float* m = v + 16 * c * rows * tw;
@@ -164,12 +164,12 @@ static inline void smelt_conv2d_winograd_f32(const float* x, const float* u, flo
           float* vrow = v + ch * nt + (ty - ty0) * tw;
           const int inside = r0 >= 0 && r0 + 3 < h;
           for (int64_t tx = 0; tx < tw; ++tx) {
-            if (inside && tx == tx_lo) {  /* the interior run */
-              const float* p0 = plane + r0 * w - pw;
+            if (inside && tx == tx_lo && tx_hi > tx_lo) {  /* the interior run */
               for (int64_t q = tx_lo; q < tx_hi; ++q) {
+                const float* p0 = plane + (r0 * w + 2 * q - pw);  /* the patch's first pixel */
                 float d[4][4];
                 for (int i = 0; i < 4; ++i) {
-                  for (int j = 0; j < 4; ++j) d[i][j] = p0[i * w + 2 * q + j];
+                  for (int j = 0; j < 4; ++j) d[i][j] = p0[i * w + j];
                 }
                 smelt_winograd_in(d, vrow + q, c * nt);
               }

@@ -84,7 +84,7 @@ static inline void smelt_pack_b(const smelt_gemm_b* b, int64_t k0, int64_t kc, i
         }
         for (int64_t q = 0; q < lo; ++q) o[q] = 0.0f;
         if (hi > lo) {
-          const float* restrict row = plane + ih * b->w + iw0 + lo * b->sw;  /* column lo's pixel */
+          const float* restrict row = plane + (ih * b->w + iw0 + lo * b->sw);  /* column lo's pixel */
           if (b->sw == 1) {
             memcpy(o + lo, row, (size_t)(hi - lo) * sizeof(float));
           } else {

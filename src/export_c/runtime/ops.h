@@ -25,10 +25,10 @@ static inline void smelt_max_pool2d_f32(const float* x, float* y, int64_t* index
       if (!index && oh >= top && oh < bottom) {
         for (ow = lo; ow + 16 <= hi; ow += 16) {
           float best[16];
-          const float* first = plane + (oh * sh - ph) * w + ow * sw - pw;
+          const float* first = plane + ((oh * sh - ph) * w + ow * sw - pw);
           for (int t = 0; t < 16; ++t) best[t] = first[t * sw];  /* the first tap is taken */
           for (int64_t i = 0; i < kh; ++i) {
-            const float* in = plane + (oh * sh - ph + i * dh) * w + ow * sw - pw;
+            const float* in = plane + ((oh * sh - ph + i * dh) * w + ow * sw - pw);
             for (int64_t j = i == 0; j < kw; ++j) {
               for (int t = 0; t < 16; ++t) {
                 const float v = in[t * sw + j * dw], b = best[t];
@@ -89,8 +89,8 @@ static inline void smelt_avg_pool2d_f32(const float* x, float* y, int64_t planes
         const int64_t padded_j = smelt_taps_below(w + pw, oj, kw, dw);
         float acc = 0.0f;
         for (int64_t i = bi; i < ei; ++i) {
-          const float* row = plane + (oi + i * dh) * w + oj;
-          for (int64_t j = bj; j < ej; ++j) acc += row[j * dw];
+          const int64_t row = (oi + i * dh) * w + oj;  /* the window's first column, maybe left of the image */
+          for (int64_t j = bj; j < ej; ++j) acc += plane[row + j * dw];
         }
         const int64_t count = include_pad ? padded_i * padded_j : (ei - bi) * (ej - bj);
         y[(pl * ho + oh) * wo + ow] = count > 0 ? acc / (float)count : 0.0f;
