@@ -27,10 +27,5 @@ ${embedded}  };
 
 }  // namespace smelt::export_c
 ")
-if(EXISTS ${OUT})
-  file(READ ${OUT} old)
-  if(old STREQUAL text)
-    return()
-  endif()
-endif()
-file(WRITE ${OUT} "${text}")
+include(${CMAKE_CURRENT_LIST_DIR}/write_if_changed.cmake)
+write_if_changed(${OUT} "${text}")

@@ -399,6 +399,24 @@ TEST_F(ExportC, AnIndexOutOfRangeIsAnErrorCode) {
   EXPECT_NE(read_all(path("run.log")).find("rc 1 1"), std::string::npos) << read_all(path("run.log"));
 }
 
+// Graphs at the edges: an empty batch, an output that is the input itself, one value returned
+// twice, an output that is a constant, a size-1 everything.
+TEST_F(ExportC, EdgeGraphs) {
+  manual_seed(6);
+  const Tensor w = randn({5, 3}), c = randn({2, 2});
+  for (const Shape& shape : {Shape{0, 5}, Shape{1, 5}}) {
+    const std::vector<Tensor> inputs = {randn(shape)};
+    const Graph at = Graph::trace([&](const std::vector<Tensor>& x, const std::vector<Tensor>&) -> std::vector<Tensor> {
+      const Tensor y = relu(matmul(x[0], w));
+      return {y, x[0], y, c};
+    }, inputs);
+    const std::vector<Tensor> got = run_exported(at.ir_graph(), inputs, {}, kSanitized);
+    const std::vector<Tensor> want = smelt_outputs(at.ir_graph(), inputs);
+    ASSERT_EQ(got.size(), 4u) << shape_str(shape);
+    for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(testing::same_bits(got[i], want[i])) << shape_str(shape) << " output " << i;
+  }
+}
+
 TEST_F(ExportC, ClearErrors) {
   const Graph g = mlp_graph();
   export_c::Options bad_name;
