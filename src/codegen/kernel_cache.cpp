@@ -88,6 +88,17 @@ KernelCacheOptions KernelCacheOptions::from_env() {
   return o;
 }
 
+namespace {
+
+LoopKernel validated(LoopKernel kernel) {
+  validate(kernel);
+  return kernel;
+}
+
+}  // namespace
+
+KernelHandle::KernelHandle(LoopKernel kernel) : interpreted_(validated(std::move(kernel))) {}
+
 void KernelHandle::run(void* const* args) const {
   if (KernelEntry entry = entry_.load(std::memory_order_acquire)) return entry(args);
   interpreted_.run(args);
@@ -362,13 +373,17 @@ std::shared_ptr<KernelHandle> KernelCache::get(const LoopKernel& kernel) {
 std::vector<std::shared_ptr<KernelHandle>> KernelCache::get_many(
     const std::vector<const LoopKernel*>& kernels) {
   std::vector<std::shared_ptr<KernelHandle>> handles;
+  for (const LoopKernel* kernel : kernels) handles.push_back(std::make_shared<KernelHandle>(*kernel));
+  return compile_handles(std::move(handles));
+}
+
+std::vector<std::shared_ptr<KernelHandle>> KernelCache::compile_handles(
+    std::vector<std::shared_ptr<KernelHandle>> handles) {
   std::vector<std::pair<std::shared_ptr<KernelHandle>, std::string>> misses;
-  for (const LoopKernel* kernel : kernels) {
-    validate(*kernel);
-    const std::string k = key(*kernel);
-    dump(*kernel, k);
-    auto handle = std::make_shared<KernelHandle>(*kernel);
-    handles.push_back(handle);
+  for (std::shared_ptr<KernelHandle>& handle : handles) {
+    const LoopKernel& kernel = handle->kernel();
+    const std::string k = key(kernel);
+    dump(kernel, k);
     if (!compiler_.available()) {
       warn_no_compiler();
       handle->finish(nullptr, "no C++ compiler: " + compiler_.missing);
@@ -382,11 +397,11 @@ std::vector<std::shared_ptr<KernelHandle>> KernelCache::get_many(
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = pending_.find(k);
       if (it != pending_.end()) {  // the same computation, already compiling
-        handles.back() = it->second;
+        handle = it->second;
         continue;
       }
     }
-    if (auto hit = lookup_disk(k, kernel->tiled)) {
+    if (auto hit = lookup_disk(k, kernel.tiled)) {
       remember(hit);
       handle->finish(hit, "");
       continue;
@@ -394,8 +409,9 @@ std::vector<std::shared_ptr<KernelHandle>> KernelCache::get_many(
     bool repeated = false;  // the same kernel twice in this request: one compile
     for (auto& [h, key] : misses) {
       if (key == k) {
-        handles.back() = h;
+        handle = h;
         repeated = true;
+        break;
       }
     }
     if (!repeated) misses.emplace_back(handle, k);

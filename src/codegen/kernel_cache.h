@@ -76,10 +76,12 @@ struct CompiledKernel {
   std::string source_path;  // the source it was compiled from, in the disk cache
 };
 
-// One kernel of tiered execution.
+// One kernel of tiered execution: its one execution owner (interpreted until compiled) and the
+// one place a kernel is validated.
 class KernelHandle {
  public:
-  explicit KernelHandle(LoopKernel kernel) : interpreted_(std::move(kernel)) {}
+  // Validates `kernel` (smelt::Error when invalid) and prepares its interpretation.
+  explicit KernelHandle(LoopKernel kernel);
 
   // The compiled kernel if ready, else the interpreter. Reentrant.
   void run(void* const* args) const;
@@ -123,6 +125,11 @@ class KernelCache {
   // kernels per compiler run (one translation unit), the batches spread over the pool.
   std::vector<std::shared_ptr<KernelHandle>> get_many(
       const std::vector<const LoopKernel*>& kernels);
+  // get_many() for handles the caller made (already validated, already interpreting): each is
+  // finished with its compiled kernel, or queued to compile, and returned; or, when the same
+  // kernel is already compiling, the handle that compiles it is returned in its place.
+  std::vector<std::shared_ptr<KernelHandle>> compile_handles(
+      std::vector<std::shared_ptr<KernelHandle>> handles);
   // Synchronous: the compiled kernel from memory, disk or the compiler; nullptr when there is no
   // compiler; a compiler failure is a smelt::Error with its messages.
   std::shared_ptr<const CompiledKernel> compile(const LoopKernel& kernel);

@@ -1,6 +1,7 @@
 #include "ops/elementwise_bind.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "kernels/elementwise.h"
 #include "ops/op_util.h"
@@ -33,21 +34,32 @@ void check_clamp_bounds(const Attrs& attrs, DType dtype) {
   }
 }
 
+namespace {
+
+// The table's rows without parameters that an op of the same name computes as they are (add,
+// exp, where, ...), found by name once: the ops with attributes bind them below.
+std::optional<ScalarFn> same_name_row(OpId op) {
+  static const std::vector<std::optional<ScalarFn>> rows = [] {
+    std::vector<std::optional<ScalarFn>> r(static_cast<size_t>(kOpCount));
+    for (int f = 0; f < kernels::kScalarFnCount; ++f) {
+      const kernels::ScalarFnInfo& info = kernels::kScalarFnInfo[f];
+      if (info.params != 0 || info.result == kernels::ScalarResult::CastTarget) continue;
+      for (int o = 0; o < kOpCount; ++o) {
+        if (op_info(OpId(o)).kind == OpKind::Elementwise &&
+            std::strcmp(op_name(OpId(o)), info.name) == 0)
+          r[size_t(o)] = ScalarFn(f);
+      }
+    }
+    return r;
+  }();
+  return int(op) < kOpCount ? rows[size_t(op)] : std::nullopt;
+}
+
+}  // namespace
+
 std::optional<ScalarCall> elementwise_scalar_call(OpId op, const Attrs& attrs, DType dtype) {
+  if (std::optional<ScalarFn> row = same_name_row(op)) return ScalarCall{*row};
   switch (op) {
-    // the ops whose scalar function has the op's name and no parameters
-#define SMELT_SAME_NAME(name) \
-  case OpId::name: return ScalarCall{ScalarFn::name};
-    SMELT_SAME_NAME(neg) SMELT_SAME_NAME(exp) SMELT_SAME_NAME(log) SMELT_SAME_NAME(sqrt)
-    SMELT_SAME_NAME(rsqrt) SMELT_SAME_NAME(abs) SMELT_SAME_NAME(sign) SMELT_SAME_NAME(erf)
-    SMELT_SAME_NAME(relu) SMELT_SAME_NAME(sigmoid) SMELT_SAME_NAME(tanh) SMELT_SAME_NAME(silu)
-    SMELT_SAME_NAME(add) SMELT_SAME_NAME(sub) SMELT_SAME_NAME(mul) SMELT_SAME_NAME(div)
-    SMELT_SAME_NAME(pow) SMELT_SAME_NAME(maximum) SMELT_SAME_NAME(minimum) SMELT_SAME_NAME(eq)
-    SMELT_SAME_NAME(ne) SMELT_SAME_NAME(lt) SMELT_SAME_NAME(le) SMELT_SAME_NAME(gt)
-    SMELT_SAME_NAME(ge) SMELT_SAME_NAME(where)
-    SMELT_SAME_NAME(floor) SMELT_SAME_NAME(ceil) SMELT_SAME_NAME(round) SMELT_SAME_NAME(sin) SMELT_SAME_NAME(cos) SMELT_SAME_NAME(tan) SMELT_SAME_NAME(asin)
-    SMELT_SAME_NAME(acos) SMELT_SAME_NAME(atan) SMELT_SAME_NAME(sinh) SMELT_SAME_NAME(cosh) SMELT_SAME_NAME(asinh) SMELT_SAME_NAME(acosh) SMELT_SAME_NAME(atanh)
-#undef SMELT_SAME_NAME
     // leaky_relu(x, negative_slope)
     case OpId::leaky_relu: return ScalarCall{ScalarFn::leaky_relu, {attrs.get_float("negative_slope")}};
     // approximate = 1 selects the tanh form

@@ -6,7 +6,7 @@ namespace smelt::runtime {
 
 KernelStep::KernelStep(codegen::LoopKernel kernel) {
   try {
-    codegen::validate(kernel);
+    handle_ = std::make_shared<codegen::KernelHandle>(kernel);  // validates
   } catch (const Error& e) {
     SMELT_INTERNAL_CHECK(false) << "plan: the lowering produced an invalid kernel '" << kernel.name
                                 << "': " << e.what() << "\n" << codegen::print_kernel(kernel);
@@ -16,7 +16,6 @@ KernelStep::KernelStep(codegen::LoopKernel kernel) {
     sizes_ = kernel.sizes->at;
     args_.push_back(sizes_.data());
   }
-  handle_ = std::make_shared<codegen::KernelHandle>(kernel);
   kernel_ = std::move(kernel);
 }
 

@@ -17,16 +17,19 @@ using codegen::KernelEntry;
 
 class KernelStep {
  public:
-  // Validates the kernel (an invalid one is an internal error of the lowering). The step runs
-  // through one KernelHandle, the kernel's one execution owner (interpreted until compiled): its
-  // own until attach() gives it the kernel cache's (the plan asks the cache for all its kernels
-  // at once, KernelCache::get_many, so that they compile in batches). A dynamic-shape kernel
-  // (LoopKernel::sizes) runs at its `sizes->at`: its sizes follow the buffers in the arguments,
-  // for compiled code and interpreter alike (so one cache handle serves every size).
+  // Validates the kernel (an invalid one is an internal error of the lowering) by making the
+  // KernelHandle the step runs through, the kernel's one execution owner (interpreted until
+  // compiled). The plan hands every step's handle to the kernel cache at once
+  // (KernelCache::compile_handles, so that they compile in batches), which compiles into it or
+  // returns the handle already compiling the same kernel: attach() takes that answer. A
+  // dynamic-shape kernel (LoopKernel::sizes) runs at its `sizes->at`: its sizes follow the buffers
+  // in the arguments, for compiled code and interpreter alike (so one cache handle serves every
+  // size).
   explicit KernelStep(codegen::LoopKernel kernel);
 
-  // From now on the step runs through `handle` (compiled once its compile is done). Not while a
-  // run of this step is in flight.
+  // The handle the step runs through until it asks the cache (own_handle()), then the cache's
+  // answer for it. Not while a run of this step is in flight.
+  const std::shared_ptr<codegen::KernelHandle>& own_handle() const { return handle_; }
   void attach(std::shared_ptr<codegen::KernelHandle> handle) {
     handle_ = std::move(handle);
     cached_ = true;

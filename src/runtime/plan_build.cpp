@@ -34,16 +34,16 @@ bool Plan::Impl::defer_compile() const {
 
 void Plan::Impl::request_kernels() {
   std::vector<KernelStep*> pending;
-  std::vector<const codegen::LoopKernel*> kernels;
+  std::vector<std::shared_ptr<codegen::KernelHandle>> own;
   for (Step& s : steps) {
     if (s.kernel && !s.kernel->handle()) {
       pending.push_back(s.kernel.get());
-      kernels.push_back(&s.kernel->kernel());
+      own.push_back(s.kernel->own_handle());
     }
   }
-  if (kernels.empty()) return;
+  if (own.empty()) return;
   std::vector<std::shared_ptr<codegen::KernelHandle>> handles =
-      codegen::KernelCache::global().get_many(kernels);
+      codegen::KernelCache::global().compile_handles(std::move(own));
   for (size_t i = 0; i < pending.size(); ++i) pending[i]->attach(handles[i]);
 }
 
