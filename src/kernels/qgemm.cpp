@@ -1,0 +1,326 @@
+#include "kernels/qgemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/parallel.h"
+#include "smelt/error.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace smelt::kernels {
+namespace {
+
+// Tile shapes per instruction set: MR rows x NR columns of int32 accumulators in registers.
+// AVX-512: 8 x 32 (16 zmm accumulators, 2 for B, 1 broadcast); AVX2: 6 x 16 (12 ymm, 2, 1).
+constexpr int kVnniMr = 8, kVnniNr = 32, kVnniGroup = 4;
+constexpr int kAvx2Mr = 6, kAvx2Nr = 16, kAvx2Group = 2;
+constexpr int kPortableMr = 4;  // the portable path reads the VNNI packing
+
+int tile_rows(QGemmIsa isa) {
+  switch (isa) {
+    case QGemmIsa::Avx512Vnni: return kVnniMr;
+    case QGemmIsa::Avx2: return kAvx2Mr;
+    case QGemmIsa::Portable: return kPortableMr;
+  }
+  return kPortableMr;
+}
+
+// A's rows [m0, m0 + mr) packed for the micro-kernel: per k group, MR int32 words each holding
+// the group's bytes of one row (Portable/VNNI: 4 uint8; AVX2: 2 uint8 widened to int16), zero
+// past k and past mr; and each row's sum.
+void pack_a(QGemmIsa isa, const uint8_t* a, int64_t lda, int64_t m0, int mr, int64_t k,
+            int64_t k_groups, int32_t* packed, int32_t* row_sums) {
+  const int MR = tile_rows(isa);
+  for (int i = 0; i < MR; ++i) {
+    const uint8_t* row = i < mr ? a + (m0 + i) * lda : nullptr;
+    int32_t sum = 0;
+    for (int64_t q = 0; q < k_groups; ++q) {
+      uint32_t word = 0;
+      if (row) {
+        if (isa == QGemmIsa::Avx2) {
+          for (int r = 0; r < kAvx2Group; ++r) {
+            const int64_t kk = q * kAvx2Group + r;
+            const uint32_t v = kk < k ? row[kk] : 0;
+            word |= v << (16 * r);
+            sum += int32_t(v);
+          }
+        } else {
+          for (int r = 0; r < kVnniGroup; ++r) {
+            const int64_t kk = q * kVnniGroup + r;
+            const uint32_t v = kk < k ? row[kk] : 0;
+            word |= v << (8 * r);
+            sum += int32_t(v);
+          }
+        }
+      }
+      packed[q * MR + i] = int32_t(word);
+    }
+    row_sums[i] = sum;
+  }
+}
+
+// c[i * nr + j] = sum over the k groups of A's packed row i times B's panel column j.
+void tile_portable(const int32_t* ap, const int8_t* bp, int64_t k_groups, int32_t* c) {
+  constexpr int MR = kPortableMr, NR = kVnniNr, G = kVnniGroup;
+  int32_t acc[MR][NR] = {};
+  for (int64_t q = 0; q < k_groups; ++q) {
+    const int8_t* bq = bp + q * NR * G;
+    for (int i = 0; i < MR; ++i) {
+      const uint32_t word = uint32_t(ap[q * MR + i]);
+      for (int j = 0; j < NR; ++j) {
+        int32_t s = 0;
+        for (int r = 0; r < G; ++r) s += int32_t((word >> (8 * r)) & 0xff) * bq[j * G + r];
+        acc[i][j] += s;
+      }
+    }
+  }
+  std::memcpy(c, acc, sizeof acc);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const int32_t* ap,
+                                                                       const int8_t* bp,
+                                                                       int64_t k_groups,
+                                                                       int32_t* c) {
+  constexpr int MR = kVnniMr, NR = kVnniNr, G = kVnniGroup;
+  __m512i acc[MR][2];
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+  for (int64_t q = 0; q < k_groups; ++q) {
+    const __m512i b0 = _mm512_loadu_si512(bp + q * NR * G);
+    const __m512i b1 = _mm512_loadu_si512(bp + q * NR * G + 64);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i av = _mm512_set1_epi32(ap[q * MR + i]);
+      acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, b0);
+      acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    _mm512_storeu_si512(c + i * NR, acc[i][0]);
+    _mm512_storeu_si512(c + i * NR + 16, acc[i][1]);
+  }
+}
+
+__attribute__((target("avx2"))) void tile_avx2(const int32_t* ap, const int16_t* bp,
+                                               int64_t k_groups, int32_t* c) {
+  constexpr int MR = kAvx2Mr, NR = kAvx2Nr, G = kAvx2Group;
+  __m256i acc[MR][2];
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+  for (int64_t q = 0; q < k_groups; ++q) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + q * NR * G));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + q * NR * G + 16));
+    for (int i = 0; i < MR; ++i) {
+      const __m256i av = _mm256_set1_epi32(ap[q * MR + i]);
+      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
+      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * NR), acc[i][0]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * NR + 8), acc[i][1]);
+  }
+}
+#endif
+
+void run_tile(QGemmIsa isa, const int32_t* ap, const QPackedB& b, int64_t panel, int32_t* c) {
+  const int64_t panel_elems = b.k_groups * b.nr * b.group;
+#if defined(__x86_64__)
+  if (isa == QGemmIsa::Avx512Vnni) return tile_vnni(ap, b.bytes.data() + panel * panel_elems, b.k_groups, c);
+  if (isa == QGemmIsa::Avx2) return tile_avx2(ap, b.words.data() + panel * panel_elems, b.k_groups, c);
+#endif
+  SMELT_INTERNAL_CHECK(isa == QGemmIsa::Portable) << "qgemm: " << qgemm_isa_name(isa) << " is not built";
+  tile_portable(ap, b.bytes.data() + panel * panel_elems, b.k_groups, c);
+}
+
+// Stores one row of requantized values: the loop GCC vectorizes (vcvtdq2ps, vmulps, vrndscaleps).
+template <class T>
+void store_quantized_row(const QGemmOutput& out, const int32_t* acc, const float* scale, int step,
+                         int nr, T* dst) {
+  const float lo = float(std::max<int32_t>(out.lo, std::numeric_limits<T>::min()) - out.zero_point);
+  const float hi = float(std::min<int32_t>(out.hi, std::numeric_limits<T>::max()) - out.zero_point);
+  const float zp = float(out.zero_point);
+  for (int j = 0; j < nr; ++j) {
+    // Clamped before the zero point is added: the same value as requantize_one (both bounds are
+    // integers, so clamping before or after rounding agrees), exact in float (|v| < 2^9).
+    const float y = std::nearbyint(float(acc[j]) * scale[j * step]);
+    dst[j] = T(std::fmin(std::fmax(y, lo), hi) + zp);
+  }
+}
+
+// The epilogue of one tile: zero-point corrections, bias, requantization, the store.
+void store_tile(const QGemmOutput& out, const QPackedB& b, const int32_t* c, int nr_stride,
+                int64_t m0, int mr, int64_t n0, int nr, const int32_t* row_sums,
+                int32_t a_zero_point) {
+  // acc = c - za * colsum[n] - zb[n] * rowsum[m] + K * za * zb[n] (+ bias[n]), in wrapping
+  // arithmetic: int32 overflow is the accumulator's own limit, as in every int8 GEMM.
+  uint32_t column_term[kVnniNr];
+  for (int j = 0; j < nr; ++j) {
+    const int64_t n = n0 + j;
+    const uint32_t zb = uint32_t(b.zero_point[size_t(n)]);
+    column_term[j] = uint32_t(b.k) * uint32_t(a_zero_point) * zb -
+                     uint32_t(a_zero_point) * uint32_t(b.col_sums[size_t(n)]) +
+                     (out.bias ? uint32_t(out.bias[n]) : 0u);
+  }
+  const float* scale = out.scale ? out.scale + (out.per_column_scale ? n0 : 0) : nullptr;
+  const int step = out.per_column_scale ? 1 : 0;
+  int32_t acc[kVnniNr];
+  for (int i = 0; i < mr; ++i) {
+    for (int j = 0; j < nr; ++j) {
+      acc[j] = int32_t(uint32_t(c[i * nr_stride + j]) + column_term[j] -
+                       uint32_t(b.zero_point[size_t(n0 + j)]) * uint32_t(row_sums[i]));
+    }
+    const int64_t at = (m0 + i) * out.ldc + n0;
+    switch (out.type) {
+      case QGemmOutput::Type::Int32:
+        std::memcpy(static_cast<int32_t*>(out.data) + at, acc, sizeof(int32_t) * size_t(nr));
+        break;
+      case QGemmOutput::Type::Float32: {
+        float* dst = static_cast<float*>(out.data) + at;
+        for (int j = 0; j < nr; ++j) dst[j] = float(acc[j]) * scale[j * step];
+        break;
+      }
+      case QGemmOutput::Type::UInt8:
+        store_quantized_row(out, acc, scale, step, nr, static_cast<uint8_t*>(out.data) + at);
+        break;
+      case QGemmOutput::Type::Int8:
+        store_quantized_row(out, acc, scale, step, nr, static_cast<int8_t*>(out.data) + at);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+const char* qgemm_isa_name(QGemmIsa isa) {
+  switch (isa) {
+    case QGemmIsa::Portable: return "portable";
+    case QGemmIsa::Avx2: return "avx2";
+    case QGemmIsa::Avx512Vnni: return "avx512-vnni";
+  }
+  return "?";
+}
+
+bool qgemm_isa_supported(QGemmIsa isa) {
+  switch (isa) {
+    case QGemmIsa::Portable: return true;
+#if defined(__x86_64__)
+    case QGemmIsa::Avx2: return __builtin_cpu_supports("avx2");
+    case QGemmIsa::Avx512Vnni:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vnni");
+#else
+    default: return false;
+#endif
+  }
+  return false;
+}
+
+QGemmIsa qgemm_best_isa() {
+  static const QGemmIsa best = [] {
+    for (QGemmIsa isa : {QGemmIsa::Avx512Vnni, QGemmIsa::Avx2}) {
+      if (qgemm_isa_supported(isa)) return isa;
+    }
+    return QGemmIsa::Portable;
+  }();
+  return best;
+}
+
+int32_t requantize_one(int32_t acc, float scale, int32_t zero_point, int32_t lo, int32_t hi) {
+  float y = float(acc) * scale;
+  // Past int32 the result saturates anyway; the bound keeps the conversion defined (NaN: a NaN
+  // scale, refused by callers, would land on lo).
+  y = std::fmin(std::fmax(y, -2147483648.0f), 2147483520.0f);
+  const int64_t q = int64_t(std::nearbyint(y)) + zero_point;  // half to even: the default mode
+  return int32_t(std::clamp<int64_t>(q, lo, hi));
+}
+
+QPackedB qgemm_pack_b(const void* b, bool b_unsigned, int64_t k, int64_t n, int64_t stride_k,
+                      int64_t stride_n, const std::vector<int32_t>& zero_points, QGemmIsa isa) {
+  SMELT_CHECK(k >= 0 && n >= 0) << "qgemm: negative size " << k << " x " << n;
+  SMELT_CHECK(zero_points.size() == 1 || int64_t(zero_points.size()) == n)
+      << "qgemm: " << zero_points.size() << " zero points for " << n
+      << " columns; valid: one, or one per column";
+  SMELT_CHECK(qgemm_isa_supported(isa)) << "qgemm: this CPU has no " << qgemm_isa_name(isa);
+  QPackedB p;
+  p.isa = isa;
+  p.k = k;
+  p.n = n;
+  p.nr = isa == QGemmIsa::Avx2 ? kAvx2Nr : kVnniNr;
+  p.group = isa == QGemmIsa::Avx2 ? kAvx2Group : kVnniGroup;
+  p.k_groups = (k + p.group - 1) / p.group;
+  const int64_t panels = (n + p.nr - 1) / p.nr;
+  const int64_t elems = panels * p.k_groups * p.nr * p.group;
+  if (isa == QGemmIsa::Avx2) {
+    p.words.assign(size_t(elems), 0);
+  } else {
+    p.bytes.assign(size_t(elems), 0);
+  }
+  p.col_sums.assign(size_t(n), 0);
+  p.zero_point.resize(size_t(n));
+  const int shift = b_unsigned ? 128 : 0;
+  for (int64_t col = 0; col < n; ++col) {
+    const int32_t zp = zero_points.size() == 1 ? zero_points[0] : zero_points[size_t(col)];
+    SMELT_CHECK(b_unsigned ? (zp >= 0 && zp <= 255) : (zp >= -128 && zp <= 127))
+        << "qgemm: weight zero point " << zp << " is outside "
+        << (b_unsigned ? "[0, 255] (uint8)" : "[-128, 127] (int8)");
+    p.zero_point[size_t(col)] = zp - shift;
+  }
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t col = 0; col < n; ++col) {
+      const int64_t at = kk * stride_k + col * stride_n;
+      const int32_t v = b_unsigned ? int32_t(static_cast<const uint8_t*>(b)[at]) - shift
+                                   : int32_t(static_cast<const int8_t*>(b)[at]);
+      p.col_sums[size_t(col)] += v;
+      const int64_t index = (((col / p.nr) * p.k_groups + kk / p.group) * p.nr + col % p.nr) * p.group + kk % p.group;
+      if (isa == QGemmIsa::Avx2) {
+        p.words[size_t(index)] = int16_t(v);
+      } else {
+        p.bytes[size_t(index)] = int8_t(v);
+      }
+    }
+  }
+  return p;
+}
+
+void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, int32_t a_zero_point,
+                const QPackedB& b, const QGemmOutput& out) {
+  SMELT_CHECK(m >= 0) << "qgemm: negative row count " << m;
+  SMELT_CHECK(a_zero_point >= 0 && a_zero_point <= 255)
+      << "qgemm: activation zero point " << a_zero_point << " is outside [0, 255] (uint8)";
+  SMELT_CHECK(lda >= b.k && out.ldc >= b.n) << "qgemm: row strides " << lda << " / " << out.ldc
+                                            << " shorter than the rows " << b.k << " / " << b.n;
+  SMELT_CHECK(out.type == QGemmOutput::Type::Int32 || out.scale)
+      << "qgemm: a requantized or dequantized output needs a scale";
+  if (m == 0 || b.n == 0) return;
+  const QGemmIsa isa = b.isa;
+  const int MR = tile_rows(isa);
+  const int64_t m_tiles = (m + MR - 1) / MR;
+  const int64_t panels = (b.n + b.nr - 1) / b.nr;
+  // Tasks go panel by panel within a row tile, so a chunk packs each row tile of A once.
+  const int64_t work_per_task = std::max<int64_t>(1, int64_t(MR) * b.nr * std::max<int64_t>(b.k, 1));
+  parallel_for(m_tiles * panels, std::max<int64_t>(1, kParallelGrain * 4 / work_per_task),
+               [&](int64_t begin, int64_t end) {
+                 std::vector<int32_t> packed(size_t(b.k_groups * MR) + 1);
+                 std::vector<int32_t> row_sums(static_cast<size_t>(MR));
+                 std::vector<int32_t> c(static_cast<size_t>(MR * b.nr));
+                 int64_t packed_tile = -1;
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t mt = t / panels, panel = t % panels;
+                   const int64_t m0 = mt * MR;
+                   const int mr = int(std::min<int64_t>(MR, m - m0));
+                   if (mt != packed_tile) {
+                     pack_a(isa, a, lda, m0, mr, b.k, b.k_groups, packed.data(), row_sums.data());
+                     packed_tile = mt;
+                   }
+                   run_tile(isa, packed.data(), b, panel, c.data());
+                   const int64_t n0 = panel * b.nr;
+                   store_tile(out, b, c.data(), b.nr, m0, mr, n0, int(std::min<int64_t>(b.nr, b.n - n0)),
+                              row_sums.data(), a_zero_point);
+                 }
+               });
+}
+
+}  // namespace smelt::kernels

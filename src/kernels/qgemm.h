@@ -1,0 +1,75 @@
+// The integer GEMM of quantized inference (docs/quantization.md): uint8 activations times int8
+// weights, accumulated exactly in int32, then requantized in the same pass.
+//
+//   acc[m][n] = sum_k (A[m][k] - za) * (B[k][n] - zb[n])  (+ bias[n], an int32 in acc's scale)
+//   out[m][n] = acc                                              (Int32)
+//             = float(acc) * scale[n]                            (Float32: dequantized)
+//             = clamp(round_half_even(float(acc) * scale[n]) + zo, lo, hi)  (UInt8 / Int8)
+//
+// The products run on A and B as stored (A - za and B - zb need 9 bits); the zero points come
+// back as row and column sums: acc = A.B - za * colsum(B) - zb[n] * rowsum(A) + K * za * zb[n].
+//
+// Instruction sets, chosen at run time from the CPU (qgemm_best_isa), so that one build runs on
+// every x86-64: AVX-512 VNNI (vpdpbusd: four u8 x s8 products summed into each int32 lane, no
+// intermediate saturation), AVX2 (vpmaddwd on operands widened to int16: exact — vpmaddubsw's
+// int16 pair sums saturate at 32767 < 2 * 255 * 127, which is why it is not used), and portable
+// C++ (any CPU). All three give the same int32 bits; the float epilogue is one scalar formula.
+// B is packed once per weight for one instruction set (QPackedB).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace smelt::kernels {
+
+enum class QGemmIsa : uint8_t { Portable, Avx2, Avx512Vnni };
+
+const char* qgemm_isa_name(QGemmIsa isa);  // "portable", "avx2", "avx512-vnni"
+bool qgemm_isa_supported(QGemmIsa isa);     // by this CPU
+QGemmIsa qgemm_best_isa();                  // the fastest supported one
+
+// B (K x N) packed for one instruction set: panels of `nr` columns, k in groups of `group`
+// (zero-padded), as the micro-kernel loads them; the zero point per column and the column sums.
+struct QPackedB {
+  QGemmIsa isa = QGemmIsa::Portable;
+  int64_t k = 0, n = 0;
+  int nr = 0, group = 0;
+  int64_t k_groups = 0;            // ceil(k / group)
+  std::vector<int8_t> bytes;       // Portable, Avx512Vnni: [panel][k group][nr][group]
+  std::vector<int16_t> words;      // Avx2: the same layout, widened
+  std::vector<int32_t> col_sums;   // sum_k B[k][n], as stored (signed)
+  std::vector<int32_t> zero_point; // per column, in the stored (signed) domain
+};
+
+// Packs B: element (k, n) is at b[k * stride_k + n * stride_n] (a conv weight (N, K) is
+// stride_k = 1, stride_n = K). `b_unsigned`: the values are uint8 (ONNX allows either); they are
+// stored as int8 minus 128, with the zero points shifted the same, which changes no product
+// (b - zb is unchanged). `zero_points` has n values (per column) or one.
+QPackedB qgemm_pack_b(const void* b, bool b_unsigned, int64_t k, int64_t n, int64_t stride_k,
+                      int64_t stride_n, const std::vector<int32_t>& zero_points, QGemmIsa isa);
+
+struct QGemmOutput {
+  enum class Type : uint8_t { Int32, Float32, UInt8, Int8 };
+  Type type = Type::Int32;
+  void* data = nullptr;
+  int64_t ldc = 0;                  // elements between rows of the output
+  const int32_t* bias = nullptr;    // per column, added to acc (optional)
+  const float* scale = nullptr;     // per column when per_column_scale, else one value
+  bool per_column_scale = false;
+  int32_t zero_point = 0;           // UInt8 / Int8
+  // UInt8 / Int8: the stored value is also clamped to [lo, hi] (a fused ReLU: lo = zero_point);
+  // the type's own range always applies.
+  int32_t lo = std::numeric_limits<int32_t>::min();
+  int32_t hi = std::numeric_limits<int32_t>::max();
+};
+
+// out = requantize((A - za)(B - zb)): A is m x b.k uint8 with rows `lda` apart. Threads over
+// tiles of the output. `a_zero_point` in [0, 255].
+void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, int32_t a_zero_point,
+                const QPackedB& b, const QGemmOutput& out);
+
+// The requantization of one accumulator, as every path stores it (round half to even).
+int32_t requantize_one(int32_t acc, float scale, int32_t zero_point, int32_t lo, int32_t hi);
+
+}  // namespace smelt::kernels
