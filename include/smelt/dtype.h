@@ -1,5 +1,5 @@
 // Element types. float32 computes, float64 checks gradients, int64 indexes, int32 comes in from
-// ONNX models (and numpy), bool/uint8 mask.
+// ONNX models (and numpy), bool/uint8 mask; uint8/int8 also hold quantized values.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +17,8 @@ namespace smelt {
   X(Int64, int64_t, "int64", "i64")           \
   X(Bool, bool, "bool", "bool")               \
   X(UInt8, uint8_t, "uint8", "u8")            \
-  X(Int32, int32_t, "int32", "i32")
+  X(Int32, int32_t, "int32", "i32")          \
+  X(Int8, int8_t, "int8", "i8")
 
 #define SMELT_DTYPE_ENUM_ROW(E, T, N, S) E,
 enum class DType : uint8_t { SMELT_FOR_EACH_DTYPE(SMELT_DTYPE_ENUM_ROW) };

@@ -17,6 +17,7 @@
 #include "smelt/op_types.h"
 #include "smelt/ops.h"
 #include "smelt/optim.h"
+#include "smelt/quantize.h"
 #include "smelt/recurrent.h"
 #include "smelt/scalar.h"
 #include "smelt/state_dict.h"

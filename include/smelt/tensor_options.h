@@ -20,6 +20,7 @@ inline constexpr DType Float64 = DType::Float64;
 inline constexpr DType Int64 = DType::Int64;
 inline constexpr DType Bool = DType::Bool;
 inline constexpr DType UInt8 = DType::UInt8;
+inline constexpr DType Int8 = DType::Int8;
 inline constexpr DType Int32 = DType::Int32;
 
 class TensorOptions {

@@ -37,15 +37,16 @@ DType dtype_arg(py::handle obj) {
   try {
     dt = np.attr("dtype")(obj);
   } catch (py::error_already_set&) {
-    throw py::type_error("dtype: expected smelt.float32/float64/int64/bool/uint8, a dtype name or "
+    throw py::type_error("dtype: expected smelt.float32/float64/int64/int32/bool/uint8/int8, a dtype name or "
                          "a NumPy dtype, got " + type_name_of(obj));
   }
   std::string name = py::str(dt.attr("name"));
-  if (name == "float32" || name == "float64" || name == "int64" || name == "bool" || name == "uint8") {
+  if (name == "float32" || name == "float64" || name == "int64" || name == "int32" || name == "bool" ||
+      name == "uint8" || name == "int8") {
     return dtype_from_name(name);
   }
   throw py::type_error("dtype: smelt has no dtype for NumPy's " + name +
-                       "; valid: float32, float64, int64, bool, uint8");
+                       "; valid: float32, float64, int64, int32, bool, uint8, int8");
 }
 
 Shape shape_args(const py::args& args, const char* where) {

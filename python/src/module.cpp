@@ -5,7 +5,7 @@
 namespace smelt::python {
 
 void bind_dtype(py::module_& m) {
-  py::enum_<DType> cls(m, "dtype", "Element types: float32, float64, int64, int32, bool, uint8");
+  py::enum_<DType> cls(m, "dtype", "Element types: float32, float64, int64, int32, bool, uint8, int8");
   cls
       .value("float32", DType::Float32)
       .value("float64", DType::Float64)
@@ -13,6 +13,7 @@ void bind_dtype(py::module_& m) {
       .value("bool", DType::Bool)
       .value("uint8", DType::UInt8)
       .value("int32", DType::Int32)
+      .value("int8", DType::Int8)
       .def_property_readonly("itemsize", [](DType d) { return dtype_size(d); })
       .def_property_readonly("is_floating_point", [](DType d) { return dtype_is_floating(d); });
   // Replaced rather than overloaded (def would add an overload after enum_'s own, which wins).
@@ -25,6 +26,7 @@ void bind_dtype(py::module_& m) {
   m.attr("bool") = DType::Bool;
   m.attr("uint8") = DType::UInt8;
   m.attr("int32") = DType::Int32;
+  m.attr("int8") = DType::Int8;
   // PyTorch's aliases.
   m.attr("float") = DType::Float32;
   m.attr("double") = DType::Float64;

@@ -4,7 +4,7 @@
 //   t.numpy(), np.asarray(t)   an array viewing t's memory (its strides); the array keeps t's
 //                         storage alive
 // and with copies: smelt.tensor(data) from an array, a nested list or a number.
-// dtypes: float32, float64, int64, bool, uint8 map to the NumPy dtypes of the same names; any
+// dtypes: float32, float64, int64, int32, bool, uint8, int8 map to the NumPy dtypes of the same names; any
 // other NumPy dtype is a TypeError that says how to convert.
 #include "bind.h"
 
@@ -14,7 +14,7 @@ namespace smelt::python {
 
 namespace {
 
-const char* kValidDTypes = "float32, float64, int64, int32, bool, uint8";
+const char* kValidDTypes = "float32, float64, int64, int32, bool, uint8, int8";
 
 py::dtype numpy_dtype(DType d) {
   switch (d) {
@@ -24,6 +24,7 @@ py::dtype numpy_dtype(DType d) {
     case DType::Bool: return py::dtype::of<bool>();
     case DType::UInt8: return py::dtype::of<uint8_t>();
     case DType::Int32: return py::dtype::of<int32_t>();
+    case DType::Int8: return py::dtype::of<int8_t>();
   }
   throw py::type_error("unknown dtype");
 }
@@ -38,6 +39,7 @@ std::optional<DType> smelt_dtype(const py::dtype& dt) {
   if (kind == 'i' && size == 4) return DType::Int32;
   if (kind == 'b' && size == 1) return DType::Bool;
   if (kind == 'u' && size == 1) return DType::UInt8;
+  if (kind == 'i' && size == 1) return DType::Int8;
   return std::nullopt;
 }
 

@@ -18,6 +18,7 @@ py::object element(const void* ptr, DType dtype) {
     case DType::Bool: return py::bool_(*static_cast<const bool*>(ptr));
     case DType::UInt8: return py::int_(*static_cast<const uint8_t*>(ptr));
     case DType::Int32: return py::int_(*static_cast<const int32_t*>(ptr));
+    case DType::Int8: return py::int_(*static_cast<const int8_t*>(ptr));
   }
   return py::none();
 }

@@ -94,6 +94,7 @@ void literal(std::ostream& out, DType dtype, const unsigned char* p) {
       return;
     }
     case DType::UInt8: out << int(*p); return;
+    case DType::Int8: out << int(*reinterpret_cast<const int8_t*>(p)); return;
     case DType::Bool: out << (*p ? 1 : 0); return;
   }
 }

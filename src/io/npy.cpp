@@ -17,6 +17,7 @@ std::string descr_of(DType t) {
     case DType::Int64: return "<i8";
     case DType::Bool: return "|b1";
     case DType::UInt8: return "|u1";
+    case DType::Int8: return "|i1";
     case DType::Int32: return "<i4";
   }
   return "";
@@ -59,7 +60,8 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   else if (descr == "<i4") dtype = DType::Int32;
   else if (descr == "|b1") dtype = DType::Bool;
   else if (descr == "|u1") dtype = DType::UInt8;
-  else SMELT_CHECK(false) << what << ": .npy dtype '" << descr.substr(0, 20) << "' is not supported (valid: <f4, <f8, <i8, <i4, |b1, |u1)";
+  else if (descr == "|i1") dtype = DType::Int8;
+  else SMELT_CHECK(false) << what << ": .npy dtype '" << descr.substr(0, 20) << "' is not supported (valid: <f4, <f8, <i8, <i4, |b1, |u1, |i1)";
   const std::string fortran = field(header, "fortran_order", what);
   SMELT_CHECK(fortran.find("False") < fortran.find(',') ) << what << ": Fortran-order .npy files are not supported";
   std::string shape_text = field(header, "shape", what);

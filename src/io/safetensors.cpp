@@ -37,6 +37,7 @@ const char* safetensors_dtype(DType dtype) {
     case DType::Int64: return "I64";
     case DType::Bool: return "BOOL";
     case DType::UInt8: return "U8";
+    case DType::Int8: return "I8";
     case DType::Int32: return "I32";
     default: break;
   }

@@ -21,7 +21,7 @@ constexpr DTypeName kDTypeNames[] = {{DType::Float32, "F32"},
                                      {DType::Float64, "F64"},
                                      {DType::Int64, "I64"},
                                      {DType::Bool, "BOOL"},
-                                     {DType::UInt8, "U8"},
+                                     {DType::UInt8, "U8"}, {DType::Int8, "I8"},
                                      {DType::Int32, "I32"}};
 // Valid in the format, but with no smelt dtype to load them into.
 constexpr const char* kUnsupportedDTypes[] = {"F16", "BF16", "F8_E4M3", "F8_E5M2", "I8",

@@ -21,5 +21,12 @@ bool all_elements_are(const Value* v, double value);
 // True when `v` is an integer (or bool) constant none of whose elements is 0: a divisor that the
 // eager div cannot refuse.
 bool is_integer_constant_without_zeros(const Value* v);
+// True when `v` is a float32 constant whose every element is positive and finite: a scale the
+// quantized ops cannot refuse.
+bool is_positive_finite_constant(const Value* v);
+// Whether a quantized op (ops/ops.def, docs/quantization.md) refuses no value of `inputs`: its
+// scales are constants that are positive and finite, and an int32 dequantize's zero point is a
+// constant 0. False for other ops.
+bool quantized_op_cannot_refuse(ops::OpId op, const std::vector<Value*>& inputs);
 
 }  // namespace smelt::ir

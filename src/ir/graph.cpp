@@ -183,6 +183,7 @@ bool Node::must_run() const {
   }
   if (ops::mutates_any(op)) return true;
   if (op == ops::OpId::div && inputs.size() == 2 && is_integer_constant_without_zeros(inputs[1])) return false;
+  if (quantized_op_cannot_refuse(op, inputs)) return false;
   std::vector<ops::TensorMeta> in;
   for (const Value* v : inputs) in.push_back(v->meta);
   return ops::may_refuse_values(op, in);

@@ -190,16 +190,18 @@ class Parser {
     switch (t) {
       case DType::Float32: put(float_from<float, uint32_t>(tok, "f32")); return;
       case DType::Float64: put(float_from<double, uint64_t>(tok, "f64")); return;
-      case DType::Int64: case DType::Int32: case DType::UInt8: case DType::Bool: {
+      case DType::Int64: case DType::Int32: case DType::UInt8: case DType::Int8: case DType::Bool: {
         if (!is_integer_text(tok)) fail_token(tok, std::string("an ") + ops::dtype_short_name(t) + " constant needs integers, got '" + tok + "'");
         int64_t v = 0;
         auto res = std::from_chars(tok.data(), tok.data() + tok.size(), v);
         int64_t lo = t == DType::Int64   ? std::numeric_limits<int64_t>::min()
                      : t == DType::Int32 ? std::numeric_limits<int32_t>::min()
+                     : t == DType::Int8  ? -128
                                          : 0;
         int64_t hi = t == DType::Int64   ? std::numeric_limits<int64_t>::max()
                      : t == DType::Int32 ? std::numeric_limits<int32_t>::max()
                      : t == DType::UInt8 ? 255
+                     : t == DType::Int8  ? 127
                                          : 1;
         if (res.ec != std::errc() || v < lo || v > hi) {
           fail_token(tok, tok + " is out of the " + ops::dtype_short_name(t) + " range [" + std::to_string(lo) +
@@ -208,6 +210,7 @@ class Parser {
         if (t == DType::Int64) put(v);
         else if (t == DType::Int32) put(int32_t(v));
         else if (t == DType::UInt8) put(uint8_t(v));
+        else if (t == DType::Int8) put(int8_t(v));
         else put(bool(v));
         return;
       }

@@ -50,6 +50,7 @@ std::string element_str(const char* p, DType t) {
     }
     case DType::Bool: return *p ? "1" : "0";
     case DType::UInt8: return std::to_string(unsigned(static_cast<unsigned char>(*p)));
+    case DType::Int8: return std::to_string(int(static_cast<signed char>(*p)));
     case DType::Int32: {
       int32_t i;
       std::memcpy(&i, p, sizeof i);

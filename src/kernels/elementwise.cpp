@@ -100,6 +100,7 @@ const char* dtype_cpp_type(DType dtype) {
     case DType::Int32: return "int32_t";
     case DType::Bool: return "bool";
     case DType::UInt8: return "uint8_t";
+    case DType::Int8: return "int8_t";
   }
   return "?";
 }

@@ -102,6 +102,7 @@ void map3(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, 
       case ::smelt::DType::Bool: { using scalar_t = bool; return __VA_ARGS__(); }          \
       case ::smelt::DType::UInt8: { using scalar_t = uint8_t; return __VA_ARGS__(); }      \
       case ::smelt::DType::Int32: { using scalar_t = int32_t; return __VA_ARGS__(); }      \
+      case ::smelt::DType::Int8: { using scalar_t = int8_t; return __VA_ARGS__(); }       \
     }                                                                                      \
   }()
 

@@ -137,15 +137,15 @@ void run_tile(QGemmIsa isa, const int32_t* ap, const QPackedB& b, int64_t panel,
 
 // Stores one row of requantized values: the loop GCC vectorizes (vcvtdq2ps, vmulps, vrndscaleps).
 template <class T>
-void store_quantized_row(const QGemmOutput& out, const int32_t* acc, const float* scale, int step,
-                         int nr, T* dst) {
+void store_quantized_row(const QGemmOutput& out, const int32_t* acc, const float* scale, int nr,
+                         T* dst) {
   const float lo = float(std::max<int32_t>(out.lo, std::numeric_limits<T>::min()) - out.zero_point);
   const float hi = float(std::min<int32_t>(out.hi, std::numeric_limits<T>::max()) - out.zero_point);
   const float zp = float(out.zero_point);
   for (int j = 0; j < nr; ++j) {
     // Clamped before the zero point is added: the same value as requantize_one (both bounds are
     // integers, so clamping before or after rounding agrees), exact in float (|v| < 2^9).
-    const float y = std::nearbyint(float(acc[j]) * scale[j * step]);
+    const float y = std::nearbyint(float(acc[j]) * scale[j]);
     dst[j] = T(std::fmin(std::fmax(y, lo), hi) + zp);
   }
 }
@@ -153,40 +153,45 @@ void store_quantized_row(const QGemmOutput& out, const int32_t* acc, const float
 // The epilogue of one tile: zero-point corrections, bias, requantization, the store.
 void store_tile(const QGemmOutput& out, const QPackedB& b, const int32_t* c, int nr_stride,
                 int64_t m0, int mr, int64_t n0, int nr, const int32_t* row_sums,
-                int32_t a_zero_point) {
-  // acc = c - za * colsum[n] - zb[n] * rowsum[m] + K * za * zb[n] (+ bias[n]), in wrapping
-  // arithmetic: int32 overflow is the accumulator's own limit, as in every int8 GEMM.
-  uint32_t column_term[kVnniNr];
+                const QGemmA& a) {
+  float scale[kVnniNr];
   for (int j = 0; j < nr; ++j) {
-    const int64_t n = n0 + j;
-    const uint32_t zb = uint32_t(b.zero_point[size_t(n)]);
-    column_term[j] = uint32_t(b.k) * uint32_t(a_zero_point) * zb -
-                     uint32_t(a_zero_point) * uint32_t(b.col_sums[size_t(n)]) +
-                     (out.bias ? uint32_t(out.bias[n]) : 0u);
+    scale[j] = out.scale ? out.scale[out.per_column_scale ? n0 + j : 0] : 1.0f;
   }
-  const float* scale = out.scale ? out.scale + (out.per_column_scale ? n0 : 0) : nullptr;
-  const int step = out.per_column_scale ? 1 : 0;
   int32_t acc[kVnniNr];
+  float row_scaled[kVnniNr];
   for (int i = 0; i < mr; ++i) {
+    const int64_t row = m0 + i;
+    const uint32_t za = uint32_t(a.zero_points[a.per_row ? row : 0]);
+    // acc = c + K * za * zb[n] - za * colsum[n] - zb[n] * rowsum[m] (+ bias[n]), in wrapping
+    // arithmetic: int32 overflow is the accumulator's own limit, as in every int8 GEMM.
     for (int j = 0; j < nr; ++j) {
-      acc[j] = int32_t(uint32_t(c[i * nr_stride + j]) + column_term[j] -
-                       uint32_t(b.zero_point[size_t(n0 + j)]) * uint32_t(row_sums[i]));
+      const int64_t n = n0 + j;
+      const uint32_t zb = uint32_t(b.zero_point[size_t(n)]);
+      acc[j] = int32_t(uint32_t(c[i * nr_stride + j]) + uint32_t(b.k) * za * zb -
+                       za * uint32_t(b.col_sums[size_t(n)]) - zb * uint32_t(row_sums[i]) +
+                       (out.bias ? uint32_t(out.bias[n]) : 0u));
     }
-    const int64_t at = (m0 + i) * out.ldc + n0;
+    const float* s = scale;
+    if (out.row_scale) {
+      for (int j = 0; j < nr; ++j) row_scaled[j] = out.row_scale[row] * scale[j];
+      s = row_scaled;
+    }
+    const int64_t at = row * out.ldc + n0;
     switch (out.type) {
       case QGemmOutput::Type::Int32:
         std::memcpy(static_cast<int32_t*>(out.data) + at, acc, sizeof(int32_t) * size_t(nr));
         break;
       case QGemmOutput::Type::Float32: {
         float* dst = static_cast<float*>(out.data) + at;
-        for (int j = 0; j < nr; ++j) dst[j] = float(acc[j]) * scale[j * step];
+        for (int j = 0; j < nr; ++j) dst[j] = float(acc[j]) * s[j];
         break;
       }
       case QGemmOutput::Type::UInt8:
-        store_quantized_row(out, acc, scale, step, nr, static_cast<uint8_t*>(out.data) + at);
+        store_quantized_row(out, acc, s, nr, static_cast<uint8_t*>(out.data) + at);
         break;
       case QGemmOutput::Type::Int8:
-        store_quantized_row(out, acc, scale, step, nr, static_cast<int8_t*>(out.data) + at);
+        store_quantized_row(out, acc, s, nr, static_cast<int8_t*>(out.data) + at);
         break;
     }
   }
@@ -287,11 +292,22 @@ QPackedB qgemm_pack_b(const void* b, bool b_unsigned, int64_t k, int64_t n, int6
 
 void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, int32_t a_zero_point,
                 const QPackedB& b, const QGemmOutput& out) {
+  QGemmA operand;
+  operand.data = a;
+  operand.lda = lda;
+  operand.zero_points = &a_zero_point;
+  qgemm_u8s8(m, operand, b, out);
+}
+
+void qgemm_u8s8(int64_t m, const QGemmA& a, const QPackedB& b, const QGemmOutput& out) {
   SMELT_CHECK(m >= 0) << "qgemm: negative row count " << m;
-  SMELT_CHECK(a_zero_point >= 0 && a_zero_point <= 255)
-      << "qgemm: activation zero point " << a_zero_point << " is outside [0, 255] (uint8)";
-  SMELT_CHECK(lda >= b.k && out.ldc >= b.n) << "qgemm: row strides " << lda << " / " << out.ldc
-                                            << " shorter than the rows " << b.k << " / " << b.n;
+  SMELT_CHECK(a.zero_points) << "qgemm: no zero point for A";
+  for (int64_t i = 0; i < (a.per_row ? m : 1); ++i) {
+    SMELT_CHECK(a.zero_points[i] >= 0 && a.zero_points[i] <= 255)
+        << "qgemm: activation zero point " << a.zero_points[i] << " is outside [0, 255] (uint8)";
+  }
+  SMELT_CHECK(a.lda >= b.k && out.ldc >= b.n) << "qgemm: row strides " << a.lda << " / " << out.ldc
+                                              << " shorter than the rows " << b.k << " / " << b.n;
   SMELT_CHECK(out.type == QGemmOutput::Type::Int32 || out.scale)
       << "qgemm: a requantized or dequantized output needs a scale";
   if (m == 0 || b.n == 0) return;
@@ -312,13 +328,13 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, int32_t a_zero_point,
                    const int64_t m0 = mt * MR;
                    const int mr = int(std::min<int64_t>(MR, m - m0));
                    if (mt != packed_tile) {
-                     pack_a(isa, a, lda, m0, mr, b.k, b.k_groups, packed.data(), row_sums.data());
+                     pack_a(isa, a.data, a.lda, m0, mr, b.k, b.k_groups, packed.data(), row_sums.data());
                      packed_tile = mt;
                    }
                    run_tile(isa, packed.data(), b, panel, c.data());
                    const int64_t n0 = panel * b.nr;
                    store_tile(out, b, c.data(), b.nr, m0, mr, n0, int(std::min<int64_t>(b.nr, b.n - n0)),
-                              row_sums.data(), a_zero_point);
+                              row_sums.data(), a);
                  }
                });
 }

@@ -57,6 +57,7 @@ struct QGemmOutput {
   const int32_t* bias = nullptr;    // per column, added to acc (optional)
   const float* scale = nullptr;     // per column when per_column_scale, else one value
   bool per_column_scale = false;
+  const float* row_scale = nullptr; // optional, per row: the scale is row_scale[m] * scale[n]
   int32_t zero_point = 0;           // UInt8 / Int8
   // UInt8 / Int8: the stored value is also clamped to [lo, hi] (a fused ReLU: lo = zero_point);
   // the type's own range always applies.
@@ -64,8 +65,18 @@ struct QGemmOutput {
   int32_t hi = std::numeric_limits<int32_t>::max();
 };
 
-// out = requantize((A - za)(B - zb)): A is m x b.k uint8 with rows `lda` apart. Threads over
-// tiles of the output. `a_zero_point` in [0, 255].
+// A: m rows of b.k uint8 values, `lda` apart; its zero point per row (m values) or one, each in
+// [0, 255].
+struct QGemmA {
+  const uint8_t* data = nullptr;
+  int64_t lda = 0;
+  const int32_t* zero_points = nullptr;
+  bool per_row = false;
+};
+
+// out = requantize((A - za)(B - zb)). Threads over tiles of the output.
+void qgemm_u8s8(int64_t m, const QGemmA& a, const QPackedB& b, const QGemmOutput& out);
+// The same with one zero point for A.
 void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, int32_t a_zero_point,
                 const QPackedB& b, const QGemmOutput& out);
 

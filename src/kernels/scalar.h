@@ -227,7 +227,7 @@ template <class T> inline bool gt(T a, T b) { return a > b; }
 template <class T> inline bool ge(T a, T b) { return a >= b; }
 template <class T> inline T where(bool cond, T a, T b) { return cond ? a : b; }
 
-// Conversion between any two of float, double, int64_t, int32_t, uint8_t, bool, defined for every
+// Conversion between any two of float, double, int64_t, int32_t, uint8_t, int8_t, bool, defined for every
 // input (ONNX's Cast leaves NaN, infinities and out-of-range values implementation-defined):
 // - to bool: x != 0 (NaN -> true), as PyTorch.
 // - float -> int64 / int32: truncation toward zero (-0.0 and -0.9 -> 0), saturating: NaN -> 0,
@@ -235,8 +235,10 @@ template <class T> inline T where(bool cond, T a, T b) { return cond ? a : b; }
 //   included) -> its min. C++ leaves those undefined and PyTorch's results depend on the CPU
 //   (x86 gives INT64_MIN / INT32_MIN for all of them), so smelt saturates like ARM, Rust's `as`
 //   and Java.
-// - float -> uint8: the float -> int64 conversion above, then modulo 256 as int64 -> uint8; this
-//   matches PyTorch wherever PyTorch's result does not depend on the CPU (-1.5 -> 255, 300 -> 44).
+// - float -> uint8 / int8: the float -> int64 conversion above, then modulo 256 as int64 ->
+//   uint8 / int8; this matches PyTorch wherever PyTorch's result does not depend on the CPU
+//   (-1.5 -> 255, 300 -> 44; to int8: 200 -> -56). (Quantization saturates instead: the
+//   quantize_linear op, not cast.)
 // - integer -> narrower integer: modulo 2^bits, two's complement (int64 -> int32: 2^31 ->
 //   INT32_MIN; -> uint8: -1 -> 255), as PyTorch and NumPy. int32 -> int64: exact.
 // - integer -> float: round to nearest (int32 -> double is exact).
@@ -246,8 +248,8 @@ template <class To, class From> inline To cast(From x) {
   if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
-    // Signed targets saturate at their own range; uint8 goes through int64 and wraps.
-    using Wide = std::conditional_t<std::is_signed_v<To>, To, int64_t>;
+    // int64 and int32 saturate at their own range; uint8 and int8 go through int64 and wrap.
+    using Wide = std::conditional_t<std::is_signed_v<To> && sizeof(To) >= 4, To, int64_t>;
     constexpr From kLimit = -From(std::numeric_limits<Wide>::min());  // 2^63 or 2^31: exact
     Wide wide = x != x          ? Wide(0)
                 : x >= kLimit   ? std::numeric_limits<Wide>::max()

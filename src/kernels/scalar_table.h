@@ -168,6 +168,9 @@ bool scalar_dtypes_visit(DType dtype, F&& f) {
     case DType::UInt8:
       if constexpr (kAccepts == ScalarDTypes::All) { f(uint8_t{}); return true; }
       break;
+    case DType::Int8:
+      if constexpr (kAccepts == ScalarDTypes::All) { f(int8_t{}); return true; }
+      break;
   }
   return false;
 }

@@ -17,11 +17,14 @@ void need_float(NodeContext& c, const Tensor& x) {
   if (!dtype_is_floating(x.dtype())) c.unsupported(std::string("dtype ") + dtype_name(x.dtype()) + " (supported: float32, float64)");
 }
 
-// uint8 arithmetic wraps modulo 256: computed in int64 and cast back (the cast keeps the low byte).
+bool is_byte(DType d) { return d == DType::UInt8 || d == DType::Int8; }
+
+// uint8 and int8 arithmetic wraps modulo 256: computed in int64 and cast back (the cast keeps the
+// low byte).
 template <class F>
 Tensor arith(const Tensor& a, const Tensor& b, F f) {
-  if (a.dtype() == DType::UInt8 && b.dtype() == DType::UInt8) {
-    return cast(f(cast(a, DType::Int64), cast(b, DType::Int64)), DType::UInt8);
+  if (is_byte(a.dtype()) && a.dtype() == b.dtype()) {
+    return cast(f(cast(a, DType::Int64), cast(b, DType::Int64)), a.dtype());
   }
   return f(a, b);
 }
@@ -189,16 +192,21 @@ void register_elementwise_converters() {
     return {where(lt(x, scalar_of(0, x)), x * slope, x)};
   });
   register_converter("Clip", [](NodeContext& c) -> Ts {
-    const Tensor& x = c.input(0);
+    const Tensor& x0 = c.input(0);
+    // bytes are clipped in int64 (smelt's max/min take no bytes); the bounds are bytes of the
+    // same dtype, so the result casts back exactly
+    const Tensor x = is_byte(x0.dtype()) ? cast(x0, DType::Int64) : x0;
+    Tensor y;
     if (c.opset() < 11) {
       const double lo = c.attr_float("min", -std::numeric_limits<float>::max());
       const double hi = c.attr_float("max", std::numeric_limits<float>::max());
-      return {clamp(x, lo, hi)};
+      y = clamp(x, lo, hi);
+    } else {
+      y = clip_bound(c, 1, x, maximum);
+      y = clip_bound(c, 2, y, minimum);
+      if (y.same(x)) y = x + scalar_of(0, x);
     }
-    Tensor y = clip_bound(c, 1, x, maximum);
-    y = clip_bound(c, 2, y, minimum);
-    if (y.same(x)) y = x + scalar_of(0, x);
-    return {y};
+    return {y.dtype() == x0.dtype() ? y : cast(y, x0.dtype())};
   });
   register_converter("IsNaN", [](NodeContext& c) -> Ts {
     need_float(c, c.input(0));

@@ -66,7 +66,7 @@ void reduction(const char* name, ReduceFn fn, int64_t axes_input_opset, bool flo
                bool empty_ok = false) {
   register_converter(name, [fn, axes_input_opset, floating, empty_ok](NodeContext& c) -> Ts {
     const Tensor& x = c.input(0);
-    if (x.dtype() == DType::Bool || x.dtype() == DType::UInt8 || (floating && !dtype_is_floating(x.dtype()))) {
+    if (x.dtype() == DType::Bool || x.dtype() == DType::UInt8 || x.dtype() == DType::Int8 || (floating && !dtype_is_floating(x.dtype()))) {
       c.unsupported(std::string("dtype ") + dtype_name(x.dtype()));
     }
     ReduceSpec s = reduce_spec(c, axes_input_opset);

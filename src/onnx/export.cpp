@@ -45,6 +45,9 @@ Exporter exporter_of(OpId op, const char** why_not) {
     case OpId::scatter_add: case OpId::one_hot: case OpId::cat: case OpId::reshape: case OpId::permute:
     case OpId::slice: case OpId::slice_grad: case OpId::expand: case OpId::contiguous:
       return export_movement;
+    case OpId::quantize_linear: case OpId::dequantize_linear: case OpId::qlinear_matmul:
+    case OpId::matmul_integer: case OpId::qlinear_conv2d: case OpId::conv2d_integer:
+      return export_quantize;
     case OpId::max_pool2d_grad:
       *why_not = "a max-pool gradient (scatter of dy at per-plane indices) has no ONNX op";
       return nullptr;

@@ -71,5 +71,6 @@ void export_reduce(NodeExport& e);       // export_reduce.cpp: reductions, softm
 void export_movement(NodeExport& e);     // export_movement.cpp: views, joins, indexing
 void export_nn(NodeExport& e);           // export_nn.cpp: contractions, pooling, normalization
 void export_custom(NodeExport& e);       // export_custom.cpp: user-defined ops with an ONNX domain
+void export_quantize(NodeExport& e);     // export_quantize.cpp: quantize, dequantize, integer products
 
 }  // namespace smelt::onnx_export

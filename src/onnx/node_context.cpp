@@ -180,6 +180,7 @@ const Converter* find_converter(const std::string& op_type) {
     register_resize_converters();
     register_einsum_converter();
     register_recurrent_converters();
+    register_quantize_converters();
   });
   auto it = registry().find(op_type);
   return it == registry().end() ? nullptr : &it->second;

@@ -87,6 +87,7 @@ void register_index_converters();
 void register_resize_converters();
 void register_einsum_converter();
 void register_recurrent_converters();
+void register_quantize_converters();
 // A node of a custom domain that a user-defined op claims (OpDefinition::onnx_domain): its inputs
 // and attributes passed as they are to the op registered as `op` (convert_custom.cpp).
 std::vector<Tensor> convert_registered_op(NodeContext& c, ops::OpId op);

@@ -132,6 +132,7 @@ DType dtype_from_onnx(int32_t type, const std::string& where) {
     case TensorProto::INT64: return DType::Int64;
     case TensorProto::BOOL: return DType::Bool;
     case TensorProto::UINT8: return DType::UInt8;
+    case TensorProto::INT8: return DType::Int8;
     case TensorProto::INT32: return DType::Int32;
     default: break;
   }
@@ -146,6 +147,7 @@ int32_t dtype_to_onnx(DType t) {
     case DType::Int64: return TensorProto::INT64;
     case DType::Bool: return TensorProto::BOOL;
     case DType::UInt8: return TensorProto::UINT8;
+    case DType::Int8: return TensorProto::INT8;
     case DType::Int32: return TensorProto::INT32;
   }
   SMELT_INTERNAL_CHECK(false) << "dtype_to_onnx: unknown dtype";
@@ -190,6 +192,7 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir, con
     case DType::Int64: available = p.int64_data_size(); break;
     case DType::Bool:
     case DType::UInt8:
+    case DType::Int8:
     case DType::Int32: available = p.int32_data_size(); break;
   }
   SMELT_CHECK(available == count) << where << ": the tensor holds " << available << " values, the dims "
@@ -205,6 +208,7 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& model_dir, con
       break;
     }
     case DType::UInt8: copy_field<uint8_t>(p.int32_data(), count, t, where, "int32_data"); break;
+    case DType::Int8: copy_field<int8_t>(p.int32_data(), count, t, where, "int32_data"); break;
     case DType::Int32: copy_field<int32_t>(p.int32_data(), count, t, where, "int32_data"); break;
   }
   return t;

@@ -126,6 +126,9 @@ void check_storable(double v, DType dtype, const char* where) {
   } else if (dtype == DType::UInt8) {
     SMELT_CHECK(v > -1.0 && v < 256.0)
         << where << ": value " << v << " cannot be stored in uint8 (valid: [0, 255])";
+  } else if (dtype == DType::Int8) {
+    SMELT_CHECK(v > -129.0 && v < 128.0)
+        << where << ": value " << v << " cannot be stored in int8 (valid: [-128, 127])";
   }
 }
 
@@ -135,6 +138,7 @@ void store(Tensor& t, int64_t i, double v) {
   else if (t.dtype() == DType::Int64) t.data<int64_t>()[i] = int64_t(v);
   else if (t.dtype() == DType::Int32) t.data<int32_t>()[i] = int32_t(v);
   else if (t.dtype() == DType::Bool) t.data<bool>()[i] = v != 0;
+  else if (t.dtype() == DType::Int8) t.data<int8_t>()[i] = int8_t(v);
   else t.data<uint8_t>()[i] = uint8_t(v);
 }
 

@@ -79,6 +79,7 @@ class Printer {
       case DType::Int64: return double(reinterpret_cast<const int64_t*>(base)[off]);
       case DType::Bool: return reinterpret_cast<const bool*>(base)[off];
       case DType::UInt8: return reinterpret_cast<const uint8_t*>(base)[off];
+      case DType::Int8: return reinterpret_cast<const int8_t*>(base)[off];
       case DType::Int32: return reinterpret_cast<const int32_t*>(base)[off];
     }
     return 0;

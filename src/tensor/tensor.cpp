@@ -179,6 +179,7 @@ double load_as_double(const void* p, DType t) {
     case DType::Int64: return double(*static_cast<const int64_t*>(p));
     case DType::Bool: return *static_cast<const bool*>(p) ? 1.0 : 0.0;
     case DType::UInt8: return *static_cast<const uint8_t*>(p);
+    case DType::Int8: return *static_cast<const int8_t*>(p);
     case DType::Int32: return *static_cast<const int32_t*>(p);
   }
   return 0;

@@ -27,9 +27,7 @@ ops::Attrs constant_weight(const ir::Node& node) {
 
 // Runs `graph`; `visit(node, inputs, outs)` after each node may stop the run (returns false:
 // then the result is empty).
-using Visit = std::function<bool(const ir::Node&, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outs)>;
-
-std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs, const Visit& visit) {
+std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& inputs, const NodeVisit& visit) {
   SMELT_CHECK(inputs.size() == graph.inputs().size())
       << "interpret: the graph has " << graph.inputs().size() << " inputs, got " << inputs.size();
   std::unordered_map<const ir::Value*, Tensor> env;
@@ -85,6 +83,10 @@ std::vector<Tensor> run(const ir::Graph& graph, const std::vector<Tensor>& input
 
 std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
   return run(graph, inputs, nullptr);
+}
+
+std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>& inputs, const NodeVisit& visit) {
+  return run(graph, inputs, visit);
 }
 
 std::string first_non_finite(const ir::Graph& graph, const std::vector<Tensor>& inputs) {

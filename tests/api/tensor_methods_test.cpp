@@ -34,7 +34,10 @@ constexpr std::string_view kFunctionalOnly[] = {
     "nll_loss", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
     "max_pool2d_grad", "avg_pool2d", "avg_pool2d_grad", "adaptive_avg_pool2d",
     "adaptive_avg_pool2d_grad", "layer_norm", "batch_norm", "dropout", "embedding", "one_hot",
-    "cat", "slice_grad", "group", "conv2d_blocked", "to_blocked", "from_blocked", "max_pool2d_blocked"};
+    "cat", "slice_grad", "group", "conv2d_blocked", "to_blocked", "from_blocked", "max_pool2d_blocked",
+    // quantized inference (smelt/quantize.h)
+    "quantize_linear", "dequantize_linear", "qlinear_matmul", "matmul_integer", "qlinear_conv2d",
+    "conv2d_integer"};
 
 constexpr bool functional_only(std::string_view name) {
   for (std::string_view n : kFunctionalOnly) {

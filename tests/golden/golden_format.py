@@ -7,7 +7,7 @@ import numpy as np
 import torch
 
 DTYPE_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.int64: "int64",
-               torch.bool: "bool"}
+               torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8", torch.int32: "int32"}
 
 
 def encode_tensor(t):
@@ -17,7 +17,7 @@ def encode_tensor(t):
         data = [float(repr(v)) for v in t.reshape(-1).numpy().astype(np.float32)]
     elif t.dtype == torch.float64:
         data = [float(v) for v in t.reshape(-1).tolist()]
-    elif t.dtype == torch.int64:
+    elif t.dtype in (torch.int64, torch.int32, torch.uint8, torch.int8):
         data = [int(v) for v in t.reshape(-1).tolist()]
     elif t.dtype == torch.bool:
         data = [bool(v) for v in t.reshape(-1).tolist()]

@@ -7,8 +7,8 @@ not see it, hence the explicit interpreter):
     /usr/bin/python3 tests/golden/make_golden.py
 
 It rewrites tests/golden/ops/<family>.json (cases defined in golden_ops_a/b/c.py) and
-tests/golden/cnn_adam.json (golden_cnn.py) and tests/golden/recurrent.json
-(golden_recurrent.py). The output is
+tests/golden/cnn_adam.json (golden_cnn.py), tests/golden/recurrent.json
+(golden_recurrent.py) and tests/golden/quantize.json (golden_quantize.py). The output is
 deterministic: every case draws its inputs from a torch.Generator seeded with a CRC of its
 family and name, so adding a case never changes the others. PyTorch is used only here, never by
 smelt's build or tests (tests/ops/golden_test.cpp reads the JSON).
@@ -47,6 +47,7 @@ import golden_cnn  # noqa: E402  (the CNN + Adam training reference)
 import golden_ops_a  # noqa: E402  (op cases: elementwise, reductions, softmax)
 import golden_ops_b  # noqa: E402  (op cases: contractions, pools, norms, dropout, losses)
 import golden_ops_c  # noqa: E402  (op cases: indexing, joining, views)
+import golden_quantize  # noqa: E402  (quantized linear and conv, oneDNN)
 import golden_recurrent  # noqa: E402  (nn.RNN, nn.LSTM, nn.GRU)
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ops")
@@ -66,6 +67,9 @@ def main():
     total += os.path.getsize(path)
     print(f"{path}: {os.path.getsize(path)} bytes")
     path = golden_recurrent.write(os.path.join(os.path.dirname(OUT_DIR), "recurrent.json"))
+    total += os.path.getsize(path)
+    print(f"{path}: {os.path.getsize(path)} bytes")
+    path = golden_quantize.write(os.path.join(os.path.dirname(OUT_DIR), "quantize.json"))
     total += os.path.getsize(path)
     print(f"{path}: {os.path.getsize(path)} bytes")
     print(f"total {total} bytes")

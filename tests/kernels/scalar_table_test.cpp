@@ -87,6 +87,7 @@ std::vector<double> random_values(int64_t n, DType dtype, std::mt19937_64& rng) 
     switch (dtype) {
       case DType::Bool: e = double(rng() % 2); break;
       case DType::UInt8: e = double(rng() % 256); break;
+      case DType::Int8: e = double(int64_t(rng() % 256) - 128); break;
       case DType::Int64: e = double(int64_t(rng() % 21) - 10); break;
       case DType::Int32: e = double(int64_t(rng() % 21) - 10); break;
       default: e = rng() % 6 == 0 ? kSpecial[rng() % kSpecial.size()] : u(rng);
@@ -109,6 +110,7 @@ Tensor random_operand(const Shape& shape, DType dtype, std::mt19937_64& rng) {
         case DType::Int32: t.data<int32_t>()[i] = int32_t(v[i]); break;
         case DType::Bool: t.data<bool>()[i] = v[i] != 0; break;
         case DType::UInt8: t.data<uint8_t>()[i] = uint8_t(v[i]); break;
+        case DType::Int8: t.data<int8_t>()[i] = int8_t(v[i]); break;
       }
     }
     return t;
@@ -137,6 +139,7 @@ DType dtype_of() {
   else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
   else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
   else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
   else return DType::UInt8;
 }
 
@@ -245,6 +248,7 @@ TEST(ScalarTable, GenericKernelComputesEachRowsFunctionOnStridedAndBroadcastInpu
     if (kernels::scalar_fn_accepts(fn, DType::Int32)) check_row<int32_t>(fn, call, rng, &checked);
     if (kernels::scalar_fn_accepts(fn, DType::Bool)) check_row<bool>(fn, call, rng, &checked);
     if (kernels::scalar_fn_accepts(fn, DType::UInt8)) check_row<uint8_t>(fn, call, rng, &checked);
+    if (kernels::scalar_fn_accepts(fn, DType::Int8)) check_row<int8_t>(fn, call, rng, &checked);
   }
   check_row<float>(ScalarFn::div, {ScalarFn::div}, rng, &checked);
   check_row<double>(ScalarFn::div, {ScalarFn::div}, rng, &checked);

@@ -22,7 +22,7 @@ constexpr int32_t kMin32 = std::numeric_limits<int32_t>::min();
 constexpr int32_t kMax32 = std::numeric_limits<int32_t>::max();
 
 const std::vector<DType> kAll = {DType::Float32, DType::Float64, DType::Int64,
-                                 DType::Int32,   DType::Bool,    DType::UInt8};
+                                 DType::Int32,   DType::Bool,    DType::UInt8, DType::Int8};
 
 // An element as raw bits widened to 8 bytes, so that NaN == NaN, -0 != +0 and int64 is exact.
 std::vector<uint64_t> bits_of(const Tensor& t) {
@@ -67,6 +67,7 @@ uint64_t ref_bits(long double v, DType from, DType to) {
     case DType::Int64: put(to_int64(v)); break;
     case DType::Int32: put(to_int32(v)); break;
     case DType::UInt8: put(uint8_t(uint64_t(to_int64(v)) & 0xff)); break;
+    case DType::Int8: put(int8_t(uint8_t(uint64_t(to_int64(v)) & 0xff))); break;
     case DType::Float32: put(float(v)); break;
     case DType::Float64: put(double(v)); break;
   }
@@ -94,6 +95,7 @@ std::vector<long double> edge_values(DType from) {
       return {(long double)kMin32, (long double)kMax32, -1, 0, 1, 255, 256, -256, 16777217, -129};
     case DType::Bool: return {0, 1};
     case DType::UInt8: return {0, 1, 127, 128, 255};
+    case DType::Int8: return {-128, -127, -1, 0, 1, 127};
   }
   return {};
 }
@@ -109,6 +111,7 @@ Tensor make(const std::vector<long double>& values, DType dtype) {
       case DType::Int32: t.data<int32_t>()[i] = int32_t(v); break;
       case DType::Bool: t.data<bool>()[i] = v != 0; break;
       case DType::UInt8: t.data<uint8_t>()[i] = uint8_t(v); break;
+      case DType::Int8: t.data<int8_t>()[i] = int8_t(v); break;
     }
   }
   return t;

@@ -13,6 +13,7 @@
 
 #include "ops/dispatch.h"
 #include "smelt/autograd.h"
+#include "smelt/quantize.h"
 #include "support/check.h"
 
 namespace smelt {
@@ -170,6 +171,18 @@ void workload() {
   topk(x, 2, 1, false);
   cat({x, x}, 0);
 
+  // quantized inference
+  const Tensor qs = full({}, 0.05, DType::Float32), qz = full({}, 3.0, DType::UInt8);
+  const Tensor q = quantize_linear(cast(x, DType::Float32), qs, qz, 1);
+  dequantize_linear(q, qs, qz, 1);
+  const Tensor qw = full({4, 2}, 2.0, DType::Int8), qwz = zeros({}, DType::Int8);
+  qlinear_matmul({q, qs, qz}, {qw, qs, qwz}, qs, qz);
+  matmul_integer(q, qw, qz, qwz);
+  const Tensor qimage = quantize_linear(cast(image.detach(), DType::Float32), qs, qz, 1);
+  const Tensor qkernel = full({3, 2, 3, 3}, 1.0, DType::Int8);
+  qlinear_conv2d({qimage, qs, qz}, {qkernel, qs, qwz}, qs, qz);
+  conv2d_integer(qimage, qkernel, qz, qwz);
+
   // the blocked channel layout (internal rows of compiled plans): 2 channels in, 3 out, blocks of 2
   Tensor blocked = ops::call1(OpId::to_blocked, {image}, {{"block", int64_t(2)}});
   Tensor blocked_conv = ops::call1(OpId::conv2d_blocked, {blocked.detach(), weight.detach()},
@@ -257,7 +270,9 @@ TEST(OpTable, FlagsDescribeOps) {
   EXPECT_EQ(commutative, (std::set<std::string>{"add", "mul", "maximum", "minimum", "eq", "ne"}));
   EXPECT_EQ(random, (std::set<std::string>{"dropout"}));
   EXPECT_EQ(refusing, (std::set<std::string>{"div", "nll_loss", "max_pool2d_grad", "embedding", "index_select",
-                                             "index_add", "gather", "scatter_add", "one_hot"}));
+                                             "index_add", "gather", "scatter_add", "one_hot",
+                                             "quantize_linear", "dequantize_linear", "qlinear_matmul",
+                                             "qlinear_conv2d"}));
 }
 
 // Each row flagged kRefusesValues does refuse a value (so the flag is not a guess), and div only
@@ -265,6 +280,9 @@ TEST(OpTable, FlagsDescribeOps) {
 TEST(OpTable, RefusingRowsRefuseAValue) {
   auto i64 = [](std::vector<int64_t> v, Shape s) { return from_vector(v, s); };
   const Tensor x = testing::random_tensor({3, 4}, -1, 1, 7);
+  const Tensor zero_scale = zeros({}, DType::Float32), one_scale = ones({}, DType::Float32);
+  const Tensor u8_zero = zeros({}, DType::UInt8), u8_matrix = zeros({2, 2}, DType::UInt8);
+  const Tensor u8_image = zeros({1, 1, 2, 2}, DType::UInt8);
   const std::vector<std::pair<OpId, std::pair<std::vector<Tensor>, ops::Attrs>>> cases = {
       {OpId::div, {{i64({1, 2}, {2}), i64({1, 0}, {2})}, {}}},
       {OpId::nll_loss, {{x, i64({0, 4, 1}, {3})}, {{"ignore_index", int64_t(-100)}, {"reduction", std::string("mean")}}}},
@@ -276,6 +294,14 @@ TEST(OpTable, RefusingRowsRefuseAValue) {
       {OpId::gather, {{x, i64({0, 5}, {1, 2})}, {{"dim", int64_t(1)}}}},
       {OpId::scatter_add, {{x, i64({3}, {1, 1}), testing::random_tensor({1, 1}, -1, 1, 10)}, {{"dim", int64_t(0)}}}},
       {OpId::one_hot, {{i64({0, 3}, {2})}, {{"num_classes", int64_t(3)}}}},
+      // quantized ops: a scale of 0
+      {OpId::quantize_linear, {{x.to(DType::Float32), zero_scale, u8_zero}, {}}},
+      {OpId::dequantize_linear, {{u8_zero, zero_scale, u8_zero}, {}}},
+      {OpId::qlinear_matmul, {{u8_matrix, one_scale, u8_zero, u8_matrix, zero_scale, u8_zero, one_scale, u8_zero}, {}}},
+      {OpId::qlinear_conv2d, {{u8_image, one_scale, u8_zero, u8_image, one_scale, u8_zero, zero_scale, u8_zero,
+                               zeros({0}, DType::Int32)},
+                              {{"stride", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{0, 0, 0, 0}},
+                               {"dilation", std::vector<int64_t>{1, 1}}, {"groups", int64_t(1)}}}},
   };
   std::set<OpId> seen;
   for (const auto& [op, call] : cases) {

@@ -1,0 +1,182 @@
+// The quantize pass (quant/quantize_graph.h): products to integer ops, then the dequantize ->
+// quantize pairs between them cancelled.
+#include "quant/quantize_graph.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "ir/printer.h"
+#include "passes/dce.h"
+#include "smelt/creation.h"
+#include "smelt/ops.h"
+#include "smelt/quantize.h"
+
+namespace smelt::quant {
+namespace {
+
+using ops::OpId;
+
+struct WeightQuant {
+  Tensor values;  // int8, the weight's shape
+  Tensor scale;   // float32 (channels)
+  std::vector<float> scales;
+};
+
+// Symmetric int8 per output channel (`axis` of w), by max |w|: no weight saturates.
+WeightQuant quantize_weight(const Tensor& w, int64_t axis) {
+  const int64_t channels = w.size(axis);
+  std::vector<int64_t> other;
+  for (int64_t d = 0; d < w.dim(); ++d) {
+    if (d != axis) other.push_back(d);
+  }
+  const Tensor max_abs = amax(abs(w), other, false);
+  WeightQuant q;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float m = max_abs.data<float>()[c];
+    const float s = m / 127.0f;
+    q.scales.push_back(std::isfinite(s) && s > 0 ? s : 1.0f);  // an all-zero channel: any scale
+  }
+  q.scale = from_vector(q.scales, {channels});
+  q.values = quantize_linear(w, q.scale, zeros({channels}, DType::Int8), axis);
+  return q;
+}
+
+// The bias in the accumulator's units (sx * sw[c]), rounded and saturated to int32.
+Tensor bias_as_int32(const Tensor& bias, float sx, const std::vector<float>& sw) {
+  const Tensor b = contiguous(bias.reshape({int64_t(sw.size())}));
+  Tensor out = empty({int64_t(sw.size())}, DType::Int32);
+  for (size_t c = 0; c < sw.size(); ++c) {
+    const double v = std::nearbyint(double(b.data<float>()[c]) / (double(sx) * double(sw[c])));
+    out.data<int32_t>()[c] = int32_t(std::clamp(v, -2147483648.0, 2147483647.0));
+  }
+  return out;
+}
+
+struct Rewriter {
+  ir::Graph& g;
+  const Calibration& cal;
+  QuantizeReport& report;
+  std::map<const ir::Value*, ir::Value*> quantized_input;  // x -> quantize_linear(x)
+
+  const CalibratedValue* calibrated(const ir::Value* v) const {
+    auto it = cal.values.find(v->id);
+    return it == cal.values.end() ? nullptr : &it->second;
+  }
+  ir::Value* scale_of(const QuantParams& p) { return g.add_constant(full({}, p.scale, DType::Float32)); }
+  ir::Value* zero_point_of(const QuantParams& p) { return g.add_constant(full({}, p.zero_point, p.dtype)); }
+
+  ir::Value* quantize_input(ir::Node* before, ir::Value* x, const QuantParams& p) {
+    auto it = quantized_input.find(x);
+    if (it != quantized_input.end()) return it->second;
+    ir::Node* q = g.insert_node(before, OpId::quantize_linear, {x, scale_of(p), zero_point_of(p)}, {{"axis", int64_t(1)}});
+    quantized_input[x] = q->outputs[0];
+    return q->outputs[0];
+  }
+
+  void rewrite(const QuantizableOp& op) {
+    const CalibratedValue* cx = calibrated(op.input);
+    const CalibratedValue* cy = calibrated(op.output);
+    if (!cx || !cy) {
+      report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) +
+                               ": not calibrated");
+      return;
+    }
+    const bool conv = op.product->op == OpId::conv2d;
+    ir::Node* at = op.product;
+    const Tensor& w = op.product->inputs[1]->constant;
+    const WeightQuant wq = quantize_weight(w, conv ? 0 : 1);
+    const int64_t channels = int64_t(wq.scales.size());
+    // The product reads its input now through what an earlier rewrite put there (a dequantize),
+    // calibrated as the value it replaced (op.input).
+    ir::Value* xq = quantize_input(at, op.product->inputs[0], cx->params);
+    ir::Value* w_values = g.add_constant(wq.values);
+    ir::Value* w_scale = g.add_constant(wq.scale);
+    ir::Value* w_zero = g.add_constant(zeros({channels}, DType::Int8));
+    ir::Value* y_scale = scale_of(cy->params);
+    ir::Value* y_zero = zero_point_of(cy->params);
+    Tensor bias = zeros({conv ? channels : 0}, DType::Int32);
+    if (op.bias) {
+      const ir::Value* b = op.bias->inputs[0] == op.product->outputs[0] ? op.bias->inputs[1] : op.bias->inputs[0];
+      bias = bias_as_int32(b->constant, cx->params.scale, wq.scales);
+    }
+    ir::Node* product;
+    if (conv) {
+      const ops::Attrs& a = op.product->attrs;
+      const std::vector<int64_t>& p = a.get_ints("padding");
+      product = g.insert_node(at, OpId::qlinear_conv2d,
+                              {xq, scale_of(cx->params), zero_point_of(cx->params), w_values, w_scale, w_zero,
+                               y_scale, y_zero, g.add_constant(bias)},
+                              {{"stride", a.get_ints("stride")},
+                               {"padding", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
+                               {"dilation", a.get_ints("dilation")},
+                               {"groups", a.get_int("groups")}});
+    } else {
+      product = g.insert_node(at, OpId::qlinear_matmul,
+                              {xq, scale_of(cx->params), zero_point_of(cx->params), w_values, w_scale, w_zero,
+                               y_scale, y_zero},
+                              {});
+    }
+    ir::Node* dq = g.insert_node(at, OpId::dequantize_linear, {product->outputs[0], y_scale, y_zero},
+                                 {{"axis", int64_t(1)}});
+    g.replace_all_uses(op.output, dq->outputs[0]);
+    ++report.quantized;
+  }
+};
+
+bool same_scalar(const ir::Value* a, const ir::Value* b) {
+  if (a == b) return true;
+  if (a->kind != ir::ValueKind::Constant || b->kind != ir::ValueKind::Constant) return false;
+  if (a->meta.dtype != b->meta.dtype || shape_numel(a->meta.shape) != 1 || shape_numel(b->meta.shape) != 1) {
+    return false;
+  }
+  return a->constant.to_vector()[0] == b->constant.to_vector()[0];
+}
+
+// quantize_linear(dequantize_linear(q, s, z), s, z) is q: (q - z) * s / s rounds back to q - z.
+bool cancel_pairs(ir::Graph& g) {
+  bool changed = false;
+  for (const auto& node : g.nodes()) {
+    if (node->op != OpId::quantize_linear || node->outputs[0]->uses.empty()) continue;
+    const ir::Node* dq = node->inputs[0]->producer;
+    if (!dq || dq->op != OpId::dequantize_linear) continue;
+    if (dq->inputs[0]->meta.dtype != node->outputs[0]->meta.dtype) continue;
+    if (!same_scalar(dq->inputs[1], node->inputs[1]) || !same_scalar(dq->inputs[2], node->inputs[2])) continue;
+    g.replace_all_uses(node->outputs[0], dq->inputs[0]);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+QuantizeReport quantize_graph(ir::Graph& graph, const Calibration& calibration) {
+  QuantizeReport report;
+  Rewriter r{graph, calibration, report, {}};
+  for (const QuantizableOp& op : find_quantizable(graph)) r.rewrite(op);
+  passes::dce(graph);
+  cancel_pairs(graph);
+  passes::dce(graph);
+  for (const auto& node : graph.nodes()) {
+    switch (node->op) {
+      case OpId::quantize_linear: case OpId::dequantize_linear: case OpId::qlinear_conv2d:
+      case OpId::qlinear_matmul:
+        break;
+      default:
+        ++report.float_ops[node->name()];
+    }
+  }
+  return report;
+}
+
+std::string QuantizeReport::str() const {
+  std::ostringstream s;
+  s << quantized << " products quantized";
+  if (!float_ops.empty()) {
+    s << "; left in float:";
+    for (const auto& [op, n] : float_ops) s << " " << op << " x" << n;
+  }
+  for (const std::string& why : skipped) s << "\n  skipped " << why;
+  return s.str();
+}
+
+}  // namespace smelt::quant

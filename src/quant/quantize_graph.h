@@ -1,0 +1,74 @@
+// Post-training quantization of a float graph (docs/quantization.md "The quantize pass"):
+// calibrate the activations around every quantizable product, then rewrite each product into its
+// integer op with requantization as its epilogue, where the float path fuses bias and ReLU.
+//
+// A quantizable product is a conv2d or matmul of a float32 activation by a float32 constant
+// weight; a conv2d's chain also takes the add of a per-channel constant bias and then a relu
+// (each the only reader of what it follows; a matmul's stay float: ONNX's QLinearMatMul, and so
+// smelt's, has no bias). It becomes
+//
+//   xq = quantize_linear(x, sx, zx)                        (shared by the products reading x)
+//   yq = qlinear_conv2d / qlinear_matmul(xq, Wq, sy, zy, bias as int32 in sx * sw units)
+//   y  = dequantize_linear(yq, sy, zy)
+//
+// with the weight quantized per output channel, symmetric int8, by its max |w| (no
+// saturation), and the activations by calibration (quant/calibration.h). A relu needs no op: its
+// output's zero point is 0 and requantization saturates at 0. A dequantize_linear read only by a
+// quantize_linear of the same parameters cancels, so consecutive products pass uint8 between them.
+// Everything else stays float, and the report lists it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "quant/calibration.h"
+
+namespace smelt::quant {
+
+// One quantizable product and the chain it heads.
+struct QuantizableOp {
+  ir::Node* product = nullptr;  // conv2d or matmul
+  ir::Node* bias = nullptr;     // add of a per-channel constant, or null
+  ir::Node* relu = nullptr;     // or null
+  ir::Value* input = nullptr;   // the activation x
+  ir::Value* output = nullptr;  // the chain's last value
+};
+std::vector<QuantizableOp> find_quantizable(const ir::Graph& graph);
+
+// An activation's calibration.
+struct CalibratedValue {
+  std::string label;  // the value's name, else "%id"
+  double min = 0, max = 0, threshold = 0;
+  QuantParams params;
+};
+
+// Per value id of the calibrated graph (ids survive ir::Graph::clone).
+struct Calibration {
+  ThresholdOptions options;
+  int64_t batches = 0;
+  std::map<int, CalibratedValue> values;
+
+  // JSON, to inspect and reuse: {"method", "percentile", "batches", "values": {"<id>": {...}}}
+  std::string to_json() const;
+  static Calibration from_json(const std::string& text);  // smelt::Error on a malformed file
+};
+
+// Observes the input and output of every quantizable op of `graph` over `batches` (each one
+// vector of graph inputs), two interpreter passes per batch (quant/calibration.h), and chooses
+// each activation's threshold and parameters.
+Calibration calibrate(const ir::Graph& graph, const std::vector<std::vector<Tensor>>& batches,
+                      const ThresholdOptions& options);
+
+struct QuantizeReport {
+  int quantized = 0;                         // products rewritten
+  std::map<std::string, int> float_ops;      // ops left in float, by name
+  std::vector<std::string> skipped;          // products left float, with why
+  std::string str() const;
+};
+
+// Rewrites `graph` in place with `calibration` (from calibrate() on this graph or a clone of it).
+QuantizeReport quantize_graph(ir::Graph& graph, const Calibration& calibration);
+
+}  // namespace smelt::quant

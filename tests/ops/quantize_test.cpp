@@ -1,0 +1,249 @@
+// The quantized ops (smelt/quantize.h) against naive references written here from ONNX's
+// definitions: exact bytes, per-tensor and per-axis parameters, both signednesses, conv
+// geometry (asymmetric padding, stride, dilation, groups), broadcast batches, special values,
+// empty tensors, and the errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "smelt/creation.h"
+#include "smelt/ops.h"
+#include "smelt/quantize.h"
+#include "support/check.h"
+#include "support/errors.h"
+
+namespace smelt {
+namespace {
+
+using testing::expect_error;
+
+std::mt19937 rng(20261128);
+
+Tensor random_bytes(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::uniform_int_distribution<int> d(0, 255);
+  auto* p = static_cast<uint8_t*>(t.raw_data());
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = uint8_t(d(rng));
+  return t;
+}
+
+int32_t byte_value(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::UInt8 ? int32_t(t.data<uint8_t>()[i]) : int32_t(t.data<int8_t>()[i]);
+}
+
+Tensor f32(const std::vector<float>& v, const Shape& shape) { return from_vector(v, shape); }
+
+Tensor scalar_zp(int32_t v, DType dtype) { return full({}, double(v), dtype); }
+
+// round half to even, saturated to the dtype, NaN -> zero point
+int32_t quantize_ref(float x, float scale, int32_t zp, DType dtype) {
+  const int32_t lo = dtype == DType::UInt8 ? 0 : -128, hi = dtype == DType::UInt8 ? 255 : 127;
+  if (std::isnan(x)) return zp;
+  const double v = std::nearbyint(double(x / scale)) + zp;
+  return int32_t(std::min<double>(std::max<double>(v, lo), hi));
+}
+
+TEST(Quantize, PerTensorMatchesTheDefinitionOnSpecialValues) {
+  const std::vector<float> xs = {0.0f, -0.0f, 0.25f, 0.75f, -0.25f, 1.25f, 2.5f, -2.5f, 1e-40f,
+                                 -1e-40f, INFINITY, -INFINITY, NAN, 1e30f, -1e30f, 12.7f, -12.8f, 3.0f};
+  for (DType dtype : {DType::UInt8, DType::Int8}) {
+    for (int32_t zp : dtype == DType::UInt8 ? std::vector<int32_t>{0, 128, 255} : std::vector<int32_t>{-128, 0, 5}) {
+      const float scale = 0.5f;
+      const Tensor q = quantize_linear(f32(xs, {int64_t(xs.size())}), full({}, scale, DType::Float32),
+                                       scalar_zp(zp, dtype));
+      ASSERT_EQ(q.dtype(), dtype);
+      for (size_t i = 0; i < xs.size(); ++i) {
+        EXPECT_EQ(byte_value(q, int64_t(i)), quantize_ref(xs[i], scale, zp, dtype))
+            << "x=" << xs[i] << " zp=" << zp << " " << dtype_name(dtype);
+      }
+      // dequantize: (q - zp) * scale
+      const Tensor back = dequantize_linear(q, full({}, scale, DType::Float32), scalar_zp(zp, dtype));
+      for (size_t i = 0; i < xs.size(); ++i) {
+        EXPECT_EQ(back.data<float>()[i], float(byte_value(q, int64_t(i)) - zp) * scale);
+      }
+    }
+  }
+}
+
+TEST(Quantize, PerAxisOnEveryAxisAndStridedInputs) {
+  const Tensor x = uniform({3, 4, 5}, -3, 3, DType::Float32).permute({2, 0, 1});  // (5, 3, 4), strided
+  for (int64_t axis : {0, 1, 2, -1}) {
+    const int64_t a = axis < 0 ? axis + 3 : axis;
+    const int64_t c = x.size(a);
+    std::vector<float> scales;
+    std::vector<int8_t> zps;
+    for (int64_t i = 0; i < c; ++i) {
+      scales.push_back(0.01f + 0.02f * float(i));
+      zps.push_back(int8_t(i * 7 - 10));
+    }
+    const Tensor s = from_vector(scales, {c});
+    Tensor z = empty({c}, DType::Int8);
+    for (int64_t i = 0; i < c; ++i) z.data<int8_t>()[i] = zps[size_t(i)];
+    const Tensor q = quantize_linear(x, s, z, axis);
+    const Tensor xc = contiguous(x);
+    const Tensor back = dequantize_linear(q, s, z, axis);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      int64_t idx[3] = {i / 12, (i / 4) % 3, i % 4};
+      const int64_t ch = idx[a];
+      const int32_t want = quantize_ref(xc.data<float>()[i], scales[size_t(ch)], zps[size_t(ch)], DType::Int8);
+      ASSERT_EQ(byte_value(q, i), want) << "axis " << axis << " at " << i;
+      ASSERT_EQ(back.data<float>()[i], float(want - zps[size_t(ch)]) * scales[size_t(ch)]);
+    }
+  }
+}
+
+// y[m][n] = requantize(sum_k (a - za)(b - zb)) by the definition, in int64 and float32 as the
+// kernels state it.
+int64_t acc_ref(const Tensor& a, const Tensor& b, int64_t M, int64_t K, int64_t N, int64_t ia, int64_t ib,
+                int64_t m, int64_t n, const std::vector<int32_t>& za, const std::vector<int32_t>& zb) {
+  int64_t acc = 0;
+  for (int64_t k = 0; k < K; ++k) {
+    acc += int64_t(byte_value(a, ia * M * K + m * K + k) - za[za.size() == 1 ? 0 : size_t(m)]) *
+           (byte_value(b, ib * K * N + k * N + n) - zb[zb.size() == 1 ? 0 : size_t(n)]);
+  }
+  return acc;
+}
+
+std::vector<int32_t> values_of(const Tensor& zp) {
+  std::vector<int32_t> v;
+  for (int64_t i = 0; i < zp.numel(); ++i) v.push_back(byte_value(zp, i));
+  return v;
+}
+
+TEST(Quantize, QLinearMatMulAndMatMulIntegerMatchTheDefinition) {
+  struct Case {
+    Shape a, b;
+    DType da, db, dy;
+    bool per_row, per_column;
+  };
+  const std::vector<Case> cases = {
+      {{5, 7}, {7, 9}, DType::UInt8, DType::Int8, DType::UInt8, false, false},
+      {{2, 5, 33}, {33, 17}, DType::Int8, DType::UInt8, DType::Int8, true, true},
+      {{3, 1, 4, 6}, {2, 6, 5}, DType::UInt8, DType::UInt8, DType::UInt8, false, true},  // broadcast batch
+      {{0, 4}, {4, 3}, DType::UInt8, DType::Int8, DType::UInt8, false, false},           // empty
+      {{2, 0}, {0, 3}, DType::UInt8, DType::Int8, DType::Int8, false, false},            // K = 0
+  };
+  for (const Case& c : cases) {
+    const Tensor a = random_bytes(c.a, c.da), b = random_bytes(c.b, c.db);
+    const int64_t M = c.a[c.a.size() - 2], K = c.a.back(), N = c.b.back();
+    const Tensor za = c.per_row ? random_bytes({M}, c.da) : random_bytes({}, c.da);
+    const Tensor zb = c.per_column ? random_bytes({N}, c.db) : random_bytes({}, c.db);
+    const Tensor sa = c.per_row ? uniform({M}, 0.01, 0.1, DType::Float32) : full({}, 0.03, DType::Float32);
+    const Tensor sb = c.per_column ? uniform({N}, 0.01, 0.1, DType::Float32) : full({}, 0.02, DType::Float32);
+    const Tensor sy = full({}, 0.4, DType::Float32);
+    const Tensor zy = random_bytes({}, c.dy);
+    const Tensor y = qlinear_matmul({a, sa, za}, {b, sb, zb}, sy, zy);
+    const Tensor acc = matmul_integer(a, b, za, zb);
+    const Shape want_shape = matmul(zeros(c.a), zeros(c.b)).shape();
+    ASSERT_EQ(y.shape(), want_shape);
+    ASSERT_EQ(acc.shape(), want_shape);
+    ASSERT_EQ(acc.dtype(), DType::Int32);
+    const std::vector<int32_t> zav = values_of(za), zbv = values_of(zb);
+    const Tensor a3 = contiguous(expand(a, [&] { Shape s = want_shape; s[s.size() - 1] = K; return s; }()));
+    const Tensor b3 = contiguous(expand(b, [&] { Shape s = want_shape; s[s.size() - 2] = K; return s; }()));
+    const int64_t batches = want_shape.size() > 2 ? y.numel() / std::max<int64_t>(M * N, 1) : 1;
+    for (int64_t i = 0; i < batches; ++i) {
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t n = 0; n < N; ++n) {
+          const int64_t want = acc_ref(a3, b3, M, K, N, i, i, m, n, zav, zbv);
+          const int64_t at = (i * M + m) * N + n;
+          ASSERT_EQ(acc.data<int32_t>()[at], want);
+          const float sam = sa.numel() == 1 ? sa.data<float>()[0] : sa.data<float>()[m];
+          const float sbn = sb.numel() == 1 ? sb.data<float>()[0] : sb.data<float>()[n];
+          // the kernels' multiplier: (sa * sb) / sy per tensor, sa[m] * (sb / sy) per row
+          const float mult = sa.numel() == 1 ? sam * sbn / 0.4f : sam * (sbn / 0.4f);
+          const int32_t zyv = byte_value(zy, 0);
+          const int32_t lo = c.dy == DType::UInt8 ? 0 : -128, hi = c.dy == DType::UInt8 ? 255 : 127;
+          const double r = std::nearbyint(double(float(int32_t(want)) * mult)) + zyv;
+          ASSERT_EQ(byte_value(y, at), int32_t(std::clamp<double>(r, lo, hi))) << "at " << at;
+        }
+      }
+    }
+  }
+}
+
+TEST(Quantize, ConvolutionsMatchTheDefinitionOverTheirGeometry) {
+  struct Case {
+    Shape x, w;
+    QConvOptions o;
+    DType dx, dw;
+    bool per_channel;
+  };
+  auto opts = [](std::vector<int64_t> s, std::vector<int64_t> p, std::vector<int64_t> d, int64_t g) {
+    QConvOptions o;
+    o.stride = s;
+    o.padding = p;
+    o.dilation = d;
+    o.groups = g;
+    return o;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 7, 6}, {4, 3, 3, 3}, opts({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, false},
+      {{1, 4, 9, 8}, {6, 2, 3, 2}, opts({2, 1}, {0, 2, 1, 0}, {1, 2}, 2), DType::Int8, DType::UInt8, true},
+      {{1, 6, 5, 5}, {6, 1, 3, 3}, opts({1, 2}, {2, 1, 0, 1}, {2, 1}, 6), DType::UInt8, DType::Int8, true},
+      {{1, 2, 2, 2}, {3, 2, 1, 1}, opts({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
+      {{0, 2, 4, 4}, {3, 2, 3, 3}, opts({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, false},
+  };
+  for (const Case& c : cases) {
+    const Tensor x = random_bytes(c.x, c.dx), w = random_bytes(c.w, c.dw);
+    const int64_t O = c.w[0];
+    const Tensor zx = random_bytes({}, c.dx), zw = c.per_channel ? random_bytes({O}, c.dw) : random_bytes({}, c.dw);
+    const Tensor sx = full({}, 0.05, DType::Float32), sy = full({}, 0.7, DType::Float32);
+    const Tensor sw = c.per_channel ? uniform({O}, 0.005, 0.05, DType::Float32) : full({}, 0.02, DType::Float32);
+    Tensor bias = empty({O}, DType::Int32);
+    for (int64_t o = 0; o < O; ++o) bias.data<int32_t>()[o] = int32_t(o * 97 - 150);
+    const Tensor zy = scalar_zp(c.dx == DType::UInt8 ? 17 : -3, c.dx);
+    const Tensor y = qlinear_conv2d({x, sx, zx}, {w, sw, zw}, sy, zy, bias, c.o);
+    const Tensor acc = conv2d_integer(x, w, zx, zw, c.o);
+    // the reference: conv2d in float64 over (x - zx) and (w - zw), exact for these sizes
+    Tensor xf = cast(x, DType::Float64) - double(byte_value(zx, 0));
+    const Tensor zwf = reshape(cast(zw, DType::Float64), {zw.numel() == 1 ? 1 : O, 1, 1, 1});
+    const Tensor wf = cast(w, DType::Float64) - zwf;
+    const std::vector<int64_t>& p = c.o.padding;
+    // asymmetric padding by zeros (the zero point, after the shift)
+    xf = cat({zeros({xf.size(0), xf.size(1), p[0], xf.size(3)}, DType::Float64), xf,
+              zeros({xf.size(0), xf.size(1), p[2], xf.size(3)}, DType::Float64)}, 2);
+    xf = cat({zeros({xf.size(0), xf.size(1), xf.size(2), p[1]}, DType::Float64), xf,
+              zeros({xf.size(0), xf.size(1), xf.size(2), p[3]}, DType::Float64)}, 3);
+    const Tensor ref = conv2d(xf, wf, Tensor(), {c.o.stride[0], c.o.stride[1]}, {0, 0},
+                              {c.o.dilation[0], c.o.dilation[1]}, c.o.groups);
+    ASSERT_EQ(acc.shape(), ref.shape());
+    ASSERT_EQ(y.shape(), ref.shape());
+    const int64_t P = ref.numel() / std::max<int64_t>(ref.size(0) * O, 1);
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      const int64_t want = int64_t(ref.data<double>()[i]);
+      ASSERT_EQ(acc.data<int32_t>()[i], want) << "at " << i;
+      const int64_t o = (i / P) % O;
+      const float mult = 0.05f * sw.data<float>()[sw.numel() == 1 ? 0 : o] / 0.7f;
+      const int32_t lo = c.dx == DType::UInt8 ? 0 : -128, hi = c.dx == DType::UInt8 ? 255 : 127;
+      const double r = std::nearbyint(double(float(int32_t(want + bias.data<int32_t>()[o])) * mult)) +
+                       byte_value(zy, 0);
+      ASSERT_EQ(byte_value(y, i), int32_t(std::clamp<double>(r, lo, hi))) << "at " << i;
+    }
+  }
+}
+
+TEST(Quantize, BadInputsAreClearErrors) {
+  const Tensor x = uniform({2, 3}, -1, 1, DType::Float32);
+  const Tensor s = full({}, 0.1, DType::Float32), z = zeros({}, DType::UInt8);
+  expect_error([&] { quantize_linear(x, full({}, 0.0, DType::Float32), z); }, "positive finite");
+  expect_error([&] { quantize_linear(x, full({}, NAN, DType::Float32), z); }, "positive finite");
+  expect_error([&] { quantize_linear(x, full({}, -1.0, DType::Float32), z); }, "positive finite");
+  expect_error([&] { quantize_linear(x, s, zeros({}, DType::Int64)); }, "uint8 or int8");
+  expect_error([&] { quantize_linear(x, full({4}, 0.1, DType::Float32), zeros({4}, DType::UInt8), 1); }, "valid");
+  expect_error([&] { quantize_linear(x, full({3}, 0.1, DType::Float32), zeros({3}, DType::UInt8), 5); }, "axis");
+  expect_error([&] { dequantize_linear(zeros({2}, DType::Int32), s, full({}, 1.0, DType::Int32)); }, "zero point of 0");
+  const Tensor q = zeros({2, 3}, DType::UInt8), w = zeros({4, 5}, DType::Int8);
+  expect_error([&] { qlinear_matmul({q, s, z}, {w, s, zeros({}, DType::Int8)}, s, z); }, "inner dims");
+  expect_error([&] { qlinear_matmul({q, s, zeros({}, DType::Int8)}, {q.t(), s, z}, s, z); }, "zero point");
+  const Tensor img = zeros({1, 3, 4, 4}, DType::UInt8), k = zeros({2, 2, 3, 3}, DType::Int8);
+  expect_error([&] { conv2d_integer(img, k, z, zeros({}, DType::Int8)); }, "groups");
+  QConvOptions bad;
+  bad.padding = {1, 1};
+  expect_error([&] { conv2d_integer(img, zeros({2, 3, 3, 3}, DType::Int8), z, zeros({}, DType::Int8), bad); },
+               "padding");
+}
+
+}  // namespace
+}  // namespace smelt

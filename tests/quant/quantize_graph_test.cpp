@@ -1,0 +1,148 @@
+// The quantize pass (quant/quantize_graph.h) on a small CNN: which products become integer ops,
+// that uint8 flows between consecutive convolutions, that the quantized graph stays close to the
+// float one (signal-to-quantization-noise ratio) for every threshold method, that interpreter and
+// compiled plan agree bit for bit, and the calibration file's round trip and errors.
+#include "quant/quantize_graph.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ir/graph.h"
+#include "passes/fold.h"
+#include "runtime/pipeline.h"
+#include "runtime/plan.h"
+#include "smelt/creation.h"
+#include "smelt/ops.h"
+#include "trace/interpreter.h"
+#include "trace/trace.h"
+
+namespace smelt::quant {
+namespace {
+
+struct Net {
+  Tensor w1, b1, w2, b2, w3, fc;
+};
+
+Net make_net() {
+  Generator gen(42);
+  Net n;
+  n.w1 = uniform({8, 3, 3, 3}, -0.4, 0.4, DType::Float32, &gen);
+  n.b1 = uniform({8, 1, 1}, -0.1, 0.1, DType::Float32, &gen);
+  n.w2 = uniform({8, 8, 3, 3}, -0.2, 0.2, DType::Float32, &gen);
+  n.b2 = uniform({8, 1, 1}, -0.1, 0.1, DType::Float32, &gen);
+  n.w3 = uniform({4, 8, 1, 1}, -0.5, 0.5, DType::Float32, &gen);
+  n.fc = uniform({4 * 5 * 5, 10}, -0.2, 0.2, DType::Float32, &gen);
+  return n;
+}
+
+std::unique_ptr<ir::Graph> trace_net(const Net& n) {
+  auto fn = [n](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    Tensor h = relu(conv2d(in[0], n.w1, Tensor(), {1, 1}, {1, 1}) + n.b1);
+    h = relu(conv2d(h, n.w2, Tensor(), {2, 2}, {0, 0}) + n.b2);
+    h = conv2d(h, n.w3, Tensor(), {1, 1}, {0, 0});
+    return std::vector<Tensor>{matmul(h.reshape({h.size(0), -1}), n.fc)};
+  };
+  return trace::trace(fn, {zeros({2, 3, 11, 11})});
+}
+
+std::vector<std::vector<Tensor>> batches(int count, uint64_t seed) {
+  Generator gen(seed);
+  std::vector<std::vector<Tensor>> b;
+  for (int i = 0; i < count; ++i) b.push_back({uniform({2, 3, 11, 11}, -1, 1, DType::Float32, &gen)});
+  return b;
+}
+
+double sqnr_db(const Tensor& ref, const Tensor& got) {
+  double signal = 0, noise = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double r = ref.data<float>()[i], d = r - got.data<float>()[i];
+    signal += r * r;
+    noise += d * d;
+  }
+  return 10 * std::log10(signal / std::max(noise, 1e-30));
+}
+
+int count_ops(const ir::Graph& g, ops::OpId op) {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node->op == op;
+  return n;
+}
+
+TEST(QuantizeGraph, ConvolutionsAndTheMatmulBecomeIntegerOpsCloseToFloat) {
+  const Net net = make_net();
+  const auto calib = batches(4, 1), held_out = batches(1, 99);
+  for (ThresholdMethod method :
+       {ThresholdMethod::Max, ThresholdMethod::Percentile, ThresholdMethod::Entropy, ThresholdMethod::Mse}) {
+    SCOPED_TRACE(method_name(method));
+    auto graph = trace_net(net);
+    ThresholdOptions options;
+    options.method = method;
+    const Calibration cal = calibrate(*graph, calib, options);
+    EXPECT_EQ(cal.values.size(), 6u);  // x, the three conv chains' outputs, the matmul's input and output
+    auto q = graph->clone();
+    const QuantizeReport report = quantize_graph(*q, cal);
+    EXPECT_EQ(report.quantized, 4) << report.str();
+    EXPECT_EQ(count_ops(*q, ops::OpId::qlinear_conv2d), 3);
+    EXPECT_EQ(count_ops(*q, ops::OpId::qlinear_matmul), 1);
+    // uint8 passes straight from conv to conv: one quantize at the input, one before the matmul
+    // (after the float reshape); no conv, relu or bias add left in float
+    EXPECT_EQ(count_ops(*q, ops::OpId::quantize_linear), 2) << report.str();
+    EXPECT_EQ(count_ops(*q, ops::OpId::conv2d), 0);
+    EXPECT_EQ(count_ops(*q, ops::OpId::relu), 0);
+    EXPECT_EQ(count_ops(*q, ops::OpId::add), 0);
+    const Tensor want = trace::interpret(*graph, held_out[0])[0];
+    const Tensor got = trace::interpret(*q, held_out[0])[0];
+    EXPECT_GT(sqnr_db(want, got), 25.0);
+    // the compiled plan runs the same integer kernels: bit for bit the interpreter's
+    runtime::PipelineOptions po;
+    po.backend = runtime::KernelBackend::Interpreter;
+    runtime::CompiledGraph compiled = runtime::compile_graph(q->clone(), po);
+    const Tensor planned = compiled.plan->run(held_out[0])[0];
+    ASSERT_EQ(planned.shape(), got.shape());
+    for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(planned.data<float>()[i], got.data<float>()[i]) << i;
+  }
+}
+
+TEST(QuantizeGraph, CalibrationFileRoundTripsAndRefusesNonsense) {
+  auto graph = trace_net(make_net());
+  const Calibration cal = calibrate(*graph, batches(2, 3), {});
+  const Calibration back = Calibration::from_json(cal.to_json());
+  ASSERT_EQ(back.values.size(), cal.values.size());
+  for (const auto& [id, v] : cal.values) {
+    const CalibratedValue& b = back.values.at(id);
+    EXPECT_EQ(b.params.scale, v.params.scale);
+    EXPECT_EQ(b.params.zero_point, v.params.zero_point);
+    EXPECT_EQ(b.threshold, v.threshold);
+  }
+  EXPECT_EQ(back.options.method, ThresholdMethod::Entropy);
+  // the same graph quantized from the file gives the same bytes
+  auto q1 = graph->clone(), q2 = graph->clone();
+  quantize_graph(*q1, cal);
+  quantize_graph(*q2, back);
+  const auto x = batches(1, 5)[0];
+  const Tensor a = trace::interpret(*q1, x)[0], b = trace::interpret(*q2, x)[0];
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]);
+  EXPECT_THROW(Calibration::from_json("{"), Error);
+  EXPECT_THROW(Calibration::from_json(R"({"method": "kl", "percentile": 1, "batches": 1, "values": {}})"), Error);
+  std::string bad = cal.to_json();
+  const size_t at = bad.find("\"scale\": ");
+  bad.replace(at, bad.find(',', at) - at, "\"scale\": -1");
+  EXPECT_THROW(Calibration::from_json(bad), Error);
+  EXPECT_THROW(calibrate(*graph, {}, {}), Error);
+}
+
+TEST(QuantizeGraph, AnInfiniteActivationIsACalibrationErrorNamingTheValue) {
+  auto graph = trace_net(make_net());
+  auto b = batches(1, 7);
+  b[0][0].data<float>()[3] = INFINITY;
+  try {
+    calibrate(*graph, b, {});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("calibration of %"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace smelt::quant
