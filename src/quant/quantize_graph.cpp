@@ -120,6 +120,12 @@ struct Rewriter {
                                  {{"axis", int64_t(1)}});
     g.replace_all_uses(op.output, dq->outputs[0]);
     ++report.quantized;
+    QuantizedLayer layer;
+    layer.op = std::string(op.product->name()) + (op.bias ? "+bias" : "") + (op.relu ? "+relu" : "");
+    layer.float_value = op.output->id;
+    layer.quantized_value = product->outputs[0]->id;
+    layer.output = *cy;
+    report.layers.push_back(layer);
   }
 };
 

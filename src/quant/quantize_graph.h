@@ -61,7 +61,16 @@ struct Calibration {
 Calibration calibrate(const ir::Graph& graph, const std::vector<std::vector<Tensor>>& batches,
                       const ThresholdOptions& options);
 
+// One product rewritten: where its float result was and where its quantized one is.
+struct QuantizedLayer {
+  std::string op;          // "conv2d", "matmul" (with "+bias", "+relu" when folded)
+  int float_value = 0;     // the chain's output in the calibrated graph (its id)
+  int quantized_value = 0; // the integer op's uint8/int8 output in the rewritten graph (its id)
+  CalibratedValue output;  // its calibration
+};
+
 struct QuantizeReport {
+  std::vector<QuantizedLayer> layers;
   int quantized = 0;                         // products rewritten
   std::map<std::string, int> float_ops;      // ops left in float, by name
   std::vector<std::string> skipped;          // products left float, with why

@@ -20,5 +20,6 @@ void register_export(CLI::App& app);   // smelt export: a text IR graph as an ON
 void register_export_c(CLI::App& app); // smelt export-c: a model as standalone C11
 void register_bench(CLI::App& app);    // smelt bench: an ONNX model, interpreted vs compiled
 void register_tune(CLI::App& app);     // smelt tune: measure a model's convolutions, store the fastest
+void register_quantize(CLI::App& app); // smelt quantize: post-training INT8 quantization of an ONNX model
 
 }  // namespace smelt::tools

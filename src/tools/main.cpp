@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   smelt::tools::register_export_c(app);
   smelt::tools::register_bench(app);
   smelt::tools::register_tune(app);
+  smelt::tools::register_quantize(app);
 
   try {
     check_environment();

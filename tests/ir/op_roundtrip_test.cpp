@@ -29,6 +29,10 @@ InputSpec f32(Shape s, double lo = -2, double hi = 2) { return {{std::move(s), D
 InputSpec f64(Shape s, double lo = -2, double hi = 2) { return {{std::move(s), DType::Float64}, lo, hi}; }
 InputSpec i64(Shape s, int64_t hi, int64_t lo = 0) { return {{std::move(s), DType::Int64}, double(lo), double(hi)}; }
 InputSpec boolean(Shape s) { return {{std::move(s), DType::Bool}, 0, 2}; }
+InputSpec u8(Shape s) { return {{std::move(s), DType::UInt8}, 0, 256}; }
+InputSpec i8(Shape s) { return {{std::move(s), DType::Int8}, -128, 128}; }
+InputSpec i32(Shape s) { return {{std::move(s), DType::Int32}, -1000, 1000}; }
+InputSpec scale(Shape s) { return f32(std::move(s), 0.01, 0.2); }
 
 struct OpExample {
   OpId op;
@@ -169,6 +173,19 @@ std::vector<OpExample> examples() {
        {{"input_shape", Ints{5, 4}}, {"dim", int64_t(0)}, {"start", int64_t(1)}, {"end", int64_t(5)}, {"step", int64_t(2)}}},
       {OpId::expand, {f32({3, 1})}, {{"shape", Ints{2, 3, 4}}}},
       {OpId::contiguous, {f64({3, 4})}, {}},
+      // quantized inference
+      {OpId::quantize_linear, {f32({2, 3, 4}), scale({3}), u8({3})}, {{"axis", int64_t(1)}}},
+      {OpId::quantize_linear, {f64({5}), scale({}), i8({})}, {{"axis", int64_t(1)}}},
+      {OpId::dequantize_linear, {i8({4, 3}), scale({3}), i8({3})}, {{"axis", int64_t(-1)}}},
+      {OpId::dequantize_linear, {u8({2, 2}), scale({}), u8({})}, {{"axis", int64_t(1)}}},
+      {OpId::qlinear_matmul, {u8({2, 3, 4}), scale({}), u8({}), i8({4, 5}), scale({5}), i8({5}), f32({}, 0.5, 1),
+                              u8({})}, {}},
+      {OpId::matmul_integer, {i8({3, 4}), u8({4, 2}), i8({3}), u8({2})}, {}},
+      {OpId::qlinear_conv2d, {u8({1, 2, 5, 5}), scale({}), u8({}), i8({3, 2, 3, 3}), scale({3}), i8({3}),
+                              f32({}, 0.5, 1), i8({}), i32({3})},
+       {{"stride", Ints{1, 2}}, {"padding", Ints{1, 0, 0, 1}}, {"dilation", Ints{1, 1}}, {"groups", int64_t(1)}}},
+      {OpId::conv2d_integer, {u8({1, 4, 4, 4}), i8({2, 2, 2, 2}), u8({}), i8({})},
+       {{"stride", Ints{1, 1}}, {"padding", Ints{0, 0, 1, 1}}, {"dilation", Ints{2, 1}}, {"groups", int64_t(2)}}},
   };
 }
 

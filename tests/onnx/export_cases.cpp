@@ -10,6 +10,7 @@
 #include "smelt/creation.h"
 #include "smelt/nn.h"
 #include "smelt/ops.h"
+#include "smelt/quantize.h"
 
 namespace smelt::export_cases {
 namespace {
@@ -248,6 +249,36 @@ std::vector<Case> all() {
     const int64_t n = end == start ? 0 : (end - start - 1) / step + 1;
     c.push_back({"slice_grad_" + std::to_string(start) + "_" + std::to_string(end) + "_" + std::to_string(step),
                  [a](const Ts& in, const Ts&) { return Ts{ops::call1(OpId::slice_grad, {in[0]}, a)}; }, {rn({2, n})}});
+  }
+  // ---- quantized inference: each op maps to its ONNX node and back, bit for bit
+  {
+    const Tensor s = full({}, 0.05, DType::Float32), zu = full({}, 3.0, DType::UInt8), zi = zeros({}, DType::Int8);
+    const Tensor sc = from_vector(std::vector<float>{0.02f, 0.03f, 0.01f}, {3});
+    const Tensor zc = zeros({3}, DType::Int8);
+    const Tensor w = cast(ri(-100, 100, {4, 3}), DType::Int8), k = cast(ri(-50, 50, {3, 2, 3, 3}), DType::Int8);
+    c.push_back(one("quantize_dequantize", [=](const Tensor& t) {
+      return dequantize_linear(quantize_linear(t, s, zu), s, zu);
+    }, rn({2, 5})));
+    c.push_back(one("quantize_per_channel", [=](const Tensor& t) {
+      return dequantize_linear(quantize_linear(t, sc, zc, 1), sc, zc, 1);
+    }, rn({2, 3, 4})));
+    c.push_back(one("qlinear_matmul", [=](const Tensor& t) {
+      return dequantize_linear(qlinear_matmul({quantize_linear(t, s, zu), s, zu}, {w, sc, zc}, s, zu), s, zu);
+    }, rn({2, 4})));
+    c.push_back(one("matmul_integer", [=](const Tensor& t) {
+      return matmul_integer(quantize_linear(t, s, zu), w, zu, zi);
+    }, rn({5, 4})));
+    QConvOptions o;
+    o.padding = {1, 0, 0, 1};
+    o.stride = {2, 1};
+    c.push_back(one("qlinear_conv2d", [=](const Tensor& t) {
+      const Tensor y = qlinear_conv2d({quantize_linear(t, s, zu), s, zu}, {k, sc, zc}, s, zu,
+                                      cast(from_vector(std::vector<int64_t>{5, -9, 100}, {3}), DType::Int32), o);
+      return dequantize_linear(y, s, zu);
+    }, rn({1, 2, 6, 5})));
+    c.push_back(one("conv2d_integer", [=](const Tensor& t) {
+      return conv2d_integer(quantize_linear(t, s, zu), k, zu, zi, o);
+    }, rn({1, 2, 5, 5})));
   }
   // ---- models
   c.push_back({"model_mlp", mlp, {rn({4, 8})},

@@ -17,6 +17,7 @@
 
 #include "golden_op_table.h"
 #include "ops/dispatch.h"
+#include "smelt/quantize.h"
 #include "support/errors.h"
 #include "support/json_tensor.h"
 
@@ -121,6 +122,22 @@ const std::vector<RecordedCall>& golden_calls() {
     manual_seed(7);
     Tensor x = randn({4, 5}).set_requires_grad();
     autograd::grad({sum(dropout(x, 0.5, true) * 3.0)}, {x});
+    // The quantized ops: their PyTorch cases are tests/golden/quantize.json, of another format
+    // (tests/ops/quantize_golden_test.cpp); here their out-variant kernels run once each.
+    hook.golden_case = "(extra) quantized ops";
+    const Tensor s = full({}, 0.05, DType::Float32), zu = full({}, 7.0, DType::UInt8);
+    const Tensor zi = zeros({}, DType::Int8), sw = full({5}, 0.02, DType::Float32);
+    const Tensor q = quantize_linear(randn({3, 4}), s, zu);
+    dequantize_linear(q, s, zu);
+    const Tensor w = quantize_linear(randn({4, 5}), sw, zeros({5}, DType::Int8), 1);
+    qlinear_matmul({q, s, zu}, {w, sw, zeros({5}, DType::Int8)}, s, zu);
+    matmul_integer(q, w, zu, zi);
+    const Tensor img = quantize_linear(randn({1, 2, 5, 5}), s, zu);
+    const Tensor k = quantize_linear(randn({3, 2, 3, 3}), s, zi);
+    QConvOptions o;
+    o.padding = {1, 0, 0, 1};
+    qlinear_conv2d({img, s, zu}, {k, s, zi}, s, zu, full({3}, 5.0, DType::Int32), o);
+    conv2d_integer(img, k, zu, zi, o);
     return hook.calls;
   }();
   return calls;

@@ -333,3 +333,28 @@ TEST_F(Cli, CompileExplainsATrainingStepsRecomputation) {
 }
 
 }  // namespace
+
+// `smelt quantize`: calibrated on the model's test data set, every convolution and the classifier
+// become integer ops, each layer's SQNR printed; the written model imports and runs again; the
+// calibration file round-trips; mistakes are one line.
+TEST_F(Cli, QuantizeAResNet) {
+  const fs::path out = dir_ / "int8.onnx", cal = dir_ / "cal.json";
+  const std::string model = quote(kSmallResnet + "/model.onnx"), data = quote(kSmallResnet);
+  CliRun r = smelt("quantize " + model + " --calibration " + data + " -o " + quote(out.string()) +
+                   " --save-calibration " + quote(cal.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  for (const char* needle : {"1 calibration batches, entropy thresholds", "SQNR dB", "conv2d+bias+relu",
+                             "products quantized", "wrote "}) {
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  }
+  ASSERT_TRUE(fs::exists(out));
+  ASSERT_TRUE(fs::exists(cal));
+  CliRun run = smelt("run " + quote(out.string()) + " --random --compile --backend interpreter");
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  CliRun again = smelt("quantize " + model + " --calibration " + data + " -o " + quote((dir_ / "b.onnx").string()) +
+                       " --load-calibration " + quote(cal.string()) + " --method max");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  expect_refused(smelt("quantize " + model + " --calibration " + quote((dir_ / "none").string()) + " -o x.onnx"),
+                 {"--calibration", "not a directory"});
+  expect_refused(smelt("quantize " + model + " --calibration " + data + " -o x.onnx --method kl"), {"--method", "kl"});
+}

@@ -19,6 +19,7 @@ try {
 const kinds = {
   float32: ['float32', Float32Array], float64: ['float64', Float64Array],
   int64: ['int64', BigInt64Array], bool: ['bool', Uint8Array], uint8: ['uint8', Uint8Array],
+  int32: ['int32', Int32Array], int8: ['int8', Int8Array],
 };
 
 function load(dir, t) {
