@@ -273,8 +273,11 @@ QPackedB qgemm_pack_b(const void* b, bool b_unsigned, int64_t k, int64_t n, int6
         << (b_unsigned ? "[0, 255] (uint8)" : "[-128, 127] (int8)");
     p.zero_point[size_t(col)] = zp - shift;
   }
-  for (int64_t kk = 0; kk < k; ++kk) {
-    for (int64_t col = 0; col < n; ++col) {
+  // Walk B along its contiguous dim (a conv weight (N, K) is read row by row).
+  const bool k_inner = stride_k < stride_n;
+  for (int64_t outer = 0; outer < (k_inner ? n : k); ++outer) {
+    for (int64_t inner = 0; inner < (k_inner ? k : n); ++inner) {
+      const int64_t kk = k_inner ? inner : outer, col = k_inner ? outer : inner;
       const int64_t at = kk * stride_k + col * stride_n;
       const int32_t v = b_unsigned ? int32_t(static_cast<const uint8_t*>(b)[at]) - shift
                                    : int32_t(static_cast<const int8_t*>(b)[at]);

@@ -3,10 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <list>
+#include <memory>
+#include <mutex>
 
+#include "base/parallel.h"
 #include "kernels/qgemm.h"
 #include "kernels/transpose.h"
+#include "smelt/tensor.h"
 #include "smelt/error.h"
 
 namespace smelt::kernels {
@@ -150,6 +156,73 @@ QGemmOutput output_of(const Requant& r, void* data, int64_t ldc, const int32_t* 
   return out;
 }
 
+// The packed form of a weight (qgemm_pack_b) is kept between calls, as a plan's constant weights
+// are read on every run: keyed by the storage (held, so that its address is not reused while
+// cached) and its version (an in-place write repacks), the view, the zero points and the group.
+class PackedWeights {
+ public:
+  using Pack = std::function<QPackedB()>;
+  std::shared_ptr<const QPackedB> get(const Tensor& w, const std::vector<int32_t>& zero_points, int64_t group,
+                                      const Pack& pack) {
+    Key key{w.storage().get(), w.storage()->version(), w.offset(), w.shape(), w.strides(), w.dtype(),
+            zero_points, group, qgemm_best_isa()};
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->key == key) {
+          entries_.splice(entries_.begin(), entries_, it);
+          return it->packed;
+        }
+      }
+    }
+    auto packed = std::make_shared<const QPackedB>(pack());
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.push_front({key, w.storage(), packed});
+    if (entries_.size() > kCapacity) entries_.pop_back();
+    return packed;
+  }
+
+ private:
+  static constexpr size_t kCapacity = 256;  // a model's layers (and groups)
+  struct Key {
+    const Storage* storage;
+    uint64_t version;
+    int64_t offset;
+    Shape shape, strides;
+    DType dtype;
+    std::vector<int32_t> zero_points;
+    int64_t group;
+    QGemmIsa isa;
+    bool operator==(const Key&) const = default;
+  };
+  struct Entry {
+    Key key;
+    Ref<Storage> keep;
+    std::shared_ptr<const QPackedB> packed;
+  };
+  std::mutex mutex_;
+  std::list<Entry> entries_;
+};
+
+PackedWeights& packed_weights() {
+  static PackedWeights cache;
+  return cache;
+}
+
+// dst (cols, rows) = src (rows, cols)^T, in parallel over blocks of destination rows.
+template <class T>
+void transpose_tile(const T* src, T* dst, int64_t rows, int64_t cols) {
+  constexpr int64_t kBlock = 32;
+  parallel_for(cols, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(rows, 1)), [&](int64_t c0, int64_t c1) {
+    for (int64_t rb = 0; rb < rows; rb += kBlock) {
+      const int64_t re = std::min(rows, rb + kBlock);
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = rb; r < re; ++r) dst[c * rows + r] = src[r * cols + c];
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void quantize_linear_forward(const Tensor& y, const Tensor& x, const Tensor& scale,
@@ -221,15 +294,17 @@ void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const Q
   const int64_t batches = shape_numel(batch);
   const size_t out_bytes = dtype_size(y.dtype());
   for (int64_t i = 0; i < batches; ++i) {
-    const QPackedB packed =
-        qgemm_pack_b(static_cast<const uint8_t*>(bv.raw_data()) + batch_offset(bv, i) * K * N,
-                     bv.dtype() == DType::UInt8, K, N, N, 1, zb, qgemm_best_isa());
+    const int64_t at = batch_offset(bv, i);
+    const std::shared_ptr<const QPackedB> packed = packed_weights().get(b.values, zb, at, [&] {
+      return qgemm_pack_b(static_cast<const uint8_t*>(bv.raw_data()) + at * K * N, bv.dtype() == DType::UInt8, K,
+                          N, N, 1, zb, qgemm_best_isa());
+    });
     QGemmA operand;
     operand.data = av.data() + batch_offset(a.values, i) * M * K;
     operand.lda = K;
     operand.zero_points = za.data();
     operand.per_row = za.size() != 1;
-    qgemm_u8s8(M, operand, packed,
+    qgemm_u8s8(M, operand, *packed,
                output_of(r, static_cast<char*>(y.raw_data()) + size_t(i * M * N) * out_bytes, N,
                          nullptr, 0));
   }
@@ -262,39 +337,41 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
   for (int64_t grp = 0; grp < groups; ++grp) {
     std::vector<int32_t> zw_group(1, zw.at(0));
     if (zw.size() != 1) zw_group.assign(zw.begin() + grp * Og, zw.begin() + (grp + 1) * Og);
-    const QPackedB packed = qgemm_pack_b(static_cast<const uint8_t*>(wv.raw_data()) + grp * Og * K,
-                                         wv.dtype() == DType::UInt8, K, Og, 1, K, zw_group,
-                                         qgemm_best_isa());
+    const std::shared_ptr<const QPackedB> packed = packed_weights().get(w.values, zw_group, grp, [&] {
+      return qgemm_pack_b(static_cast<const uint8_t*>(wv.raw_data()) + grp * Og * K, wv.dtype() == DType::UInt8, K,
+                          Og, 1, K, zw_group, qgemm_best_isa());
+    });
     Requant rg = r;
     if (!rg.column.empty()) rg.column.assign(r.column.begin() + grp * Og, r.column.begin() + (grp + 1) * Og);
     const int32_t* bias_g = bias_c.defined() ? bias_c.data<int32_t>() + grp * Og : nullptr;
     for (int64_t n = 0; n < N; ++n) {
       // patches[p][k]: the window of output pixel p over the group's channels, padded with x's
-      // zero point.
-      for (int64_t oh = 0; oh < Ho; ++oh) {
-        for (int64_t ow = 0; ow < Wo; ++ow) {
-          uint8_t* row = patches.data() + (oh * Wo + ow) * K;
-          for (int64_t c = 0; c < Cg; ++c) {
-            const uint8_t* plane = xv.data() + ((n * C) + grp * Cg + c) * H * W;
-            for (int64_t i = 0; i < kH; ++i) {
-              const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
-              for (int64_t j = 0; j < kW; ++j) {
-                const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + j * g.dilation[1];
-                const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                *row++ = inside ? plane[ih * W + iw] : pad_value;
+      // zero point; rows of output pixels in parallel.
+      parallel_for(Ho, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(Wo * K, 1)), [&](int64_t h0, int64_t h1) {
+        for (int64_t oh = h0; oh < h1; ++oh) {
+          for (int64_t ow = 0; ow < Wo; ++ow) {
+            uint8_t* row = patches.data() + (oh * Wo + ow) * K;
+            for (int64_t c = 0; c < Cg; ++c) {
+              const uint8_t* plane = xv.data() + ((n * C) + grp * Cg + c) * H * W;
+              for (int64_t i = 0; i < kH; ++i) {
+                const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
+                for (int64_t j = 0; j < kW; ++j) {
+                  const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + j * g.dilation[1];
+                  const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                  *row++ = inside ? plane[ih * W + iw] : pad_value;
+                }
               }
             }
           }
         }
-      }
-      qgemm_u8s8(P, patches.data(), K, zx.at(0), packed, output_of(rg, tile.data(), Og, bias_g, 0));
+      });
+      qgemm_u8s8(P, patches.data(), K, zx.at(0), *packed, output_of(rg, tile.data(), Og, bias_g, 0));
       // (P, Og) -> y[n, grp * Og + o, p]
       char* out = static_cast<char*>(y.raw_data()) + size_t((n * O + grp * Og) * P) * out_bytes;
-      for (int64_t o = 0; o < Og; ++o) {
-        for (int64_t p = 0; p < P; ++p) {
-          std::memcpy(out + size_t(o * P + p) * out_bytes, tile.data() + size_t(p * Og + o) * out_bytes,
-                      out_bytes);
-        }
+      if (out_bytes == 1) {
+        transpose_tile(reinterpret_cast<const uint8_t*>(tile.data()), reinterpret_cast<uint8_t*>(out), P, Og);
+      } else {
+        transpose_tile(reinterpret_cast<const int32_t*>(tile.data()), reinterpret_cast<int32_t*>(out), P, Og);
       }
     }
   }

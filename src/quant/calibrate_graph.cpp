@@ -36,9 +36,19 @@ std::vector<QuantizableOp> find_quantizable(const ir::Graph& graph) {
     const bool conv = node->op == OpId::conv2d, mm = node->op == OpId::matmul;
     if (!conv && !mm) continue;
     ir::Value *x = node->inputs[0], *w = node->inputs[1];
-    if (!is_f32(x) || !is_f32(w) || w->kind != ir::ValueKind::Constant) continue;
+    if (!is_f32(x) || !is_f32(w)) continue;
     if (conv ? x->meta.shape.size() != 4 : (x->meta.shape.size() < 2 || w->meta.shape.size() != 2)) continue;
+    Tensor weight;
+    if (w->kind == ir::ValueKind::Constant) {
+      weight = w->constant;
+    } else if (mm && w->producer && w->producer->op == OpId::permute &&
+               w->producer->inputs[0]->kind == ir::ValueKind::Constant) {
+      weight = contiguous(w->producer->inputs[0]->constant.permute(w->producer->attrs.get_ints("dims")));
+    } else {
+      continue;
+    }
     QuantizableOp q;
+    q.weight = weight;
     q.product = node.get();
     q.input = x;
     q.output = node->outputs[0];

@@ -83,7 +83,7 @@ struct Rewriter {
     }
     const bool conv = op.product->op == OpId::conv2d;
     ir::Node* at = op.product;
-    const Tensor& w = op.product->inputs[1]->constant;
+    const Tensor& w = op.weight;
     const WeightQuant wq = quantize_weight(w, conv ? 0 : 1);
     const int64_t channels = int64_t(wq.scales.size());
     // The product reads its input now through what an earlier rewrite put there (a dequantize),

@@ -3,7 +3,8 @@
 // integer op with requantization as its epilogue, where the float path fuses bias and ReLU.
 //
 // A quantizable product is a conv2d or matmul of a float32 activation by a float32 constant
-// weight; a conv2d's chain also takes the add of a per-channel constant bias and then a relu
+// weight (for a matmul also the transpose of one, as a linear layer's weight stays after the
+// pipeline); a conv2d's chain also takes the add of a per-channel constant bias and then a relu
 // (each the only reader of what it follows; a matmul's stay float: ONNX's QLinearMatMul, and so
 // smelt's, has no bias). It becomes
 //
@@ -34,6 +35,7 @@ struct QuantizableOp {
   ir::Node* relu = nullptr;     // or null
   ir::Value* input = nullptr;   // the activation x
   ir::Value* output = nullptr;  // the chain's last value
+  Tensor weight;                // the constant weight (a matmul's transposed constant, transposed)
 };
 std::vector<QuantizableOp> find_quantizable(const ir::Graph& graph);
 
