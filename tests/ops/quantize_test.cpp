@@ -247,3 +247,36 @@ TEST(Quantize, BadInputsAreClearErrors) {
 
 }  // namespace
 }  // namespace smelt
+
+namespace smelt {
+namespace {
+
+// The packed weights kept between calls (kernels/quantize.cpp) follow in-place writes and views:
+// a weight changed in place, or another view of the same storage, gives what a fresh weight does.
+TEST(Quantize, KeptPackedWeightsFollowInPlaceWritesAndViews) {
+  const Tensor s = full({}, 0.05, DType::Float32), zu = full({}, 9.0, DType::UInt8), zi = zeros({}, DType::Int8);
+  const Tensor a = random_bytes({3, 6}, DType::UInt8);
+  Tensor w = random_bytes({6, 4}, DType::Int8);
+  const Tensor first = matmul_integer(a, w, zu, zi);
+  EXPECT_EQ(first.to_vector(), matmul_integer(a, w.clone(), zu, zi).to_vector());
+  w.copy_(random_bytes({6, 4}, DType::Int8));  // a new version of the same storage
+  EXPECT_EQ(matmul_integer(a, w, zu, zi).to_vector(), matmul_integer(a, w.clone(), zu, zi).to_vector());
+  EXPECT_NE(matmul_integer(a, w, zu, zi).to_vector(), first.to_vector());
+  // two views of one storage: each its own packing
+  Tensor both = random_bytes({2, 6, 4}, DType::Int8);
+  for (int64_t i = 0; i < 2; ++i) {
+    const Tensor view = both.select(0, i);
+    EXPECT_EQ(qlinear_matmul({a, s, zu}, {view, s, zi}, s, zu).to_vector(),
+              qlinear_matmul({a, s, zu}, {view.clone(), s, zi}, s, zu).to_vector());
+  }
+  // a conv weight changed in place
+  const Tensor img = random_bytes({1, 2, 4, 4}, DType::UInt8);
+  Tensor k = random_bytes({3, 2, 3, 3}, DType::Int8);
+  const Tensor before = conv2d_integer(img, k, zu, zi);
+  k.fill_(1);
+  EXPECT_EQ(conv2d_integer(img, k, zu, zi).to_vector(), conv2d_integer(img, k.clone(), zu, zi).to_vector());
+  EXPECT_NE(conv2d_integer(img, k, zu, zi).to_vector(), before.to_vector());
+}
+
+}  // namespace
+}  // namespace smelt
