@@ -37,7 +37,7 @@ void pack_a(QGemmIsa isa, const uint8_t* a, int64_t lda, int64_t m0, int mr, int
   const int MR = tile_rows(isa);
   for (int i = 0; i < MR; ++i) {
     const uint8_t* row = i < mr ? a + (m0 + i) * lda : nullptr;
-    int32_t sum = 0;
+    uint32_t sum = 0;  // wrapping, as the accumulators
     for (int64_t q = 0; q < k_groups; ++q) {
       uint32_t word = 0;
       if (row) {
@@ -46,27 +46,27 @@ void pack_a(QGemmIsa isa, const uint8_t* a, int64_t lda, int64_t m0, int mr, int
             const int64_t kk = q * kAvx2Group + r;
             const uint32_t v = kk < k ? row[kk] : 0;
             word |= v << (16 * r);
-            sum += int32_t(v);
+            sum += v;
           }
         } else {
           for (int r = 0; r < kVnniGroup; ++r) {
             const int64_t kk = q * kVnniGroup + r;
             const uint32_t v = kk < k ? row[kk] : 0;
             word |= v << (8 * r);
-            sum += int32_t(v);
+            sum += v;
           }
         }
       }
       packed[q * MR + i] = int32_t(word);
     }
-    row_sums[i] = sum;
+    row_sums[i] = int32_t(sum);
   }
 }
 
 // c[i * nr + j] = sum over the k groups of A's packed row i times B's panel column j.
 void tile_portable(const int32_t* ap, const int8_t* bp, int64_t k_groups, int32_t* c) {
   constexpr int MR = kPortableMr, NR = kVnniNr, G = kVnniGroup;
-  int32_t acc[MR][NR] = {};
+  uint32_t acc[MR][NR] = {};  // wrapping, as vpdpbusd's lanes (signed overflow would be undefined)
   for (int64_t q = 0; q < k_groups; ++q) {
     const int8_t* bq = bp + q * NR * G;
     for (int i = 0; i < MR; ++i) {
@@ -74,7 +74,7 @@ void tile_portable(const int32_t* ap, const int8_t* bp, int64_t k_groups, int32_
       for (int j = 0; j < NR; ++j) {
         int32_t s = 0;
         for (int r = 0; r < G; ++r) s += int32_t((word >> (8 * r)) & 0xff) * bq[j * G + r];
-        acc[i][j] += s;
+        acc[i][j] += uint32_t(s);
       }
     }
   }
@@ -281,7 +281,7 @@ QPackedB qgemm_pack_b(const void* b, bool b_unsigned, int64_t k, int64_t n, int6
       const int64_t at = kk * stride_k + col * stride_n;
       const int32_t v = b_unsigned ? int32_t(static_cast<const uint8_t*>(b)[at]) - shift
                                    : int32_t(static_cast<const int8_t*>(b)[at]);
-      p.col_sums[size_t(col)] += v;
+      p.col_sums[size_t(col)] = int32_t(uint32_t(p.col_sums[size_t(col)]) + uint32_t(v));
       const int64_t index = (((col / p.nr) * p.k_groups + kk / p.group) * p.nr + col % p.nr) * p.group + kk % p.group;
       if (isa == QGemmIsa::Avx2) {
         p.words[size_t(index)] = int16_t(v);

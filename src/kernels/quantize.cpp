@@ -156,16 +156,25 @@ QGemmOutput output_of(const Requant& r, void* data, int64_t ldc, const int32_t* 
   return out;
 }
 
-// The packed form of a weight (qgemm_pack_b) is kept between calls, as a plan's constant weights
-// are read on every run: keyed by the storage (held, so that its address is not reused while
-// cached) and its version (an in-place write repacks), the view, the zero points and the group.
+// The packed form of a constant weight (qgemm_pack_b) is kept between calls, as a plan's constant
+// weights are read on every run. Only weights the caller marks constant (ops/constant_weight.h)
+// in memory smelt owns: a plan's fused kernels write its arena without bumping versions, and
+// caller-owned memory (from_blob, NumPy) changes unseen, so anything else is packed afresh. The
+// key: the storage (held, so that its address is not reused while cached) and its version (an
+// in-place smelt op repacks), the view, how it was packed (op, K, N, groups), the zero points.
 class PackedWeights {
  public:
   using Pack = std::function<QPackedB()>;
-  std::shared_ptr<const QPackedB> get(const Tensor& w, const std::vector<int32_t>& zero_points, int64_t group,
-                                      const Pack& pack) {
+  struct Packing {
+    bool conv = false;
+    int64_t k = 0, n = 0, groups = 1, group = 0;
+    bool operator==(const Packing&) const = default;
+  };
+  std::shared_ptr<const QPackedB> get(const Tensor& w, bool weight_constant, const std::vector<int32_t>& zero_points,
+                                      const Packing& packing, const Pack& pack) {
+    if (!weight_constant || !w.storage()->owned()) return std::make_shared<const QPackedB>(pack());
     Key key{w.storage().get(), w.storage()->version(), w.offset(), w.shape(), w.strides(), w.dtype(),
-            zero_points, group, qgemm_best_isa()};
+            zero_points, packing, qgemm_best_isa()};
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {
@@ -191,7 +200,7 @@ class PackedWeights {
     Shape shape, strides;
     DType dtype;
     std::vector<int32_t> zero_points;
-    int64_t group;
+    Packing packing;
     QGemmIsa isa;
     bool operator==(const Key&) const = default;
   };
@@ -266,7 +275,7 @@ void dequantize_linear_forward(const Tensor& y, const Tensor& q, const Tensor& s
 }
 
 void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const QuantizedTensor& b,
-                              const Tensor& y_scale, const Tensor& y_zero_point) {
+                              const Tensor& y_scale, const Tensor& y_zero_point, bool weight_constant) {
   const char* op = y.dtype() == DType::Int32 ? "matmul_integer" : "qlinear_matmul";
   // Batch dims: y's leading dims; each operand's, aligned right, broadcast where of size 1.
   const Shape& ys = y.shape();
@@ -295,7 +304,8 @@ void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const Q
   const size_t out_bytes = dtype_size(y.dtype());
   for (int64_t i = 0; i < batches; ++i) {
     const int64_t at = batch_offset(bv, i);
-    const std::shared_ptr<const QPackedB> packed = packed_weights().get(b.values, zb, at, [&] {
+    const PackedWeights::Packing packing{false, K, N, 1, at};
+    const std::shared_ptr<const QPackedB> packed = packed_weights().get(b.values, weight_constant, zb, packing, [&] {
       return qgemm_pack_b(static_cast<const uint8_t*>(bv.raw_data()) + at * K * N, bv.dtype() == DType::UInt8, K,
                           N, N, 1, zb, qgemm_best_isa());
     });
@@ -318,7 +328,7 @@ int64_t qconv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pa
 
 void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const QuantizedTensor& w,
                               const Tensor& bias, const Tensor& y_scale,
-                              const Tensor& y_zero_point, const QConvGeometry& g) {
+                              const Tensor& y_zero_point, const QConvGeometry& g, bool weight_constant) {
   const char* op = y.dtype() == DType::Int32 ? "conv2d_integer" : "qlinear_conv2d";
   const int64_t N = x.values.size(0), C = x.values.size(1), H = x.values.size(2), W = x.values.size(3);
   const int64_t O = w.values.size(0), Cg = w.values.size(1), kH = w.values.size(2), kW = w.values.size(3);
@@ -328,44 +338,58 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
   const std::vector<uint8_t> xv = as_unsigned(x.values, &zx);
   const uint8_t pad_value = uint8_t(zx.at(0));
   const std::vector<int32_t> zw = zero_point_values(w.zero_point);
-  const Tensor wv = contiguous_copy(w.values);
   const Tensor bias_c = bias.defined() ? contiguous_copy(bias) : Tensor();
   const Requant r = make_requant(y, x, w, y_scale, y_zero_point, O, op);
   const size_t out_bytes = dtype_size(y.dtype());
+  // The window of an output pixel is gathered in (kh, kw, c) order from a channels-last copy of
+  // the image, so each tap is one run of Cg contiguous bytes; the weight is packed in that order.
+  std::vector<uint8_t> image(size_t(std::max<int64_t>(H * W * C, 1)));
   std::vector<uint8_t> patches(size_t(std::max<int64_t>(P * K, 1)));
   std::vector<char> tile(size_t(std::max<int64_t>(P * Og, 1)) * out_bytes);
+  std::vector<std::shared_ptr<const QPackedB>> packed(static_cast<size_t>(groups));
   for (int64_t grp = 0; grp < groups; ++grp) {
     std::vector<int32_t> zw_group(1, zw.at(0));
     if (zw.size() != 1) zw_group.assign(zw.begin() + grp * Og, zw.begin() + (grp + 1) * Og);
-    const std::shared_ptr<const QPackedB> packed = packed_weights().get(w.values, zw_group, grp, [&] {
-      return qgemm_pack_b(static_cast<const uint8_t*>(wv.raw_data()) + grp * Og * K, wv.dtype() == DType::UInt8, K,
-                          Og, 1, K, zw_group, qgemm_best_isa());
+    const PackedWeights::Packing packing{true, K, Og, groups, grp};
+    packed[size_t(grp)] = packed_weights().get(w.values, weight_constant, zw_group, packing, [&] {
+      const Tensor wv = contiguous_copy(w.values);
+      const uint8_t* src = static_cast<const uint8_t*>(wv.raw_data()) + grp * Og * K;  // (Og, Cg, kH, kW)
+      std::vector<uint8_t> taps(size_t(std::max<int64_t>(Og * K, 1)));                 // (Og, kH, kW, Cg)
+      for (int64_t o = 0; o < Og; ++o) {
+        for (int64_t c = 0; c < Cg; ++c) {
+          for (int64_t t = 0; t < kH * kW; ++t) taps[size_t(o * K + t * Cg + c)] = src[(o * Cg + c) * kH * kW + t];
+        }
+      }
+      return qgemm_pack_b(taps.data(), wv.dtype() == DType::UInt8, K, Og, 1, K, zw_group, qgemm_best_isa());
     });
-    Requant rg = r;
-    if (!rg.column.empty()) rg.column.assign(r.column.begin() + grp * Og, r.column.begin() + (grp + 1) * Og);
-    const int32_t* bias_g = bias_c.defined() ? bias_c.data<int32_t>() + grp * Og : nullptr;
-    for (int64_t n = 0; n < N; ++n) {
-      // patches[p][k]: the window of output pixel p over the group's channels, padded with x's
-      // zero point; rows of output pixels in parallel.
+  }
+  for (int64_t n = 0; n < N; ++n) {
+    transpose_tile(xv.data() + n * C * H * W, image.data(), C, H * W);  // (C, HW) -> (HW, C)
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      // patches[p][(i, j, c)]: output pixel p's window over the group's channels; outside the
+      // image the zero point. Rows of output pixels in parallel.
       parallel_for(Ho, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(Wo * K, 1)), [&](int64_t h0, int64_t h1) {
         for (int64_t oh = h0; oh < h1; ++oh) {
           for (int64_t ow = 0; ow < Wo; ++ow) {
             uint8_t* row = patches.data() + (oh * Wo + ow) * K;
-            for (int64_t c = 0; c < Cg; ++c) {
-              const uint8_t* plane = xv.data() + ((n * C) + grp * Cg + c) * H * W;
-              for (int64_t i = 0; i < kH; ++i) {
-                const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
-                for (int64_t j = 0; j < kW; ++j) {
-                  const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + j * g.dilation[1];
-                  const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-                  *row++ = inside ? plane[ih * W + iw] : pad_value;
+            for (int64_t i = 0; i < kH; ++i) {
+              const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
+              for (int64_t j = 0; j < kW; ++j, row += Cg) {
+                const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + j * g.dilation[1];
+                if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
+                  std::memcpy(row, image.data() + (ih * W + iw) * C + grp * Cg, size_t(Cg));
+                } else {
+                  std::memset(row, pad_value, size_t(Cg));
                 }
               }
             }
           }
         }
       });
-      qgemm_u8s8(P, patches.data(), K, zx.at(0), *packed, output_of(rg, tile.data(), Og, bias_g, 0));
+      Requant rg = r;
+      if (!rg.column.empty()) rg.column.assign(r.column.begin() + grp * Og, r.column.begin() + (grp + 1) * Og);
+      const int32_t* bias_g = bias_c.defined() ? bias_c.data<int32_t>() + grp * Og : nullptr;
+      qgemm_u8s8(P, patches.data(), K, zx.at(0), *packed[size_t(grp)], output_of(rg, tile.data(), Og, bias_g, 0));
       // (P, Og) -> y[n, grp * Og + o, p]
       char* out = static_cast<char*>(y.raw_data()) + size_t((n * O + grp * Og) * P) * out_bytes;
       if (out_bytes == 1) {

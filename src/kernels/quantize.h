@@ -33,8 +33,11 @@ struct QuantizedTensor {
 
 // a (..., M, K) times b (..., K, N), batch dims broadcast as matmul does. `y` (..., M, N) is
 // int32 (accumulators; y_scale undefined), or uint8/int8 requantized with y_scale/y_zero_point.
+// `weight_constant` (ops/constant_weight.h): b's memory never changes while it lives, so its packed
+// form is kept between calls; otherwise b is packed on every call.
 void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const QuantizedTensor& b,
-                              const Tensor& y_scale, const Tensor& y_zero_point);
+                              const Tensor& y_scale, const Tensor& y_zero_point,
+                              bool weight_constant = false);
 
 // A 2-D convolution's geometry with ONNX's asymmetric padding.
 struct QConvGeometry {
@@ -52,6 +55,7 @@ int64_t qconv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pa
 // reads x's zero point (the value 0).
 void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const QuantizedTensor& w,
                               const Tensor& bias, const Tensor& y_scale,
-                              const Tensor& y_zero_point, const QConvGeometry& g);
+                              const Tensor& y_zero_point, const QConvGeometry& g,
+                              bool weight_constant = false);
 
 }  // namespace smelt::kernels

@@ -105,8 +105,12 @@ std::vector<TensorMeta> qlinear_matmul_shape(const std::vector<TensorMeta>& in, 
   check_params(&in[6], in[7], in[7].dtype, 0, op, "the output");
   return {{out, in[7].dtype}};
 }
-void qlinear_matmul_kernel(const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
-  kernels::quantized_matmul_forward(out[0], {in[0], in[1], in[2]}, {in[3], in[4], in[5]}, in[6], in[7]);
+// "weight_constant" (ops/constant_weight.h): the weight's packing is kept between calls.
+bool constant_weight(const Attrs& attrs) { return attrs.get_int("weight_constant", 0) != 0; }
+
+void qlinear_matmul_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
+  kernels::quantized_matmul_forward(out[0], {in[0], in[1], in[2]}, {in[3], in[4], in[5]}, in[6], in[7],
+                                    constant_weight(attrs));
 }
 
 // (a, b, a_zp, b_zp) -> int32
@@ -119,9 +123,9 @@ std::vector<TensorMeta> matmul_integer_shape(const std::vector<TensorMeta>& in, 
   check_params(nullptr, in[3], in[1].dtype, out.back(), op, "b's");
   return {{out, DType::Int32}};
 }
-void matmul_integer_kernel(const std::vector<Tensor>& in, const Attrs&, const std::vector<Tensor>& out) {
+void matmul_integer_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
   kernels::quantized_matmul_forward(out[0], {in[0], Tensor(), in[2]}, {in[1], Tensor(), in[3]}, Tensor(),
-                                    Tensor());
+                                    Tensor(), constant_weight(attrs));
 }
 
 // ---- convolutions: stride (2), padding (4: top, left, bottom, right), dilation (2), groups
@@ -135,7 +139,9 @@ kernels::QConvGeometry conv_geometry(const Attrs& attrs, const char* op) {
     g.dilation[d] = dilation[size_t(d)];
     g.pad_begin[d] = padding[size_t(d)];
     g.pad_end[d] = padding[size_t(d) + 2];
-    SMELT_CHECK(g.pad_begin[d] >= 0 && g.pad_end[d] >= 0) << op << ": negative padding";
+    SMELT_CHECK(g.pad_begin[d] >= 0 && g.pad_end[d] >= 0 && g.pad_begin[d] < (int64_t(1) << 31) &&
+                g.pad_end[d] < (int64_t(1) << 31))
+        << op << ": padding " << g.pad_begin[d] << ", " << g.pad_end[d] << "; valid: [0, 2^31)";
   }
   g.groups = attrs.get_int("groups", 1);
   SMELT_CHECK(g.groups >= 1) << op << ": groups " << g.groups << " must be >= 1";
@@ -176,7 +182,7 @@ std::vector<TensorMeta> qlinear_conv2d_shape(const std::vector<TensorMeta>& in, 
 void qlinear_conv2d_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
   const Tensor bias = in[8].numel() ? in[8] : Tensor();
   kernels::quantized_conv2d_forward(out[0], {in[0], in[1], in[2]}, {in[3], in[4], in[5]}, bias, in[6], in[7],
-                                    conv_geometry(attrs, "qlinear_conv2d"));
+                                    conv_geometry(attrs, "qlinear_conv2d"), constant_weight(attrs));
 }
 
 // (x, w, x_zp, w_zp) -> int32
@@ -191,7 +197,7 @@ std::vector<TensorMeta> conv2d_integer_shape(const std::vector<TensorMeta>& in, 
 }
 void conv2d_integer_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
   kernels::quantized_conv2d_forward(out[0], {in[0], Tensor(), in[2]}, {in[1], Tensor(), in[3]}, Tensor(),
-                                    Tensor(), Tensor(), conv_geometry(attrs, "conv2d_integer"));
+                                    Tensor(), Tensor(), conv_geometry(attrs, "conv2d_integer"), constant_weight(attrs));
 }
 
 }  // namespace

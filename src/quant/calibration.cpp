@@ -117,8 +117,8 @@ double kl_divergence_at(const std::vector<double>& hist, int bins, int levels) {
   SMELT_INTERNAL_CHECK(bins >= levels && bins <= int(hist.size()) && levels >= 1);
   std::vector<double> p(hist.begin(), hist.begin() + bins);
   for (size_t b = size_t(bins); b < hist.size(); ++b) p.back() += hist[b];  // outliers clip to T
-  // Q: the kept bins merged into `levels` groups, each group's mass spread evenly over the bins
-  // that had any (an empty bin stays empty, as it would after dequantization).
+  // Q: the kept bins (without the outliers) merged into `levels` groups, each group's mass spread
+  // evenly over the bins where P has mass (an empty bin stays empty, as after dequantization).
   std::vector<double> q(size_t(bins), 0.0);
   const double per_level = double(bins) / levels;
   for (int j = 0; j < levels; ++j) {
@@ -128,10 +128,10 @@ double kl_divergence_at(const std::vector<double>& hist, int bins, int levels) {
     int nonzero = 0;
     for (int k = start; k < end; ++k) {
       total += hist[size_t(k)];
-      nonzero += hist[size_t(k)] != 0;
+      nonzero += p[size_t(k)] != 0;
     }
     for (int k = start; k < end; ++k) {
-      if (hist[size_t(k)] != 0) q[size_t(k)] = total / nonzero;
+      if (p[size_t(k)] != 0) q[size_t(k)] = total / nonzero;
     }
   }
   p = smoothed(normalized(std::move(p)));

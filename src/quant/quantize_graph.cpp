@@ -58,9 +58,14 @@ struct Rewriter {
   QuantizeReport& report;
   std::map<const ir::Value*, ir::Value*> quantized_input;  // x -> quantize_linear(x)
 
+  // The calibration of `v`; a file from another graph (or pass pipeline) labels the id otherwise.
   const CalibratedValue* calibrated(const ir::Value* v) const {
     auto it = cal.values.find(v->id);
-    return it == cal.values.end() ? nullptr : &it->second;
+    if (it == cal.values.end()) return nullptr;
+    SMELT_CHECK(it->second.label == ir::value_ref(v))
+        << "quantize: the calibration of value " << v->id << " is labelled " << it->second.label << " but the graph's is "
+        << ir::value_ref(v) << "; valid: a calibration of this graph, after the same passes";
+    return &it->second;
   }
   ir::Value* scale_of(const QuantParams& p) { return g.add_constant(full({}, p.scale, DType::Float32)); }
   ir::Value* zero_point_of(const QuantParams& p) { return g.add_constant(full({}, p.zero_point, p.dtype)); }
@@ -79,6 +84,15 @@ struct Rewriter {
     if (!cx || !cy) {
       report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) +
                                ": not calibrated");
+      return;
+    }
+    // A relu folds into the requantization's saturation only at a zero point of the dtype's minimum
+    // (calibration gives that; a hand-edited file might not).
+    const int32_t qmin = cy->params.dtype == DType::UInt8 ? 0 : -128;
+    if (op.relu && cy->params.zero_point != qmin) {
+      report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) +
+                               ": its relu output's zero point " + std::to_string(cy->params.zero_point) +
+                               " is not the dtype's minimum");
       return;
     }
     const bool conv = op.product->op == OpId::conv2d;

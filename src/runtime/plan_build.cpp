@@ -4,6 +4,7 @@
 
 #include "codegen/lower.h"
 #include "fusion/fuse.h"
+#include "ops/constant_weight.h"
 #include "ops/dispatch.h"
 #include "runtime/contraction_step.h"
 #include "runtime/plan_impl.h"
@@ -259,12 +260,12 @@ void Plan::Impl::add_group(const ir::Node& node, const std::vector<int>& in,
   add_kernel_step(*codegen::contraction_epilogue_body(body), name, epilogue_in, out);
 }
 
-// A conv2d whose weight is one of the plan's constants may keep it converted to a library's layout
-// (kernels/conv.h, weight_constant): the plan never writes its constants.
+// An op whose weight is one of the plan's constants may keep it converted or packed
+// (ops/constant_weight.h): the plan never writes its constants.
 void Plan::Impl::mark_constant_weight(ops::OpId op, const std::vector<int>& operand_slots,
                                       ops::Attrs* attrs) const {
-  if ((op == ops::OpId::conv2d || op == ops::OpId::conv2d_blocked) && operand_slots.size() == 2 &&
-      slots[size_t(operand_slots[1])].as<ConstantSlot>()) {
+  const int w = ops::constant_weight_input(op);
+  if (w >= 0 && size_t(w) < operand_slots.size() && slots[size_t(operand_slots[size_t(w)])].as<ConstantSlot>()) {
     attrs->set("weight_constant", int64_t(1));
   }
 }

@@ -6,17 +6,19 @@
 
 #include "ir/printer.h"
 #include "ops/anomaly.h"
+#include "ops/constant_weight.h"
 #include "ops/dispatch.h"
 
 namespace smelt::trace {
 namespace {
 
-// A conv2d whose weight is one of the graph's constants may keep that weight converted to a
-// library's layout between runs (kernels/conv.h, weight_constant), as a compiled plan's steps do:
-// an imported model run again and again converts its weights once. The cache checks the weight's
-// storage version, so an in-place smelt op on the constant is seen.
+// A node whose weight is one of the graph's constants may keep that weight converted or packed
+// between runs (ops/constant_weight.h), as a compiled plan's steps do: an imported model run again
+// and again converts its weights once. The caches check the weight's storage version, so an
+// in-place smelt op on the constant is seen.
 bool has_constant_weight(const ir::Node& node) {
-  return node.op == ops::OpId::conv2d && node.inputs.size() == 2 && node.inputs[1]->kind == ir::ValueKind::Constant;
+  const int w = ops::constant_weight_input(node.op);
+  return w >= 0 && size_t(w) < node.inputs.size() && node.inputs[size_t(w)]->kind == ir::ValueKind::Constant;
 }
 
 ops::Attrs constant_weight(const ir::Node& node) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "ops/dispatch.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
 #include "smelt/quantize.h"
@@ -251,31 +252,88 @@ TEST(Quantize, BadInputsAreClearErrors) {
 namespace smelt {
 namespace {
 
-// The packed weights kept between calls (kernels/quantize.cpp) follow in-place writes and views:
-// a weight changed in place, or another view of the same storage, gives what a fresh weight does.
+// The packed weights kept between calls (kernels/quantize.cpp) for weights marked constant, as a
+// plan marks its constants (ops/constant_weight.h), follow in-place smelt writes and views: a
+// weight changed in place, or another view of the same storage, gives what a fresh weight does.
 TEST(Quantize, KeptPackedWeightsFollowInPlaceWritesAndViews) {
   const Tensor s = full({}, 0.05, DType::Float32), zu = full({}, 9.0, DType::UInt8), zi = zeros({}, DType::Int8);
+  const ops::Attrs constant{{"weight_constant", int64_t(1)}};
+  auto kept = [&](const Tensor& a, const Tensor& w) { return ops::call1(ops::OpId::matmul_integer, {a, w, zu, zi}, constant); };
   const Tensor a = random_bytes({3, 6}, DType::UInt8);
   Tensor w = random_bytes({6, 4}, DType::Int8);
-  const Tensor first = matmul_integer(a, w, zu, zi);
+  const Tensor first = kept(a, w);
   EXPECT_EQ(first.to_vector(), matmul_integer(a, w.clone(), zu, zi).to_vector());
-  w.copy_(random_bytes({6, 4}, DType::Int8));  // a new version of the same storage
-  EXPECT_EQ(matmul_integer(a, w, zu, zi).to_vector(), matmul_integer(a, w.clone(), zu, zi).to_vector());
-  EXPECT_NE(matmul_integer(a, w, zu, zi).to_vector(), first.to_vector());
+  EXPECT_EQ(kept(a, w).to_vector(), first.to_vector());         // kept
+  w.copy_(random_bytes({6, 4}, DType::Int8));                    // a new version of the same storage
+  EXPECT_EQ(kept(a, w).to_vector(), matmul_integer(a, w.clone(), zu, zi).to_vector());
+  EXPECT_NE(kept(a, w).to_vector(), first.to_vector());
   // two views of one storage: each its own packing
   Tensor both = random_bytes({2, 6, 4}, DType::Int8);
   for (int64_t i = 0; i < 2; ++i) {
     const Tensor view = both.select(0, i);
-    EXPECT_EQ(qlinear_matmul({a, s, zu}, {view, s, zi}, s, zu).to_vector(),
+    EXPECT_EQ(ops::call1(ops::OpId::qlinear_matmul, {a, s, zu, view, s, zi, s, zu}, constant).to_vector(),
               qlinear_matmul({a, s, zu}, {view.clone(), s, zi}, s, zu).to_vector());
   }
   // a conv weight changed in place
   const Tensor img = random_bytes({1, 2, 4, 4}, DType::UInt8);
   Tensor k = random_bytes({3, 2, 3, 3}, DType::Int8);
-  const Tensor before = conv2d_integer(img, k, zu, zi);
+  ops::Attrs conv = constant;
+  for (const char* name : {"stride", "dilation"}) conv.set(name, std::vector<int64_t>{1, 1});
+  conv.set("padding", std::vector<int64_t>{0, 0, 0, 0});
+  conv.set("groups", int64_t(1));
+  const Tensor before = ops::call1(ops::OpId::conv2d_integer, {img, k, zu, zi}, conv);
+  EXPECT_EQ(before.to_vector(), conv2d_integer(img, k.clone(), zu, zi).to_vector());
   k.fill_(1);
-  EXPECT_EQ(conv2d_integer(img, k, zu, zi).to_vector(), conv2d_integer(img, k.clone(), zu, zi).to_vector());
-  EXPECT_NE(conv2d_integer(img, k, zu, zi).to_vector(), before.to_vector());
+  EXPECT_EQ(ops::call1(ops::OpId::conv2d_integer, {img, k, zu, zi}, conv).to_vector(),
+            conv2d_integer(img, k.clone(), zu, zi).to_vector());
+}
+
+}  // namespace
+}  // namespace smelt
+
+#include "smelt/compile.h"
+#include "trace/interpreter.h"
+#include "trace/trace.h"
+
+namespace smelt {
+namespace {
+
+// Found by review: packed weights were kept for weights that change unseen. A compiled plan's
+// weight computed in the graph (its arena is written without version bumps), caller-owned memory
+// (from_blob), and one constant weight packed two ways (groups) must each give fresh results.
+TEST(Quantize, OnlyConstantWeightsKeepTheirPacking) {
+  const Tensor zu = zeros({}, DType::UInt8), zi = zeros({}, DType::Int8);
+  CompiledFunction f = compile([zu, zi](const std::vector<Tensor>& in) {
+    const Tensor b = cast(in[1] * 2.0, DType::Int8);  // computed in the plan's arena
+    return std::vector<Tensor>{matmul_integer(in[0], b, zu, zi)};
+  });
+  const Tensor a = full({1, 2}, 1.0, DType::UInt8);
+  for (double v : {1.0, 10.0, 3.0}) {
+    const Tensor b = full({2, 2}, v, DType::Float32);
+    EXPECT_EQ(f({a, b})[0].to_vector(), matmul_integer(a, cast(b * 2.0, DType::Int8), zu, zi).to_vector()) << v;
+  }
+  int8_t raw[4] = {1, 2, 3, 4};
+  const Tensor blob = from_blob(raw, {2, 2}, DType::Int8);
+  EXPECT_EQ(matmul_integer(a, blob, zu, zi).to_vector(), (std::vector<double>{4, 6}));
+  raw[0] = 100;
+  EXPECT_EQ(matmul_integer(a, blob, zu, zi).to_vector(), (std::vector<double>{103, 6}));
+  // one constant weight of a graph, read by convolutions of 2 groups and of 1 (the interpreter
+  // marks both as constant weights)
+  const Tensor w = cast(from_vector(std::vector<int64_t>{1, 2, 3, 4}, {4, 1, 1, 1}), DType::Int8);
+  QConvOptions two, one;
+  two.groups = 2;
+  auto graph = trace::trace(
+      [w, zu, zi, two, one](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+        return std::vector<Tensor>{conv2d_integer(in[0], w, zu, zi, two), conv2d_integer(in[1], w, zu, zi, one)};
+      },
+      {zeros({1, 2, 1, 1}, DType::UInt8), zeros({1, 1, 1, 1}, DType::UInt8)});
+  const Tensor x2 = cast(from_vector(std::vector<int64_t>{10, 20}, {1, 2, 1, 1}), DType::UInt8);
+  const Tensor x1 = full({1, 1, 1, 1}, 10.0, DType::UInt8);
+  for (int run = 0; run < 2; ++run) {
+    const std::vector<Tensor> got = trace::interpret(*graph, {x2, x1});
+    EXPECT_EQ(got[0].to_vector(), (std::vector<double>{10, 20, 60, 80}));
+    EXPECT_EQ(got[1].to_vector(), (std::vector<double>{10, 20, 30, 40}));
+  }
 }
 
 }  // namespace
