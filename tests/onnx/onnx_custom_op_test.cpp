@@ -7,6 +7,12 @@
 #include "support/errors.h"
 #include "smelt/onnx.h"
 
+// GCC 12 reports a -Wrestrict false positive inside std::string's assignment when protobuf's
+// string setters are inlined into the model-building code below (an impossible 2^63-byte memcpy).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+
 namespace smelt {
 namespace {
 
