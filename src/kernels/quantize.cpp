@@ -376,10 +376,12 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
               const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + i * g.dilation[0];
               for (int64_t j = 0; j < kW; ++j, row += Cg) {
                 const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + j * g.dilation[1];
-                if (ih >= 0 && ih < H && iw >= 0 && iw < W) {
-                  std::memcpy(row, image.data() + (ih * W + iw) * C + grp * Cg, size_t(Cg));
+                const bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+                const uint8_t* src = image.data() + (inside ? (ih * W + iw) * C + grp * Cg : 0);
+                if (Cg >= 16) {  // a library copy; a few channels (an RGB input) inline
+                  inside ? (void)std::memcpy(row, src, size_t(Cg)) : (void)std::memset(row, pad_value, size_t(Cg));
                 } else {
-                  std::memset(row, pad_value, size_t(Cg));
+                  for (int64_t c = 0; c < Cg; ++c) row[c] = inside ? src[c] : pad_value;
                 }
               }
             }
