@@ -5,29 +5,13 @@
 #include <cstring>
 
 #include "base/parallel.h"
+#include "kernels/qgemm_tiles.h"
 #include "smelt/error.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace smelt::kernels {
 namespace {
 
-// Tile shapes per instruction set: MR rows x NR columns of int32 accumulators in registers.
-// AVX-512: 8 x 32 (16 zmm accumulators, 2 for B, 1 broadcast); AVX2: 6 x 16 (12 ymm, 2, 1).
-constexpr int kVnniMr = 8, kVnniNr = 32, kVnniGroup = 4;
-constexpr int kAvx2Mr = 6, kAvx2Nr = 16, kAvx2Group = 2;
-constexpr int kPortableMr = 4;  // the portable path reads the VNNI packing
-
-int tile_rows(QGemmIsa isa) {
-  switch (isa) {
-    case QGemmIsa::Avx512Vnni: return kVnniMr;
-    case QGemmIsa::Avx2: return kAvx2Mr;
-    case QGemmIsa::Portable: return kPortableMr;
-  }
-  return kPortableMr;
-}
+using namespace qtiles;
 
 // A's rows [m0, m0 + mr) packed for the micro-kernel: per k group, MR int32 words each holding
 // the group's bytes of one row (Portable/VNNI: 4 uint8; AVX2: 2 uint8 widened to int16), zero
@@ -63,91 +47,14 @@ void pack_a(QGemmIsa isa, const uint8_t* a, int64_t lda, int64_t m0, int mr, int
   }
 }
 
-// c[i * nr + j] = sum over the k groups of A's packed row i times B's panel column j.
-void tile_portable(const int32_t* ap, const int8_t* bp, int64_t k_groups, int32_t* c) {
-  constexpr int MR = kPortableMr, NR = kVnniNr, G = kVnniGroup;
-  uint32_t acc[MR][NR] = {};  // wrapping, as vpdpbusd's lanes (signed overflow would be undefined)
-  for (int64_t q = 0; q < k_groups; ++q) {
-    const int8_t* bq = bp + q * NR * G;
-    for (int i = 0; i < MR; ++i) {
-      const uint32_t word = uint32_t(ap[q * MR + i]);
-      for (int j = 0; j < NR; ++j) {
-        int32_t s = 0;
-        for (int r = 0; r < G; ++r) s += int32_t((word >> (8 * r)) & 0xff) * bq[j * G + r];
-        acc[i][j] += uint32_t(s);
-      }
-    }
-  }
-  std::memcpy(c, acc, sizeof acc);
-}
-
-#if defined(__x86_64__)
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const int32_t* ap,
-                                                                       const int8_t* bp,
-                                                                       int64_t k_groups,
-                                                                       int32_t* c) {
-  constexpr int MR = kVnniMr, NR = kVnniNr, G = kVnniGroup;
-  __m512i acc[MR][2];
-  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
-  for (int64_t q = 0; q < k_groups; ++q) {
-    const __m512i b0 = _mm512_loadu_si512(bp + q * NR * G);
-    const __m512i b1 = _mm512_loadu_si512(bp + q * NR * G + 64);
-    for (int i = 0; i < MR; ++i) {
-      const __m512i av = _mm512_set1_epi32(ap[q * MR + i]);
-      acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, b0);
-      acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
-    }
-  }
-  for (int i = 0; i < MR; ++i) {
-    _mm512_storeu_si512(c + i * NR, acc[i][0]);
-    _mm512_storeu_si512(c + i * NR + 16, acc[i][1]);
-  }
-}
-
-__attribute__((target("avx2"))) void tile_avx2(const int32_t* ap, const int16_t* bp,
-                                               int64_t k_groups, int32_t* c) {
-  constexpr int MR = kAvx2Mr, NR = kAvx2Nr, G = kAvx2Group;
-  __m256i acc[MR][2];
-  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
-  for (int64_t q = 0; q < k_groups; ++q) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + q * NR * G));
-    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + q * NR * G + 16));
-    for (int i = 0; i < MR; ++i) {
-      const __m256i av = _mm256_set1_epi32(ap[q * MR + i]);
-      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
-      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
-    }
-  }
-  for (int i = 0; i < MR; ++i) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * NR), acc[i][0]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * NR + 8), acc[i][1]);
-  }
-}
-#endif
-
 void run_tile(QGemmIsa isa, const int32_t* ap, const QPackedB& b, int64_t panel, int32_t* c) {
   const int64_t panel_elems = b.k_groups * b.nr * b.group;
 #if defined(__x86_64__)
-  if (isa == QGemmIsa::Avx512Vnni) return tile_vnni(ap, b.bytes.data() + panel * panel_elems, b.k_groups, c);
+  if (isa == QGemmIsa::Avx512Vnni) return tile_vnni<false>(ap, b.bytes.data() + panel * panel_elems, b.k_groups, c);
   if (isa == QGemmIsa::Avx2) return tile_avx2(ap, b.words.data() + panel * panel_elems, b.k_groups, c);
 #endif
   SMELT_INTERNAL_CHECK(isa == QGemmIsa::Portable) << "qgemm: " << qgemm_isa_name(isa) << " is not built";
-  tile_portable(ap, b.bytes.data() + panel * panel_elems, b.k_groups, c);
-}
-
-// Stores one row of requantized values: the loop GCC vectorizes (vcvtdq2ps, vmulps, vrndscaleps).
-template <class T>
-void store_quantized_row(const QGemmOutput& out, const int32_t* acc, const float* scale, int nr,
-                         T* dst) {
-  const float lo = float(std::max<int32_t>(out.lo, std::numeric_limits<T>::min()) - out.zero_point);
-  const float hi = float(std::min<int32_t>(out.hi, std::numeric_limits<T>::max()) - out.zero_point);
-  const float zp = float(out.zero_point);
-  for (int j = 0; j < nr; ++j) {
-    // Clamped before the zero point is added: the same value as requantize_one (both bounds are
-    // integers, so clamping before or after rounding agrees), exact in float (|v| < 2^9).
-    const float y = std::nearbyint(float(acc[j]) * scale[j]);
-    dst[j] = T(std::fmin(std::fmax(y, lo), hi) + zp);
-  }
+  tile_portable<false>(ap, b.bytes.data() + panel * panel_elems, b.k_groups, c);
 }
 
 // The epilogue of one tile: zero-point corrections, bias, requantization, the store.
@@ -188,10 +95,10 @@ void store_tile(const QGemmOutput& out, const QPackedB& b, const int32_t* c, int
         break;
       }
       case QGemmOutput::Type::UInt8:
-        store_quantized_row(out, acc, s, nr, static_cast<uint8_t*>(out.data) + at);
+        requantize_row<uint8_t, true>(acc, nr, s, out.zero_point, out.lo, out.hi, static_cast<uint8_t*>(out.data) + at);
         break;
       case QGemmOutput::Type::Int8:
-        store_quantized_row(out, acc, s, nr, static_cast<int8_t*>(out.data) + at);
+        requantize_row<int8_t, true>(acc, nr, s, out.zero_point, out.lo, out.hi, static_cast<int8_t*>(out.data) + at);
         break;
     }
   }

@@ -80,6 +80,60 @@ void qgemm_u8s8(int64_t m, const QGemmA& a, const QPackedB& b, const QGemmOutput
 void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, int32_t a_zero_point,
                 const QPackedB& b, const QGemmOutput& out);
 
+// ---- The other orientation, for convolutions over NCHW images (kernels/qconv.cpp):
+//   acc[m][n] = sum_k (W[m][k] - zw[m]) * (X[k][n] - zx)  (+ bias[m])
+// W (M x K int8 weights, an output channel per row) is the broadcast operand, packed once; X
+// (K x N uint8 activations, a pixel per column) the vector operand, packed per call from K row
+// pointers, so an image's rows (a padded channel, or its im2col rows) are read in place.
+// vpdpbusd takes the unsigned operand as its vector, so the weights keep their sign and, with
+// zero points 0 (symmetric weights), X needs no column sums.
+
+// W packed for one instruction set: [row tile][k group][mr] int32 words, each holding one row's
+// `group` values (4 int8, or 2 int16 on AVX2), zero past k and past m; per-row sums and zero
+// points in the stored (signed) domain.
+struct QPackedW {
+  QGemmIsa isa = QGemmIsa::Portable;
+  int64_t m = 0, k = 0;
+  int mr = 0, group = 0;
+  int64_t k_groups = 0;
+  std::vector<int32_t> words;
+  std::vector<int32_t> row_sums, zero_point;
+  bool any_zero_point = false;
+};
+
+// Element (m, k) at w[m * ldw + k]; `w_unsigned` as qgemm_pack_b's `b_unsigned`; `zero_points`
+// has m values or one.
+QPackedW qgemm_pack_w(const void* w, bool w_unsigned, int64_t m, int64_t k, int64_t ldw,
+                      const std::vector<int32_t>& zero_points, QGemmIsa isa);
+
+// X: row k is rows[k][0, n). `flip_sign`: the bytes are int8, read as uint8 by +128 (the zero
+// point given already shifted, in [0, 255]).
+struct QGemmX {
+  const uint8_t* const* rows = nullptr;
+  int64_t n = 0;
+  int32_t zero_point = 0;
+  bool flip_sign = false;
+};
+
+// Requantized per row (output channel). Column n is stored at `data + row * ldc + n`, unless
+// `padded_width` > 0: then the columns are an image `padded_width` wide of which the first
+// `width` of each row are kept, column n going to (n / padded_width) * width + n % padded_width.
+struct QGemmRowOutput {
+  QGemmOutput::Type type = QGemmOutput::Type::Int32;  // Int32, UInt8 or Int8
+  void* data = nullptr;
+  int64_t ldc = 0;
+  const int32_t* bias = nullptr;  // per row, optional
+  const float* scale = nullptr;   // per row (UInt8 / Int8)
+  int32_t zero_point = 0;
+  int32_t lo = std::numeric_limits<int32_t>::min();
+  int32_t hi = std::numeric_limits<int32_t>::max();
+  int64_t padded_width = 0, width = 0;
+};
+
+// out = requantize((W - zw)(X - zx)). Threads over panels of columns (and row chunks when there
+// are few panels); each task packs its panel of X once.
+void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out);
+
 // The requantization of one accumulator, as every path stores it (round half to even).
 int32_t requantize_one(int32_t acc, float scale, int32_t zero_point, int32_t lo, int32_t hi);
 

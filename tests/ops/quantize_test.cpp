@@ -185,6 +185,15 @@ TEST(Quantize, ConvolutionsMatchTheDefinitionOverTheirGeometry) {
       {{1, 6, 5, 5}, {6, 1, 3, 3}, opts({1, 2}, {2, 1, 0, 1}, {2, 1}, 6), DType::UInt8, DType::Int8, true},
       {{1, 2, 2, 2}, {3, 2, 1, 1}, opts({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
       {{0, 2, 4, 4}, {3, 2, 3, 3}, opts({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, false},
+      // shapes that fill whole register tiles and panels (and leave tails): every path of the
+      // weights-left GEMM and of the phase split
+      {{2, 40, 19, 37}, {36, 40, 3, 3}, opts({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
+      {{1, 33, 21, 40}, {17, 33, 1, 1}, opts({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), DType::Int8, DType::Int8, false},
+      {{1, 16, 23, 45}, {24, 16, 5, 5}, opts({2, 3}, {1, 0, 2, 1}, {1, 1}, 1), DType::UInt8, DType::UInt8, true},
+      {{2, 12, 30, 34}, {20, 6, 3, 3}, opts({1, 1}, {2, 2, 2, 2}, {2, 2}, 2), DType::Int8, DType::Int8, true},
+      {{1, 3, 47, 45}, {64, 3, 7, 7}, opts({2, 2}, {3, 3, 3, 3}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
+      {{1, 8, 33, 35}, {16, 1, 3, 3}, opts({2, 1}, {1, 1, 0, 1}, {1, 2}, 8), DType::UInt8, DType::Int8, true},
+      {{2, 24, 9, 70}, {24, 1, 3, 3}, opts({1, 1}, {1, 1, 1, 1}, {1, 1}, 24), DType::Int8, DType::UInt8, false},
   };
   for (const Case& c : cases) {
     const Tensor x = random_bytes(c.x, c.dx), w = random_bytes(c.w, c.dw);

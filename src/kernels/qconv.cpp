@@ -1,0 +1,235 @@
+// The quantized 2-D convolution over NCHW images (kernels/quantize.h, docs/quantization.md).
+//
+// Each group is one weights-on-the-left integer GEMM (qgemm_s8u8): output channels are rows, so
+// the result lands in NCHW as it is computed, and X's K rows (one per (channel, kh, kw) tap) are
+// read where they lie:
+// - the image is padded and split into its stride phases (split_phases; nothing is copied without
+//   padding and stride): then the tap (c, i, j) of every output pixel is one contiguous run of a
+//   phase, when the output is computed a phase's width wide; the columns past the output's width
+//   are dropped by the GEMM's store. No im2col.
+// - one input channel per group (depthwise): a direct loop per channel, int32 accumulators over
+//   each output row, since a GEMM of one row would waste its tile.
+// Padding reads the input's zero point, so it stands for 0.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/parallel.h"
+#include "kernels/qgemm.h"
+#include "kernels/qgemm_tiles.h"
+#include "kernels/quantize.h"
+#include "kernels/quantize_params.h"
+#include "kernels/transpose.h"
+#include "smelt/error.h"
+
+namespace smelt::kernels {
+namespace {
+
+// A buffer of the calling thread, grown as needed and kept: a model's convolutions reuse it.
+uint8_t* scratch(std::vector<uint8_t>& buffer, size_t bytes) {
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
+
+struct ConvShape {
+  int64_t N, C, H, W, O, Cg, kH, kW, Ho, Wo, groups, Og, K;
+};
+
+// The image padded (by `pad` bytes) and split into its stride phases: phase (a, b) of channel c
+// holds padded[h * s0 + a][w * s1 + b] in an Hq x Wq frame. A tap at (ii, jj) of every output
+// pixel (oh, ow) then reads phase (ii % s0, jj % s1) at (oh + ii / s0, ow + jj / s1): stride 1,
+// whatever the convolution's stride, so every K row is one contiguous run.
+struct Phases {
+  int64_t Hq = 0, Wq = 0, s0 = 1, s1 = 1;
+  const uint8_t* at(const uint8_t* frame, int64_t c, int64_t ii, int64_t jj) const {
+    return frame + ((c * s0 + ii % s0) * s1 + jj % s1) * Hq * Wq + (ii / s0) * Wq + jj / s1;
+  }
+};
+
+Phases phases_of(const ConvShape& s, const QConvGeometry& g) {
+  Phases p;
+  p.s0 = g.stride[0], p.s1 = g.stride[1];
+  p.Hq = (s.H + g.pad_begin[0] + g.pad_end[0] + p.s0 - 1) / p.s0;
+  p.Wq = (s.W + g.pad_begin[1] + g.pad_end[1] + p.s1 - 1) / p.s1;
+  return p;
+}
+
+void split_phases(const uint8_t* image, const ConvShape& s, const QConvGeometry& g, const Phases& p, uint8_t pad,
+                  uint8_t* frame) {
+  const int64_t per_channel = p.s0 * p.s1 * p.Hq * p.Wq;
+  parallel_for(s.C, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(per_channel, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      const uint8_t* channel = image + c * s.H * s.W;
+      for (int64_t a = 0; a < p.s0; ++a) {
+        for (int64_t hq = 0; hq < p.Hq; ++hq) {
+          const int64_t ih = hq * p.s0 + a - g.pad_begin[0];
+          for (int64_t bb = 0; bb < p.s1; ++bb) {
+            uint8_t* row = frame + ((c * p.s0 + a) * p.s1 + bb) * p.Hq * p.Wq + hq * p.Wq;
+            if (ih < 0 || ih >= s.H) {
+              std::memset(row, pad, size_t(p.Wq));
+              continue;
+            }
+            const uint8_t* src = channel + ih * s.W;
+            if (p.s1 == 1) {  // a padded copy of the row
+              const int64_t left = std::min<int64_t>(g.pad_begin[1], p.Wq);
+              const int64_t inside = std::min<int64_t>(s.W, p.Wq - left);
+              std::memset(row, pad, size_t(left));
+              std::memcpy(row + left, src, size_t(inside));
+              std::memset(row + left + inside, pad, size_t(p.Wq - left - inside));
+              continue;
+            }
+            for (int64_t wq = 0; wq < p.Wq; ++wq) {
+              const int64_t iw = wq * p.s1 + bb - g.pad_begin[1];
+              row[wq] = iw >= 0 && iw < s.W ? src[iw] : pad;
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// One output channel per task, each reading its one input channel: the channel (minus its zero
+// point, as int16; 0 in the padding) in a padded frame, then per output row the taps' products
+// summed into int32.
+void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, const std::vector<int32_t>& zw,
+               const int32_t* bias, const Requant& r, const ConvShape& s, const QConvGeometry& g, const Tensor& y) {
+  const int64_t Hp = s.H + g.pad_begin[0] + g.pad_end[0], Wp = s.W + g.pad_begin[1] + g.pad_end[1];
+  const int64_t taps = s.kH * s.kW;
+  const bool w_int8 = wv.dtype() == DType::Int8;
+  const int64_t work = Hp * Wp + s.Ho * s.Wo * taps;
+  parallel_for(s.N * s.O, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
+    std::vector<int16_t> frame(size_t(Hp * Wp));
+    std::vector<int32_t> acc(size_t(s.Wo));
+    std::vector<int32_t> weight(static_cast<size_t>(taps));
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n = t / s.O, o = t % s.O, c = o / s.Og;
+      const uint8_t* channel = x + (n * s.C + c) * s.H * s.W;
+      std::fill(frame.begin(), frame.end(), int16_t(0));
+      for (int64_t h = 0; h < s.H; ++h) {
+        int16_t* row = frame.data() + (h + g.pad_begin[0]) * Wp + g.pad_begin[1];
+        const uint8_t* src = channel + h * s.W;
+        if (x_int8) {
+          for (int64_t w = 0; w < s.W; ++w) row[w] = int16_t(int32_t(int8_t(src[w])) - zx);
+        } else {
+          for (int64_t w = 0; w < s.W; ++w) row[w] = int16_t(int32_t(src[w]) - zx);
+        }
+      }
+      const int32_t z = zw.size() == 1 ? zw[0] : zw[size_t(o)];
+      for (int64_t k = 0; k < taps; ++k) {
+        const int32_t v = w_int8 ? int32_t(wv.data<int8_t>()[o * taps + k]) : int32_t(wv.data<uint8_t>()[o * taps + k]);
+        weight[size_t(k)] = v - z;
+      }
+      const float scale = r.column.empty() ? 1.0f : r.column[size_t(o)];
+      for (int64_t oh = 0; oh < s.Ho; ++oh) {
+        std::fill(acc.begin(), acc.end(), bias ? bias[o] : 0);
+        for (int64_t i = 0; i < s.kH; ++i) {
+          const int16_t* row = frame.data() + (oh * g.stride[0] + i * g.dilation[0]) * Wp;
+          for (int64_t j = 0; j < s.kW; ++j) {
+            const int32_t wt = weight[size_t(i * s.kW + j)];
+            const int16_t* src = row + j * g.dilation[1];
+            if (g.stride[1] == 1) {
+              for (int64_t ow = 0; ow < s.Wo; ++ow) acc[size_t(ow)] += wt * int32_t(src[ow]);
+            } else {
+              for (int64_t ow = 0; ow < s.Wo; ++ow) acc[size_t(ow)] += wt * int32_t(src[ow * g.stride[1]]);
+            }
+          }
+        }
+        const int64_t at = (n * s.O + o) * s.Ho * s.Wo + oh * s.Wo;
+        if (r.type == QGemmOutput::Type::Int32) {
+          std::copy(acc.begin(), acc.end(), y.data<int32_t>() + at);
+          continue;
+        }
+        if (r.type == QGemmOutput::Type::UInt8) {
+          qtiles::requantize_row<uint8_t, false>(acc.data(), int(s.Wo), &scale, r.zero_point, 0, 255,
+                                                 y.data<uint8_t>() + at);
+        } else {
+          qtiles::requantize_row<int8_t, false>(acc.data(), int(s.Wo), &scale, r.zero_point, -128, 127,
+                                                y.data<int8_t>() + at);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+int64_t qconv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin,
+                          int64_t pad_end, int64_t dilation) {
+  const int64_t room = in + pad_begin + pad_end - dilation * (kernel - 1) - 1;
+  return room < 0 ? 0 : room / stride + 1;
+}
+
+void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const QuantizedTensor& w,
+                              const Tensor& bias, const Tensor& y_scale,
+                              const Tensor& y_zero_point, const QConvGeometry& g, bool weight_constant) {
+  const char* op = y.dtype() == DType::Int32 ? "conv2d_integer" : "qlinear_conv2d";
+  ConvShape s;
+  s.N = x.values.size(0), s.C = x.values.size(1), s.H = x.values.size(2), s.W = x.values.size(3);
+  s.O = w.values.size(0), s.Cg = w.values.size(1), s.kH = w.values.size(2), s.kW = w.values.size(3);
+  s.Ho = y.size(2), s.Wo = y.size(3), s.groups = g.groups, s.Og = s.O / s.groups, s.K = s.Cg * s.kH * s.kW;
+  const int64_t P = s.Ho * s.Wo;
+  const bool x_int8 = x.values.dtype() == DType::Int8;
+  const int32_t zx = zero_point_values(x.zero_point).at(0);
+  const uint8_t pad_byte = uint8_t(zx);  // the zero point's own byte, in x's dtype
+  const std::vector<int32_t> zw = zero_point_values(w.zero_point);
+  const Tensor bias_c = bias.defined() ? contiguous_copy(bias) : Tensor();
+  const int32_t* bias_data = bias_c.defined() ? bias_c.data<int32_t>() : nullptr;
+  const Requant r = make_requant(y, x, w, y_scale, y_zero_point, s.O, op);
+  if (y.numel() == 0) return;
+  const Tensor xc = x.values.is_contiguous() ? x.values : contiguous_copy(x.values);
+  const uint8_t* xv = static_cast<const uint8_t*>(xc.raw_data());
+  if (s.Cg == 1) {
+    const Tensor wv = contiguous_copy(w.values);
+    return depthwise(xv, x_int8, zx, wv, zw, bias_data, r, s, g, y);
+  }
+  const size_t out_bytes = dtype_size(y.dtype());
+  std::vector<std::shared_ptr<const QPackedW>> packed(size_t(s.groups));
+  for (int64_t grp = 0; grp < s.groups; ++grp) {
+    std::vector<int32_t> zw_group(1, zw.at(0));
+    if (zw.size() != 1) zw_group.assign(zw.begin() + grp * s.Og, zw.begin() + (grp + 1) * s.Og);
+    const WeightPacking packing{WeightPacking::Kind::ConvW, s.K, s.Og, s.groups, grp};
+    packed[size_t(grp)] = kept_packing_of<QPackedW>(w.values, weight_constant, zw_group, packing, [&] {
+      const Tensor wv = contiguous_copy(w.values);  // (O, Cg, kH, kW): a group's rows are (Og, K)
+      return qgemm_pack_w(static_cast<const uint8_t*>(wv.raw_data()) + grp * s.Og * s.K,
+                          wv.dtype() == DType::UInt8, s.Og, s.K, s.K, zw_group, qgemm_best_isa());
+    });
+  }
+  // Without padding or stride the image is its own frame; otherwise it is split into phases.
+  const bool in_place = g.stride[0] == 1 && g.stride[1] == 1 && !g.pad_begin[0] && !g.pad_begin[1] &&
+                        !g.pad_end[0] && !g.pad_end[1];
+  const Phases ph = in_place ? Phases{s.H, s.W, 1, 1} : phases_of(s, g);
+  thread_local std::vector<uint8_t> frame_buffer;
+  std::vector<const uint8_t*> rows(size_t(s.K));
+  for (int64_t n = 0; n < s.N; ++n) {
+    const uint8_t* frame = xv + n * s.C * s.H * s.W;
+    if (!in_place) {
+      uint8_t* split = scratch(frame_buffer, size_t(s.C * ph.s0 * ph.s1 * ph.Hq * ph.Wq));
+      split_phases(frame, s, g, ph, pad_byte, split);
+      frame = split;
+    }
+    for (int64_t grp = 0; grp < s.groups; ++grp) {
+      // Row k = (c, i, j): the output computed Wq wide, the columns past Wo dropped by the store.
+      for (int64_t k = 0; k < s.K; ++k) {
+        const int64_t c = grp * s.Cg + k / (s.kH * s.kW), i = (k / s.kW) % s.kH, j = k % s.kW;
+        rows[size_t(k)] = ph.at(frame, c, i * g.dilation[0], j * g.dilation[1]);
+      }
+      QGemmX operand;
+      operand.rows = rows.data();
+      operand.n = (s.Ho - 1) * ph.Wq + s.Wo;
+      operand.zero_point = zx + (x_int8 ? 128 : 0);
+      operand.flip_sign = x_int8;
+      QGemmRowOutput out;
+      out.type = r.type;
+      out.data = static_cast<char*>(y.raw_data()) + size_t((n * s.O + grp * s.Og) * P) * out_bytes;
+      out.ldc = P;
+      out.bias = bias_data ? bias_data + grp * s.Og : nullptr;
+      if (!r.column.empty()) out.scale = r.column.data() + grp * s.Og;
+      out.zero_point = r.zero_point;
+      if (ph.Wq != s.Wo) out.padded_width = ph.Wq, out.width = s.Wo;
+      qgemm_s8u8(*packed[size_t(grp)], operand, out);
+    }
+  }
+}
+
+}  // namespace smelt::kernels

@@ -1,0 +1,230 @@
+// The weights-on-the-left integer GEMM (kernels/qgemm.h, docs/quantization.md): out (M x N) =
+// W (M x K int8, packed once) times X (K x N uint8, read from K row pointers and packed per
+// panel by the task that multiplies it, so a panel goes from the image into L1 and stays there
+// for every row tile).
+#include <algorithm>
+#include <cmath>
+
+#include "base/parallel.h"
+#include "kernels/qgemm.h"
+#include "kernels/qgemm_tiles.h"
+#include "smelt/error.h"
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
+namespace smelt::kernels {
+namespace {
+
+using namespace qtiles;
+
+// Columns [n0, n0 + nc) of X's rows packed as the micro-kernel reads a panel: per k group, NR
+// columns of `group` values (VNNI/portable: 4 bytes; AVX2: 2 int16), zero past k and past nc.
+// Full panels interleave 16 columns at a time with SSE2 (every x86-64 has it).
+void pack_x_panel(QGemmIsa isa, const QGemmX& x, int64_t k, int64_t k_groups, int64_t n0, int nc,
+                  void* panel) {
+  const int NR = tile_columns(isa), G = k_group(isa);
+  const uint8_t flip = x.flip_sign ? 0x80 : 0;
+  const bool wide = isa == QGemmIsa::Avx2;
+  for (int64_t q = 0; q < k_groups; ++q) {
+    const uint8_t* row[4] = {};
+    for (int r = 0; r < G; ++r) row[r] = q * G + r < k ? x.rows[q * G + r] + n0 : nullptr;
+#if defined(__x86_64__)
+    if (nc == NR) {
+      const __m128i sign = _mm_set1_epi8(char(flip)), zero = _mm_setzero_si128();
+      auto load = [&](int r, int j) {
+        return row[r] ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[r] + j)), sign)
+                      : zero;
+      };
+      __m128i* out = reinterpret_cast<__m128i*>(panel) + q * NR * G / (wide ? 8 : 16);
+      for (int j = 0; j < NR; j += 16, out += 4) {
+        if (wide) {  // column c: (row0[c], row1[c]) as int16
+          const __m128i a = load(0, j), b = load(1, j);
+          const __m128i a0 = _mm_unpacklo_epi8(a, zero), a1 = _mm_unpackhi_epi8(a, zero);
+          const __m128i b0 = _mm_unpacklo_epi8(b, zero), b1 = _mm_unpackhi_epi8(b, zero);
+          out[0] = _mm_unpacklo_epi16(a0, b0), out[1] = _mm_unpackhi_epi16(a0, b0);
+          out[2] = _mm_unpacklo_epi16(a1, b1), out[3] = _mm_unpackhi_epi16(a1, b1);
+        } else {  // column c: (row0[c], row1[c], row2[c], row3[c])
+          const __m128i ab0 = _mm_unpacklo_epi8(load(0, j), load(1, j));
+          const __m128i ab1 = _mm_unpackhi_epi8(load(0, j), load(1, j));
+          const __m128i cd0 = _mm_unpacklo_epi8(load(2, j), load(3, j));
+          const __m128i cd1 = _mm_unpackhi_epi8(load(2, j), load(3, j));
+          out[0] = _mm_unpacklo_epi16(ab0, cd0), out[1] = _mm_unpackhi_epi16(ab0, cd0);
+          out[2] = _mm_unpacklo_epi16(ab1, cd1), out[3] = _mm_unpackhi_epi16(ab1, cd1);
+        }
+      }
+      continue;
+    }
+#endif
+    for (int j = 0; j < NR; ++j) {
+      for (int r = 0; r < G; ++r) {
+        const uint8_t v = row[r] && j < nc ? uint8_t(row[r][j] ^ flip) : 0;
+        const int64_t at = (q * NR + j) * G + r;
+        if (wide) {
+          static_cast<int16_t*>(panel)[at] = int16_t(v);
+        } else {
+          static_cast<uint8_t*>(panel)[at] = v;
+        }
+      }
+    }
+  }
+}
+
+// The column sums of a packed panel (needed only when some weight zero point is not 0).
+void panel_column_sums(QGemmIsa isa, const void* panel, int64_t k_groups, int32_t* sums) {
+  const int NR = tile_columns(isa), G = k_group(isa);
+  for (int j = 0; j < NR; ++j) sums[j] = 0;
+  for (int64_t q = 0; q < k_groups; ++q) {
+    for (int j = 0; j < NR; ++j) {
+      for (int r = 0; r < G; ++r) {
+        const int64_t at = (q * NR + j) * G + r;
+        sums[j] += isa == QGemmIsa::Avx2 ? static_cast<const int16_t*>(panel)[at]
+                                         : static_cast<const uint8_t*>(panel)[at];
+      }
+    }
+  }
+}
+
+void run_tile(QGemmIsa isa, const int32_t* wp, const void* panel, int64_t k_groups, int32_t* c) {
+#if defined(__x86_64__)
+  if (isa == QGemmIsa::Avx512Vnni) return tile_vnni<true>(wp, static_cast<const int8_t*>(panel), k_groups, c);
+  if (isa == QGemmIsa::Avx2) return tile_avx2(wp, static_cast<const int16_t*>(panel), k_groups, c);
+#endif
+  SMELT_INTERNAL_CHECK(isa == QGemmIsa::Portable) << "qgemm: " << qgemm_isa_name(isa) << " is not built";
+  tile_portable<true>(wp, static_cast<const int8_t*>(panel), k_groups, c);
+}
+
+// The epilogue of one tile: zero-point terms and bias per row, requantization, and the store of
+// each run of kept columns.
+void store_tile(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, const int32_t* c,
+                int NR, int64_t m0, int mr, int64_t n0, int nc, const int32_t* col_sums) {
+  int32_t acc[kVnniNr];
+  for (int i = 0; i < mr; ++i) {
+    const int64_t row = m0 + i;
+    const uint32_t zw = uint32_t(w.zero_point[size_t(row)]), zx = uint32_t(x.zero_point);
+    // acc = c + K * zw * zx - zx * rowsum(W) - zw * colsum(X) (+ bias), wrapping as the lanes do
+    const uint32_t row_term = uint32_t(w.k) * zw * zx - zx * uint32_t(w.row_sums[size_t(row)]) +
+                              (out.bias ? uint32_t(out.bias[row]) : 0u);
+    for (int j = 0; j < nc; ++j) {
+      uint32_t v = uint32_t(c[i * NR + j]) + row_term;
+      if (col_sums) v -= zw * uint32_t(col_sums[j]);
+      acc[j] = int32_t(v);
+    }
+    const float scale = out.scale ? out.scale[row] : 1.0f;
+    for (int j = 0; j < nc;) {
+      const int64_t n = n0 + j;
+      int64_t at = n, run = nc - j;
+      if (out.padded_width > 0) {
+        const int64_t col = n % out.padded_width;
+        if (col >= out.width) {  // a column of the padding: skipped
+          j += int(std::min<int64_t>(out.padded_width - col, nc - j));
+          continue;
+        }
+        at = (n / out.padded_width) * out.width + col;
+        run = std::min<int64_t>(run, out.width - col);
+      }
+      char* dst = static_cast<char*>(out.data);
+      switch (out.type) {
+        case QGemmOutput::Type::UInt8:
+          requantize_row<uint8_t, false>(acc + j, int(run), &scale, out.zero_point, out.lo, out.hi,
+                                         reinterpret_cast<uint8_t*>(dst) + row * out.ldc + at);
+          break;
+        case QGemmOutput::Type::Int8:
+          requantize_row<int8_t, false>(acc + j, int(run), &scale, out.zero_point, out.lo, out.hi,
+                                        reinterpret_cast<int8_t*>(dst) + row * out.ldc + at);
+          break;
+        default:
+          std::copy(acc + j, acc + j + run, reinterpret_cast<int32_t*>(dst) + row * out.ldc + at);
+          break;
+      }
+      j += int(run);
+    }
+  }
+}
+
+}  // namespace
+
+QPackedW qgemm_pack_w(const void* w, bool w_unsigned, int64_t m, int64_t k, int64_t ldw,
+                      const std::vector<int32_t>& zero_points, QGemmIsa isa) {
+  SMELT_CHECK(m >= 0 && k >= 0 && ldw >= k) << "qgemm: bad weight " << m << " x " << k << " (row stride " << ldw << ")";
+  SMELT_CHECK(zero_points.size() == 1 || int64_t(zero_points.size()) == m)
+      << "qgemm: " << zero_points.size() << " zero points for " << m << " rows; valid: one, or one per row";
+  SMELT_CHECK(qgemm_isa_supported(isa)) << "qgemm: this CPU has no " << qgemm_isa_name(isa);
+  QPackedW p;
+  p.isa = isa;
+  p.m = m;
+  p.k = k;
+  p.mr = tile_rows(isa);
+  p.group = k_group(isa);
+  p.k_groups = (k + p.group - 1) / p.group;
+  const int64_t tiles = (m + p.mr - 1) / p.mr;
+  p.words.assign(size_t(tiles * p.k_groups * p.mr), 0);
+  p.row_sums.assign(size_t(m), 0);
+  p.zero_point.resize(size_t(m));
+  const int shift = w_unsigned ? 128 : 0;
+  for (int64_t row = 0; row < m; ++row) {
+    const int32_t zp = zero_points.size() == 1 ? zero_points[0] : zero_points[size_t(row)];
+    SMELT_CHECK(w_unsigned ? (zp >= 0 && zp <= 255) : (zp >= -128 && zp <= 127))
+        << "qgemm: weight zero point " << zp << " is outside "
+        << (w_unsigned ? "[0, 255] (uint8)" : "[-128, 127] (int8)");
+    p.zero_point[size_t(row)] = zp - shift;
+    p.any_zero_point = p.any_zero_point || zp != shift;
+    uint32_t sum = 0;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const int32_t v = w_unsigned ? int32_t(static_cast<const uint8_t*>(w)[row * ldw + kk]) - shift
+                                   : int32_t(static_cast<const int8_t*>(w)[row * ldw + kk]);
+      sum += uint32_t(v);
+      const int64_t q = kk / p.group, r = kk % p.group;
+      uint32_t& word = reinterpret_cast<uint32_t&>(p.words[size_t(((row / p.mr) * p.k_groups + q) * p.mr + row % p.mr)]);
+      word |= p.group == 2 ? (uint32_t(uint16_t(int16_t(v))) << (16 * r)) : (uint32_t(uint8_t(int8_t(v))) << (8 * r));
+    }
+    p.row_sums[size_t(row)] = int32_t(sum);
+  }
+  return p;
+}
+
+void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
+  SMELT_CHECK(x.zero_point >= 0 && x.zero_point <= 255)
+      << "qgemm: activation zero point " << x.zero_point << " is outside [0, 255] (uint8)";
+  SMELT_CHECK(out.type != QGemmOutput::Type::Float32) << "qgemm: weights-left products store integers only";
+  SMELT_CHECK(out.type == QGemmOutput::Type::Int32 || out.scale) << "qgemm: a requantized output needs scales";
+  SMELT_CHECK(out.padded_width == 0 || (out.width > 0 && out.width <= out.padded_width))
+      << "qgemm: kept width " << out.width << " of a " << out.padded_width << "-wide padded row";
+  if (w.m == 0 || x.n == 0) return;
+  const QGemmIsa isa = w.isa;
+  const int MR = w.mr, NR = tile_columns(isa);
+  const int64_t m_tiles = (w.m + MR - 1) / MR, panels = (x.n + NR - 1) / NR;
+  // Few panels (a small image): the rows are split too, so that every thread has work; each task
+  // still packs its panel once for all its row tiles.
+  const int64_t want_tasks = int64_t(num_threads()) * 2;
+  const int64_t m_chunks = std::clamp<int64_t>((want_tasks + panels - 1) / panels, 1, m_tiles);
+  const int64_t tiles_per_chunk = (m_tiles + m_chunks - 1) / m_chunks;
+  const int64_t work_per_task = tiles_per_chunk * MR * NR * std::max<int64_t>(w.k, 1);
+  const size_t panel_bytes = size_t(w.k_groups * NR * w.group) * (isa == QGemmIsa::Avx2 ? 2 : 1);
+  parallel_for(panels * m_chunks, std::max<int64_t>(1, kParallelGrain * 4 / work_per_task),
+               [&](int64_t begin, int64_t end) {
+                 std::vector<int8_t> panel(panel_bytes + 64);
+                 std::vector<int32_t> c(static_cast<size_t>(MR * NR));
+                 std::vector<int32_t> col_sums(static_cast<size_t>(NR));
+                 int64_t packed = -1;
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t p = t / m_chunks, chunk = t % m_chunks;
+                   const int64_t n0 = p * NR;
+                   const int nc = int(std::min<int64_t>(NR, x.n - n0));
+                   if (p != packed) {
+                     pack_x_panel(isa, x, w.k, w.k_groups, n0, nc, panel.data());
+                     if (w.any_zero_point) panel_column_sums(isa, panel.data(), w.k_groups, col_sums.data());
+                     packed = p;
+                   }
+                   const int64_t first = chunk * tiles_per_chunk, last = std::min(m_tiles, first + tiles_per_chunk);
+                   for (int64_t mt = first; mt < last; ++mt) {
+                     run_tile(isa, w.words.data() + mt * w.k_groups * MR, panel.data(), w.k_groups, c.data());
+                     store_tile(w, x, out, c.data(), NR, mt * MR, int(std::min<int64_t>(MR, w.m - mt * MR)), n0, nc,
+                                w.any_zero_point ? col_sums.data() : nullptr);
+                   }
+                 }
+               });
+}
+
+}  // namespace smelt::kernels

@@ -1,0 +1,134 @@
+// The micro-kernels of the integer GEMM (kernels/qgemm.h), shared by its two orientations: one
+// register tile of MR rows x NR columns of int32 accumulators, over every k group.
+//
+// The broadcast operand comes packed as int32 words, per k group MR of them (one per row), each
+// holding that row's `group` values: 4 bytes (Portable, VNNI) or 2 int16 (AVX2). The vector
+// operand comes as a panel of NR columns, per k group NR x group values. `BroadcastSigned` says
+// which operand is int8: false for activations x weights (A uint8 broadcast, B int8 vectors),
+// true for weights x activations (W int8 broadcast, X uint8 vectors). vpdpbusd takes its unsigned
+// operand first, so only the order of its arguments changes; vpmaddwd multiplies int16 pairs and
+// needs nothing; the portable path reads each byte with its own sign.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "kernels/qgemm.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace smelt::kernels::qtiles {
+
+constexpr int kVnniMr = 8, kVnniNr = 32, kVnniGroup = 4;
+constexpr int kAvx2Mr = 6, kAvx2Nr = 16, kAvx2Group = 2;
+constexpr int kPortableMr = 4;  // the portable path reads the VNNI packing
+
+inline int tile_rows(QGemmIsa isa) {
+  switch (isa) {
+    case QGemmIsa::Avx512Vnni: return kVnniMr;
+    case QGemmIsa::Avx2: return kAvx2Mr;
+    case QGemmIsa::Portable: return kPortableMr;
+  }
+  return kPortableMr;
+}
+inline int tile_columns(QGemmIsa isa) { return isa == QGemmIsa::Avx2 ? kAvx2Nr : kVnniNr; }
+inline int k_group(QGemmIsa isa) { return isa == QGemmIsa::Avx2 ? kAvx2Group : kVnniGroup; }
+
+// c[i * NR + j] = sum over the k groups of the broadcast row i times the panel's column j.
+template <bool BroadcastSigned>
+void tile_portable(const int32_t* ap, const int8_t* bp, int64_t k_groups, int32_t* c) {
+  constexpr int MR = kPortableMr, NR = kVnniNr, G = kVnniGroup;
+  uint32_t acc[MR][NR] = {};  // wrapping, as vpdpbusd's lanes (signed overflow would be undefined)
+  for (int64_t q = 0; q < k_groups; ++q) {
+    const int8_t* bq = bp + q * NR * G;
+    for (int i = 0; i < MR; ++i) {
+      const uint32_t word = uint32_t(ap[q * MR + i]);
+      for (int j = 0; j < NR; ++j) {
+        int32_t s = 0;
+        for (int r = 0; r < G; ++r) {
+          const uint8_t byte = uint8_t(word >> (8 * r));
+          const int32_t a = BroadcastSigned ? int32_t(int8_t(byte)) : int32_t(byte);
+          const int32_t b = BroadcastSigned ? int32_t(uint8_t(bq[j * G + r])) : int32_t(bq[j * G + r]);
+          s += a * b;
+        }
+        acc[i][j] += uint32_t(s);
+      }
+    }
+  }
+  std::memcpy(c, acc, sizeof acc);
+}
+
+#if defined(__x86_64__)
+template <bool BroadcastSigned>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const int32_t* ap,
+                                                                       const int8_t* bp,
+                                                                       int64_t k_groups,
+                                                                       int32_t* c) {
+  constexpr int MR = kVnniMr, NR = kVnniNr, G = kVnniGroup;
+  __m512i acc[MR][2];
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+  for (int64_t q = 0; q < k_groups; ++q) {
+    const __m512i b0 = _mm512_loadu_si512(bp + q * NR * G);
+    const __m512i b1 = _mm512_loadu_si512(bp + q * NR * G + 64);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i av = _mm512_set1_epi32(ap[q * MR + i]);
+      if constexpr (BroadcastSigned) {
+        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], b0, av);
+        acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], b1, av);
+      } else {
+        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, b0);
+        acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, b1);
+      }
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    _mm512_storeu_si512(c + i * NR, acc[i][0]);
+    _mm512_storeu_si512(c + i * NR + 16, acc[i][1]);
+  }
+}
+
+__attribute__((target("avx2"))) inline void tile_avx2(const int32_t* ap, const int16_t* bp,
+                                                      int64_t k_groups, int32_t* c) {
+  constexpr int MR = kAvx2Mr, NR = kAvx2Nr, G = kAvx2Group;
+  __m256i acc[MR][2];
+  for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+  for (int64_t q = 0; q < k_groups; ++q) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + q * NR * G));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp + q * NR * G + 16));
+    for (int i = 0; i < MR; ++i) {
+      const __m256i av = _mm256_set1_epi32(ap[q * MR + i]);
+      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(av, b0));
+      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * NR), acc[i][0]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(c + i * NR + 8), acc[i][1]);
+  }
+}
+#endif
+
+// One row of requantized values: dst[j] = clamp(round_half_even(acc[j] * scale[j or 0]), lo, hi)
+// with the bounds also T's range, plus the zero point. Clamped before the zero point is added:
+// the same value as requantize_one (both bounds are integers, so clamping before or after
+// rounding agrees), exact in float (|v| < 2^9). std::min/max, not fmin/fmax, so that GCC
+// vectorizes the loop (vminps; no NaN reaches it: the scales are finite).
+template <class T, bool PerColumnScale>
+void requantize_row(const int32_t* acc, int n, const float* scale, int32_t zero_point, int32_t lo, int32_t hi,
+                    T* dst) {
+  const float low = float(std::max<int32_t>(lo, std::numeric_limits<T>::min()) - zero_point);
+  const float high = float(std::min<int32_t>(hi, std::numeric_limits<T>::max()) - zero_point);
+  const float zp = float(zero_point);
+  const float s0 = scale[0];
+  for (int j = 0; j < n; ++j) {
+    const float y = std::nearbyint(float(acc[j]) * (PerColumnScale ? scale[j] : s0));
+    dst[j] = T(std::min(std::max(y, low), high) + zp);
+  }
+}
+
+}  // namespace smelt::kernels::qtiles
