@@ -7,8 +7,8 @@
 //   padding and stride): then the tap (c, i, j) of every output pixel is one contiguous run of a
 //   phase, when the output is computed a phase's width wide; the columns past the output's width
 //   are dropped by the GEMM's store. No im2col.
-// - one input channel per group (depthwise): a direct loop per channel, int32 accumulators over
-//   each output row, since a GEMM of one row would waste its tile.
+// - one input channel per group (depthwise): a direct loop per channel over the same phase frames
+//   (in int32), since a GEMM of one row would waste its tile.
 // Padding reads the input's zero point, so it stands for 0.
 #include <algorithm>
 #include <cmath>
@@ -41,8 +41,8 @@ struct ConvShape {
 // whatever the convolution's stride, so every K row is one contiguous run.
 struct Phases {
   int64_t Hq = 0, Wq = 0, s0 = 1, s1 = 1;
-  const uint8_t* at(const uint8_t* frame, int64_t c, int64_t ii, int64_t jj) const {
-    return frame + ((c * s0 + ii % s0) * s1 + jj % s1) * Hq * Wq + (ii / s0) * Wq + jj / s1;
+  int64_t offset(int64_t c, int64_t ii, int64_t jj) const {
+    return ((c * s0 + ii % s0) * s1 + jj % s1) * Hq * Wq + (ii / s0) * Wq + jj / s1;
   }
 };
 
@@ -57,31 +57,25 @@ Phases phases_of(const ConvShape& s, const QConvGeometry& g) {
 void split_phases(const uint8_t* image, const ConvShape& s, const QConvGeometry& g, const Phases& p, uint8_t pad,
                   uint8_t* frame) {
   const int64_t per_channel = p.s0 * p.s1 * p.Hq * p.Wq;
+  const int64_t width = p.Wq * p.s1;  // the padded row, rounded up to whole phases
   parallel_for(s.C, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(per_channel, 1)), [&](int64_t b, int64_t e) {
+    std::vector<uint8_t> padded(static_cast<size_t>(width));
     for (int64_t c = b; c < e; ++c) {
       const uint8_t* channel = image + c * s.H * s.W;
       for (int64_t a = 0; a < p.s0; ++a) {
         for (int64_t hq = 0; hq < p.Hq; ++hq) {
           const int64_t ih = hq * p.s0 + a - g.pad_begin[0];
-          for (int64_t bb = 0; bb < p.s1; ++bb) {
-            uint8_t* row = frame + ((c * p.s0 + a) * p.s1 + bb) * p.Hq * p.Wq + hq * p.Wq;
-            if (ih < 0 || ih >= s.H) {
-              std::memset(row, pad, size_t(p.Wq));
-              continue;
-            }
-            const uint8_t* src = channel + ih * s.W;
-            if (p.s1 == 1) {  // a padded copy of the row
-              const int64_t left = std::min<int64_t>(g.pad_begin[1], p.Wq);
-              const int64_t inside = std::min<int64_t>(s.W, p.Wq - left);
-              std::memset(row, pad, size_t(left));
-              std::memcpy(row + left, src, size_t(inside));
-              std::memset(row + left + inside, pad, size_t(p.Wq - left - inside));
-              continue;
-            }
-            for (int64_t wq = 0; wq < p.Wq; ++wq) {
-              const int64_t iw = wq * p.s1 + bb - g.pad_begin[1];
-              row[wq] = iw >= 0 && iw < s.W ? src[iw] : pad;
-            }
+          uint8_t* out = frame + (c * p.s0 + a) * p.s1 * p.Hq * p.Wq + hq * p.Wq;  // phase (a, 0)
+          // The padded row: the zero point's byte, the image row, the zero point's byte.
+          uint8_t* row = p.s1 == 1 ? out : padded.data();
+          const int64_t left = std::min<int64_t>(g.pad_begin[1], width);
+          const int64_t inside = ih < 0 || ih >= s.H ? 0 : std::min<int64_t>(s.W, width - left);
+          std::memset(row, pad, size_t(width));
+          if (inside > 0) std::memcpy(row + left, channel + ih * s.W, size_t(inside));
+          if (p.s1 == 1) continue;
+          for (int64_t bb = 0; bb < p.s1; ++bb) {  // de-interleaved into the row's phases
+            uint8_t* phase = out + bb * p.Hq * p.Wq;
+            for (int64_t wq = 0; wq < p.Wq; ++wq) phase[wq] = row[wq * p.s1 + bb];
           }
         }
       }
@@ -89,63 +83,81 @@ void split_phases(const uint8_t* image, const ConvShape& s, const QConvGeometry&
   });
 }
 
-// One output channel per task, each reading its one input channel: the channel (minus its zero
-// point, as int16; 0 in the padding) in a padded frame, then per output row the taps' products
-// summed into int32.
+// acc[q] = init + sum over the taps of w[t] * x[offset[t] + q], for q in [0, columns): blocks of
+// columns kept in registers (the loop GCC vectorizes) across all the taps.
+template <class X>
+void depthwise_taps(const X* x, const std::vector<int64_t>& offset, const std::vector<int32_t>& w, int32_t init,
+                    int64_t columns, int32_t* acc) {
+  constexpr int64_t kBlock = 64;
+  const size_t taps = w.size();
+  for (int64_t q0 = 0; q0 < columns; q0 += kBlock) {
+    const int64_t n = std::min(kBlock, columns - q0);
+    int32_t block[kBlock];
+    for (int64_t l = 0; l < kBlock; ++l) block[l] = init;
+    for (size_t t = 0; t < taps; ++t) {
+      const X* src = x + offset[t] + q0;
+      const int32_t wt = w[t];
+      if (n == kBlock) {
+        for (int64_t l = 0; l < kBlock; ++l) block[l] += wt * int32_t(src[l]);
+      } else {
+        for (int64_t l = 0; l < n; ++l) block[l] += wt * int32_t(src[l]);
+      }
+    }
+    std::copy(block, block + n, acc + q0);
+  }
+}
+
+// One output channel per task, each reading its one input channel split into the phase frames of
+// split_phases (padding: the zero point's byte); the output computed Wq wide is then, per tap,
+// one contiguous run of a phase. The products run on the stored bytes: sum w' (x - zx) =
+// sum w' x - zx sum w' (w' = w - zw), the second term folded into the start value.
 void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, const std::vector<int32_t>& zw,
                const int32_t* bias, const Requant& r, const ConvShape& s, const QConvGeometry& g, const Tensor& y) {
-  const int64_t Hp = s.H + g.pad_begin[0] + g.pad_end[0], Wp = s.W + g.pad_begin[1] + g.pad_end[1];
-  const int64_t taps = s.kH * s.kW;
+  const Phases ph = phases_of(s, g);
+  const int64_t taps = s.kH * s.kW, frame_size = ph.s0 * ph.s1 * ph.Hq * ph.Wq;
+  const int64_t columns = (s.Ho - 1) * ph.Wq + s.Wo;
   const bool w_int8 = wv.dtype() == DType::Int8;
-  const int64_t work = Hp * Wp + s.Ho * s.Wo * taps;
+  const uint8_t* weights = static_cast<const uint8_t*>(wv.raw_data());  // (O, 1, kH, kW)
+  char* out_data = static_cast<char*>(y.raw_data());
+  std::vector<int64_t> offset;
+  for (int64_t i = 0; i < s.kH; ++i) {
+    for (int64_t j = 0; j < s.kW; ++j) offset.push_back(ph.offset(0, i * g.dilation[0], j * g.dilation[1]));
+  }
+  ConvShape one = s;  // a single channel's geometry, for split_phases
+  one.C = 1;
+  const int64_t work = frame_size + columns * taps;
   parallel_for(s.N * s.O, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
-    std::vector<int16_t> frame(size_t(Hp * Wp));
-    std::vector<int32_t> acc(size_t(s.Wo));
-    std::vector<int32_t> weight(static_cast<size_t>(taps));
+    std::vector<uint8_t> frame(static_cast<size_t>(frame_size));
+    std::vector<int32_t> acc(static_cast<size_t>(columns)), w(static_cast<size_t>(taps));
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / s.O, o = t % s.O, c = o / s.Og;
-      const uint8_t* channel = x + (n * s.C + c) * s.H * s.W;
-      std::fill(frame.begin(), frame.end(), int16_t(0));
-      for (int64_t h = 0; h < s.H; ++h) {
-        int16_t* row = frame.data() + (h + g.pad_begin[0]) * Wp + g.pad_begin[1];
-        const uint8_t* src = channel + h * s.W;
-        if (x_int8) {
-          for (int64_t w = 0; w < s.W; ++w) row[w] = int16_t(int32_t(int8_t(src[w])) - zx);
-        } else {
-          for (int64_t w = 0; w < s.W; ++w) row[w] = int16_t(int32_t(src[w]) - zx);
-        }
-      }
+      split_phases(x + (n * s.C + c) * s.H * s.W, one, g, ph, uint8_t(zx), frame.data());
       const int32_t z = zw.size() == 1 ? zw[0] : zw[size_t(o)];
+      uint32_t weight_sum = 0;
       for (int64_t k = 0; k < taps; ++k) {
-        const int32_t v = w_int8 ? int32_t(wv.data<int8_t>()[o * taps + k]) : int32_t(wv.data<uint8_t>()[o * taps + k]);
-        weight[size_t(k)] = v - z;
+        const uint8_t raw = weights[o * taps + k];
+        w[size_t(k)] = (w_int8 ? int32_t(int8_t(raw)) : int32_t(raw)) - z;
+        weight_sum += uint32_t(w[size_t(k)]);
+      }
+      // wrapping, as the GEMM's accumulators
+      const int32_t init = int32_t(uint32_t(bias ? bias[o] : 0) - uint32_t(zx) * weight_sum);
+      if (x_int8) {
+        depthwise_taps(reinterpret_cast<const int8_t*>(frame.data()), offset, w, init, columns, acc.data());
+      } else {
+        depthwise_taps(frame.data(), offset, w, init, columns, acc.data());
       }
       const float scale = r.column.empty() ? 1.0f : r.column[size_t(o)];
       for (int64_t oh = 0; oh < s.Ho; ++oh) {
-        std::fill(acc.begin(), acc.end(), bias ? bias[o] : 0);
-        for (int64_t i = 0; i < s.kH; ++i) {
-          const int16_t* row = frame.data() + (oh * g.stride[0] + i * g.dilation[0]) * Wp;
-          for (int64_t j = 0; j < s.kW; ++j) {
-            const int32_t wt = weight[size_t(i * s.kW + j)];
-            const int16_t* src = row + j * g.dilation[1];
-            if (g.stride[1] == 1) {
-              for (int64_t ow = 0; ow < s.Wo; ++ow) acc[size_t(ow)] += wt * int32_t(src[ow]);
-            } else {
-              for (int64_t ow = 0; ow < s.Wo; ++ow) acc[size_t(ow)] += wt * int32_t(src[ow * g.stride[1]]);
-            }
-          }
-        }
+        const int32_t* row = acc.data() + oh * ph.Wq;
         const int64_t at = (n * s.O + o) * s.Ho * s.Wo + oh * s.Wo;
         if (r.type == QGemmOutput::Type::Int32) {
-          std::copy(acc.begin(), acc.end(), y.data<int32_t>() + at);
-          continue;
-        }
-        if (r.type == QGemmOutput::Type::UInt8) {
-          qtiles::requantize_row<uint8_t, false>(acc.data(), int(s.Wo), &scale, r.zero_point, 0, 255,
-                                                 y.data<uint8_t>() + at);
+          std::copy(row, row + s.Wo, reinterpret_cast<int32_t*>(out_data) + at);
+        } else if (r.type == QGemmOutput::Type::UInt8) {
+          qtiles::requantize_row<uint8_t, false>(row, int(s.Wo), &scale, r.zero_point, 0, 255,
+                                                 reinterpret_cast<uint8_t*>(out_data) + at);
         } else {
-          qtiles::requantize_row<int8_t, false>(acc.data(), int(s.Wo), &scale, r.zero_point, -128, 127,
-                                                y.data<int8_t>() + at);
+          qtiles::requantize_row<int8_t, false>(row, int(s.Wo), &scale, r.zero_point, -128, 127,
+                                                reinterpret_cast<int8_t*>(out_data) + at);
         }
       }
     }
@@ -212,7 +224,7 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
       // Row k = (c, i, j): the output computed Wq wide, the columns past Wo dropped by the store.
       for (int64_t k = 0; k < s.K; ++k) {
         const int64_t c = grp * s.Cg + k / (s.kH * s.kW), i = (k / s.kW) % s.kH, j = k % s.kW;
-        rows[size_t(k)] = ph.at(frame, c, i * g.dilation[0], j * g.dilation[1]);
+        rows[size_t(k)] = frame + ph.offset(c, i * g.dilation[0], j * g.dilation[1]);
       }
       QGemmX operand;
       operand.rows = rows.data();

@@ -28,6 +28,47 @@ bool is_channel_bias(const ir::Value* c, int64_t channels) {
   return (s.size() == 3 && s[0] == channels) || (s.size() == 4 && s[0] == 1 && s[1] == channels);
 }
 
+// The value of a one-element float constant.
+bool scalar_constant(const ir::Value* v, double* out) {
+  if (v->kind != ir::ValueKind::Constant || v->constant.numel() != 1 || !dtype_is_floating(v->meta.dtype)) return false;
+  *out = v->constant.to_vector()[0];
+  return true;
+}
+
+// The other operand of a binary node, as a scalar constant.
+bool scalar_operand(const ir::Node* n, const ir::Value* x, double* out) {
+  return n->inputs.size() == 2 && scalar_constant(n->inputs[0] == x ? n->inputs[1] : n->inputs[0], out);
+}
+
+// The rectifier after a conv's output `y`: relu, clamp(min 0[, max c]), or maximum(y, 0) with an
+// optional minimum(., c) after it (a ReLU6 as ONNX's Clip is imported). Sets the chain's nodes and
+// its upper bound (+inf for none); false when `y` is not read by one.
+bool find_rectifier(ir::Value* y, QuantizableOp* q) {
+  ir::Node* n = only_reader(y);
+  if (!n) return false;
+  double zero = 0;
+  if (n->op == OpId::relu) {
+    q->relu = n;
+  } else if (n->op == OpId::clamp && n->attrs.has("min") && n->attrs.get_float("min") == 0) {
+    q->relu = n;
+    if (n->attrs.has("max")) q->relu_max = n->attrs.get_float("max");
+    q->output = n->outputs[0];
+    return true;
+  } else if (n->op == OpId::maximum && scalar_operand(n, y, &zero) && zero == 0) {
+    q->relu = n;
+  } else {
+    return false;
+  }
+  q->output = n->outputs[0];
+  double top = 0;
+  if (ir::Node* m = only_reader(q->output); m && m->op == OpId::minimum && scalar_operand(m, q->output, &top) &&
+                                              top > 0) {
+    q->relu_max = top;
+    q->output = m->outputs[0];
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<QuantizableOp> find_quantizable(const ir::Graph& graph) {
@@ -66,10 +107,7 @@ std::vector<QuantizableOp> find_quantizable(const ir::Graph& graph) {
         q.output = add->outputs[0];
       }
     }
-    if (ir::Node* relu = only_reader(q.output); relu && relu->op == OpId::relu) {
-      q.relu = relu;
-      q.output = relu->outputs[0];
-    }
+    find_rectifier(q.output, &q);
     found.push_back(q);
   }
   return found;

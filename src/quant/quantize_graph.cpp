@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "ir/printer.h"
+#include "ops/attrs.h"
 #include "passes/dce.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
@@ -95,6 +96,16 @@ struct Rewriter {
                                " is not the dtype's minimum");
       return;
     }
+    // An upper bound folds too when it never binds within the dtype: round(c / s) + zp >= qmax,
+    // so that the saturation at qmax is where the bound would have put every value above it.
+    const int32_t qmax = cy->params.dtype == DType::UInt8 ? 255 : 127;
+    if (op.relu && std::isfinite(op.relu_max) &&
+        std::nearbyint(op.relu_max / double(cy->params.scale)) + cy->params.zero_point < qmax) {
+      report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) +
+                               ": its rectifier's upper bound " + std::to_string(op.relu_max) +
+                               " is inside the output's range (threshold " + std::to_string(cy->threshold) + ")");
+      return;
+    }
     const bool conv = op.product->op == OpId::conv2d;
     ir::Node* at = op.product;
     const Tensor& w = op.weight;
@@ -135,7 +146,7 @@ struct Rewriter {
     g.replace_all_uses(op.output, dq->outputs[0]);
     ++report.quantized;
     QuantizedLayer layer;
-    layer.op = std::string(op.product->name()) + (op.bias ? "+bias" : "") + (op.relu ? "+relu" : "");
+    layer.op = std::string(op.product->name()) + (op.bias ? "+bias" : "") + (!op.relu ? "" : std::isfinite(op.relu_max) ? "+relu(max " + ops::float_str(op.relu_max) + ")" : "+relu");
     layer.float_value = op.output->id;
     layer.quantized_value = product->outputs[0]->id;
     layer.output = *cy;

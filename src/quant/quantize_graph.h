@@ -19,6 +19,7 @@
 // Everything else stays float, and the report lists it.
 #pragma once
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,7 +33,8 @@ namespace smelt::quant {
 struct QuantizableOp {
   ir::Node* product = nullptr;  // conv2d or matmul
   ir::Node* bias = nullptr;     // add of a per-channel constant, or null
-  ir::Node* relu = nullptr;     // or null
+  ir::Node* relu = nullptr;     // relu, clamp(min 0) or maximum(., 0); or null
+  double relu_max = INFINITY;   // its upper bound (a ReLU6: 6), when it has one
   ir::Value* input = nullptr;   // the activation x
   ir::Value* output = nullptr;  // the chain's last value
   Tensor weight;                // the constant weight (a matmul's transposed constant, transposed)

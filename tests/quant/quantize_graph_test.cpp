@@ -104,6 +104,44 @@ TEST(QuantizeGraph, ConvolutionsAndTheMatmulBecomeIntegerOpsCloseToFloat) {
   }
 }
 
+// A ReLU6 as clamp(0, 6) and as ONNX's Clip imports it (maximum(., 0) then minimum(., 6)) folds
+// into the requantization: its bound lies beyond the calibrated range, where uint8 saturates
+// anyway. A bound inside the range (a calibration edited to a wider scale) is left float and
+// reported.
+TEST(QuantizeGraph, ReluSixFoldsWhereItsBoundIsBeyondTheRange) {
+  const Net n = make_net();
+  auto fn = [n](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    Tensor h = clamp(conv2d(in[0], n.w1, Tensor(), {1, 1}, {1, 1}) + n.b1, 0.0, 6.0);
+    h = minimum(maximum(conv2d(h, n.w2, Tensor(), {2, 2}, {0, 0}) + n.b2, full({}, 0.0)), full({}, 6.0));
+    return std::vector<Tensor>{conv2d(h, n.w3, Tensor(), {1, 1}, {0, 0})};
+  };
+  auto graph = trace::trace(fn, {zeros({2, 3, 11, 11})});
+  const auto calib = batches(4, 3), held_out = batches(1, 98);
+  const Calibration cal = calibrate(*graph, calib, ThresholdOptions{});
+  auto q = graph->clone();
+  const QuantizeReport report = quantize_graph(*q, cal);
+  EXPECT_EQ(report.quantized, 3) << report.str();
+  for (ops::OpId op : {ops::OpId::clamp, ops::OpId::maximum, ops::OpId::minimum, ops::OpId::conv2d}) {
+    EXPECT_EQ(count_ops(*q, op), 0) << ops::op_info(op).name << "\n" << report.str();
+  }
+  EXPECT_EQ(report.layers[0].op, "conv2d+bias+relu(max 6)");
+  // (three requantized convolutions, the last one's output signed: a lower bound than the net
+  // above, whose last layer is a matmul over 100 features)
+  const Tensor want = trace::interpret(*graph, held_out[0])[0];
+  EXPECT_GT(sqnr_db(want, trace::interpret(*q, held_out[0])[0]), 20.0);
+
+  // the first chain's output given a scale at which 6 is only 6 levels: not folded
+  Calibration wide = cal;
+  const int first_chain = report.layers[0].float_value;
+  wide.values.at(first_chain).params.scale = 1.0f;
+  auto kept = graph->clone();
+  const QuantizeReport partial = quantize_graph(*kept, wide);
+  EXPECT_EQ(partial.quantized, 2) << partial.str();
+  EXPECT_EQ(count_ops(*kept, ops::OpId::clamp), 1);
+  ASSERT_EQ(partial.skipped.size(), 1u);
+  EXPECT_NE(partial.skipped[0].find("upper bound 6"), std::string::npos) << partial.skipped[0];
+}
+
 TEST(QuantizeGraph, CalibrationFileRoundTripsAndRefusesNonsense) {
   auto graph = trace_net(make_net());
   const Calibration cal = calibrate(*graph, batches(2, 3), {});
