@@ -110,7 +110,8 @@ struct FusionOptions {
   // one kernel per time step (the bench's LSTM tagger 5.3 -> 4.5 ms; the transformer and CNN
   // workloads unchanged, bench/README.md).
   int max_ops = 12;
-  // Longest chain of non-view ops inside a group (register pressure, expression size). 6: a
+  // Longest chain of non-view ops inside a group, casts not counted (register pressure,
+  // expression size). 6: a
   // contraction's bias then hard-swish (x * clamp(x / 6 + 1/2, 0, 1), as PyTorch exports it below
   // opset 14) is one epilogue (MobileNetV3-small 1.62 -> 1.33 ms; the other bench models
   // unchanged, bench/README.md), as is a GRU cell's new state.

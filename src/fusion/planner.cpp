@@ -195,6 +195,10 @@ class Planner {
     for (int m : members) {
       const ir::Node* n = p_.nodes[m];
       const int own = is_view(*n) ? 0 : 1;
+      // A cast is a conversion between registers: it counts as an op, not as a step of the chain
+      // (quantized values pass through two on each side of the float ops between quantized layers:
+      // passes/expand_quantize.h).
+      const int chain = own && n->op != ops::OpId::cast ? 1 : 0;
       ops += own;
       if (!owned.count(m)) recomputed_ops += own;
       int d = 0;
@@ -202,8 +206,8 @@ class Planner {
         if (in->producer && member_set.count(pos(in->producer))) d = std::max(d, depth_of[pos(in->producer)]);
       }
       const bool reduce = opt_.row_groups && pattern == Pattern::Reduction && p_.roles[m] == Role::Reduce;
-      depth_of[m] = reduce ? 0 : d + own;
-      depth = std::max(depth, d + own);
+      depth_of[m] = reduce ? 0 : d + chain;
+      depth = std::max(depth, d + chain);
     }
     const int max_ops = row_group ? opt_.max_row_ops : opt_.max_ops;
     if (ops > max_ops) {

@@ -249,7 +249,11 @@ void Builder::add_pow(ir::Value* a) {
 }
 
 void Builder::add_cast(ir::Value* a) {
-  const int which = pick(0, 2);
+  const int which = pick(0, 3);
+  if (which == 3) {
+    add_quantize_round_trip(a);
+    return;
+  }
   if (which == 0) {  // to the other float dtype (float64 -> float32 overflows and flushes)
     const DType other = a->meta.dtype == DType::Float32 ? DType::Float64 : DType::Float32;
     ir::Value* wide = node(OpId::cast, {a}, {{"dtype", other}});
@@ -263,6 +267,26 @@ void Builder::add_cast(ir::Value* a) {
     ir::Value* mask = node(OpId::cast, {a}, {{"dtype", DType::Bool}});
     emit(OpId::where, {mask, a, partner(a)});
   }
+}
+
+void Builder::add_quantize_round_trip(ir::Value* a) {
+  // scales where x / s rounds at half steps, saturates early, or overflows to inf (a subnormal)
+  constexpr double kScales[] = {0.1, 0.02, 0.5, 3.0, 1e-3, 1e-40};
+  const DType q = chance(0.5) ? DType::UInt8 : DType::Int8;
+  constexpr int kUnsignedZeros[] = {0, 128, 255, 17}, kSignedZeros[] = {-128, 0, 127, -3};
+  const int32_t zero_point = q == DType::UInt8 ? pick_from(kUnsignedZeros) : pick_from(kSignedZeros);
+  ir::Value* scale = graph_->add_constant(full({}, pick_from(kScales), DType::Float32));
+  ir::Value* zero = graph_->add_constant(full({}, zero_point, q));
+  ir::Value* v = node(OpId::quantize_linear, {a, scale, zero}, {{"axis", int64_t(1)}});
+  v = node(OpId::dequantize_linear, {v, scale, zero}, {{"axis", int64_t(1)}});
+  if (chance(0.5)) {  // a float op between quantized values, quantized again (a residual block)
+    ir::Value* f = node(chance(0.5) ? OpId::relu : OpId::neg, {v});
+    v = node(OpId::add, {f, v});
+    ir::Value* scale2 = graph_->add_constant(full({}, pick_from(kScales), DType::Float32));
+    v = node(OpId::dequantize_linear, {node(OpId::quantize_linear, {v, scale2, zero}, {{"axis", int64_t(1)}}), scale2, zero},
+             {{"axis", int64_t(1)}});
+  }
+  emit(OpId::cast, {v}, {{"dtype", a->meta.dtype}});
 }
 
 void Builder::add_view(ir::Value* a) {

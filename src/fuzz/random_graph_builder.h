@@ -214,8 +214,13 @@ class Builder {
   void add_pow(ir::Value* a);
 
   // To the other float dtype (a unary or binary op there) and back; to int64 and back
-  // (truncation, saturation, NaN -> 0); or to bool selecting between a and a partner.
+  // (truncation, saturation, NaN -> 0); to bool selecting between a and a partner; or quantized
+  // and back (add_quantize_round_trip).
   void add_cast(ir::Value* a);
+  // quantize_linear -> dequantize_linear per tensor (uint8 or int8, zero points at the dtype's
+  // edges, scales that round at half steps, saturate, or overflow x / s), sometimes a float op
+  // and a second quantization between (what expand_quantize writes out and fusion merges).
+  void add_quantize_round_trip(ir::Value* a);
 
   // op(x, c) with c a scalar the algebraic rules key on (or a special one), and x any value, an
   // input often: where inputs hold -0, inf and NaN, a rule that is wrong only there shows.

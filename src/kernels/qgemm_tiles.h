@@ -119,23 +119,48 @@ __attribute__((target("avx2"))) inline void tile_avx2(const int32_t* ap, const i
 // rounding agrees), exact in float (|v| < 2^9). std::min/max, not fmin/fmax, so that GCC
 // vectorizes the loop (vminps; no NaN reaches it: the scales are finite).
 template <class T, bool PerColumnScale>
+void requantize_row_portable(const int32_t* acc, int n, const float* scale, float zp, float low, float high, T* dst) {
+  const float s0 = scale[0];
+  for (int j = 0; j < n; ++j) {
+    const float y = std::nearbyint(float(acc[j]) * (PerColumnScale ? scale[j] : s0));
+    dst[j] = T(std::min(std::max(y, low), high) + zp);
+  }
+}
+
+#if defined(__x86_64__)
+// The same, 16 lanes at a time in zmm registers (GCC vectorizes the loop above only 4 wide, for
+// its 16-byte stores): convert, scale, round (to nearest even: the current mode), clamp, add the
+// zero point, narrow to bytes (the value is within T's range, so truncation is exact for both
+// signednesses); the tail under a mask.
+template <class T, bool PerColumnScale>
+__attribute__((target("avx512f,avx512bw"))) void requantize_row_avx512(const int32_t* acc, int n, const float* scale,
+                                                                       float zp, float low, float high, T* dst) {
+  const __m512 lo = _mm512_set1_ps(low), hi = _mm512_set1_ps(high), z = _mm512_set1_ps(zp);
+  const __m512 s0 = _mm512_set1_ps(scale[0]);
+  for (int j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+    const __m512 s = PerColumnScale ? _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, scale + j) : s0;
+    // (the maskz forms under a full mask: the plain ones start from _mm512_undefined, which GCC 12
+    // reports as -Wmaybe-uninitialized once inlined)
+    const __mmask16 all = 0xffff;
+    __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_mask_loadu_epi32(_mm512_setzero_si512(), m, acc + j)), s);
+    y = _mm512_maskz_roundscale_ps(all, y, _MM_FROUND_CUR_DIRECTION);
+    y = _mm512_add_ps(_mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, y, lo), hi), z);
+    _mm512_mask_cvtepi32_storeu_epi8(dst + j, m, _mm512_maskz_cvtps_epi32(all, y));
+  }
+}
+#endif
+
+template <class T, bool PerColumnScale>
 void requantize_row(const int32_t* acc, int n, const float* scale, int32_t zero_point, int32_t lo, int32_t hi,
                     T* dst) {
   const float low = float(std::max<int32_t>(lo, std::numeric_limits<T>::min()) - zero_point);
   const float high = float(std::min<int32_t>(hi, std::numeric_limits<T>::max()) - zero_point);
-  const float zp = float(zero_point);
-  const float s0 = scale[0];
-  auto one = [&](int j) {
-    const float y = std::nearbyint(float(acc[j]) * (PerColumnScale ? scale[j] : s0));
-    dst[j] = T(std::min(std::max(y, low), high) + zp);
-  };
-  // Blocks of 16 (one vector of floats): a plain loop would be vectorized 64 bytes wide, for the
-  // byte stores, leaving rows shorter than 64 (a 56-wide image) entirely to its scalar tail.
-  int j = 0;
-  for (; j + 16 <= n; j += 16) {
-    for (int l = 0; l < 16; ++l) one(j + l);
-  }
-  for (; j < n; ++j) one(j);
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  if (avx512) return requantize_row_avx512<T, PerColumnScale>(acc, n, scale, float(zero_point), low, high, dst);
+#endif
+  requantize_row_portable<T, PerColumnScale>(acc, n, scale, float(zero_point), low, high, dst);
 }
 
 }  // namespace smelt::kernels::qtiles

@@ -51,11 +51,17 @@ ir::Value* expand_quantize_one(ir::Graph& g, ir::Node* n, double scale, double z
   // The division in x's dtype, as the op's kernel divides (a float64 x by the float32 scale
   // widened, exactly).
   ir::Value* s = x->meta.dtype == DType::Float32 ? n->inputs[1] : scalar(g, scale, x->meta.dtype);
+  // A relu before it is the clamp's own lower bound when that bound is 0 (zero point = the dtype's
+  // minimum): negatives, -0 and +0 all land on 0, NaN stays NaN (relu passes it).
+  if (lo - zero_point == 0 && x->producer && x->producer->op == OpId::relu) x = x->producer->inputs[0];
   ir::Value* v = g.insert_node(n, OpId::div, {x, s}, {})->outputs[0];
   v = g.insert_node(n, OpId::round, {v}, {})->outputs[0];
   v = g.insert_node(n, OpId::clamp, {v}, {{"min", lo - zero_point}, {"max", hi - zero_point}})->outputs[0];
+  // With zero point 0 the clamped value is the stored one, and the cast's NaN -> 0 is the zero
+  // point already.
+  if (zero_point == 0) return g.insert_node(n, OpId::cast, {v}, {{"dtype", out}})->outputs[0];
   v = g.insert_node(n, OpId::cast, {v}, {{"dtype", DType::Int32}})->outputs[0];
-  if (zero_point != 0) v = g.insert_node(n, OpId::add, {v, scalar(g, zero_point, DType::Int32)}, {})->outputs[0];
+  v = g.insert_node(n, OpId::add, {v, scalar(g, zero_point, DType::Int32)}, {})->outputs[0];
   return g.insert_node(n, OpId::cast, {v}, {{"dtype", out}})->outputs[0];
 }
 

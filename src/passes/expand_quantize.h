@@ -7,6 +7,8 @@
 // the scale positive and finite) becomes, with z the zero point and [lo, hi] its dtype's range:
 //   dequantize_linear(q, s, z)  =>  (float32(q) - float32(z)) * s
 //   quantize_linear(x, s, z)    =>  Q(int32(clamp(round(x / s), lo - z, hi - z)) + z)
+//                                   (z = 0: Q(clamp(round(x / s), lo, hi)); a relu before it is
+//                                   dropped when lo - z = 0, the clamp's bound being the same)
 // the same bits as the ops' kernels (kernels/quantize.h): float32(q) and the subtraction are
 // exact; round is half to even, as nearbyint; the clamp saturates ±inf; a NaN stays NaN through
 // the clamp and the float -> int32 cast makes it 0 (kernels/scalar.h), so it lands on the zero

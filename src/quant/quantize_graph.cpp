@@ -2,6 +2,7 @@
 // quantize pairs between them cancelled.
 #include "quant/quantize_graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -152,6 +153,35 @@ struct Rewriter {
     layer.output = *cy;
     report.layers.push_back(layer);
   }
+
+  // The node after `n` in the graph's order (null: n is the last).
+  ir::Node* next_node(const ir::Node* n) const {
+    auto it = std::find_if(g.nodes().begin(), g.nodes().end(), [&](const auto& m) { return m.get() == n; });
+    return ++it == g.nodes().end() ? nullptr : it->get();
+  }
+
+  // Every other reader of a quantized activation reads it back from its quantized form: a
+  // residual add reads dequantize_linear(q) instead of the float value, as an int8 engine passes
+  // it. The float value is then read by its quantize_linear alone, so fusion computes it, rounds
+  // it and stores only uint8 (passes/expand_quantize.h); the residual gains the rounding error of
+  // the activation it adds.
+  void read_quantized_forms() {
+    for (const auto& [x, q] : quantized_input) {
+      if (!x->producer || x->is_output()) continue;
+      ir::Node* quantize = q->producer;
+      std::vector<std::pair<ir::Node*, int>> others;
+      for (const ir::Use& use : x->uses) {
+        if (use.node != quantize) others.emplace_back(use.node, use.index);
+      }
+      if (others.empty()) continue;
+      // The quantize moves up to just after x's producer (its other inputs are constants), so
+      // that the dequantize placed after it precedes every reader of x.
+      g.move_node(quantize, next_node(x->producer));
+      ir::Node* dq = g.insert_node(next_node(quantize), OpId::dequantize_linear,
+                                   {q, quantize->inputs[1], quantize->inputs[2]}, {{"axis", int64_t(1)}});
+      for (const auto& [node, index] : others) g.set_input(node, index, dq->outputs[0]);
+    }
+  }
 };
 
 bool same_scalar(const ir::Value* a, const ir::Value* b) {
@@ -184,6 +214,7 @@ QuantizeReport quantize_graph(ir::Graph& graph, const Calibration& calibration) 
   QuantizeReport report;
   Rewriter r{graph, calibration, report, {}};
   for (const QuantizableOp& op : find_quantizable(graph)) r.rewrite(op);
+  r.read_quantized_forms();
   passes::dce(graph);
   cancel_pairs(graph);
   passes::dce(graph);

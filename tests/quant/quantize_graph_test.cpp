@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "ir/graph.h"
+#include "ir/printer.h"
 #include "passes/fold.h"
 #include "runtime/pipeline.h"
 #include "runtime/plan.h"
@@ -140,6 +141,40 @@ TEST(QuantizeGraph, ReluSixFoldsWhereItsBoundIsBeyondTheRange) {
   EXPECT_EQ(count_ops(*kept, ops::OpId::clamp), 1);
   ASSERT_EQ(partial.skipped.size(), 1u);
   EXPECT_NE(partial.skipped[0].find("upper bound 6"), std::string::npos) << partial.skipped[0];
+}
+
+// A residual: the add reads the block input back from its quantized form (the uint8 value the
+// convolution reads), so the float block input has one reader, its quantize_linear.
+TEST(QuantizeGraph, OtherReadersOfAQuantizedActivationReadItsQuantizedForm) {
+  const Net n = make_net();
+  auto fn = [n](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    const Tensor h = relu(conv2d(in[0], n.w1, Tensor(), {1, 1}, {1, 1}) + n.b1);
+    // a block output computed by float ops, read by the next convolution and the next residual
+    const Tensor s = relu(conv2d(h, n.w2, Tensor(), {1, 1}, {1, 1}) + h);
+    return std::vector<Tensor>{conv2d(s, n.w2, Tensor(), {1, 1}, {1, 1}) + s};
+  };
+  auto graph = trace::trace(fn, {zeros({2, 3, 11, 11})});
+  const Calibration cal = calibrate(*graph, batches(3, 5), ThresholdOptions{});
+  auto q = graph->clone();
+  const QuantizeReport report = quantize_graph(*q, cal);
+  EXPECT_EQ(report.quantized, 3) << report.str();
+  const ir::Node* add = nullptr;  // the last one, graph order
+  for (const auto& node : q->nodes()) {
+    if (node->op == ops::OpId::add) add = node.get();
+  }
+  ASSERT_NE(add, nullptr);
+  // both operands of the last residual add come from dequantize_linear of a uint8 value: the
+  // convolution's, and s read back from the quantized form the convolution reads
+  for (const ir::Value* operand : add->inputs) {
+    ASSERT_NE(operand->producer, nullptr);
+    EXPECT_EQ(operand->producer->op, ops::OpId::dequantize_linear) << ir::value_ref(operand);
+  }
+  // and every quantize_linear's float input has that quantize as its only reader
+  for (const auto& node : q->nodes()) {
+    if (node->op == ops::OpId::quantize_linear) EXPECT_EQ(node->inputs[0]->uses.size(), 1u);
+  }
+  const Tensor want = trace::interpret(*graph, batches(1, 77)[0])[0];
+  EXPECT_GT(sqnr_db(want, trace::interpret(*q, batches(1, 77)[0])[0]), 20.0);
 }
 
 TEST(QuantizeGraph, CalibrationFileRoundTripsAndRefusesNonsense) {
