@@ -5,8 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "smelt/graph.h"
 #include "smelt/tensor.h"
 
 namespace smelt {
@@ -44,5 +49,53 @@ Tensor qlinear_conv2d(const QTensor& x, const QTensor& w, const Tensor& y_scale,
 // conv2d(x - x_zero_point, w - w_zero_point) in int32.
 Tensor conv2d_integer(const Tensor& x, const Tensor& w, const Tensor& x_zero_point, const Tensor& w_zero_point,
                       const QConvOptions& options = {});
+
+// ---- Post-training INT8 quantization (docs/quantization.md "Use it")
+
+// How an activation's saturating threshold is chosen from its calibration histogram.
+enum class CalibrationMethod : uint8_t { Max, Percentile, Entropy, Mse };
+// "max", "percentile", "entropy", "mse"; smelt::Error listing them otherwise.
+CalibrationMethod calibration_method(const std::string& name);
+
+struct QuantizeOptions {
+  CalibrationMethod method = CalibrationMethod::Entropy;
+  double percentile = 99.99;     // for Percentile, in (0, 100]
+  std::string calibration_json;  // a calibration saved before (QuantizeResult::calibration_json):
+                                 // used instead of calibrating; the batches then only measure SQNR
+};
+
+// One quantized product (a convolution with its bias and rectifier, or a matmul).
+struct QuantizedLayerReport {
+  std::string value;  // the float value it replaced, as the text form names it ("%12", or its name)
+  std::string op;     // "conv2d+bias+relu", "matmul", ...
+  double min = 0, max = 0, threshold = 0;  // the calibrated range and saturating threshold
+  float scale = 1;
+  int32_t zero_point = 0;
+  double sqnr_db = 0;  // its dequantized output against the float graph's, over the batches
+};
+
+struct QuantizeResult {
+  Graph graph;  // the quantized graph: run() it, compile it, or save it with onnx::save
+  std::vector<QuantizedLayerReport> layers;
+  std::map<std::string, int> float_ops;  // ops left in float, by name
+  std::vector<std::string> skipped;      // products left in float, with why
+  std::string calibration_json;          // to inspect, edit and reuse (QuantizeOptions)
+  std::string report() const;            // the table `smelt quantize` prints
+};
+
+// Quantizes a float graph: the default passes without the blocked layout (folding batch norms
+// into constant weights), then every conv2d / matmul of a float32 activation by a constant weight
+// becomes an integer op, calibrated on `batches` (each one vector of the graph's inputs; two
+// interpreter passes over them). `graph` is not changed.
+QuantizeResult quantize(const Graph& graph, const std::vector<std::vector<Tensor>>& batches,
+                        const QuantizeOptions& options = {});
+// The same with batches from an iterator: `next_batch` returns the next one, or nullopt at the
+// end (they are read once and kept for the two passes).
+QuantizeResult quantize(const Graph& graph, const std::function<std::optional<std::vector<Tensor>>()>& next_batch,
+                        const QuantizeOptions& options = {});
+// A function of tensors traced at the first batch's shapes, the tensors it captures (a module's
+// parameters: call eval() first) as constants, then quantized as above.
+QuantizeResult quantize(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                        const std::vector<std::vector<Tensor>>& batches, const QuantizeOptions& options = {});
 
 }  // namespace smelt

@@ -35,6 +35,7 @@ void bind_io_data(py::module_& m);
 void bind_compile(py::module_& m);
 void bind_onnx(py::module_& m);  // onnx.cpp: smelt.onnx.save
 void bind_custom_op(py::module_& m);  // custom_op.cpp: smelt.library, autograd.Function's primitive
+void bind_quantize(py::module_& m);   // quantize.cpp: smelt.quantize
 
 // ---- conversions (conversions.cpp)
 
@@ -62,6 +63,9 @@ Tensor tensor_operand(py::handle obj, const Tensor& like, const char* where);
 const Tensor& tensor_arg(py::handle obj, const char* where);
 // Tensors from a Python iterable (parameters, cat's inputs).
 std::vector<Tensor> tensor_list(py::handle obj, const char* where);
+// fn(*inputs), a Python callable returning a tensor or a tuple/list of them; `where` names it in
+// errors.
+std::vector<Tensor> call_python(const py::object& fn, const std::vector<Tensor>& inputs, const char* where);
 
 // Holds a Python object in C++ (a callable stored in a std::function) so that whichever thread
 // drops the last reference takes the GIL first: compile's background work may outlive a call.

@@ -157,6 +157,14 @@ std::vector<Tensor> tensor_list(py::handle obj, const char* where) {
   return out;
 }
 
+std::vector<Tensor> call_python(const py::object& fn, const std::vector<Tensor>& inputs, const char* where) {
+  py::tuple args(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) args[i] = py::cast(inputs[i]);
+  py::object r = fn(*args);
+  if (py::isinstance<Tensor>(r)) return {r.cast<Tensor>()};
+  return tensor_list(r, where);
+}
+
 std::shared_ptr<py::object> gil_safe(py::object obj) {
   return std::shared_ptr<py::object>(new py::object(std::move(obj)), [](py::object* o) {
     if (Py_IsInitialized()) {

@@ -63,4 +63,5 @@ PYBIND11_MODULE(_smelt, m) {
   bind_compile(m);
   bind_onnx(m);
   bind_custom_op(m);
+  bind_quantize(m);
 }

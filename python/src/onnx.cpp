@@ -12,15 +12,6 @@ std::vector<std::string> names_arg(py::handle obj) {
   return obj.is_none() ? std::vector<std::string>{} : obj.cast<std::vector<std::string>>();
 }
 
-// Calls `fn(*inputs)` (a Python callable) and returns its tensors (one or a tuple/list).
-std::vector<Tensor> call_python(const py::object& fn, const std::vector<Tensor>& inputs) {
-  py::tuple args(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) args[i] = py::cast(inputs[i]);
-  py::object r = fn(*args);
-  if (py::isinstance<Tensor>(r)) return {r.cast<Tensor>()};
-  return tensor_list(r, "onnx.save: the function's results");
-}
-
 }  // namespace
 
 void bind_onnx(py::module_& m) {
@@ -35,11 +26,11 @@ void bind_onnx(py::module_& m) {
     const std::vector<Tensor> examples = tensor_list(inputs, "onnx.save: inputs");
     if (py::isinstance<nn::Module>(fn)) {
       nn::Module& mod = fn.cast<nn::Module&>();
-      onnx::save_module(mod, [&](const std::vector<Tensor>& in) { return call_python(fn, in); }, examples, path, options);
+      onnx::save_module(mod, [&](const std::vector<Tensor>& in) { return call_python(fn, in, "onnx.save: the function's results"); }, examples, path, options);
       return;
     }
     if (!PyCallable_Check(fn.ptr())) throw py::type_error("onnx.save: expected a module or a callable");
-    Graph g = Graph::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return call_python(fn, in); },
+    Graph g = Graph::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return call_python(fn, in, "onnx.save: the function's results"); },
                            examples);
     onnx::save(g, path, options);
   }, py::arg("fn"), py::arg("inputs"), py::arg("path"), py::kw_only(), py::arg("opset") = 17,

@@ -11,20 +11,15 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "io/npy.h"
-#include "passes/pass_manager.h"
-#include "quant/quantize_graph.h"
 #include "smelt/onnx.h"
-#include "smelt/ops.h"
+#include "smelt/quantize.h"
 #include "tools/commands.h"
-#include "trace/interpreter.h"
 
 namespace smelt::tools {
 namespace {
@@ -80,72 +75,23 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
-// Every value of `graph` whose id is in `ids`, over all batches, concatenated per id.
-std::map<int, std::vector<float>> collect(const ir::Graph& graph, const std::vector<std::vector<Tensor>>& batches,
-                                          const std::set<int>& ids) {
-  std::map<int, std::vector<float>> out;
-  for (const std::vector<Tensor>& inputs : batches) {
-    trace::interpret(graph, inputs, [&](const ir::Node& node, const std::vector<Tensor>&, const std::vector<Tensor>& outs) {
-      for (size_t k = 0; k < outs.size(); ++k) {
-        if (!ids.count(node.outputs[k]->id)) continue;
-        const Tensor f = contiguous(cast(outs[k], DType::Float32));
-        std::vector<float>& v = out[node.outputs[k]->id];
-        v.insert(v.end(), f.data<float>(), f.data<float>() + f.numel());
-      }
-      return true;
-    });
-  }
-  return out;
-}
-
 void run_quantize(const QuantizeArgs& args) {
-  onnx::Model model = onnx::import_model(args.model);
-  Graph& g = model.graph;
-  // The default pipeline without blocked_layout: the products must stay conv2d and matmul.
-  g.optimize("inline_custom,dce,canonicalize,cse,fold,simplify,fold_batchnorm,transpose_sink,transpose_normalize,dce");
+  const onnx::Model model = onnx::import_model(args.model);
   const std::vector<std::vector<Tensor>> batches = read_batches(args.calibration, model.input_names);
-  quant::Calibration cal;
-  if (!args.load_calibration.empty()) {
-    cal = quant::Calibration::from_json(read_text(args.load_calibration));
-  } else {
-    quant::ThresholdOptions options;
-    options.method = quant::method_from_name(args.method);
-    options.percentile = args.percentile;
-    cal = quant::calibrate(g.ir_graph(), batches, options);
-  }
+  QuantizeOptions options;
+  options.method = calibration_method(args.method);
+  options.percentile = args.percentile;
+  if (!args.load_calibration.empty()) options.calibration_json = read_text(args.load_calibration);
+  const QuantizeResult result = quantize(model.graph, batches, options);
   if (!args.save_calibration.empty()) {
     std::ofstream f(args.save_calibration);
-    f << cal.to_json();
+    f << result.calibration_json;
     SMELT_CHECK(f.good()) << "quantize: cannot write '" << args.save_calibration << "'";
   }
-  std::unique_ptr<ir::Graph> float_graph = g.ir_graph().clone();
-  const quant::QuantizeReport report = quant::quantize_graph(g.ir_graph(), cal);
-  g.verify();
-  // each layer's quantized output, dequantized, against the float graph's value
-  std::set<int> float_ids, quantized_ids;
-  for (const quant::QuantizedLayer& l : report.layers) {
-    float_ids.insert(l.float_value);
-    quantized_ids.insert(l.quantized_value);
-  }
-  const auto want = collect(*float_graph, batches, float_ids);
-  const auto got = collect(g.ir_graph(), batches, quantized_ids);
-  std::printf("%zu calibration batches, %s thresholds\n", batches.size(), quant::method_name(cal.options.method));
-  std::printf("%-24s %-12s %10s %10s %11s %5s %9s\n", "layer", "op", "min", "max", "threshold", "zp", "SQNR dB");
-  for (const quant::QuantizedLayer& l : report.layers) {
-    const std::vector<float>& f = want.at(l.float_value);
-    const std::vector<float>& q = got.at(l.quantized_value);
-    double signal = 0, noise = 0;
-    for (size_t i = 0; i < f.size() && i < q.size(); ++i) {
-      const double d = (double(q[i]) - l.output.params.zero_point) * l.output.params.scale - f[i];
-      signal += double(f[i]) * f[i];
-      noise += d * d;
-    }
-    const double sqnr = noise > 0 ? 10 * std::log10(signal / noise) : INFINITY;
-    std::printf("%-24s %-12s %10.4g %10.4g %11.4g %5d %9.1f\n", l.output.label.c_str(), l.op.c_str(), l.output.min,
-                l.output.max, l.output.threshold, l.output.params.zero_point, sqnr);
-  }
-  std::printf("%s\n", report.str().c_str());
-  onnx::save(g, args.out);
+  std::printf("%zu calibration batches, %s thresholds\n", batches.size(),
+              args.load_calibration.empty() ? args.method.c_str() : "loaded");
+  std::printf("%s\n", result.report().c_str());
+  onnx::save(result.graph, args.out);
   std::printf("wrote %s\n", args.out.c_str());
 }
 
