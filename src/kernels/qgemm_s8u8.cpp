@@ -195,33 +195,49 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
   const QGemmIsa isa = w.isa;
   const int MR = w.mr, NR = tile_columns(isa);
   const int64_t m_tiles = (w.m + MR - 1) / MR, panels = (x.n + NR - 1) / NR;
-  // Few panels (a small image): the rows are split too, so that every thread has work; each task
-  // still packs its panel once for all its row tiles.
-  const int64_t want_tasks = int64_t(num_threads()) * 2;
-  const int64_t m_chunks = std::clamp<int64_t>((want_tasks + panels - 1) / panels, 1, m_tiles);
+  // Tasks are (group of panels, chunk of row tiles); a task packs its panels once and runs each
+  // row tile over all of them, so a weight tile is read once per task. A small image (a few
+  // panels) is one group, and its rows split into chunks so that every thread has work: the
+  // weights, megabytes at 512 channels, then stream once in all instead of once per panel.
+  constexpr int64_t kFewPanels = 8;
+  const int64_t group = panels <= kFewPanels ? panels : 1, groups = (panels + group - 1) / group;
+  // At least two tasks per thread, and a multiple of the thread count where the rows allow it
+  // (7 tasks on 2 threads leave one idle an eighth of the time).
+  const int64_t threads = num_threads();
+  int64_t m_chunks = std::clamp<int64_t>((threads * 2 + groups - 1) / groups, 1, m_tiles);
+  while (m_chunks < m_tiles && (groups * m_chunks) % threads != 0) ++m_chunks;
   const int64_t tiles_per_chunk = (m_tiles + m_chunks - 1) / m_chunks;
-  const int64_t work_per_task = tiles_per_chunk * MR * NR * std::max<int64_t>(w.k, 1);
+  const int64_t work_per_task = tiles_per_chunk * MR * NR * group * std::max<int64_t>(w.k, 1);
   const size_t panel_bytes = size_t(w.k_groups * NR * w.group) * (isa == QGemmIsa::Avx2 ? 2 : 1);
-  parallel_for(panels * m_chunks, std::max<int64_t>(1, kParallelGrain * 4 / work_per_task),
+  parallel_for(groups * m_chunks, std::max<int64_t>(1, kParallelGrain * 4 / work_per_task),
                [&](int64_t begin, int64_t end) {
-                 std::vector<int8_t> panel(panel_bytes + 64);
+                 std::vector<int8_t> packed_panels(panel_bytes * size_t(group) + 64);
                  std::vector<int32_t> c(static_cast<size_t>(MR * NR));
-                 std::vector<int32_t> col_sums(static_cast<size_t>(NR));
+                 std::vector<int32_t> col_sums(static_cast<size_t>(NR * group));
                  int64_t packed = -1;
                  for (int64_t t = begin; t < end; ++t) {
-                   const int64_t p = t / m_chunks, chunk = t % m_chunks;
-                   const int64_t n0 = p * NR;
-                   const int nc = int(std::min<int64_t>(NR, x.n - n0));
-                   if (p != packed) {
-                     pack_x_panel(isa, x, w.k, w.k_groups, n0, nc, panel.data());
-                     if (w.any_zero_point) panel_column_sums(isa, panel.data(), w.k_groups, col_sums.data());
-                     packed = p;
+                   const int64_t grp = t / m_chunks, chunk = t % m_chunks;
+                   const int64_t p0 = grp * group, p1 = std::min(panels, p0 + group);
+                   if (grp != packed) {
+                     for (int64_t p = p0; p < p1; ++p) {
+                       int8_t* panel = packed_panels.data() + size_t(p - p0) * panel_bytes;
+                       pack_x_panel(isa, x, w.k, w.k_groups, p * NR, int(std::min<int64_t>(NR, x.n - p * NR)), panel);
+                       if (w.any_zero_point) {
+                         panel_column_sums(isa, panel, w.k_groups, col_sums.data() + (p - p0) * NR);
+                       }
+                     }
+                     packed = grp;
                    }
                    const int64_t first = chunk * tiles_per_chunk, last = std::min(m_tiles, first + tiles_per_chunk);
                    for (int64_t mt = first; mt < last; ++mt) {
-                     run_tile(isa, w.words.data() + mt * w.k_groups * MR, panel.data(), w.k_groups, c.data());
-                     store_tile(w, x, out, c.data(), NR, mt * MR, int(std::min<int64_t>(MR, w.m - mt * MR)), n0, nc,
-                                w.any_zero_point ? col_sums.data() : nullptr);
+                     for (int64_t p = p0; p < p1; ++p) {
+                       const int64_t n0 = p * NR;
+                       run_tile(isa, w.words.data() + mt * w.k_groups * MR,
+                                packed_panels.data() + size_t(p - p0) * panel_bytes, w.k_groups, c.data());
+                       store_tile(w, x, out, c.data(), NR, mt * MR, int(std::min<int64_t>(MR, w.m - mt * MR)), n0,
+                                  int(std::min<int64_t>(NR, x.n - n0)),
+                                  w.any_zero_point ? col_sums.data() + (p - p0) * NR : nullptr);
+                     }
                    }
                  }
                });
