@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "base/parallel.h"
@@ -92,6 +93,27 @@ void map3(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, 
                            << " is not supported; valid: float32, float64";                \
     }                                                                                      \
   }()
+
+// Floats and the byte dtypes of quantized values (max pooling: max commutes with dequantizing).
+#define SMELT_DISPATCH_FLOATING_OR_BYTES(dtype, where, ...)                                 \
+  [&] {                                                                                    \
+    switch (dtype) {                                                                       \
+      case ::smelt::DType::Float32: { using scalar_t = float; return __VA_ARGS__(); }      \
+      case ::smelt::DType::Float64: { using scalar_t = double; return __VA_ARGS__(); }     \
+      case ::smelt::DType::UInt8: { using scalar_t = uint8_t; return __VA_ARGS__(); }      \
+      case ::smelt::DType::Int8: { using scalar_t = int8_t; return __VA_ARGS__(); }       \
+      default:                                                                             \
+        SMELT_CHECK(false) << where << ": dtype " << ::smelt::dtype_name(dtype)            \
+                           << " is not supported; valid: float32, float64, uint8, int8";   \
+    }                                                                                      \
+  }()
+
+// The identity of max: -inf for floats, the lowest value for integers.
+template <class T>
+constexpr T lowest_value() {
+  if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+  else return std::numeric_limits<T>::lowest();
+}
 
 #define SMELT_DISPATCH_ALL(dtype, where, ...)                                              \
   [&] {                                                                                    \

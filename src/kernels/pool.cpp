@@ -38,7 +38,7 @@ Span avg_span(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad
 template <class T>
 void max_forward_row(const Pool2dWindow& k, int64_t H, int64_t W, int64_t Wo, int64_t oh, const T* __restrict xp,
                      T* __restrict best, int64_t* __restrict best_at) {
-  for (int64_t ow = 0; ow < Wo; ++ow) best[ow] = -std::numeric_limits<T>::infinity(), best_at[ow] = -1;
+  for (int64_t ow = 0; ow < Wo; ++ow) best[ow] = lowest_value<T>(), best_at[ow] = -1;
   for (int64_t ki = 0; ki < k.kH; ++ki) {
     const int64_t ih = oh * k.stride_h - k.pad_h + ki * k.dil_h;
     if (ih < 0 || ih >= H) continue;
@@ -195,7 +195,7 @@ void max_pool2d_forward(const Pool2dWindow& win, const Tensor& y, const Tensor& 
                         const Tensor& x) {
   const Planes p = planes_of(x, y);
   if (!indices.defined()) return max_pool2d_values_forward(win, y, x);
-  SMELT_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
+  SMELT_DISPATCH_FLOATING_OR_BYTES(x.dtype(), "max_pool2d", [&] {
     max_forward<scalar_t>(win, p.count, p.H, p.W, p.Ho, p.Wo, y.data<scalar_t>(),
                           indices.data<int64_t>(), x.data<scalar_t>());
   });

@@ -77,7 +77,7 @@ void row_values(const Geometry& g, int64_t oh, const T* xp, int64_t readable, in
   using B = Block<T>;
   const Pool2dWindow& k = g.k;
   const int64_t sw = SW > 0 ? SW : k.stride_w, kw = KW > 0 ? KW : k.kW, dw = k.dil_w, pw = k.pad_w;
-  const T lowest = -std::numeric_limits<T>::infinity();
+  const T lowest = lowest_value<T>();
   // Column ow's taps read iw = ow sw - pw + kj dw: all inside [0, W) for ow in [lo, hi).
   const int64_t lo = std::min(g.Wo, (pw + sw - 1) / sw);
   const int64_t room = g.W - 1 - ((kw - 1) * dw - pw);
@@ -144,7 +144,7 @@ void values(const Geometry& g, int64_t planes, T* y, const T* x) {
 void max_pool2d_values_forward(const Pool2dWindow& win, const Tensor& y, const Tensor& x) {
   const Geometry g{win, x.size(2), x.size(3), y.size(2), y.size(3)};
   const int64_t planes = x.size(0) * x.size(1);
-  SMELT_DISPATCH_FLOATING(x.dtype(), "max_pool2d", [&] {
+  SMELT_DISPATCH_FLOATING_OR_BYTES(x.dtype(), "max_pool2d", [&] {
     scalar_t* out = y.data<scalar_t>();
     const scalar_t* in = x.data<scalar_t>();
     // Specialized: the 3x3 windows of CNNs (stride 1 or 2), 2x2 stride 2; blocks for any window

@@ -77,7 +77,10 @@ Attrs without(const Attrs& attrs, const char* name) {
 
 // ---- max_pool2d (x) -> (values, indices); kernel, stride, padding, dilation
 std::vector<TensorMeta> max_pool2d_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {
-  check_image(in[0], "max_pool2d");
+  // Also quantized values (uint8, int8): max commutes with dequantizing (docs/quantization.md).
+  const bool bytes = in[0].dtype == DType::UInt8 || in[0].dtype == DType::Int8;
+  if (!bytes) check_image(in[0], "max_pool2d");
+  SMELT_CHECK(in[0].shape.size() == 4) << "max_pool2d: input must be 4-D (N, C, H, W), got " << shape_str(in[0].shape);
   Shape out = pooled_shape(in[0].shape, window_of(attrs, "max_pool2d"), "max_pool2d");
   return {{out, in[0].dtype}, {out, DType::Int64}};
 }

@@ -9,6 +9,7 @@
 #include "passes/simplify.h"
 #include "passes/expand_quantize.h"
 #include "passes/fold_batchnorm.h"
+#include "passes/sink_dequantize.h"
 #include "passes/transpose_normalize.h"
 #include "passes/transpose_sink.h"
 
@@ -26,6 +27,7 @@ std::vector<PassInfo>& registry() {
       {"simplify", "algebraic identities: x+0, x*1, neg(neg(x)), permute/reshape chains, ...", simplify},
       {"transpose_sink", "move permutes down through elementwise ops until they compose and cancel", transpose_sink},
       {"transpose_normalize", "permutes of size-1 dims become reshapes; merged dims give smaller permutes", transpose_normalize},
+      {"sink_dequantize", "max_pool2d of a dequantized value pools the bytes and dequantizes after", sink_dequantize},
       {"expand_quantize", "per-tensor quantize/dequantize as elementwise primitives, so that they fuse with the float ops beside them", expand_quantize},
       {"fold_batchnorm", "fold eval-mode batch_norm into the constant weights of conv2d/matmul before it", fold_batchnorm},
       {"blocked_layout", "float32 convs on blocked channels (N, C/16, H, W, 16), conversions at the region's edges", blocked_layout},
