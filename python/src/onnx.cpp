@@ -26,12 +26,17 @@ void bind_onnx(py::module_& m) {
     const std::vector<Tensor> examples = tensor_list(inputs, "onnx.save: inputs");
     if (py::isinstance<nn::Module>(fn)) {
       nn::Module& mod = fn.cast<nn::Module&>();
-      onnx::save_module(mod, [&](const std::vector<Tensor>& in) { return call_python(fn, in, "onnx.save: the function's results"); }, examples, path, options);
+      onnx::save_module(
+          mod, [&](const std::vector<Tensor>& in) { return call_python(fn, in, "onnx.save: the function's results"); },
+          examples, path, options);
       return;
     }
     if (!PyCallable_Check(fn.ptr())) throw py::type_error("onnx.save: expected a module or a callable");
-    Graph g = Graph::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) { return call_python(fn, in, "onnx.save: the function's results"); },
-                           examples);
+    Graph g = Graph::trace(
+        [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+          return call_python(fn, in, "onnx.save: the function's results");
+        },
+        examples);
     onnx::save(g, path, options);
   }, py::arg("fn"), py::arg("inputs"), py::arg("path"), py::kw_only(), py::arg("opset") = 17,
      py::arg("input_names") = py::none(), py::arg("output_names") = py::none(), py::arg("external_data") = false,

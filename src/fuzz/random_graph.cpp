@@ -283,8 +283,8 @@ void Builder::add_quantize_round_trip(ir::Value* a) {
     ir::Value* f = node(chance(0.5) ? OpId::relu : OpId::neg, {v});
     v = node(OpId::add, {f, v});
     ir::Value* scale2 = graph_->add_constant(full({}, pick_from(kScales), DType::Float32));
-    v = node(OpId::dequantize_linear, {node(OpId::quantize_linear, {v, scale2, zero}, {{"axis", int64_t(1)}}), scale2, zero},
-             {{"axis", int64_t(1)}});
+    ir::Value* q2 = node(OpId::quantize_linear, {v, scale2, zero}, {{"axis", int64_t(1)}});
+    v = node(OpId::dequantize_linear, {q2, scale2, zero}, {{"axis", int64_t(1)}});
   }
   emit(OpId::cast, {v}, {{"dtype", a->meta.dtype}});
 }

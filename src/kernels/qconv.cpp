@@ -85,6 +85,8 @@ void split_phases(const uint8_t* image, const ConvShape& s, const QConvGeometry&
 
 // acc[q] = init + sum over the taps of w[t] * x[offset[t] + q], for q in [0, columns): blocks of
 // columns kept in registers (the loop GCC vectorizes) across all the taps.
+// The sums wrap in uint32, as the GEMM's accumulators do (a saturated int32 bias plus products
+// would overflow a signed sum); each product fits int32 (|w'|, |x| <= 255).
 template <class X>
 void depthwise_taps(const X* x, const std::vector<int64_t>& offset, const std::vector<int32_t>& w, int32_t init,
                     int64_t columns, int32_t* acc) {
@@ -92,18 +94,18 @@ void depthwise_taps(const X* x, const std::vector<int64_t>& offset, const std::v
   const size_t taps = w.size();
   for (int64_t q0 = 0; q0 < columns; q0 += kBlock) {
     const int64_t n = std::min(kBlock, columns - q0);
-    int32_t block[kBlock];
-    for (int64_t l = 0; l < kBlock; ++l) block[l] = init;
+    uint32_t block[kBlock];
+    for (int64_t l = 0; l < kBlock; ++l) block[l] = uint32_t(init);
     for (size_t t = 0; t < taps; ++t) {
       const X* src = x + offset[t] + q0;
       const int32_t wt = w[t];
       if (n == kBlock) {
-        for (int64_t l = 0; l < kBlock; ++l) block[l] += wt * int32_t(src[l]);
+        for (int64_t l = 0; l < kBlock; ++l) block[l] += uint32_t(wt * int32_t(src[l]));
       } else {
-        for (int64_t l = 0; l < n; ++l) block[l] += wt * int32_t(src[l]);
+        for (int64_t l = 0; l < n; ++l) block[l] += uint32_t(wt * int32_t(src[l]));
       }
     }
-    std::copy(block, block + n, acc + q0);
+    for (int64_t l = 0; l < n; ++l) acc[q0 + l] = int32_t(block[l]);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "kernels/quantize_params.h"
 #include "kernels/transpose.h"
 
+#include <algorithm>
 #include <cmath>
 #include <list>
 #include <mutex>
@@ -105,8 +106,20 @@ Requant make_requant(const Tensor& y, const QuantizedTensor& a, const QuantizedT
   r.zero_point = zero_point_values(y_zero_point).at(0);
   for (int64_t n = 0; n < columns; ++n) {
     r.column.push_back(sa.size() == 1 ? sa[0] * at(sb, n) / sy[0] : at(sb, n) / sy[0]);
+    // Each scale is finite, their product need not be (1e20 * 1e20): requantizing by inf or 0
+    // has no meaning.
+    SMELT_CHECK(std::isfinite(r.column.back()) && r.column.back() > 0)
+        << op << ": the requantization multiplier (first scale * second scale / output scale) of column " << n
+        << " is " << r.column.back() << "; valid: a positive finite number";
   }
-  if (sa.size() != 1) r.row = sa;
+  if (sa.size() != 1 && !r.column.empty()) {
+    r.row = sa;  // multipliers row[m] * column[n]: their extremes are the extremes' products
+    const auto [rlo, rhi] = std::minmax_element(r.row.begin(), r.row.end());
+    const auto [clo, chi] = std::minmax_element(r.column.begin(), r.column.end());
+    SMELT_CHECK(std::isfinite(*rhi * *chi) && *rlo * *clo > 0)
+        << op << ": a requantization multiplier (first scale[m] * second scale[n] / output scale) is "
+        << (std::isfinite(*rhi * *chi) ? *rlo * *clo : *rhi * *chi) << "; valid: a positive finite number";
+  }
   return r;
 }
 

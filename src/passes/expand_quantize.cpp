@@ -40,7 +40,8 @@ ir::Value* expand_dequantize(ir::Graph& g, ir::Node* n, double scale, double zer
   ir::Value* q = n->inputs[0];
   ir::Value* f = g.insert_node(n, OpId::cast, {q}, {{"dtype", DType::Float32}})->outputs[0];
   if (zero_point != 0) f = g.insert_node(n, OpId::sub, {f, scalar(g, zero_point, DType::Float32)}, {})->outputs[0];
-  return g.insert_node(n, OpId::mul, {f, n->inputs[1]}, {})->outputs[0];
+  // A rank-0 scale (the op's may be shaped (1), which would broadcast a rank-0 q to (1)).
+  return g.insert_node(n, OpId::mul, {f, scalar(g, scale, DType::Float32)}, {})->outputs[0];
 }
 
 ir::Value* expand_quantize_one(ir::Graph& g, ir::Node* n, double scale, double zero_point) {
@@ -49,8 +50,9 @@ ir::Value* expand_quantize_one(ir::Graph& g, ir::Node* n, double scale, double z
   double lo, hi;
   byte_range(out, &lo, &hi);
   // The division in x's dtype, as the op's kernel divides (a float64 x by the float32 scale
-  // widened, exactly).
-  ir::Value* s = x->meta.dtype == DType::Float32 ? n->inputs[1] : scalar(g, scale, x->meta.dtype);
+  // widened, exactly), by a rank-0 scale (the op's may be shaped (1): no broadcast may change x's
+  // shape).
+  ir::Value* s = scalar(g, scale, x->meta.dtype);
   // A relu before it is the clamp's own lower bound when that bound is 0 (zero point = the dtype's
   // minimum): negatives, -0 and +0 all land on 0, NaN stays NaN (relu passes it).
   if (lo - zero_point == 0 && x->producer && x->producer->op == OpId::relu) x = x->producer->inputs[0];
@@ -80,7 +82,8 @@ bool expand_quantize(ir::Graph& graph) {
     // quantize_linear of a float64 x divides in float64 (the op's kernel too); float16 and the
     // like are not quantizable inputs.
     if (quantize && !dtype_is_floating(n->inputs[0]->meta.dtype)) continue;
-    ir::Value* y = quantize ? expand_quantize_one(graph, n, scale, zero_point) : expand_dequantize(graph, n, scale, zero_point);
+    ir::Value* y = quantize ? expand_quantize_one(graph, n, scale, zero_point)
+                            : expand_dequantize(graph, n, scale, zero_point);
     graph.replace_all_uses(n->outputs[0], y);
     graph.erase_node(n);
     changed = true;

@@ -45,7 +45,8 @@ bool scalar_operand(const ir::Node* n, const ir::Value* x, double* out) {
 // its upper bound (+inf for none); false when `y` is not read by one.
 bool find_rectifier(ir::Value* y, QuantizableOp* q) {
   ir::Node* n = only_reader(y);
-  if (!n) return false;
+  // (a bound of higher rank would broadcast the result to another shape)
+  if (!n || n->outputs[0]->meta.shape != y->meta.shape) return false;
   double zero = 0;
   if (n->op == OpId::relu) {
     q->relu = n;
@@ -62,7 +63,7 @@ bool find_rectifier(ir::Value* y, QuantizableOp* q) {
   q->output = n->outputs[0];
   double top = 0;
   if (ir::Node* m = only_reader(q->output); m && m->op == OpId::minimum && scalar_operand(m, q->output, &top) &&
-                                              top > 0) {
+                                              top > 0 && m->outputs[0]->meta.shape == y->meta.shape) {
     q->relu_max = top;
     q->output = m->outputs[0];
   }

@@ -98,10 +98,11 @@ struct Rewriter {
       return;
     }
     // An upper bound folds too when it never binds within the dtype: round(c / s) + zp >= qmax,
-    // so that the saturation at qmax is where the bound would have put every value above it.
+    // so that the saturation at qmax is where the bound would have put every value above it (in
+    // float, as quantize_linear divides the bounded float32 value).
     const int32_t qmax = cy->params.dtype == DType::UInt8 ? 255 : 127;
     if (op.relu && std::isfinite(op.relu_max) &&
-        std::nearbyint(op.relu_max / double(cy->params.scale)) + cy->params.zero_point < qmax) {
+        std::nearbyint(float(op.relu_max) / cy->params.scale) + float(cy->params.zero_point) < float(qmax)) {
       report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) +
                                ": its rectifier's upper bound " + std::to_string(op.relu_max) +
                                " is inside the output's range (threshold " + std::to_string(cy->threshold) + ")");
@@ -147,7 +148,10 @@ struct Rewriter {
     g.replace_all_uses(op.output, dq->outputs[0]);
     ++report.quantized;
     QuantizedLayer layer;
-    layer.op = std::string(op.product->name()) + (op.bias ? "+bias" : "") + (!op.relu ? "" : std::isfinite(op.relu_max) ? "+relu(max " + ops::float_str(op.relu_max) + ")" : "+relu");
+    const std::string rectifier = !op.relu                        ? ""
+                                  : std::isfinite(op.relu_max) ? "+relu(max " + ops::float_str(op.relu_max) + ")"
+                                                               : "+relu";
+    layer.op = std::string(op.product->name()) + (op.bias ? "+bias" : "") + rectifier;
     layer.float_value = op.output->id;
     layer.quantized_value = product->outputs[0]->id;
     layer.output = *cy;
@@ -163,12 +167,20 @@ struct Rewriter {
   // Every other reader of a quantized activation reads it back from its quantized form: a
   // residual add reads dequantize_linear(q) instead of the float value, as an int8 engine passes
   // it. The float value is then read by its quantize_linear alone, so fusion computes it, rounds
-  // it and stores only uint8 (passes/expand_quantize.h); the residual gains the rounding error of
-  // the activation it adds.
+  // it and stores only uint8 (passes/expand_quantize.h); the residual gains the quantization error
+  // (rounding, and clipping at the threshold) of the activation it adds.
   void read_quantized_forms() {
-    for (const auto& [x, q] : quantized_input) {
+    // In graph order (the map is keyed by pointers), so that node order and value ids repeat.
+    std::vector<ir::Node*> quantizes;
+    for (const auto& node : g.nodes()) {
+      if (node->op != OpId::quantize_linear) continue;
+      auto it = quantized_input.find(node->inputs[0]);
+      if (it != quantized_input.end() && it->second == node->outputs[0]) quantizes.push_back(node.get());
+    }
+    for (ir::Node* quantize : quantizes) {
+      ir::Value* x = quantize->inputs[0];
+      ir::Value* q = quantize->outputs[0];
       if (!x->producer || x->is_output()) continue;
-      ir::Node* quantize = q->producer;
       std::vector<std::pair<ir::Node*, int>> others;
       for (const ir::Use& use : x->uses) {
         if (use.node != quantize) others.emplace_back(use.node, use.index);

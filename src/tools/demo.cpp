@@ -119,8 +119,8 @@ void int8_step(nn::Module& model, const data::DatasetPtr& train, const data::Dat
   }
   QuantizeOptions options;
   options.method = CalibrationMethod::Percentile;
-  const QuantizeResult q = quantize([&model](const std::vector<Tensor>& in) { return std::vector<Tensor>{model(in[0])}; },
-                                    calibration, options);
+  auto logits = [&model](const std::vector<Tensor>& in) { return std::vector<Tensor>{model(in[0])}; };
+  const QuantizeResult q = quantize(logits, calibration, options);
   int64_t correct = 0;
   data::DataLoader eval(test, {.batch_size = 1});
   for (const data::Batch& b : eval) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "ops/dispatch.h"
@@ -202,7 +203,13 @@ TEST(Quantize, ConvolutionsMatchTheDefinitionOverTheirGeometry) {
     const Tensor sx = full({}, 0.05, DType::Float32), sy = full({}, 0.7, DType::Float32);
     const Tensor sw = c.per_channel ? uniform({O}, 0.005, 0.05, DType::Float32) : full({}, 0.02, DType::Float32);
     Tensor bias = empty({O}, DType::Int32);
-    for (int64_t o = 0; o < O; ++o) bias.data<int32_t>()[o] = int32_t(o * 97 - 150);
+    // biases at int32's ends too: the accumulator wraps as int32 (and must, with no undefined
+    // signed overflow on any path)
+    for (int64_t o = 0; o < O; ++o) {
+      bias.data<int32_t>()[o] = o % 5 == 3   ? std::numeric_limits<int32_t>::max() - int32_t(o)
+                                : o % 5 == 4 ? std::numeric_limits<int32_t>::min() + int32_t(o)
+                                             : int32_t(o * 97 - 150);
+    }
     const Tensor zy = scalar_zp(c.dx == DType::UInt8 ? 17 : -3, c.dx);
     const Tensor y = qlinear_conv2d({x, sx, zx}, {w, sw, zw}, sy, zy, bias, c.o);
     const Tensor acc = conv2d_integer(x, w, zx, zw, c.o);
@@ -246,6 +253,14 @@ TEST(Quantize, BadInputsAreClearErrors) {
   expect_error([&] { dequantize_linear(zeros({2}, DType::Int32), s, full({}, 1.0, DType::Int32)); }, "zero point of 0");
   const Tensor q = zeros({2, 3}, DType::UInt8), w = zeros({4, 5}, DType::Int8);
   expect_error([&] { qlinear_matmul({q, s, z}, {w, s, zeros({}, DType::Int8)}, s, z); }, "inner dims");
+  // each scale finite, the requantization multiplier not (1e20 * 1e20 / 1)
+  const Tensor huge = full({}, 1e20, DType::Float32);
+  expect_error(
+      [&] {
+        qlinear_matmul({q, huge, z}, {zeros({3, 4}, DType::Int8), huge, zeros({}, DType::Int8)},
+                       full({}, 1.0, DType::Float32), z);
+      },
+      "requantization multiplier");
   expect_error([&] { qlinear_matmul({q, s, zeros({}, DType::Int8)}, {q.t(), s, z}, s, z); }, "zero point");
   const Tensor img = zeros({1, 3, 4, 4}, DType::UInt8), k = zeros({2, 2, 3, 3}, DType::Int8);
   expect_error([&] { conv2d_integer(img, k, z, zeros({}, DType::Int8)); }, "groups");

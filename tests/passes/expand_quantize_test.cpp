@@ -106,6 +106,22 @@ TEST(ExpandQuantize, ParametersTheOpRefusesOrPerAxisKeepTheOp) {
     EXPECT_EQ(count_ops(g, OpId::quantize_linear), 1);
     EXPECT_THROW(trace::interpret(g, {x}), Error);
   }
+  // a scale shaped (1) with a rank-0 value: the expansion keeps the value's shape
+  {
+    ir::Graph g;
+    ir::Value* in = g.add_input({{}, DType::UInt8});
+    ir::Node* dq = g.add_node(OpId::dequantize_linear,
+                              {in, g.add_constant(full({1}, 0.5, DType::Float32)), g.add_constant(full({}, 3, DType::UInt8))},
+                              {{"axis", int64_t(1)}});
+    ir::Node* q = g.add_node(OpId::quantize_linear, {dq->outputs[0], dq->inputs[1], dq->inputs[2]}, {{"axis", int64_t(1)}});
+    g.add_output(dq->outputs[0]);
+    g.add_output(q->outputs[0]);
+    const std::vector<Tensor> inputs = {full({}, 200, DType::UInt8)};
+    const std::vector<Tensor> want = trace::interpret(g, inputs);
+    ASSERT_TRUE(passes::expand_quantize(g));
+    const std::vector<Tensor> got = trace::interpret(g, inputs);
+    for (size_t i = 0; i < want.size(); ++i) expect_same_bytes(want[i], got[i], "output " + std::to_string(i));
+  }
   // per-axis parameters (three scales along dim 1)
   ir::Graph g;
   ir::Value* in = g.add_input({{2, 3}, DType::Float32});
