@@ -70,12 +70,12 @@ ir::Value* expand_quantize_one(ir::Graph& g, ir::Node* n, double scale, double z
 }  // namespace
 
 bool expand_quantize(ir::Graph& graph) {
-  std::vector<ir::Node*> todo;
+  std::vector<ir::Node*> candidates;
   for (const auto& node : graph.nodes()) {
-    if (node->op == OpId::quantize_linear || node->op == OpId::dequantize_linear) todo.push_back(node.get());
+    if (node->op == OpId::quantize_linear || node->op == OpId::dequantize_linear) candidates.push_back(node.get());
   }
   bool changed = false;
-  for (ir::Node* n : todo) {
+  for (ir::Node* n : candidates) {
     double scale, zero_point;
     if (!expandable(n, &scale, &zero_point)) continue;
     const bool quantize = n->op == OpId::quantize_linear;
