@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test test-asan bench fuzz-build fuzz-smoke fuzz clean
+.PHONY: all deps configure build demo demo-dp test test-asan bench bench-dp fuzz-build fuzz-smoke fuzz clean
 
 all: build
 
@@ -23,6 +23,12 @@ demo: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target smelt_cli
 	@./$(BUILD)/smelt demo
 
+# Data-parallel training of the demo's CNN on 2 processes (mpirun), then on 1: the same accuracy.
+demo-dp: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target train_digits_ddp
+	@bash scripts/mpirun.sh 2 ./$(BUILD)/examples/train_digits_ddp --out $(BUILD)/demo-dp
+	@bash scripts/mpirun.sh 1 ./$(BUILD)/examples/train_digits_ddp --out $(BUILD)/demo-dp-1
+
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
@@ -36,6 +42,12 @@ test-asan: deps
 bench: build
 	@bash scripts/install-deps.sh bench
 	@/usr/bin/python3 bench/run.py --build-dir $(BUILD) $(if $(filter-out 0,$(QUICK)),--quick)
+
+# Data-parallel training steps on 1 and 2 ranks, one thread each (bench/README.md).
+bench-dp: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target smelt_ddp_bench
+	@bash scripts/mpirun.sh 1 ./$(BUILD)/bench/smelt_ddp_bench $(if $(filter-out 0,$(QUICK)),--quick)
+	@bash scripts/mpirun.sh 2 ./$(BUILD)/bench/smelt_ddp_bench $(if $(filter-out 0,$(QUICK)),--quick) | tail -n +3
 
 # libFuzzer targets (fuzz_targets/README.md): clang++ with ASan + UBSan, in build-fuzz/.
 fuzz-build:

@@ -22,6 +22,7 @@ packages=(
   pybind11-dev python3-dev # the Python module (python/)
   python3-numpy python3-pytest  # its NumPy interop and its tests
   libonnx-dev libprotobuf-dev  # ONNX import: the ONNX protobuf schema and its runtime
+  libopenmpi-dev openmpi-bin  # data-parallel training (src/distributed) and its tests (mpirun)
   gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user  # the C export's tests: cross-compiled, run under qemu
 )
 case "${1:-}" in

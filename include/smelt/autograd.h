@@ -5,6 +5,7 @@
 // can be differentiated again.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "smelt/tensor.h"
@@ -48,6 +49,12 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& gra
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
                          bool create_graph = false, bool allow_unused = false);
+
+// From a hook while a backward runs on this thread: `callback` runs once that backward has sent
+// every gradient (all .grad accumulated), before backward() returns, on the same thread; in queue
+// order, a callback may queue another. A backward that throws drops its callbacks. Anywhere else
+// it is an error. (Data-parallel training waits for its all-reduces there.)
+void queue_callback(std::function<void()> callback);
 
 }  // namespace smelt::autograd
 

@@ -200,6 +200,12 @@ struct StepOptions {
   // k: every call adds its gradients into the parameters' .grad, as loss.backward() would; every
   // k-th call also updates (gradient accumulation over k micro-batches: scale the loss by 1/k).
   int accumulation_steps = 1;
+  // Traced into an updating call's plan between the backward and the clipping: takes the
+  // gradients of the parameters the optimizer updates (in the module's parameter order, each with
+  // the .grad it brings added) and returns one tensor of the same shape and dtype for each, written
+  // with smelt ops or registered ones (smelt/custom_op.h). Data-parallel training all-reduces the
+  // gradients here (smelt/distributed.h). Empty: the gradients as they are.
+  std::function<std::vector<Tensor>(const std::vector<Tensor>& gradients)> reduce_gradients = nullptr;
 };
 
 // A whole training step as one plan: forward, backward, gradient clipping and `optimizer`'s

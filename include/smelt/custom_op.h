@@ -82,6 +82,12 @@ struct OpDefinition {
   // inputs as they were: a hash of their bytes before and after, one more read of each input.
   // Turn off once the kernel is trusted.
   bool check_inputs_unchanged = true;
+  // Where a compiled plan runs the op. Anywhere: where the graph's order puts it. Early: as soon
+  // as its inputs are computed (an op that starts background work, such as a collective). Late:
+  // right before the first step that reads its outputs (an op that waits for such work). The
+  // steps between overlap with the background work.
+  enum class Placement { Anywhere, Early, Late };
+  Placement placement = Placement::Anywhere;
 };
 
 // A registered op: call it like a function.

@@ -92,6 +92,12 @@ struct LoaderOptions {
   bool shuffle = false;
   bool drop_last = false;  // drop a final batch smaller than batch_size
   uint64_t seed = 0;       // for shuffling
+  // Data-parallel training: the loader of rank `shard` of `num_shards` yields a disjoint
+  // 1/num_shards of each epoch (every num_shards-th example of the epoch's order, which every
+  // shard computes alike from the seed; wrapped around to a multiple of num_shards so that all
+  // have as many batches, as PyTorch's DistributedSampler).
+  int64_t num_shards = 1;
+  int64_t shard = 0;
 };
 
 class DataLoader {
@@ -99,6 +105,7 @@ class DataLoader {
   DataLoader(DatasetPtr dataset, LoaderOptions options);
 
   int64_t num_batches() const;  // per epoch
+  int64_t shard_size() const;   // examples per epoch (the whole dataset with one shard)
   const LoaderOptions& options() const { return options_; }
   int64_t epoch() const { return epoch_; }  // epochs started so far
   // The next begin() starts epoch `epoch` (for resuming).
@@ -126,7 +133,7 @@ class DataLoader {
 
   // Batch b of the current epoch.
   Batch batch(int64_t b) const;
-  // The example order of the current epoch.
+  // The example order of the current epoch (this shard's).
   const std::vector<int64_t>& order() const { return order_; }
 
  private:

@@ -68,6 +68,8 @@ class RetainedGrad;
 struct TopKResult;
 
 using GradHook = std::function<Tensor(const Tensor&)>;  // returns the replacement (or undefined)
+// Runs on a leaf after a backward added into its .grad, with the leaf itself (read .grad()).
+using PostAccumulateGradHook = std::function<void(const Tensor& leaf)>;
 
 enum class GeluApprox { None, Tanh };  // gelu's formula: exact (erf) or tanh approximation
 
@@ -135,6 +137,11 @@ class Tensor {
                 bool create_graph = false) const;
   // Hook on the gradient flowing into this tensor; may return a replacement gradient.
   void register_hook(GradHook hook) const;
+  // Leaves: `hook` runs each time a backward has added into .grad (after the GradHooks), on the
+  // thread running that backward, as PyTorch's register_post_accumulate_grad_hook (data-parallel
+  // training starts a bucket's all-reduce from it). Returns an id for the removal.
+  uint64_t register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const;
+  void remove_post_accumulate_grad_hook(uint64_t id) const;  // an unknown id is ignored
 
   // ---- views (share storage)
   Tensor reshape(const Shape& shape) const;  // copies only when a view is impossible
@@ -297,6 +304,7 @@ class TensorImpl : public RefCounted {
   Tensor grad;                  // leaves: accumulated gradient
   GradNode* grad_accumulator = nullptr;  // weak: the leaf's accumulate node, while one exists
   std::vector<GradHook> hooks;  // leaves: run before accumulation
+  std::vector<std::pair<uint64_t, PostAccumulateGradHook>> post_accumulate_hooks;  // leaves: after
   // Non-leaves after retain_grad(): where the gradient flowing into this tensor is kept (shared
   // with the hook that fills it, which must not own this TensorImpl: that would be a cycle).
   Ref<RetainedGrad> retained_grad;

@@ -97,11 +97,13 @@ void bind_io_data(py::module_& m) {
       });
   py::class_<data::DataLoader>(d, "DataLoader", "for inputs, targets in loader: ... (each iter() is a new epoch)")
       .def(py::init([](std::shared_ptr<data::Dataset> ds, int64_t batch_size, bool shuffle, bool drop_last,
-                       uint64_t seed) {
-             return new data::DataLoader(std::move(ds), {batch_size, shuffle, drop_last, seed});
+                       uint64_t seed, int64_t num_shards, int64_t shard) {
+             return new data::DataLoader(std::move(ds), {batch_size, shuffle, drop_last, seed, num_shards, shard});
            }),
            py::arg("dataset"), py::arg("batch_size") = 1, py::arg("shuffle") = false, py::arg("drop_last") = false,
-           py::arg("seed") = 0)
+           py::arg("seed") = 0, py::arg("num_shards") = 1, py::arg("shard") = 0,
+           "num_shards/shard: data-parallel training's rank `shard` of `num_shards` gets a disjoint "
+           "1/num_shards of each epoch (smelt.distributed)")
       .def("__len__", &data::DataLoader::num_batches)
       .def("__iter__", [](data::DataLoader& l) {
         l.begin();  // starts the epoch (a new shuffle)

@@ -5,11 +5,13 @@
 // 3. Pop a ready node, run its hooks and apply(), send each result along its edge (summing into
 //    the target's buffer, the one place where gradients meet), decrement the target's count and
 //    push it when the count reaches zero.
+// 4. Run the callbacks hooks queued for the end of this backward (queue_callback).
 // No recursion anywhere, so a graph of any depth is fine. The counts and buffers belong to the
 // run, never to the nodes: threads running backward at once share nodes (a shared weight's
 // accumulator, a compiled call's node), and state kept on a node mixed their counts and
 // gradients (a gradient came back undefined; found by compiled calls from 4 threads).
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -20,6 +22,15 @@ namespace smelt::autograd {
 
 namespace {
 thread_local bool t_grad_enabled = true;
+// Per backward running on this thread (innermost last): the callbacks queued for its end.
+thread_local std::vector<std::vector<std::function<void()>>*> t_end_callbacks;
+}  // namespace
+
+void queue_callback(std::function<void()> callback) {
+  SMELT_CHECK(!t_end_callbacks.empty())
+      << "autograd::queue_callback: no backward is running on this thread; call it from a hook "
+         "while backward() runs";
+  t_end_callbacks.back()->push_back(std::move(callback));
 }
 
 bool grad_enabled() { return t_grad_enabled; }
@@ -86,6 +97,12 @@ std::vector<Tensor> Engine::run(const std::vector<Edge>& roots, std::vector<Tens
     buf = buf.defined() ? add_gradients(buf, g) : std::move(g);
   };
 
+  std::vector<std::function<void()>> end_callbacks;
+  t_end_callbacks.push_back(&end_callbacks);
+  struct PopCallbacks {
+    ~PopCallbacks() { t_end_callbacks.pop_back(); }
+  } pop_callbacks;
+
   // 2. seed
   for (size_t i = 0; i < roots.size(); ++i) {
     if (roots[i].node) send(roots[i].node.get(), roots[i].slot, std::move(root_grads[i]));
@@ -136,6 +153,11 @@ std::vector<Tensor> Engine::run(const std::vector<Edge>& roots, std::vector<Tens
       }
       if (--state[e.node.get()].dependencies == 0) ready.push_back(e.node.get());
     }
+  }
+  // 4. what hooks queued for the end (a callback may queue another)
+  for (size_t i = 0; i < end_callbacks.size(); ++i) {
+    std::function<void()> callback = std::move(end_callbacks[i]);
+    callback();
   }
   return captured;
 }

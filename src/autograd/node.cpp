@@ -129,8 +129,16 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   }
   // Threads running backward at once through a shared leaf add into its .grad one at a time.
   static std::mutex accumulate_mutex;
-  std::lock_guard<std::mutex> lock(accumulate_mutex);
-  leaf_->grad = leaf_->grad.defined() ? add_gradients(leaf_->grad, g) : g;
+  {
+    std::lock_guard<std::mutex> lock(accumulate_mutex);
+    leaf_->grad = leaf_->grad.defined() ? add_gradients(leaf_->grad, g) : g;
+  }
+  // Copied first: a hook may remove itself (or register another) while it runs.
+  const auto post_hooks = leaf_->post_accumulate_hooks;
+  if (!post_hooks.empty()) {
+    const Tensor leaf(leaf_);
+    for (const auto& hook : post_hooks) hook.second(leaf);
+  }
   return {};
 }
 

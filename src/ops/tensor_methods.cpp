@@ -1,6 +1,7 @@
 // Tensor's methods that are ops (views, copies) or drive autograd, and the in-place updates.
-#include <type_traits>
+#include <atomic>
 #include <cstring>
+#include <type_traits>
 
 #include "autograd/node.h"
 #include "kernels/loops.h"
@@ -124,6 +125,22 @@ void Tensor::register_hook(GradHook hook) const {
   } else {
     impl_->hooks.push_back(std::move(hook));
   }
+}
+
+uint64_t Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const {
+  SMELT_CHECK(defined() && requires_grad() && is_leaf())
+      << "register_post_accumulate_grad_hook: the tensor must be a leaf that requires grad (a "
+         "parameter); only leaves accumulate into .grad";
+  static std::atomic<uint64_t> next_id{1};
+  const uint64_t id = next_id++;
+  impl_->post_accumulate_hooks.emplace_back(id, std::move(hook));
+  return id;
+}
+
+void Tensor::remove_post_accumulate_grad_hook(uint64_t id) const {
+  if (!defined()) return;
+  auto& hooks = impl_->post_accumulate_hooks;
+  std::erase_if(hooks, [id](const auto& h) { return h.first == id; });
 }
 
 void Tensor::retain_grad() const {

@@ -108,6 +108,22 @@ std::unique_ptr<ir::Graph> CompiledFunction::Impl::update_graph(Compiled& c, con
       first_input.push_back(next);
       next += buffers + opt.update_scalars(opt.group_of(u.optimizer_index), 1).size();
     }
+    if (step->options.reduce_gradients && !grads.empty()) {
+      std::vector<Tensor> reduced = step->options.reduce_gradients(grads);
+      SMELT_CHECK(reduced.size() == grads.size())
+          << "compile_step: StepOptions::reduce_gradients returned " << reduced.size() << " tensors for "
+          << grads.size() << " gradients; return one per gradient";
+      for (size_t i = 0; i < grads.size(); ++i) {
+        SMELT_CHECK(reduced[i].defined() && reduced[i].shape() == grads[i].shape() &&
+                    reduced[i].dtype() == grads[i].dtype())
+            << "compile_step: StepOptions::reduce_gradients returned for gradient " << i << " ("
+            << dtype_name(grads[i].dtype()) << " " << shape_str(grads[i].shape()) << ") "
+            << (reduced[i].defined() ? dtype_name(reduced[i].dtype()) + std::string(" ") + shape_str(reduced[i].shape())
+                                     : std::string("an undefined tensor"))
+            << "; each must keep its gradient's shape and dtype";
+      }
+      grads = std::move(reduced);
+    }
     // Clipping by the total norm, as optim::clip_grad_norm_: scale when above max_norm and finite.
     if (max_norm > 0 && !grads.empty()) {
       Tensor total_sq = sum_of_squares(grads[0]);

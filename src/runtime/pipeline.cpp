@@ -16,6 +16,7 @@
 #include "passes/pass_manager.h"
 #include "runtime/layout_choice.h"
 #include "runtime/memory_plan.h"
+#include "runtime/schedule_placement.h"
 #include "runtime/schedule_updates.h"
 
 namespace smelt::runtime {
@@ -104,6 +105,9 @@ void plan_stage(CompiledGraph& c, const PipelineOptions& options, std::chrono::s
   // Schedule: the node order fusion left, with each update's writer after the other readers of
   // the input it updates, so that the plan can write it in place (runtime/schedule_updates.h).
   schedule_updates(*c.graph);
+  // Ops that start background work run as early as they can, those that wait for it as late
+  // (runtime/schedule_placement.h).
+  schedule_placement(*c.graph);
   const codegen::KernelCacheStats cache_before = codegen::KernelCache::global().stats();
   c.plan = Plan::build(*c.graph, plan_options);
   const codegen::KernelCacheStats cache_after = codegen::KernelCache::global().stats();

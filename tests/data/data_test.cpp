@@ -242,6 +242,42 @@ TEST(DataLoader, ShuffleIsReproducible) {
   EXPECT_EQ(epoch(resumed), a2);
 }
 
+// Shards (data-parallel training): each of k loaders gets a disjoint part of the same epoch order,
+// wrapped around so that all have as many batches; together they cover every example.
+TEST(DataLoader, ShardsSplitTheEpochOrder) {
+  for (int64_t n : {0, 1, 5, 23, 24}) {
+    for (int64_t k : {1, 2, 3, 4}) {
+      auto ds = tagged(n);
+      data::DataLoader whole(ds, {.batch_size = 4, .shuffle = true, .seed = 3});
+      whole.begin();
+      const std::vector<int64_t> order = whole.order();
+      std::vector<int64_t> seen(size_t((n + k - 1) / k * k), -1);
+      int64_t batches = -1;
+      for (int64_t shard = 0; shard < k; ++shard) {
+        data::DataLoader part(ds, {.batch_size = 4, .shuffle = true, .seed = 3, .num_shards = k, .shard = shard});
+        const std::vector<std::vector<int64_t>> got = epoch(part);
+        if (batches < 0) batches = int64_t(got.size());
+        EXPECT_EQ(int64_t(got.size()), batches) << "n " << n << " k " << k << ": shards differ in batches";
+        EXPECT_EQ(part.shard_size(), (n + k - 1) / k);
+        int64_t at = 0;
+        for (const auto& b : got) {
+          for (int64_t id : b) {
+            const int64_t position = shard + k * at++;
+            seen[size_t(position)] = id;
+            EXPECT_EQ(id, order[size_t(position % n)]) << "n " << n << " k " << k << " shard " << shard;
+          }
+        }
+      }
+      std::set<int64_t> distinct(seen.begin(), seen.end());
+      EXPECT_EQ(int64_t(distinct.size()), n) << "n " << n << " k " << k << ": every example in some shard";
+    }
+  }
+  auto ds = tagged(10);
+  expect_error([&] { data::DataLoader(ds, {.num_shards = 0}); }, {"num_shards must be >= 1"});
+  expect_error([&] { data::DataLoader(ds, {.num_shards = 2, .shard = 2}); }, {"shard 2 is out of range", "0 .. 1"});
+  expect_error([&] { data::DataLoader(ds, {.num_shards = 2, .shard = -1}); }, {"out of range"});
+}
+
 TEST(DataLoader, DigitsBatches) {
   auto digits = data::load_digits(kDigits);
   auto [train, test] = data::train_test_split(digits, 0.8, 0);

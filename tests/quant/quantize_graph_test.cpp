@@ -171,7 +171,9 @@ TEST(QuantizeGraph, OtherReadersOfAQuantizedActivationReadItsQuantizedForm) {
   }
   // and every quantize_linear's float input has that quantize as its only reader
   for (const auto& node : q->nodes()) {
-    if (node->op == ops::OpId::quantize_linear) EXPECT_EQ(node->inputs[0]->uses.size(), 1u);
+    if (node->op == ops::OpId::quantize_linear) {
+      EXPECT_EQ(node->inputs[0]->uses.size(), 1u);
+    }
   }
   const Tensor want = trace::interpret(*graph, batches(1, 77)[0])[0];
   EXPECT_GT(sqnr_db(want, trace::interpret(*q, batches(1, 77)[0])[0]), 20.0);

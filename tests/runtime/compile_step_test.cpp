@@ -282,5 +282,61 @@ TEST(CompileStep, ASubmoduleRegisteredTwiceSharesItsWeights) {
   expect_same_parameters(*eager, *model, 1e-5, "shared block");
 }
 
+
+// StepOptions::reduce_gradients is traced between the backward and the update (data-parallel
+// training all-reduces there): here it scales each gradient and adds the parameter's index, which
+// eager code does by hand between backward() and step(). Its mistakes are errors.
+TEST(CompileStep, ReduceGradientsRunsBetweenBackwardAndUpdate) {
+  manual_seed(12);
+  auto eager = mlp();
+  manual_seed(12);
+  auto model = mlp();
+  optim::SGD opt_e(eager->parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+  optim::SGD opt(model->parameters(), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+  auto loss = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy((*model)(in[0]), in[1])}; };
+  StepOptions step_options;
+  int traced = 0;
+  step_options.reduce_gradients = [&traced](const std::vector<Tensor>& grads) {
+    ++traced;
+    std::vector<Tensor> out;
+    for (size_t i = 0; i < grads.size(); ++i) out.push_back(grads[i] * 0.25 + double(i) * 1e-3);
+    return out;
+  };
+  CompiledFunction step = compile_step(*model, loss, opt, step_options, options());
+  for (int s = 0; s < 4; ++s) {
+    const Tensor x = batch(8, uint64_t(120 + s)), t = targets(8, s);
+    opt_e.zero_grad();
+    cross_entropy((*eager)(x), t).backward();
+    const std::vector<Tensor> params = eager->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      Tensor p = params[i];
+      p.set_grad(p.grad() * 0.25 + double(i) * 1e-3);
+    }
+    opt_e.step();
+    step({x, t});
+  }
+  expect_same_parameters(*eager, *model, 1e-5, "reduced gradients");
+  EXPECT_EQ(traced, 1) << "traced once, replayed after";
+
+  for (int mistake = 0; mistake < 2; ++mistake) {
+    StepOptions bad;
+    bad.reduce_gradients = [mistake](const std::vector<Tensor>& grads) {
+      if (mistake == 0) return std::vector<Tensor>(grads.begin(), grads.end() - 1);
+      std::vector<Tensor> out = grads;
+      out[1] = sum(out[1]);
+      return out;
+    };
+    manual_seed(12);
+    auto m = mlp();
+    optim::SGD o(m->parameters(), optim::SGDOptions{.lr = 0.1});
+    CompiledFunction f = compile_step(
+        *m, [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy((*m)(in[0]), in[1])}; }, o,
+        bad, options());
+    testing::expect_error([&] { f({batch(4, 1), targets(4, 0)}); },
+                          mistake == 0 ? std::initializer_list<std::string>{"returned 3 tensors for 4 gradients"}
+                                       : std::initializer_list<std::string>{"for gradient 1", "each must keep"});
+  }
+}
+
 }  // namespace
 }  // namespace smelt
