@@ -398,6 +398,7 @@ void ProcessGroup::run(int expected_world_size) {
     const auto begin = Clock::now();
     int all = 0;
     while (!all && seconds_between(begin, Clock::now()) < kNoticeSeconds) {
+      poll_notices();  // another rank failing at the same time waits for this one's acknowledgement
       MPI_Testall(int(requests.size()), requests.data(), &all, MPI_STATUSES_IGNORE);
       if (!all) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }

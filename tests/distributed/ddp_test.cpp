@@ -382,6 +382,34 @@ TEST(DistributedStep, BucketsStartWhileTheBackwardRuns) {
   EXPECT_EQ(ddp.last_stats().buckets, 4);
 }
 
+// Batch norm in training mode, compiled: per-rank statistics as eagerly (the mean over the slices
+// of each slice's gradient), rank 0's running statistics broadcast before each call.
+TEST(DistributedStep, BatchNormWithPerRankStatistics) {
+  auto model = cnn(uint64_t(85 + R()));
+  auto reference = cnn(85);
+  dist::DistributedDataParallel ddp(*model);
+  optim::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
+  optim::SGD ref_opt(reference->parameters(), {.lr = 0.05, .momentum = 0.9});
+  dist::DistributedStep train = ddp.compile_step(
+      [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy((*model)(in[0]), in[1])}; }, opt,
+      {}, interpreted());
+  for (int s = 0; s < 20; ++s) {
+    const Tensor x = global_inputs({1, 6, 6}, s), y = global_targets(s);
+    train({my_slice(x), my_slice(y)});
+    ref_opt.zero_grad();
+    Tensor loss;
+    for (int r = 0; r < W(); ++r) {
+      const Tensor l = cross_entropy((*reference)(x.narrow(0, r * kPerRank, kPerRank)), y.narrow(0, r * kPerRank, kPerRank));
+      loss = loss.defined() ? loss + l : l;
+    }
+    (loss * (1.0 / W())).backward();
+    ref_opt.step();
+  }
+  expect_same_parameters(*model, *reference, 2e-5, "compiled, batch norm, per-rank statistics");
+  ddp.broadcast_buffers();
+  for (const Tensor& b : model->buffers()) expect_same_on_every_rank(b, "running statistics");
+}
+
 // A step that differs between ranks (here rank 0's loss reaches b, the others' do not) would
 // all-reduce buffers of different sizes: the first bucket compares the layouts first.
 TEST(DistributedStep, RanksThatCompiledDifferentStepsAreAnError) {

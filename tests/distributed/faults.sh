@@ -31,6 +31,9 @@ expect() {
 expect "an exception on rank 1 of 3" 40 \
   "rank 1 failed: boom at step 3" "rank 0 stops: rank 1 failed: boom at step 3" \
   "rank 2 stops: rank 1 failed: boom at step 3" -- "$mpirun_sh" 3 "$program" throw
+expect "an exception in rank 1's backward, buckets in flight" 40 \
+  "rank 1 failed: boom in the backward of step 3" "rank 0 stops: rank 1 failed: boom in the backward of step 3" \
+  -- "$mpirun_sh" 2 "$program" backward
 SMELT_DISTRIBUTED_TIMEOUT=3 expect "rank 1 of 2 stops calling collectives" 40 \
   "got no answer from every rank within 3 s" -- "$mpirun_sh" 2 "$program" hang
 expect "rank 1 of 2 builds another module" 40 \
