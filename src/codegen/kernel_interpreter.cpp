@@ -153,7 +153,14 @@ void eval_expr(const LoopKernel& k, Frame& f, void* const* args, int e, int64_t 
           fill(out, T(0), n);  // an index out of range (an ignored target) loads 0
           return;
         }
-        for (int64_t j = 0; j < n; ++j) out[j] = src[off[j]];
+        if constexpr (std::is_same_v<T, bool>) {
+          // A bool's byte read as a byte: memory holding anything else than 0 or 1 (a planner bug
+          // the fuzzer provokes on purpose) gives true, not undefined behaviour.
+          const uint8_t* bytes = reinterpret_cast<const uint8_t*>(src);
+          for (int64_t j = 0; j < n; ++j) out[j] = bytes[off[j]] != 0;
+        } else {
+          for (int64_t j = 0; j < n; ++j) out[j] = src[off[j]];
+        }
       });
       break;
     case ExprKind::Call: eval_call(k, f, e, n); break;

@@ -72,7 +72,7 @@ void axis_split(const Shape& shape, int64_t axis, int64_t params, const char* op
 std::vector<uint8_t> as_unsigned(const Tensor& values, std::vector<int32_t>* zp) {
   const Tensor v = contiguous_copy(values);
   std::vector<uint8_t> out(size_t(v.numel()));
-  std::memcpy(out.data(), v.raw_data(), out.size());
+  if (!out.empty()) std::memcpy(out.data(), v.raw_data(), out.size());  // (an empty tensor has no data)
   if (v.dtype() == DType::Int8) {
     for (uint8_t& b : out) b ^= 0x80;
     for (int32_t& z : *zp) z += 128;
