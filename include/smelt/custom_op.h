@@ -45,6 +45,17 @@ using OpKernel = std::function<void(const std::vector<Tensor>& inputs, const Att
 // again (higher-order gradients). A gradient may have a shape the input broadcasts to; it is
 // summed down to the input's shape.
 using OpBackward = std::function<std::vector<Tensor>(const GradContext& ctx)>;
+// Where a view's elements lie in the memory it shares with its input: element i of the view is
+// at offset + sum_d i[d] * strides[d], in elements from the start of the storage.
+struct StridedLayout {
+  Shape strides;
+  int64_t offset = 0;
+};
+// A view op's layout: its output's strides and offset, given its input's shape, strides and
+// offset and its output's shape (the shape rule's).
+using OpViewRule = std::function<StridedLayout(const Shape& in_shape, const Shape& in_strides,
+                                               int64_t in_offset, const Shape& out_shape,
+                                               const Attrs& attrs)>;
 // The op's outputs written with smelt ops (the same values as `forward`).
 using OpExpression = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs,
                                                        const Attrs& attrs)>;
@@ -55,7 +66,8 @@ struct OpDefinition {
   int num_outputs = 1;
   // Empty: one output with input 0's shape and dtype.
   OpShapeRule shape;
-  // The kernel. Empty when `expression` is given: the expression's ops then compute eagerly too.
+  // The kernel. Empty when `expression` is given (the expression's ops then compute eagerly too),
+  // and for a view op (`view`).
   OpKernel forward;
   // Empty: the op is not differentiable; backward through it is an error naming the op.
   OpBackward backward;
@@ -68,6 +80,19 @@ struct OpDefinition {
   // The outputs must match the shape rule's, and it is a function of the inputs and attributes
   // only: a tensor it captured from outside is an error when compiled (pass it as an input).
   OpExpression expression;
+  // Optional: the op is a view, as reshape, permute, slice and expand are. It computes nothing:
+  // its one output shares its one input's memory (same dtype), laid out as `view` says, so a
+  // write through either reaches the other and autograd follows it (an in-place op on the view
+  // gives the input the history a built-in view would). Compiled, it fuses into the kernels
+  // around it as index arithmetic. The rule must be affine, as every strided view is: each output
+  // stride a sum of input strides times non-negative integers, the offset in_offset plus such a
+  // sum (a diagonal of a square matrix: strides {s[0] + s[1]}, offset in_offset). Each call
+  // checks that (it asks the rule at a stride of 1 in each input dim as well) and that every
+  // element of the view lies within the input. No forward, expression or writes; one input, one
+  // output. The backward is a function as any op's; if it needs only the input's shape, set
+  // backward_reads_inputs and backward_reads_outputs false, so that writes through the view
+  // after the call do not invalidate the saved input.
+  OpViewRule view;
   // Inputs the forward writes in place (a state update: a counter, a cache). Such an op runs
   // eagerly only: its written inputs must be concrete tensors that may be changed in place (not a
   // leaf that requires grad, not an expanded view), their versions are bumped (a tensor autograd
@@ -106,8 +131,8 @@ class CustomOp {
 };
 
 // Adds the op for the rest of the process. A name that is not an identifier, or that a built-in
-// or registered op already has, a missing forward (and expression), or arities out of range are
-// errors. Thread-safe; ops registered are never removed.
+// or registered op already has, a missing forward (and expression, and view rule), or arities out
+// of range are errors. Thread-safe; ops registered are never removed.
 CustomOp register_op(OpDefinition definition);
 // The registered op called `name` (errors when there is none).
 CustomOp find_op(const std::string& name);

@@ -106,23 +106,44 @@ class PyBackwardCtx {
   py::dict attrs;
 };
 
+// A view rule from Python: view(in_shape, in_strides, in_offset, out_shape, **attrs) returns
+// (strides, offset).
+OpViewRule python_view_rule(const std::string& name, py::object view) {
+  PyCallable rule{gil_safe(std::move(view))};
+  return [rule, name](const Shape& in_shape, const Shape& in_strides, int64_t in_offset,
+                      const Shape& out_shape, const Attrs& attrs) {
+    py::gil_scoped_acquire gil;
+    py::object r = (*rule.fn)(py::tuple(py::cast(in_shape)), py::tuple(py::cast(in_strides)),
+                              in_offset, py::tuple(py::cast(out_shape)), **attrs_to_kwargs(attrs));
+    if (!py::isinstance<py::sequence>(r) || py::len(r) != 2) {
+      throw py::type_error("the view rule of '" + name + "' must return (strides, offset)");
+    }
+    py::sequence pair = r.cast<py::sequence>();
+    return StridedLayout{int_list(pair[0], "strides"), pair[1].cast<int64_t>()};
+  };
+}
+
 CustomOp register_python_op(const std::string& name, py::object forward, py::object backward, py::object shape,
                             int num_inputs, int num_outputs, const std::string& onnx_domain,
-                            bool check_inputs_unchanged) {
+                            bool check_inputs_unchanged, py::object view) {
   OpDefinition def;
   def.name = name;
   def.num_inputs = num_inputs;
   def.num_outputs = num_outputs;
   def.onnx_domain = onnx_domain;
   def.check_inputs_unchanged = check_inputs_unchanged;
-  SMELT_CHECK(!forward.is_none()) << "register_op '" << name << "': forward is required";
-  PyCallable fwd{gil_safe(forward)};
-  def.forward = [fwd, name](const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
-    py::gil_scoped_acquire gil;
-    py::tuple args = kernel_operands(in);
-    py::object r = (*fwd.fn)(*args, **attrs_to_kwargs(attrs));
-    write_outputs("forward", results(r, "forward", false), out);
-  };
+  SMELT_CHECK(!forward.is_none() || !view.is_none())
+      << "register_op '" << name << "': forward is required (or view, for a view op)";
+  if (!view.is_none()) def.view = python_view_rule(name, std::move(view));
+  if (!forward.is_none()) {
+    PyCallable fwd{gil_safe(forward)};
+    def.forward = [fwd, name](const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
+      py::gil_scoped_acquire gil;
+      py::tuple args = kernel_operands(in);
+      py::object r = (*fwd.fn)(*args, **attrs_to_kwargs(attrs));
+      write_outputs("forward", results(r, "forward", false), out);
+    };
+  }
   if (!shape.is_none()) {
     PyCallable rule{gil_safe(shape)};
     def.shape = [rule](const std::vector<TensorMeta>& in, const Attrs& attrs) {
@@ -230,9 +251,10 @@ void bind_custom_op(py::module_& m) {
         return tensors_to_tuple(out);
       })
       .def("__repr__", [](const CustomOp& op) { return "<smelt op " + op.name() + ">"; });
-  lib.def("register_op", &register_python_op, py::arg("name"), py::arg("forward"), py::kw_only(),
+  lib.def("register_op", &register_python_op, py::arg("name"), py::arg("forward") = py::none(), py::kw_only(),
           py::arg("backward") = py::none(), py::arg("shape") = py::none(), py::arg("num_inputs") = 1,
           py::arg("num_outputs") = 1, py::arg("onnx_domain") = "", py::arg("check_inputs_unchanged") = true,
+          py::arg("view") = py::none(),
           R"(Registers an op whose kernels are Python callables.
 
 forward(*inputs, **attrs) returns the output (or a tuple of them): smelt tensors or NumPy arrays,
@@ -241,7 +263,12 @@ by default one output like input 0. backward(ctx, *grad_outputs) returns one gra
 (None where there is none), reading ctx.inputs, ctx.outputs and ctx.attrs; it runs as an op of its
 own, '<name>_backward', so NumPy works in it in compiled training steps too. The op then works in
 eager code, autograd, smelt.compile (an opaque step), the IR text and ONNX import (nodes of
-onnx_domain whose op type is the name).)");
+onnx_domain whose op type is the name).
+
+A view op has no forward: view(in_shape, in_strides, in_offset, out_shape, **attrs) returns the
+output's (strides, offset) in elements, an affine function of the input's (a diagonal: strides
+in_strides[0] + in_strides[1]); the output shares the input's memory, as x.permute() does, and
+compiled code fuses it as index arithmetic (OpDefinition::view in smelt/custom_op.h).)");
   lib.def("find_op", &find_op, py::arg("name"), "The registered op called `name`.");
   lib.def("is_registered", &is_registered_op, py::arg("name"));
 

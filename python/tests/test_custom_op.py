@@ -304,3 +304,40 @@ def test_numpy_example_checks_itself():
                        capture_output=True, text=True, env=dict(os.environ), timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "FAILED" not in r.stdout
+
+
+def test_view_op_shares_memory_differentiates_and_compiles(rng):
+    # The diagonal of square matrices as a view op: no forward, a layout rule.
+    def shape(x):
+        return smelt.library.TensorMeta(x.shape[:-1], x.dtype)
+
+    def view(in_shape, in_strides, in_offset, out_shape):
+        return list(in_strides[:-2]) + [in_strides[-2] + in_strides[-1]], in_offset
+
+    def backward(ctx, grad):
+        n = grad.shape[-1]
+        return np.eye(n) * grad.numpy()[..., None]
+
+    diag = smelt.library.register_op("test_np_diagonal", view=view, shape=shape, backward=backward)
+    x0 = rng.standard_normal((3, 4, 4))
+    x = smelt.tensor(x0)
+    d = diag(x)
+    np.testing.assert_array_equal(d.numpy(), np.diagonal(x0, axis1=1, axis2=2))
+    assert d.stride() == (16, 5) and d.storage_offset() == 0
+    d.fill_(2.0)  # a write through the view reaches the input
+    assert (np.diagonal(x.numpy(), axis1=1, axis2=2) == 2.0).all()
+    # A strided input: the transposed matrices' diagonals are the same elements.
+    np.testing.assert_array_equal(diag(x.permute(0, 2, 1)).numpy(), np.full((3, 4), 2.0))
+    # Gradient (the NumPy backward) against the formula.
+    leaf = smelt.tensor(x0, requires_grad=True)
+    (diag(leaf * 3.0) * 2.0).sum().backward()
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.broadcast_to(np.eye(4) * 6.0, (3, 4, 4)))
+    # Compiled, fused as index arithmetic: equal to eager.
+    f = smelt.compile(lambda t: (diag(t * 2.0) + 1.0).exp())
+    y = smelt.tensor(rng.standard_normal((2, 5, 5)).astype(np.float32))
+    np.testing.assert_array_equal(f(y).numpy(), (diag(y * 2.0) + 1.0).exp().numpy())
+    assert f.report().op_steps == 0
+    # A rule that is not affine is refused on the call.
+    bad = smelt.library.register_op("test_np_bad_view", view=lambda s, st, o, out: ([st[0] * st[1]], o), shape=shape)
+    with pytest.raises(smelt.Error, match="not affine"):
+        bad(smelt.tensor(np.zeros((3, 3))))

@@ -136,7 +136,90 @@ std::vector<TensorMeta> custom_shape(const CustomOpRecord& op, const std::vector
       << "custom op '" << op.def.name << "': its shape rule returned " << out.size()
       << " outputs for inputs " << metas_str(in) << "; the op has " << op.def.num_outputs
       << " (OpDefinition::num_outputs)";
+  SMELT_CHECK(!op.def.view || out[0].dtype == in.at(0).dtype)
+      << "custom op '" << op.def.name << "': its shape rule gives " << metas_str(out)
+      << " for input " << metas_str(in) << "; a view op's output keeps its input's dtype";
   return out;
+}
+
+ViewLayout custom_view_layout(const CustomOpRecord& op, const Attrs& attrs, const Shape& in_shape,
+                              const Shape& in_strides, int64_t in_offset, const Shape& out_shape) {
+  const std::string where = "custom op '" + op.def.name + "': view rule";
+  auto ask = [&](const Shape& strides, int64_t offset) {
+    StridedLayout l = with_context(where, [&] {
+      return op.def.view(in_shape, strides, offset, out_shape, attrs);
+    });
+    SMELT_CHECK(l.strides.size() == out_shape.size())
+        << where << " returned " << l.strides.size() << " strides for an output of shape "
+        << shape_str(out_shape) << "; give one per output dim";
+    return l;
+  };
+  // The index map of the view: input dim w's index is base[w] + sum_d coef[w][d] * i[d] at the
+  // output's index i. The rule at a stride of 1 in dim w (0 elsewhere) and offset 0 gives row w.
+  const size_t rank = in_shape.size(), out_rank = out_shape.size();
+  std::vector<Shape> coef(rank);
+  Shape base(rank);
+  for (size_t w = 0; w < rank; ++w) {
+    Shape unit(rank, 0);
+    unit[w] = 1;
+    StridedLayout l = ask(unit, 0);
+    coef[w] = std::move(l.strides);
+    base[w] = l.offset;
+  }
+  const bool empty_view = shape_numel(out_shape) == 0;
+  for (size_t w = 0; w < rank; ++w) {
+    __int128 last = base[w];
+    SMELT_CHECK(base[w] >= 0)
+        << where << " starts at index " << base[w] << " of input dim " << w << " (input "
+        << shape_str(in_shape) << ", output " << shape_str(out_shape) << "); a view's offset is "
+        << "in_offset plus a non-negative sum of the input's strides";
+    for (size_t d = 0; d < out_rank; ++d) {
+      SMELT_CHECK(coef[w][d] >= 0)
+          << where << " steps input dim " << w << " by " << coef[w][d] << " along output dim " << d
+          << " (input " << shape_str(in_shape) << ", output " << shape_str(out_shape)
+          << "); a view's strides are non-negative sums of the input's";
+      if (out_shape[d] > 0) last += __int128(coef[w][d]) * (out_shape[d] - 1);
+    }
+    SMELT_CHECK(empty_view || last < in_shape[w])
+        << where << " reaches index " << int64_t(std::min<__int128>(last, INT64_MAX))
+        << " of input dim " << w << " (size " << in_shape[w] << ") for input "
+        << shape_str(in_shape) << " and output " << shape_str(out_shape)
+        << "; every element of a view lies within its input";
+  }
+  // The layout at the input's own strides, from the map. The rule's own answer there must agree:
+  // a rule that is not affine would make compiled code (which indexes by the map) differ from
+  // eager code.
+  __int128 offset = in_offset;
+  std::vector<__int128> strides(out_rank, 0);
+  for (size_t w = 0; w < rank; ++w) {
+    offset += __int128(base[w]) * in_strides[w];
+    for (size_t d = 0; d < out_rank; ++d) strides[d] += __int128(coef[w][d]) * in_strides[w];
+  }
+  ViewLayout v;
+  auto narrow = [&](__int128 x) {
+    SMELT_CHECK(x >= INT64_MIN && x <= INT64_MAX)
+        << where << ": a stride or offset of the view overflows int64 (input " << shape_str(in_shape)
+        << " with strides " << shape_str(in_strides) << ")";
+    return int64_t(x);
+  };
+  v.offset = narrow(offset);
+  for (__int128 x : strides) v.strides.push_back(narrow(x));
+  const StridedLayout own = ask(in_strides, in_offset);
+  SMELT_CHECK(own.strides == v.strides && own.offset == v.offset)
+      << where << " is not affine in the input's layout: for strides " << shape_str(in_strides)
+      << " and offset " << in_offset << " it gives strides " << shape_str(own.strides)
+      << " and offset " << own.offset << ", but its answers for a stride of 1 in each dim give "
+      << shape_str(v.strides) << " and " << v.offset << ". A view's strides are sums of the "
+      << "input's strides times non-negative integers, and its offset is in_offset plus such a sum";
+  return v;
+}
+
+Tensor custom_view(const CustomOpRecord& op, const Tensor& in, const Attrs& attrs,
+                   const TensorMeta& out) {
+  ViewLayout v = custom_view_layout(op, attrs, in.shape(), in.strides(), in.offset(), out.shape);
+  Tensor view = make_tensor(in.storage(), out.shape, std::move(v.strides), v.offset, in.dtype());
+  view.impl()->trace_id = -1;
+  return view;
 }
 
 void custom_kernel(const CustomOpRecord& op, const std::vector<Tensor>& in, const Attrs& attrs,
@@ -216,8 +299,14 @@ CustomOp register_op(OpDefinition def) {
       << def.num_inputs;
   SMELT_CHECK(def.num_outputs >= 1 && def.num_outputs <= 32)
       << "register_op '" << def.name << "': num_outputs must be in [1, 32]; got " << def.num_outputs;
-  SMELT_CHECK(def.forward || def.expression)
-      << "register_op '" << def.name << "': give a forward kernel, an expression, or both";
+  SMELT_CHECK(def.forward || def.expression || def.view)
+      << "register_op '" << def.name << "': give a forward kernel, an expression, or both (or a "
+      << "view rule for a view op)";
+  SMELT_CHECK(!def.view || (def.num_inputs == 1 && def.num_outputs == 1 && !def.forward &&
+                            !def.expression && def.writes.empty()))
+      << "register_op '" << def.name << "': a view op (OpDefinition::view) has one input and one "
+      << "output, and no forward, expression or writes (it computes nothing; its output shares "
+      << "its input's memory)";
   SMELT_CHECK(def.shape || def.num_outputs == 1)
       << "register_op '" << def.name << "': an op with " << def.num_outputs
       << " outputs needs a shape rule (the default makes one output like input 0)";
@@ -247,8 +336,13 @@ CustomOp register_op(OpDefinition def) {
   record->def = std::move(def);
   // kRefusesValues: a user kernel may raise on values (a validation op), so passes never drop an
   // unused call nor fold one ahead of time: a compiled graph raises where eager code does.
-  record->info = OpInfo{record->def.name.c_str(), OpKind::Opaque, record->def.num_inputs,
-                        record->def.num_outputs, kRefusesValues, 0, writes_mask};
+  // A view op is Injective, as the built-in views: fusion takes it as index arithmetic. It
+  // computes nothing, so it cannot refuse values.
+  const bool is_view = bool(record->def.view);
+  record->info = OpInfo{record->def.name.c_str(), is_view ? OpKind::Injective : OpKind::Opaque,
+                        record->def.num_inputs,   record->def.num_outputs,
+                        is_view ? 0u : uint32_t(kRefusesValues), is_view ? view(0, 0) : 0u,
+                        writes_mask};
   // Without a backward, nothing is saved: the node only raises the error that says so.
   const bool saves = bool(record->def.backward);
   record->impl.saves = uint8_t((saves && record->def.backward_reads_inputs ? kSaveInputs : 0) |

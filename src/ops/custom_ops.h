@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/op_table.h"
+#include "ops/views.h"
 #include "smelt/custom_op.h"
 
 namespace smelt::ops {
@@ -32,6 +33,13 @@ std::vector<TensorMeta> custom_shape(const CustomOpRecord& op, const std::vector
 void custom_kernel(const CustomOpRecord& op, const std::vector<Tensor>& in, const Attrs& attrs,
                    const std::vector<Tensor>& out);
 std::vector<Tensor> custom_grad(const CustomOpRecord& op, const GradContext& ctx);
+// A view op's layout (OpDefinition::view) with its checks: affine in the input's layout, no
+// negative strides, every element within the input. ops::view_layout answers with it for
+// registered view ops; the dispatcher makes eager views with it (custom_view).
+ViewLayout custom_view_layout(const CustomOpRecord& op, const Attrs& attrs, const Shape& in_shape,
+                              const Shape& in_strides, int64_t in_offset, const Shape& out_shape);
+Tensor custom_view(const CustomOpRecord& op, const Tensor& in, const Attrs& attrs,
+                   const TensorMeta& out);
 
 // Runs `f`, turning whatever a user's function throws into a smelt::Error whose message starts with
 // `where` ("custom op 'x': forward"), the original message after it.

@@ -5,6 +5,7 @@
 #include "autograd/node.h"
 #include "kernels/reduce.h"
 #include "kernels/transpose.h"
+#include "ops/custom_ops.h"
 #include "ops/dispatch.h"
 #include "smelt/autograd.h"
 #include "smelt/ops.h"
@@ -25,6 +26,7 @@ class ViewStep final : public ViewFn {
 };
 
 bool is_replayable_view_op(OpId op) {
+  if (const CustomOpRecord* custom = custom_op(op)) return bool(custom->def.view);
   return op == OpId::reshape || op == OpId::permute || op == OpId::slice || op == OpId::expand;
 }
 

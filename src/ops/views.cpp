@@ -1,6 +1,7 @@
 // View and movement ops. reshape/permute/slice/expand return views that share storage (reshape
 // copies only when no strides can describe the result); contiguous copies to row-major. Their
-// layouts come from view_layout (ops/views.h), which the tracer and the plan ask too.
+// layouts come from view_layout (ops/views.h), which the tracer and the plan ask too; it answers
+// for registered view ops (OpDefinition::view) through their rule.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -8,6 +9,7 @@
 #include "ops/views.h"
 
 #include "kernels/loops.h"
+#include "ops/custom_ops.h"
 #include "kernels/transpose.h"
 #include "ops/op_util.h"
 
@@ -85,7 +87,11 @@ std::optional<ViewLayout> view_layout(OpId op, const Attrs& attrs, const Shape& 
       }
       return v;
     }
-    default: return std::nullopt;
+    default:
+      if (const CustomOpRecord* custom = custom_op(op); custom && custom->def.view) {
+        return custom_view_layout(*custom, attrs, in_shape, in_strides, in_offset, out_shape);
+      }
+      return std::nullopt;
   }
 }
 

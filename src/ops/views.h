@@ -1,7 +1,8 @@
 // Where a view's elements lie: the one owner of the stride and offset arithmetic of the view
-// ops (reshape, permute, slice, expand). Eager view kernels (ops/views.cpp), the tracer (the
-// layout of a symbolic view, trace/trace.cpp) and the plan (strided views of arena memory,
-// runtime/plan_views.cpp) all ask here.
+// ops (reshape, permute, slice, expand, and registered view ops through their OpDefinition::view
+// rule). Eager view kernels (ops/views.cpp), the tracer (the layout of a symbolic view,
+// trace/trace.cpp), the plan (strided views of arena memory, runtime/plan_views.cpp) and the
+// lowering (codegen/lower_expr.cpp) all ask here.
 #pragma once
 
 #include <optional>
