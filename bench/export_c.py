@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The standalone C export against smelt's compiled plan, one thread each (docs/export_c.md).
 
-    /usr/bin/python3 bench/export_c.py [--build-dir build] [--models build/models] [--reps 20]
+    /usr/bin/python3 bench/export_c.py [--build-dir build] [--models build/models] [--reps 20] [--only NAME]
 
 For each full-size model (the ONNX files of tests/models/make_models.py large; run `make bench`
 or the ctest models_large_make once to make them): `smelt export-c --weights file` for this
@@ -93,13 +93,14 @@ def main():
     parser.add_argument("--models", default="")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--only", action="append", default=[], help="this model only (repeatable)")
     args = parser.parse_args()
     build = Path(args.build_dir).resolve()
     smelt = str(build / "smelt")
     models = Path(args.models) if args.models else build / "models"
     cross = subprocess.run(["sh", "-c", "command -v aarch64-linux-gnu-gcc"], capture_output=True).returncode == 0
     rows = []
-    for name in MODELS:
+    for name in args.only or MODELS:
         model = models / name / "model.onnx"
         if not model.exists():
             print(f"{name}: {model} missing (make it with the ctest models_large_make)", file=sys.stderr)

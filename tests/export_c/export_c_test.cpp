@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -324,19 +325,31 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
 
 // Pooling on images wide enough for the vectorized blocks (and their edges), with NaN, infinities
 // and signed zeros in the input: max pooling picks smelt's bits (the first largest tap, a NaN
-// wins), average pooling with and without count_include_pad agrees.
+// wins; with strides, padding, dilation, and windows wider than the padded image's interior),
+// average pooling with and without count_include_pad agrees.
 TEST_F(ExportC, PoolingMatchesSmelt) {
   const Tensor example = testing::special_values({2, 3, 41, 45}, 7, 5);
   const Graph g = Graph::trace([](const std::vector<Tensor>& x, const std::vector<Tensor>&) -> std::vector<Tensor> {
-    return {max_pool2d(x[0], 3, 2, 1), max_pool2d(x[0], 2, 1, 0), max_pool2d(x[0], {3, 5}, {1, 2}, {1, 2}),
-            avg_pool2d(x[0], 3, 2, 1, true), avg_pool2d(x[0], 3, 1, 1, false)};
+    return {avg_pool2d(x[0], 3, 2, 1, true), avg_pool2d(x[0], 3, 1, 1, false),
+            max_pool2d(x[0], 3, 2, 1), max_pool2d(x[0], 2, 1, 0), max_pool2d(x[0], {3, 5}, {1, 2}, {1, 2}),
+            max_pool2d(x[0], {3, 2}, {2, 3}, {1, 1}, {2, 3}), max_pool2d(x[0], {3, 45}, 1, {1, 22})};
   }, {example});
-  const std::vector<Tensor> inputs = {testing::special_values({2, 3, 41, 45}, 9, 5)};
-  const std::vector<Tensor> got = run_exported(g.ir_graph(), inputs, {}, kSanitized);
-  const std::vector<Tensor> want = smelt_outputs(g.ir_graph(), inputs);
-  ASSERT_EQ(got.size(), 5u);
-  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(testing::same_bits(got[i], want[i])) << "max pool " << i;
-  for (size_t i = 3; i < 5; ++i) EXPECT_TRUE(testing::all_close(got[i], want[i], 1e-5, 1e-6)) << "avg pool " << i;
+  // Ties that only the tap order decides: windows of +0, -0, -1 and NaNs of different payloads.
+  std::vector<float> ties(size_t(2 * 3 * 41 * 45));
+  for (size_t k = 0; k < ties.size(); ++k) {
+    const uint32_t nan_bits = 0x7fc00000u | uint32_t(k & 0xffff);
+    float nan;
+    std::memcpy(&nan, &nan_bits, sizeof nan);
+    const size_t r = (k * 2654435761u) % 23;
+    ties[k] = r < 9 ? 0.0f : r < 18 ? -0.0f : r < 22 ? -1.0f : nan;
+  }
+  for (const Tensor& input : {testing::special_values({2, 3, 41, 45}, 9, 5), from_vector(ties, {2, 3, 41, 45})}) {
+    const std::vector<Tensor> got = run_exported(g.ir_graph(), {input}, {}, kSanitized);
+    const std::vector<Tensor> want = smelt_outputs(g.ir_graph(), {input});
+    ASSERT_EQ(got.size(), 7u);
+    for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(testing::all_close(got[i], want[i], 1e-5, 1e-6)) << "avg pool " << i;
+    for (size_t i = 2; i < 7; ++i) EXPECT_TRUE(testing::same_bits(got[i], want[i])) << "max pool " << i;
+  }
 }
 
 // The MLP of the bench, smaller, traced from nn modules.

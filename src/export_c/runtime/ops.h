@@ -4,13 +4,83 @@
 #ifndef SMELT_EXPORT_OPS_H
 #define SMELT_EXPORT_OPS_H
 
+/* The max pooling rule: the tap v replaces the best so far when larger, or when it is the first
+ * NaN (a NaN wins and stays). Taken in row-major tap order it keeps the first largest tap. */
+static inline float smelt_max_tap(float best, float v) { return (v > best || (v != v && best == best)) ? v : best; }
+
+/* Max pooling without indices, row by row: each tap row's maxima over the window's columns (the
+ * taps that can leave the image tested only at the row's ends), then those rows combined in
+ * order. Combining a row's maxima and then the rows keeps the row-major first largest tap of the
+ * whole window, so the values (signed zeros and NaN payloads included) are the tap loop's. */
+static inline void smelt_max_pool2d_rows_f32(const float* x, float* y, int64_t planes, int64_t h, int64_t w,
+                                             int64_t ho, int64_t wo, int64_t kh, int64_t kw, int64_t sh,
+                                             int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw) {
+  /* Output columns whose taps all lie in [0, w): [lo, hi). */
+  int64_t lo = pw > 0 ? (pw + sw - 1) / sw : 0, hi = w - 1 + pw - (kw - 1) * dw < 0 ? 0 : (w - 1 + pw - (kw - 1) * dw) / sw + 1;
+  lo = lo < wo ? lo : wo;
+  hi = hi < lo ? lo : hi > wo ? wo : hi;
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const float* plane = x + pl * h * w;
+    for (int64_t oh = 0; oh < ho; ++oh) {
+      float* out = y + (pl * ho + oh) * wo;
+      int first = 1;
+      for (int64_t i = 0; i < kh; ++i) {
+        const int64_t ih = oh * sh - ph + i * dh;
+        if (ih < 0 || ih >= h) continue;
+        const float* row = plane + ih * w - pw;
+        for (int64_t ow = 0; ow < wo; ++ow) {
+          if (ow == lo) { /* the interior: no tap leaves the row */
+            if (first) {
+              SMELT_OMP(simd)
+              for (int64_t o = lo; o < hi; ++o) {
+                float best = row[o * sw];
+                for (int64_t j = 1; j < kw; ++j) best = smelt_max_tap(best, row[o * sw + j * dw]);
+                out[o] = best;
+              }
+            } else {
+              SMELT_OMP(simd)
+              for (int64_t o = lo; o < hi; ++o) {
+                float best = row[o * sw];
+                for (int64_t j = 1; j < kw; ++j) best = smelt_max_tap(best, row[o * sw + j * dw]);
+                out[o] = smelt_max_tap(out[o], best);
+              }
+            }
+            ow = hi;
+            if (ow >= wo) break;
+          }
+          float best = -INFINITY;
+          int any = 0;
+          for (int64_t j = 0; j < kw; ++j) {
+            const int64_t iw = ow * sw - pw + j * dw;
+            if (iw < 0 || iw >= w) continue;
+            best = any ? smelt_max_tap(best, plane[ih * w + iw]) : plane[ih * w + iw];
+            any = 1;
+          }
+          if (!any) {
+            if (first) out[ow] = -INFINITY;
+          } else {
+            out[ow] = first ? best : smelt_max_tap(out[ow], best);
+          }
+        }
+        first = 0;
+      }
+      if (first) {
+        for (int64_t ow = 0; ow < wo; ++ow) out[ow] = -INFINITY; /* a window with no tap */
+      }
+    }
+  }
+}
+
 /* Max pooling over `planes` images of h x w: the first largest tap of each window (a NaN wins and
  * stays), taps outside the image skipped; index (optional): the tap's offset in its plane, -1 for
- * a window with none. (Blocks of 16 outputs in registers, as the depthwise convolution's, measured
- * slower for ResNet's 3x3 stride-2 pooling: the stride-2 taps become gathers.) */
+ * a window with none. Without indices, row by row (smelt_max_pool2d_rows_f32). */
 static inline void smelt_max_pool2d_f32(const float* x, float* y, int64_t* index, int64_t planes, int64_t h,
                                         int64_t w, int64_t ho, int64_t wo, int64_t kh, int64_t kw, int64_t sh,
                                         int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw) {
+  if (!index) {
+    smelt_max_pool2d_rows_f32(x, y, planes, h, w, ho, wo, kh, kw, sh, sw, ph, pw, dh, dw);
+    return;
+  }
   for (int64_t pl = 0; pl < planes; ++pl) {
     const float* plane = x + pl * h * w;
     for (int64_t oh = 0; oh < ho; ++oh) {
