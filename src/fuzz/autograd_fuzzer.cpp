@@ -154,7 +154,11 @@ class Generator {
     s.a = any_slot();
     Shape sh = shape(s.a);
     const int64_t rank = int64_t(sh.size());
-    switch (rng_.below(5)) {
+    switch (rng_.below(6)) {
+      case 5:
+        if (rank < 2) return std::nullopt;
+        s.kind = StepKind::Diagonal;
+        break;
       case 0: {
         if (rank == 0) return std::nullopt;
         int64_t d = rng_.below(int(rank)), n = sh[size_t(d)];

@@ -2,12 +2,13 @@
 
 #include <sstream>
 
+#include "fuzz/custom_view.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
 
 namespace smelt::fuzz {
 
-bool step_is_view(StepKind k) { return k >= StepKind::Slice && k <= StepKind::Select; }
+bool step_is_view(StepKind k) { return k >= StepKind::Slice && k <= StepKind::Diagonal; }
 bool step_is_in_place(StepKind k) { return k >= StepKind::AddT; }
 bool step_takes_operand(StepKind k) {
   return (k >= StepKind::Add && k <= StepKind::SafeDiv) ||
@@ -19,7 +20,7 @@ namespace {
 const char* kind_name(StepKind k) {
   static const char* names[] = {"neg",     "exp",   "tanh",   "square", "scale",  "shift",
                                 "sum",     "add",   "sub",    "mul",    "safe_div", "slice",
-                                "permute", "expand", "reshape", "select", "add_",  "sub_",
+                                "permute", "expand", "reshape", "select", "diagonal", "add_",  "sub_",
                                 "mul_",    "div_",  "add_",   "mul_",   "div_",   "neg_",
                                 "exp_",    "relu_", "clamp_", "copy_",  "fill_",  "zero_"};
   return names[size_t(k)];
@@ -54,6 +55,7 @@ Tensor apply_functional(const Step& s, const Tensor& a, const Tensor& b) {
 
 Tensor apply_view(const Step& s, const Tensor& a) {
   switch (s.kind) {
+    case StepKind::Diagonal: return diagonal_view_op()({a})[0];
     case StepKind::Slice: return a.slice(s.ints[0], s.ints[1], s.ints[2], s.ints[3]);
     case StepKind::Permute: return a.permute(s.ints);
     case StepKind::Expand: return a.expand(s.ints);

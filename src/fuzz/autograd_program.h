@@ -17,8 +17,8 @@ enum class StepKind : uint8_t {
   // a new slot from slot a (and b)
   Neg, Exp, Tanh, Square, Scale, Shift, SumDim,
   Add, Sub, Mul, SafeDiv,
-  // a new slot viewing slot a
-  Slice, Permute, Expand, Reshape, Select,
+  // a new slot viewing slot a (Diagonal: a registered view op, smelt/custom_op.h)
+  Slice, Permute, Expand, Reshape, Select, Diagonal,
   // slot a written in place (operand slot b where the method takes one)
   AddT, SubT, MulT, DivT, AddC, MulC, DivC, NegI, ExpI, ReluI, ClampI, CopyI, FillI, ZeroI,
 };

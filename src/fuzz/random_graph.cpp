@@ -8,6 +8,7 @@
 #include <random>
 #include <variant>
 
+#include "fuzz/custom_view.h"
 #include "fuzz/random_graph_builder.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
@@ -291,8 +292,10 @@ void Builder::add_quantize_round_trip(ir::Value* a) {
 
 void Builder::add_view(ir::Value* a) {
   const Shape& s = a->meta.shape;
-  int kind = pick(0, 3);
-  if (kind == 0 || s.empty()) {  // reshape: flatten, or split the first dim off
+  int kind = pick(0, 4);
+  if (kind == 4 && s.size() >= 2) {  // a user's view op (fuzz/custom_view.h)
+    emit(diagonal_view_id(), {a});
+  } else if (kind == 0 || s.empty()) {  // reshape: flatten, or split the first dim off
     Shape to{shape_numel(s)};
     if (chance(0.5) && !s.empty()) {
       to = {s[0], shape_numel(s) / std::max<int64_t>(s[0], 1)};
