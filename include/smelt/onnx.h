@@ -132,6 +132,13 @@ struct ExportOptions {
   bool external_data = false;
   int64_t external_data_min_bytes = 1024;
   std::string graph_name = "smelt";
+  // Integer products (qlinear_conv2d, qlinear_matmul) in ONNX's QDQ form: DequantizeLinear of the
+  // quantized input, weight and int32 bias, the float Conv / MatMul (+ Add), then QuantizeLinear,
+  // as ONNX Runtime's quantize_static writes models and other tools read them (an engine runs the
+  // pattern as one integer op; smelt's importer folds it back, passes/fold_qdq.h). false: the
+  // QOperator form, QLinearConv / QLinearMatMul; a qlinear_matmul with a bias is QDQ in both
+  // (QLinearMatMul has none).
+  bool quantized_as_qdq = false;
 };
 
 // Writes the model atomically (a temporary file renamed over `path`; the data file first).

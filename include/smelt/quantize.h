@@ -28,10 +28,12 @@ struct QTensor {
   Tensor values, scale, zero_point;
 };
 
-// requantize(a @ b) with y's scale and zero point (y of y_zero_point's dtype); a (..., M, K) and
-// b (..., K, N), batch dims broadcast. a's parameters: one, or per row (M); b's: one, or per
-// column (N).
-Tensor qlinear_matmul(const QTensor& a, const QTensor& b, const Tensor& y_scale, const Tensor& y_zero_point);
+// requantize(a @ b + bias) with y's scale and zero point (y of y_zero_point's dtype); a (..., M, K)
+// and b (..., K, N), batch dims broadcast. a's parameters: one, or per row (M); b's: one, or per
+// column (N). bias: (N) int32 in a_scale * b_scale units, or undefined (ONNX's QLinearMatMul has
+// none; a linear layer's is folded here as a convolution's is).
+Tensor qlinear_matmul(const QTensor& a, const QTensor& b, const Tensor& y_scale, const Tensor& y_zero_point,
+                      const Tensor& bias = Tensor());
 // (a - a_zero_point) @ (b - b_zero_point) in int32.
 Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero_point, const Tensor& b_zero_point);
 

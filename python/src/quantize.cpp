@@ -51,8 +51,14 @@ void bind_quantize(py::module_& m) {
                              "the calibration as JSON (to reuse: quantize(..., calibration=...))")
       .def_property_readonly("ir", [](const QuantizeResult& q) { return q.graph.print(); }, "the graph's text form")
       .def("report", &QuantizeResult::report, "the table `smelt quantize` prints")
-      .def("save", [](const QuantizeResult& q, const std::string& path) { onnx::save(q.graph, path); },
-           py::arg("path"), "writes the quantized model as ONNX (QLinearConv, QLinearMatMul, ...)");
+      .def("save", [](const QuantizeResult& q, const std::string& path, bool qdq) {
+             onnx::ExportOptions options;
+             options.quantized_as_qdq = qdq;
+             onnx::save(q.graph, path, options);
+           },
+           py::arg("path"), py::kw_only(), py::arg("qdq") = false,
+           "writes the quantized model as ONNX: QLinearConv, QLinearMatMul, ...; with qdq=True as "
+           "DequantizeLinear -> Conv/MatMul -> QuantizeLinear (the form ONNX Runtime's quantize_static writes)");
 
   m.def("quantize", [](py::object fn, py::iterable batches, const std::string& method, double percentile,
                        const std::string& calibration) {

@@ -1,5 +1,5 @@
 """smelt.quantize from Python: a small CNN quantized on calibration batches from a generator stays
-close to float, reports its layers, saves as ONNX and reuses its calibration."""
+close to float, reports its layers, saves as ONNX (QOperator or QDQ) and reuses its calibration."""
 import pytest
 import smelt
 from smelt import nn
@@ -22,7 +22,7 @@ def test_quantize_a_module_from_a_generator(tmp_path):
     model = _model()
     batches = _batches(6)
     q = smelt.quantize(model, (b for b in batches), method="percentile")
-    assert [layer["op"] for layer in q.layers] == ["conv2d+bias+relu", "conv2d+bias+relu", "matmul"]
+    assert [layer["op"] for layer in q.layers] == ["conv2d+bias+relu", "conv2d+bias+relu", "matmul+bias"]
     assert all(layer["sqnr_db"] > 20 for layer in q.layers)
     x = batches[0]
     with smelt.no_grad():
@@ -34,8 +34,15 @@ def test_quantize_a_module_from_a_generator(tmp_path):
     assert "SQNR" in q.report()
     path = str(tmp_path / "q.onnx")
     q.save(path)
+    qdq = str(tmp_path / "q_qdq.onnx")
+    q.save(qdq, qdq=True)
     again = smelt.quantize(model, batches, calibration=q.calibration)
     assert again.ir == q.ir
+    onnx = pytest.importorskip("onnx")
+    ops = [n.op_type for n in onnx.load(path).graph.node]
+    assert "QLinearConv" in ops and "Conv" not in ops
+    ops = [n.op_type for n in onnx.load(qdq).graph.node]
+    assert "QLinearConv" not in ops and ops.count("Conv") == 2 and "MatMul" in ops and "DequantizeLinear" in ops
 
 
 def test_quantize_errors():

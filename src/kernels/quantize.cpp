@@ -139,7 +139,8 @@ void dequantize_linear_forward(const Tensor& y, const Tensor& q, const Tensor& s
 }
 
 void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const QuantizedTensor& b,
-                              const Tensor& y_scale, const Tensor& y_zero_point, bool weight_constant) {
+                              const Tensor& bias, const Tensor& y_scale, const Tensor& y_zero_point,
+                              bool weight_constant) {
   const char* op = y.dtype() == DType::Int32 ? "matmul_integer" : "qlinear_matmul";
   // Batch dims: y's leading dims; each operand's, aligned right, broadcast where of size 1.
   const Shape& ys = y.shape();
@@ -166,6 +167,8 @@ void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const Q
   const Requant r = make_requant(y, a, b, y_scale, y_zero_point, N, op);
   const int64_t batches = shape_numel(batch);
   const size_t out_bytes = dtype_size(y.dtype());
+  const Tensor b32 = bias.defined() ? contiguous_copy(bias) : Tensor();
+  const int32_t* bias_data = b32.defined() ? b32.data<int32_t>() : nullptr;
   for (int64_t i = 0; i < batches; ++i) {
     const int64_t at = batch_offset(bv, i);
     const WeightPacking packing{WeightPacking::Kind::MatmulB, K, N, 1, at};
@@ -180,7 +183,7 @@ void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const Q
     operand.per_row = za.size() != 1;
     qgemm_u8s8(M, operand, *packed,
                output_of(r, static_cast<char*>(y.raw_data()) + size_t(i * M * N) * out_bytes, N,
-                         nullptr, 0));
+                         bias_data, 0));
   }
 }
 

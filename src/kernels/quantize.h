@@ -31,12 +31,13 @@ struct QuantizedTensor {
   Tensor zero_point;
 };
 
-// a (..., M, K) times b (..., K, N), batch dims broadcast as matmul does. `y` (..., M, N) is
-// int32 (accumulators; y_scale undefined), or uint8/int8 requantized with y_scale/y_zero_point.
+// a (..., M, K) times b (..., K, N), batch dims broadcast as matmul does, plus `bias` (N) int32 in
+// the accumulator's scale (or undefined). `y` (..., M, N) is int32 (accumulators; y_scale
+// undefined), or uint8/int8 requantized with y_scale/y_zero_point.
 // `weight_constant` (ops/constant_weight.h): b's memory never changes while it lives, so its packed
 // form is kept between calls; otherwise b is packed on every call.
 void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const QuantizedTensor& b,
-                              const Tensor& y_scale, const Tensor& y_zero_point,
+                              const Tensor& bias, const Tensor& y_scale, const Tensor& y_zero_point,
                               bool weight_constant = false);
 
 // A 2-D convolution's geometry with ONNX's asymmetric padding.

@@ -87,7 +87,7 @@ Exporter exporter_of(OpId op, const char** why_not) {
 
 class GraphWriter {
  public:
-  GraphWriter(::onnx::GraphProto* g, int64_t opset) : g_(g), b_(g, opset) {}
+  GraphWriter(::onnx::GraphProto* g, int64_t opset, bool qdq) : g_(g), b_(g, opset, qdq) {}
 
   void write(const ir::Graph& graph, const onnx::ExportOptions& options) {
     const auto& inputs = graph.inputs();
@@ -214,7 +214,7 @@ int64_t ir_version_of(int64_t opset) { return opset <= 13 ? 7 : 8; }
   opset->set_version(options.opset);
   ::onnx::GraphProto* g = m.mutable_graph();
   g->set_name(options.graph_name);
-  GraphWriter(g, options.opset).write(graph.ir_graph(), options);
+  GraphWriter(g, options.opset, options.quantized_as_qdq).write(graph.ir_graph(), options);
   std::set<std::string> custom_domains;  // of user-defined ops (export_custom.cpp)
   for (const auto& n : g->node()) {
     if (!n.domain().empty()) custom_domains.insert(n.domain());

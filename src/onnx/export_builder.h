@@ -16,9 +16,11 @@ namespace smelt::onnx_export {
 // Appends to one GraphProto; names every tensor uniquely.
 class Builder {
  public:
-  Builder(::onnx::GraphProto* graph, int64_t opset) : graph_(graph), opset_(opset) {}
+  Builder(::onnx::GraphProto* graph, int64_t opset, bool qdq = false) : graph_(graph), opset_(opset), qdq_(qdq) {}
 
   int64_t opset() const { return opset_; }
+  // Integer products in the QDQ form (onnx::ExportOptions::quantized_as_qdq).
+  bool qdq() const { return qdq_; }
   // `hint` when not used yet, else `hint_K` for the first free K.
   std::string fresh(const std::string& hint);
 
@@ -38,6 +40,7 @@ class Builder {
  private:
   ::onnx::GraphProto* graph_;
   int64_t opset_;
+  bool qdq_ = false;
   std::unordered_set<std::string> used_;
 };
 

@@ -2,7 +2,10 @@
 // and Constants are concrete ones, and each node's converter calls smelt ops on them, so the
 // dispatcher records IR nodes (trace/). A node whose inputs are all concrete runs eagerly
 // instead (the tracer's hook is lifted for it): shape arithmetic on known shapes and transforms
-// of weights become constants during import, never graph nodes.
+// of weights become constants during import, never graph nodes. Except a DequantizeLinear of an
+// integer constant (a QDQ model's quantized weight or bias): it stays a node of its constant, so
+// that the pass fold_qdq (docs/quantization.md "QDQ models") sees the integers and folds the
+// pattern around it into an integer op; fold evaluates what is left.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -186,10 +189,13 @@ void convert_node(const ::onnx::NodeProto& node, int64_t opset, const std::strin
   }
   const Converter* convert = custom_domain ? &custom : find_converter(node.op_type());
   if (!convert) ctx.unsupported("op " + clip(node.op_type()) + " is not supported");
+  // (the quantized form of a weight: recorded, see the top of this file)
+  const bool quantized_weight = node.op_type() == "DequantizeLinear" && node.domain().empty() &&
+                                ctx.has_input(0) && !dtype_is_floating(ctx.input(0).dtype());
   std::vector<Tensor> outs;
   try {
     std::optional<EagerScope> eager;
-    if (all_concrete) eager.emplace();
+    if (all_concrete && !quantized_weight) eager.emplace();
     outs = (*convert)(ctx);
     ctx.check_all_attrs_read();
   } catch (const onnx::Unsupported&) {

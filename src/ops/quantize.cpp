@@ -93,7 +93,8 @@ Shape quantized_matmul_out(const TensorMeta& a, const TensorMeta& b, const char*
   return out;
 }
 
-// (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp)
+// (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp, bias): bias (N) int32 in a_scale * b_scale
+// units, added before requantizing (a linear layer's; ONNX's QLinearMatMul has none: (0)).
 std::vector<TensorMeta> qlinear_matmul_shape(const std::vector<TensorMeta>& in, const Attrs&) {
   const char* op = "qlinear_matmul";
   check_quantized(in[0], op, "a");
@@ -103,13 +104,17 @@ std::vector<TensorMeta> qlinear_matmul_shape(const std::vector<TensorMeta>& in, 
   check_params(&in[1], in[2], in[0].dtype, out[out.size() - 2], op, "a's");
   check_params(&in[4], in[5], in[3].dtype, out.back(), op, "b's");
   check_params(&in[6], in[7], in[7].dtype, 0, op, "the output");
+  check_dtype(in[8], DType::Int32, op, "bias");
+  SMELT_CHECK(in[8].shape == Shape{out.back()} || in[8].shape == Shape{0})
+      << op << ": bias " << shape_str(in[8].shape) << "; valid: (" << out.back() << ") or (0) for none";
   return {{out, in[7].dtype}};
 }
 // "weight_constant" (ops/constant_weight.h): the weight's packing is kept between calls.
 bool constant_weight(const Attrs& attrs) { return attrs.get_int("weight_constant", 0) != 0; }
 
 void qlinear_matmul_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
-  kernels::quantized_matmul_forward(out[0], {in[0], in[1], in[2]}, {in[3], in[4], in[5]}, in[6], in[7],
+  const Tensor bias = in[8].numel() ? in[8] : Tensor();
+  kernels::quantized_matmul_forward(out[0], {in[0], in[1], in[2]}, {in[3], in[4], in[5]}, bias, in[6], in[7],
                                     constant_weight(attrs));
 }
 
@@ -124,7 +129,7 @@ std::vector<TensorMeta> matmul_integer_shape(const std::vector<TensorMeta>& in, 
   return {{out, DType::Int32}};
 }
 void matmul_integer_kernel(const std::vector<Tensor>& in, const Attrs& attrs, const std::vector<Tensor>& out) {
-  kernels::quantized_matmul_forward(out[0], {in[0], Tensor(), in[2]}, {in[1], Tensor(), in[3]}, Tensor(),
+  kernels::quantized_matmul_forward(out[0], {in[0], Tensor(), in[2]}, {in[1], Tensor(), in[3]}, Tensor(), Tensor(),
                                     Tensor(), constant_weight(attrs));
 }
 
@@ -229,9 +234,11 @@ Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_
 Tensor dequantize_linear(const Tensor& q, const Tensor& scale, const Tensor& zero_point, int64_t axis) {
   return call1(OpId::dequantize_linear, {q, scale, zero_point}, {{"axis", axis}});
 }
-Tensor qlinear_matmul(const QTensor& a, const QTensor& b, const Tensor& y_scale, const Tensor& y_zero_point) {
+Tensor qlinear_matmul(const QTensor& a, const QTensor& b, const Tensor& y_scale, const Tensor& y_zero_point,
+                      const Tensor& bias) {
+  const Tensor c = bias.defined() ? bias : zeros({0}, DType::Int32);
   return call1(OpId::qlinear_matmul,
-               {a.values, a.scale, a.zero_point, b.values, b.scale, b.zero_point, y_scale, y_zero_point});
+               {a.values, a.scale, a.zero_point, b.values, b.scale, b.zero_point, y_scale, y_zero_point, c});
 }
 Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero_point, const Tensor& b_zero_point) {
   return call1(OpId::matmul_integer, {a, b, a_zero_point, b_zero_point});

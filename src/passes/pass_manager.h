@@ -68,6 +68,6 @@ PipelineResult run_pipeline(ir::Graph& graph, const std::string& pipeline,
 // canonicalize before cse so operand order does not hide duplicates, fold and simplify, and dce
 // last to drop what they replaced.
 inline constexpr const char* kDefaultPipeline =
-    "inline_custom,dce,canonicalize,cse,fold,simplify,sink_dequantize,expand_quantize,fold_batchnorm,blocked_layout,transpose_sink,transpose_normalize,dce";
+    "inline_custom,dce,canonicalize,cse,fold_qdq,fold,simplify,sink_dequantize,expand_quantize,fold_batchnorm,blocked_layout,transpose_sink,transpose_normalize,dce";
 
 }  // namespace smelt::passes

@@ -9,6 +9,7 @@
 #include "passes/simplify.h"
 #include "passes/expand_quantize.h"
 #include "passes/fold_batchnorm.h"
+#include "passes/fold_qdq.h"
 #include "passes/sink_dequantize.h"
 #include "passes/transpose_normalize.h"
 #include "passes/transpose_sink.h"
@@ -23,6 +24,7 @@ std::vector<PassInfo>& registry() {
       {"dce", "remove nodes whose results are never used, and unused constants", dce},
       {"cse", "merge nodes that compute the same op on the same inputs, and equal constants", cse},
       {"canonicalize", "put commutative operands in canonical order (constants last)", canonicalize},
+      {"fold_qdq", "a QDQ model's dequantize -> conv2d/matmul -> quantize chains become qlinear_conv2d/qlinear_matmul", fold_qdq},
       {"fold", "evaluate nodes whose inputs are all constants (not random ops; size-limited)", fold},
       {"simplify", "algebraic identities: x+0, x*1, neg(neg(x)), permute/reshape chains, ...", simplify},
       {"transpose_sink", "move permutes down through elementwise ops until they compose and cancel", transpose_sink},

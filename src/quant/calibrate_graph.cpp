@@ -21,10 +21,11 @@ ir::Node* only_reader(const ir::Value* v) {
 }
 
 // Whether constant `c` is a bias of `channels` values along a conv's channel dim (N, O, H, W):
-// (O, 1, 1) or (1, O, 1, 1).
-bool is_channel_bias(const ir::Value* c, int64_t channels) {
+// (O, 1, 1) or (1, O, 1, 1); or along a matmul's last dim (.., N): (N) or (1, .., N).
+bool is_channel_bias(const ir::Value* c, int64_t channels, bool conv) {
   if (c->kind != ir::ValueKind::Constant || !is_f32(c) || shape_numel(c->meta.shape) != channels) return false;
   const Shape& s = c->meta.shape;
+  if (!conv) return !s.empty() && s.back() == channels;
   return (s.size() == 3 && s[0] == channels) || (s.size() == 4 && s[0] == 1 && s[1] == channels);
 }
 
@@ -40,9 +41,8 @@ bool scalar_operand(const ir::Node* n, const ir::Value* x, double* out) {
   return n->inputs.size() == 2 && scalar_constant(n->inputs[0] == x ? n->inputs[1] : n->inputs[0], out);
 }
 
-// The rectifier after a conv's output `y`: relu, clamp(min 0[, max c]), or maximum(y, 0) with an
-// optional minimum(., c) after it (a ReLU6 as ONNX's Clip is imported). Sets the chain's nodes and
-// its upper bound (+inf for none); false when `y` is not read by one.
+}  // namespace
+
 bool find_rectifier(ir::Value* y, QuantizableOp* q) {
   ir::Node* n = only_reader(y);
   // (a bound of higher rank would broadcast the result to another shape)
@@ -70,8 +70,6 @@ bool find_rectifier(ir::Value* y, QuantizableOp* q) {
   return true;
 }
 
-}  // namespace
-
 std::vector<QuantizableOp> find_quantizable(const ir::Graph& graph) {
   std::vector<QuantizableOp> found;
   for (const auto& node : graph.nodes()) {
@@ -94,16 +92,10 @@ std::vector<QuantizableOp> find_quantizable(const ir::Graph& graph) {
     q.product = node.get();
     q.input = x;
     q.output = node->outputs[0];
-    // A matmul's bias and relu stay float: qlinear_matmul has no bias (ONNX's QLinearMatMul has
-    // none), so its own output is requantized.
-    if (mm) {
-      found.push_back(q);
-      continue;
-    }
-    const int64_t channels = w->meta.shape[0];
+    const int64_t channels = conv ? w->meta.shape[0] : weight.size(1);
     if (ir::Node* add = only_reader(q.output); add && add->op == OpId::add) {
       const ir::Value* other = add->inputs[0] == q.output ? add->inputs[1] : add->inputs[0];
-      if (is_channel_bias(other, channels) && add->outputs[0]->meta.shape == q.output->meta.shape) {
+      if (is_channel_bias(other, channels, conv) && add->outputs[0]->meta.shape == q.output->meta.shape) {
         q.bias = add;
         q.output = add->outputs[0];
       }

@@ -43,7 +43,8 @@ WeightQuant quantize_weight(const Tensor& w, int64_t axis) {
   return q;
 }
 
-// The bias in the accumulator's units (sx * sw[c]), rounded and saturated to int32.
+}  // namespace
+
 Tensor bias_as_int32(const Tensor& bias, float sx, const std::vector<float>& sw) {
   const Tensor b = contiguous(bias.reshape({int64_t(sw.size())}));
   Tensor out = empty({int64_t(sw.size())}, DType::Int32);
@@ -53,6 +54,27 @@ Tensor bias_as_int32(const Tensor& bias, float sx, const std::vector<float>& sw)
   }
   return out;
 }
+
+std::string rectifier_stays(const QuantizableOp& op, const QuantParams& y) {
+  if (!op.relu) return "";
+  // A relu folds into the requantization's saturation only at a zero point of the dtype's minimum
+  // (calibration gives that; a hand-edited file or a QDQ model might not).
+  const int32_t qmin = y.dtype == DType::UInt8 ? 0 : -128;
+  if (y.zero_point != qmin) {
+    return "its relu output's zero point " + std::to_string(y.zero_point) + " is not the dtype's minimum";
+  }
+  // An upper bound folds too when it never binds within the dtype: round(c / s) + zp >= qmax,
+  // so that the saturation at qmax is where the bound would have put every value above it (in
+  // float, as quantize_linear divides the bounded float32 value).
+  const int32_t qmax = y.dtype == DType::UInt8 ? 255 : 127;
+  if (std::isfinite(op.relu_max) && std::nearbyint(float(op.relu_max) / y.scale) + float(y.zero_point) < float(qmax)) {
+    return "its rectifier's upper bound " + std::to_string(op.relu_max) + " is inside the output's range (scale " +
+           std::to_string(y.scale) + ")";
+  }
+  return "";
+}
+
+namespace {
 
 struct Rewriter {
   ir::Graph& g;
@@ -88,24 +110,9 @@ struct Rewriter {
                                ": not calibrated");
       return;
     }
-    // A relu folds into the requantization's saturation only at a zero point of the dtype's minimum
-    // (calibration gives that; a hand-edited file might not).
-    const int32_t qmin = cy->params.dtype == DType::UInt8 ? 0 : -128;
-    if (op.relu && cy->params.zero_point != qmin) {
-      report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) +
-                               ": its relu output's zero point " + std::to_string(cy->params.zero_point) +
-                               " is not the dtype's minimum");
-      return;
-    }
-    // An upper bound folds too when it never binds within the dtype: round(c / s) + zp >= qmax,
-    // so that the saturation at qmax is where the bound would have put every value above it (in
-    // float, as quantize_linear divides the bounded float32 value).
-    const int32_t qmax = cy->params.dtype == DType::UInt8 ? 255 : 127;
-    if (op.relu && std::isfinite(op.relu_max) &&
-        std::nearbyint(float(op.relu_max) / cy->params.scale) + float(cy->params.zero_point) < float(qmax)) {
-      report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) +
-                               ": its rectifier's upper bound " + std::to_string(op.relu_max) +
-                               " is inside the output's range (threshold " + std::to_string(cy->threshold) + ")");
+    if (const std::string why = rectifier_stays(op, cy->params); !why.empty()) {
+      report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) + ": " +
+                               why + " (threshold " + std::to_string(cy->threshold) + ")");
       return;
     }
     const bool conv = op.product->op == OpId::conv2d;
@@ -121,7 +128,7 @@ struct Rewriter {
     ir::Value* w_zero = g.add_constant(zeros({channels}, DType::Int8));
     ir::Value* y_scale = scale_of(cy->params);
     ir::Value* y_zero = zero_point_of(cy->params);
-    Tensor bias = zeros({conv ? channels : 0}, DType::Int32);
+    Tensor bias = zeros({channels}, DType::Int32);
     if (op.bias) {
       const ir::Value* b = op.bias->inputs[0] == op.product->outputs[0] ? op.bias->inputs[1] : op.bias->inputs[0];
       bias = bias_as_int32(b->constant, cx->params.scale, wq.scales);
@@ -140,7 +147,7 @@ struct Rewriter {
     } else {
       product = g.insert_node(at, OpId::qlinear_matmul,
                               {xq, scale_of(cx->params), zero_point_of(cx->params), w_values, w_scale, w_zero,
-                               y_scale, y_zero},
+                               y_scale, y_zero, g.add_constant(bias)},
                               {});
     }
     ir::Node* dq = g.insert_node(at, OpId::dequantize_linear, {product->outputs[0], y_scale, y_zero},

@@ -4,9 +4,8 @@
 //
 // A quantizable product is a conv2d or matmul of a float32 activation by a float32 constant
 // weight (for a matmul also the transpose of one, as a linear layer's weight stays after the
-// pipeline); a conv2d's chain also takes the add of a per-channel constant bias and then a relu
-// (each the only reader of what it follows; a matmul's stay float: ONNX's QLinearMatMul, and so
-// smelt's, has no bias). It becomes
+// pipeline); its chain also takes the add of a per-channel constant bias (along a conv's dim 1, a
+// matmul's last dim) and then a rectifier (each the only reader of what it follows). It becomes
 //
 //   xq = quantize_linear(x, sx, zx)                        (shared by the products reading x)
 //   yq = qlinear_conv2d / qlinear_matmul(xq, Wq, sy, zy, bias as int32 in sx * sw units)
@@ -32,7 +31,7 @@ namespace smelt::quant {
 // One quantizable product and the chain it heads.
 struct QuantizableOp {
   ir::Node* product = nullptr;  // conv2d or matmul
-  ir::Node* bias = nullptr;     // add of a per-channel constant, or null
+  ir::Node* bias = nullptr;     // add of a per-channel (a matmul: per-column) constant, or null
   ir::Node* relu = nullptr;     // relu, clamp(min 0) or maximum(., 0); or null
   double relu_max = INFINITY;   // its upper bound (a ReLU6: 6), when it has one
   ir::Value* input = nullptr;   // the activation x
@@ -40,6 +39,19 @@ struct QuantizableOp {
   Tensor weight;                // the constant weight (a matmul's transposed constant, transposed)
 };
 std::vector<QuantizableOp> find_quantizable(const ir::Graph& graph);
+// The rectifier that alone reads a product's output `y`: relu, clamp(min 0[, max c]), or
+// maximum(y, 0) with an optional minimum(., c) after it (a ReLU6 as ONNX's Clip is imported).
+// Sets q->relu, q->relu_max (+inf without a bound) and q->output; false when `y` has none. The
+// quantize pass and fold_qdq (passes/fold_qdq.h) both fold one into requantization.
+bool find_rectifier(ir::Value* y, QuantizableOp* q);
+
+// The bias in the integer accumulator's units (sx * sw[c] for output channel c), rounded and
+// saturated to int32.
+Tensor bias_as_int32(const Tensor& bias, float sx, const std::vector<float>& sw);
+// Why the rectifier of `op` cannot fold into the requantization to `y` ("" when it folds or there
+// is none): a relu needs y's zero point at the dtype's minimum, a bound c needs round(c / s) + zp
+// at or past the dtype's maximum.
+std::string rectifier_stays(const QuantizableOp& op, const QuantParams& y);
 
 // An activation's calibration.
 struct CalibratedValue {

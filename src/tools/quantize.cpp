@@ -2,6 +2,7 @@
 //
 //   smelt quantize model.onnx --calibration DIR -o model.int8.onnx [--method entropy|percentile|
 //                  max|mse] [--percentile P] [--save-calibration FILE] [--load-calibration FILE]
+//                  [--format qoperator|qdq]
 //
 // DIR holds the calibration batches: either one file per batch (.npy or ONNX TensorProto .pb)
 // for a model with one input, or one subdirectory per batch holding each input as NAME.npy or
@@ -27,7 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct QuantizeArgs {
-  std::string model, calibration, out, method = "entropy", save_calibration, load_calibration;
+  std::string model, calibration, out, method = "entropy", save_calibration, load_calibration, format = "qoperator";
   double percentile = 99.99;
 };
 
@@ -91,7 +92,9 @@ void run_quantize(const QuantizeArgs& args) {
   std::printf("%zu calibration batches, %s thresholds\n", batches.size(),
               args.load_calibration.empty() ? args.method.c_str() : "loaded");
   std::printf("%s\n", result.report().c_str());
-  onnx::save(result.graph, args.out);
+  onnx::ExportOptions save_options;
+  save_options.quantized_as_qdq = args.format == "qdq";
+  onnx::save(result.graph, args.out, save_options);
   std::printf("wrote %s\n", args.out.c_str());
 }
 
@@ -109,6 +112,10 @@ void register_quantize(CLI::App& app) {
   cmd->add_option("--percentile", args->percentile, "for --method percentile (default 99.99)")->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--save-calibration", args->save_calibration, "write the calibration (JSON) to FILE");
   cmd->add_option("--load-calibration", args->load_calibration, "use a calibration FILE instead of calibrating");
+  cmd->add_option("--format", args->format,
+                  "the integer ops as qoperator (QLinearConv, QLinearMatMul; default) or qdq (DequantizeLinear -> "
+                  "Conv/MatMul -> QuantizeLinear, as ONNX Runtime's quantize_static writes)")
+      ->check(CLI::IsMember({"qoperator", "qdq"}));
   cmd->callback([args] { run_quantize(*args); });
 }
 

@@ -179,7 +179,7 @@ std::vector<OpExample> examples() {
       {OpId::dequantize_linear, {i8({4, 3}), scale({3}), i8({3})}, {{"axis", int64_t(-1)}}},
       {OpId::dequantize_linear, {u8({2, 2}), scale({}), u8({})}, {{"axis", int64_t(1)}}},
       {OpId::qlinear_matmul, {u8({2, 3, 4}), scale({}), u8({}), i8({4, 5}), scale({5}), i8({5}), f32({}, 0.5, 1),
-                              u8({})}, {}},
+                              u8({}), i32({5})}, {}},
       {OpId::matmul_integer, {i8({3, 4}), u8({4, 2}), i8({3}), u8({2})}, {}},
       {OpId::qlinear_conv2d, {u8({1, 2, 5, 5}), scale({}), u8({}), i8({3, 2, 3, 3}), scale({3}), i8({3}),
                               f32({}, 0.5, 1), i8({}), i32({3})},

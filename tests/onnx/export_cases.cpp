@@ -279,6 +279,25 @@ std::vector<Case> all() {
     c.push_back(one("conv2d_integer", [=](const Tensor& t) {
       return conv2d_integer(quantize_linear(t, s, zu), k, zu, zi, o);
     }, rn({1, 2, 5, 5})));
+    // A linear layer's bias: QLinearMatMul has none, so the QDQ form (DequantizeLinear, MatMul,
+    // Add, QuantizeLinear) in either export.
+    const Tensor bias3 = cast(from_vector(std::vector<int64_t>{40, -7, 300}, {3}), DType::Int32);
+    c.push_back(one("qlinear_matmul_bias", [=](const Tensor& t) {
+      return dequantize_linear(qlinear_matmul({quantize_linear(t, s, zu), s, zu}, {w, sc, zc}, s, zu, bias3), s, zu);
+    }, rn({2, 4})));
+    // The QDQ form of the integer products.
+    Case conv_qdq = one("qlinear_conv2d_qdq", [=](const Tensor& t) {
+      const Tensor y = qlinear_conv2d({quantize_linear(t, s, zu), s, zu}, {k, sc, zc}, s, zu,
+                                      cast(from_vector(std::vector<int64_t>{5, -9, 100}, {3}), DType::Int32), o);
+      return dequantize_linear(y, s, zu);
+    }, rn({1, 2, 6, 5}));
+    conv_qdq.qdq = true;
+    c.push_back(conv_qdq);
+    Case matmul_qdq = one("qlinear_matmul_qdq", [=](const Tensor& t) {
+      return dequantize_linear(qlinear_matmul({quantize_linear(t, s, zu), s, zu}, {w, sc, zc}, s, zu), s, zu);
+    }, rn({3, 4}));
+    matmul_qdq.qdq = true;
+    c.push_back(matmul_qdq);
   }
   // ---- models
   c.push_back({"model_mlp", mlp, {rn({4, 8})},

@@ -18,6 +18,9 @@ struct Case {
   // Export and import map every op of the case to itself: the round trip is bit-exact.
   bool exact = true;
   int64_t opset = 17;
+  // Integer products in the QDQ form (onnx::ExportOptions::quantized_as_qdq); the import is
+  // optimized before it runs, so that fold_qdq makes the integer ops again.
+  bool qdq = false;
 };
 
 std::vector<Case> all();

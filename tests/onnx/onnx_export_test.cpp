@@ -4,6 +4,7 @@
 // written in the backend-test layout under $SMELT_EXPORT_CASES_DIR (when set), where
 // tests/onnx/export_check.py runs onnx.checker over it and export_ort.js ONNX Runtime.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +19,7 @@
 #include "smelt/creation.h"
 #include "smelt/nn.h"
 #include "smelt/onnx.h"
+#include "smelt/quantize.h"
 
 namespace smelt {
 namespace {
@@ -95,10 +97,12 @@ TEST_F(OnnxExport, EveryCaseRoundTrips) {
     onnx::ExportOptions options;
     options.params = c.params;
     options.opset = c.opset;
+    options.quantized_as_qdq = c.qdq;
     const std::string file = path(c.name + ".onnx");
     ASSERT_NO_THROW(onnx::save(g, file, options));
     onnx::Model back = onnx::import_model(file);
     ASSERT_EQ(back.input_names.size(), c.inputs.size());
+    if (c.qdq || c.name == "qlinear_matmul_bias") back.graph.optimize();  // folded to the integer ops again
     const std::vector<Tensor> got = back.graph.run(c.inputs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) EXPECT_EQ(compare(got[k], want[k], c.exact), "") << "output " << k;
@@ -108,6 +112,54 @@ TEST_F(OnnxExport, EveryCaseRoundTrips) {
 
 // Every op of the op table is exported by some case, or refused with a message (the table's
 // ONNX column has no gaps).
+// The node types of a model's graph, in order.
+std::vector<std::string> node_types(const std::string& bytes) {
+  ::onnx::ModelProto m;
+  EXPECT_TRUE(m.ParseFromString(bytes));
+  std::vector<std::string> types;
+  for (const auto& n : m.graph().node()) types.push_back(n.op_type());
+  return types;
+}
+
+// The integer products as QOperator nodes by default, as the QDQ pattern when asked (and a
+// qlinear_matmul with a bias always: QLinearMatMul has none).
+TEST_F(OnnxExport, IntegerProductsInTheQOperatorOrTheQdqForm) {
+  const Tensor s = full({}, 0.05, DType::Float32), zu = full({}, 3.0, DType::UInt8);
+  const Tensor sc = from_vector(std::vector<float>{0.02f, 0.03f}, {2}), zc = zeros({2}, DType::Int8);
+  const Tensor k = cast(from_vector(std::vector<int64_t>{1, -2, 3, 4, -5, 6, 7, 8, -9, 10, 11, 12,
+                                                         13, 14, -15, 16, 17, 18},
+                                    {2, 1, 3, 3}),
+                        DType::Int8);
+  const Tensor w = cast(from_vector(std::vector<int64_t>{1, -2, 3, 4, -5, 6}, {3, 2}), DType::Int8);
+  const Tensor bias = cast(from_vector(std::vector<int64_t>{7, -7}, {2}), DType::Int32);
+  Graph conv = Graph::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) -> std::vector<Tensor> {
+    return {qlinear_conv2d({in[0], s, zu}, {k, sc, zc}, s, zu, bias)};
+  }, {full({1, 1, 4, 4}, 7.0, DType::UInt8)});
+  Graph linear = Graph::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) -> std::vector<Tensor> {
+    return {qlinear_matmul({in[0], s, zu}, {w, sc, zc}, s, zu, bias)};
+  }, {full({2, 3}, 9.0, DType::UInt8)});
+  using V = std::vector<std::string>;
+  EXPECT_EQ(node_types(onnx::save_bytes(conv)), V{"QLinearConv"});
+  EXPECT_EQ(node_types(onnx::save_bytes(conv, {.quantized_as_qdq = true})),
+            (V{"DequantizeLinear", "DequantizeLinear", "DequantizeLinear", "Conv", "QuantizeLinear"}));
+  const V linear_qdq{"DequantizeLinear", "DequantizeLinear", "MatMul", "DequantizeLinear", "Add", "QuantizeLinear"};
+  EXPECT_EQ(node_types(onnx::save_bytes(linear)), linear_qdq);
+  EXPECT_EQ(node_types(onnx::save_bytes(linear, {.quantized_as_qdq = true})), linear_qdq);
+  // Imported and optimized, each is its integer op again, with the same bytes.
+  for (Graph* g : {&conv, &linear}) {
+    const Tensor x = g == &conv ? cast(from_vector(std::vector<int64_t>{0, 9, 255, 3, 40, 41, 42, 200, 1, 2, 3, 4,
+                                                                        90, 91, 92, 93},
+                                                   {1, 1, 4, 4}),
+                                       DType::UInt8)
+                                : cast(from_vector(std::vector<int64_t>{0, 255, 17, 3, 100, 250}, {2, 3}), DType::UInt8);
+    onnx::Model back = onnx::import_model_bytes(onnx::save_bytes(*g, {.quantized_as_qdq = true}));
+    back.graph.optimize();
+    const std::vector<std::string> ops = back.graph.op_names();
+    EXPECT_TRUE(std::find(ops.begin(), ops.end(), g == &conv ? "qlinear_conv2d" : "qlinear_matmul") != ops.end());
+    EXPECT_EQ(back.graph.run({x})[0].to_vector(), g->run({x})[0].to_vector());
+  }
+}
+
 TEST_F(OnnxExport, CasesCoverEveryExportableOp) {
   std::set<std::string> seen;
   for (const export_cases::Case& c : export_cases::all()) {

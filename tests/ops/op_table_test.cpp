@@ -297,7 +297,9 @@ TEST(OpTable, RefusingRowsRefuseAValue) {
       // quantized ops: a scale of 0
       {OpId::quantize_linear, {{x.to(DType::Float32), zero_scale, u8_zero}, {}}},
       {OpId::dequantize_linear, {{u8_zero, zero_scale, u8_zero}, {}}},
-      {OpId::qlinear_matmul, {{u8_matrix, one_scale, u8_zero, u8_matrix, zero_scale, u8_zero, one_scale, u8_zero}, {}}},
+      {OpId::qlinear_matmul, {{u8_matrix, one_scale, u8_zero, u8_matrix, zero_scale, u8_zero, one_scale, u8_zero,
+                               zeros({0}, DType::Int32)},
+                              {}}},
       {OpId::qlinear_conv2d, {{u8_image, one_scale, u8_zero, u8_image, one_scale, u8_zero, zero_scale, u8_zero,
                                zeros({0}, DType::Int32)},
                               {{"stride", std::vector<int64_t>{1, 1}}, {"padding", std::vector<int64_t>{0, 0, 0, 0}},

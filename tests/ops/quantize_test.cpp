@@ -136,6 +136,8 @@ TEST(Quantize, QLinearMatMulAndMatMulIntegerMatchTheDefinition) {
     const Tensor sy = full({}, 0.4, DType::Float32);
     const Tensor zy = random_bytes({}, c.dy);
     const Tensor y = qlinear_matmul({a, sa, za}, {b, sb, zb}, sy, zy);
+    const Tensor bias = cast(randint(-20000, 20000, {N}), DType::Int32);
+    const Tensor yb = qlinear_matmul({a, sa, za}, {b, sb, zb}, sy, zy, bias);  // a linear layer's
     const Tensor acc = matmul_integer(a, b, za, zb);
     const Shape want_shape = matmul(zeros(c.a), zeros(c.b)).shape();
     ASSERT_EQ(y.shape(), want_shape);
@@ -159,6 +161,9 @@ TEST(Quantize, QLinearMatMulAndMatMulIntegerMatchTheDefinition) {
           const int32_t lo = c.dy == DType::UInt8 ? 0 : -128, hi = c.dy == DType::UInt8 ? 255 : 127;
           const double r = std::nearbyint(double(float(int32_t(want)) * mult)) + zyv;
           ASSERT_EQ(byte_value(y, at), int32_t(std::clamp<double>(r, lo, hi))) << "at " << at;
+          const int32_t with_bias = int32_t(want) + bias.data<int32_t>()[n];
+          const double rb = std::nearbyint(double(float(with_bias) * mult)) + zyv;
+          ASSERT_EQ(byte_value(yb, at), int32_t(std::clamp<double>(rb, lo, hi))) << "bias, at " << at;
         }
       }
     }
@@ -253,6 +258,10 @@ TEST(Quantize, BadInputsAreClearErrors) {
   expect_error([&] { dequantize_linear(zeros({2}, DType::Int32), s, full({}, 1.0, DType::Int32)); }, "zero point of 0");
   const Tensor q = zeros({2, 3}, DType::UInt8), w = zeros({4, 5}, DType::Int8);
   expect_error([&] { qlinear_matmul({q, s, z}, {w, s, zeros({}, DType::Int8)}, s, z); }, "inner dims");
+  const Tensor w34 = zeros({3, 4}, DType::Int8), z8 = zeros({}, DType::Int8);
+  expect_error([&] { qlinear_matmul({q, s, z}, {w34, s, z8}, s, z, zeros({3}, DType::Int32)); },
+               {"bias (3,)", "valid: (4) or (0)"});
+  expect_error([&] { qlinear_matmul({q, s, z}, {w34, s, z8}, s, z, zeros({4}, DType::Int64)); }, "bias");
   // each scale finite, the requantization multiplier not (1e20 * 1e20 / 1)
   const Tensor huge = full({}, 1e20, DType::Float32);
   expect_error(
@@ -295,7 +304,7 @@ TEST(Quantize, KeptPackedWeightsFollowInPlaceWritesAndViews) {
   Tensor both = random_bytes({2, 6, 4}, DType::Int8);
   for (int64_t i = 0; i < 2; ++i) {
     const Tensor view = both.select(0, i);
-    EXPECT_EQ(ops::call1(ops::OpId::qlinear_matmul, {a, s, zu, view, s, zi, s, zu}, constant).to_vector(),
+    EXPECT_EQ(ops::call1(ops::OpId::qlinear_matmul, {a, s, zu, view, s, zi, s, zu, zeros({0}, DType::Int32)}, constant).to_vector(),
               qlinear_matmul({a, s, zu}, {view.clone(), s, zi}, s, zu).to_vector());
   }
   // a conv weight changed in place

@@ -105,6 +105,39 @@ TEST(QuantizeGraph, ConvolutionsAndTheMatmulBecomeIntegerOpsCloseToFloat) {
   }
 }
 
+// A linear layer's bias (along the last dim) and a relu after it fold into qlinear_matmul, as a
+// convolution's do: an MLP's layers become integer ops with nothing left in float between them.
+TEST(QuantizeGraph, LinearLayersFoldTheirBiasAndRelu) {
+  Generator gen(5);
+  const Tensor w1 = uniform({12, 16}, -0.4, 0.4, DType::Float32, &gen), b1 = uniform({16}, -0.2, 0.2, DType::Float32, &gen);
+  const Tensor w2 = uniform({16, 6}, -0.4, 0.4, DType::Float32, &gen), b2 = uniform({1, 6}, -0.2, 0.2, DType::Float32, &gen);
+  auto fn = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    return std::vector<Tensor>{matmul(relu(matmul(in[0], w1) + b1), w2) + b2};
+  };
+  auto graph = trace::trace(fn, {zeros({4, 12})});
+  std::vector<std::vector<Tensor>> calib;
+  for (int i = 0; i < 4; ++i) calib.push_back({uniform({4, 12}, -1, 1, DType::Float32, &gen)});
+  const std::vector<Tensor> held_out = {uniform({4, 12}, -1, 1, DType::Float32, &gen)};
+  const Calibration cal = calibrate(*graph, calib, ThresholdOptions{});
+  auto q = graph->clone();
+  const QuantizeReport report = quantize_graph(*q, cal);
+  EXPECT_EQ(report.quantized, 2) << report.str();
+  EXPECT_EQ(report.layers[0].op, "matmul+bias+relu");
+  EXPECT_EQ(report.layers[1].op, "matmul+bias");
+  EXPECT_EQ(count_ops(*q, ops::OpId::qlinear_matmul), 2);
+  for (ops::OpId op : {ops::OpId::add, ops::OpId::relu, ops::OpId::matmul}) {
+    EXPECT_EQ(count_ops(*q, op), 0) << ops::op_info(op).name << "\n" << report.str();
+  }
+  const Tensor want = trace::interpret(*graph, held_out)[0];
+  const Tensor got = trace::interpret(*q, held_out)[0];
+  EXPECT_GT(sqnr_db(want, got), 25.0);
+  runtime::PipelineOptions po;
+  po.backend = runtime::KernelBackend::Interpreter;
+  runtime::CompiledGraph compiled = runtime::compile_graph(q->clone(), po);
+  const Tensor planned = compiled.plan->run(held_out)[0];
+  for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(planned.data<float>()[i], got.data<float>()[i]) << i;
+}
+
 // A ReLU6 as clamp(0, 6) and as ONNX's Clip imports it (maximum(., 0) then minimum(., 6)) folds
 // into the requantization: its bound lies beyond the calibrated range, where uint8 saturates
 // anyway. A bound inside the range (a calibration edited to a wider scale) is left float and
