@@ -2,10 +2,9 @@
 // and Constants are concrete ones, and each node's converter calls smelt ops on them, so the
 // dispatcher records IR nodes (trace/). A node whose inputs are all concrete runs eagerly
 // instead (the tracer's hook is lifted for it): shape arithmetic on known shapes and transforms
-// of weights become constants during import, never graph nodes. Except a DequantizeLinear of an
-// integer constant (a QDQ model's quantized weight or bias): it stays a node of its constant, so
-// that the pass fold_qdq (docs/quantization.md "QDQ models") sees the integers and folds the
-// pattern around it into an integer op; fold evaluates what is left.
+// of weights become constants during import, never graph nodes. A QDQ model's weights (a
+// DequantizeLinear of integers) are recorded as they are computed, and after the trace a conv's or
+// matmul's weight reads a dequantize_linear node of its integers again (onnx/quantized_weights.h).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include <unordered_map>
 
 #include "onnx/node_context.h"
+#include "onnx/quantized_weights.h"
 #include "ops/custom_ops.h"
 #include "ops/dispatch.h"
 #include "smelt/creation.h"
@@ -156,7 +156,7 @@ Prepared prepare(const ::onnx::GraphProto& g, const std::string& model_dir, cons
 
 // Converts one node: its inputs from `values`, its outputs into `values`.
 void convert_node(const ::onnx::NodeProto& node, int64_t opset, const std::string& model_dir,
-                  std::unordered_map<std::string, Tensor>& values) {
+                  std::unordered_map<std::string, Tensor>& values, std::vector<DequantizedWeight>& weights) {
   std::vector<Tensor> inputs;
   bool all_concrete = true;
   for (const auto& name : node.input()) {
@@ -189,15 +189,20 @@ void convert_node(const ::onnx::NodeProto& node, int64_t opset, const std::strin
   }
   const Converter* convert = custom_domain ? &custom : find_converter(node.op_type());
   if (!convert) ctx.unsupported("op " + clip(node.op_type()) + " is not supported");
-  // (the quantized form of a weight: recorded, see the top of this file)
-  const bool quantized_weight = node.op_type() == "DequantizeLinear" && node.domain().empty() &&
-                                ctx.has_input(0) && !dtype_is_floating(ctx.input(0).dtype());
   std::vector<Tensor> outs;
   try {
     std::optional<EagerScope> eager;
-    if (all_concrete && !quantized_weight) eager.emplace();
+    if (all_concrete) eager.emplace();
     outs = (*convert)(ctx);
     ctx.check_all_attrs_read();
+    // A weight's quantized form (see the top of this file).
+    if (all_concrete && node.op_type() == "DequantizeLinear" && node.domain().empty() && !outs.empty() &&
+        !dtype_is_floating(ctx.input(0).dtype())) {
+      const Tensor& q = ctx.input(0);
+      const Tensor& scale = ctx.input(1);
+      const int64_t axis = scale.numel() == 1 ? 1 : normalize_axis(ctx, ctx.attr_int("axis", 1), q.dim());
+      weights.push_back({outs[0], q, scale, ctx.has_input(2) ? ctx.input(2) : zeros({}, q.dtype()), axis});
+    }
   } catch (const onnx::Unsupported&) {
     throw;
   } catch (const Error& e) {
@@ -228,11 +233,12 @@ onnx::Model import_proto(const ::onnx::ModelProto& m, const std::string& model_d
   for (const auto& o : g.output()) output_names.push_back(o.name());
   SMELT_CHECK(!output_names.empty()) << "onnx: the graph has no outputs";
 
+  std::vector<DequantizedWeight> weights;
   auto fn = [&](const std::vector<Tensor>& inputs, const std::vector<Tensor>& params) {
     std::unordered_map<std::string, Tensor> values = p.constants;
     for (size_t i = 0; i < inputs.size(); ++i) values[p.input_names[i]] = inputs[i];
     for (size_t i = 0; i < params.size(); ++i) values[p.param_names[i]] = params[i];
-    for (const auto& node : g.node()) convert_node(node, opset, model_dir, values);
+    for (const auto& node : g.node()) convert_node(node, opset, model_dir, values, weights);
     std::vector<Tensor> outs;
     for (const auto& name : output_names) {
       auto it = values.find(name);
@@ -242,6 +248,7 @@ onnx::Model import_proto(const ::onnx::ModelProto& m, const std::string& model_d
     return outs;
   };
   std::unique_ptr<ir::Graph> graph = trace::trace(fn, p.examples, p.params);
+  restore_quantized_weights(*graph, weights);
   return onnx::Model{Graph(std::move(graph)), p.input_names, p.param_names, p.params, output_names};
 }
 

@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <optional>
+#include <variant>
 
+#include "ops/dispatch.h"
 #include "passes/dce.h"
 #include "quant/quantize_graph.h"
 #include "smelt/creation.h"
@@ -117,14 +119,34 @@ Tensor bias_in_accumulator_units(const ir::Value* b, float sx, const std::vector
   return quant::bias_as_int32(values, sx, sw);
 }
 
-ir::Value* scalar_f32(ir::Graph& g, const ir::Value* v) {
-  return g.add_constant(full({}, v->constant.to_vector()[0], DType::Float32));
-}
-ir::Value* scalar_like(ir::Graph& g, const ir::Value* v) {
-  return g.add_constant(full({}, v->constant.to_vector()[0], v->meta.dtype));
-}
+// An operand of the integer op: a value of the graph, or a constant to add.
+using Operand = std::variant<ir::Value*, Tensor>;
+
+Tensor scalar_f32(const ir::Value* v) { return full({}, v->constant.to_vector()[0], DType::Float32); }
+Tensor scalar_like(const ir::Value* v) { return full({}, v->constant.to_vector()[0], v->meta.dtype); }
 // A weight's parameter: rank 0 when per tensor, as the integer ops take it.
-ir::Value* weight_param(ir::Graph& g, ir::Value* v) { return is_scalar_constant(v) ? scalar_like(g, v) : v; }
+Operand weight_param(ir::Value* v) { return is_scalar_constant(v) ? Operand(scalar_like(v)) : Operand(v); }
+
+// `op` on `operands`, inserted before `before`; null, with the graph untouched, when its shape
+// rule refuses them (the chain then stays float).
+ir::Node* insert_if_valid(ir::Graph& g, ir::Node* before, OpId op, const std::vector<Operand>& operands,
+                          const ops::Attrs& attrs) {
+  std::vector<ops::TensorMeta> metas;
+  for (const Operand& o : operands) {
+    metas.push_back(std::holds_alternative<Tensor>(o) ? ops::meta_of(std::get<Tensor>(o)) : std::get<ir::Value*>(o)->meta);
+  }
+  try {
+    ops::infer_shape(op, metas, attrs);
+  } catch (const Error& e) {
+    if (e.internal()) throw;
+    return nullptr;
+  }
+  std::vector<ir::Value*> inputs;
+  for (const Operand& o : operands) {
+    inputs.push_back(std::holds_alternative<Tensor>(o) ? g.add_constant(std::get<Tensor>(o)) : std::get<ir::Value*>(o));
+  }
+  return g.insert_node(before, op, inputs, attrs);
+}
 
 // The chain a product heads: [+ bias] [rectifier], then the quantize_linear that alone reads it.
 // Its bias in accumulator units (zeros without one). False when the chain cannot fold.
@@ -161,20 +183,15 @@ bool fold_conv(ir::Graph& g, ir::Node* conv) {
   if (!find_chain(conv, sx, sw, &chain, &quantize, &bias)) return false;
   const ops::Attrs& a = conv->attrs;
   const std::vector<int64_t>& p = a.get_ints("padding");
-  ir::Node* q;
-  try {
-    q = g.insert_node(quantize, OpId::qlinear_conv2d,
-                      {x->q, scalar_f32(g, x->scale), scalar_like(g, x->zero_point), w->q, weight_param(g, w->scale),
-                       weight_param(g, w->zero_point),
-                       scalar_f32(g, quantize->inputs[1]), scalar_like(g, quantize->inputs[2]), g.add_constant(bias)},
-                      {{"stride", a.get_ints("stride")},
-                       {"padding", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
-                       {"dilation", a.get_ints("dilation")},
-                       {"groups", a.get_int("groups")}});
-  } catch (const Error& e) {
-    if (e.internal()) throw;
-    return false;  // operands the integer op refuses (its shape rule says why): the chain stays float
-  }
+  ir::Node* q = insert_if_valid(
+      g, quantize, OpId::qlinear_conv2d,
+      {x->q, scalar_f32(x->scale), scalar_like(x->zero_point), w->q, weight_param(w->scale), weight_param(w->zero_point),
+       scalar_f32(quantize->inputs[1]), scalar_like(quantize->inputs[2]), bias},
+      {{"stride", a.get_ints("stride")},
+       {"padding", std::vector<int64_t>{p[0], p[1], p[0], p[1]}},
+       {"dilation", a.get_ints("dilation")},
+       {"groups", a.get_int("groups")}});
+  if (!q) return false;
   g.replace_all_uses(quantize->outputs[0], q->outputs[0]);
   return true;
 }
@@ -202,17 +219,12 @@ bool fold_matmul(ir::Graph& g, ir::Node* mm) {
   ir::Node* quantize = nullptr;
   Tensor bias;
   if (!find_chain(mm, sx, sw, &chain, &quantize, &bias)) return false;
-  ir::Node* q;
-  try {
-    q = g.insert_node(quantize, OpId::qlinear_matmul,
-                      {x->q, scalar_f32(g, x->scale), scalar_like(g, x->zero_point), g.add_constant(values),
-                       weight_param(g, w->scale), weight_param(g, w->zero_point), scalar_f32(g, quantize->inputs[1]),
-                       scalar_like(g, quantize->inputs[2]), g.add_constant(bias)},
-                      {});
-  } catch (const Error& e) {
-    if (e.internal()) throw;
-    return false;
-  }
+  ir::Node* q = insert_if_valid(g, quantize, OpId::qlinear_matmul,
+                                {x->q, scalar_f32(x->scale), scalar_like(x->zero_point), values, weight_param(w->scale),
+                                 weight_param(w->zero_point), scalar_f32(quantize->inputs[1]),
+                                 scalar_like(quantize->inputs[2]), bias},
+                                {});
+  if (!q) return false;
   g.replace_all_uses(quantize->outputs[0], q->outputs[0]);
   return true;
 }

@@ -27,21 +27,21 @@ static inline void smelt_max_pool2d_rows_f32(const float* x, float* y, int64_t p
       for (int64_t i = 0; i < kh; ++i) {
         const int64_t ih = oh * sh - ph + i * dh;
         if (ih < 0 || ih >= h) continue;
-        const float* row = plane + ih * w - pw;
+        const float* row = plane + ih * w; /* tap j of output o: row[o * sw - pw + j * dw] */
         for (int64_t ow = 0; ow < wo; ++ow) {
           if (ow == lo) { /* the interior: no tap leaves the row */
             if (first) {
               SMELT_OMP(simd)
               for (int64_t o = lo; o < hi; ++o) {
-                float best = row[o * sw];
-                for (int64_t j = 1; j < kw; ++j) best = smelt_max_tap(best, row[o * sw + j * dw]);
+                float best = row[o * sw - pw];
+                for (int64_t j = 1; j < kw; ++j) best = smelt_max_tap(best, row[o * sw - pw + j * dw]);
                 out[o] = best;
               }
             } else {
               SMELT_OMP(simd)
               for (int64_t o = lo; o < hi; ++o) {
-                float best = row[o * sw];
-                for (int64_t j = 1; j < kw; ++j) best = smelt_max_tap(best, row[o * sw + j * dw]);
+                float best = row[o * sw - pw];
+                for (int64_t j = 1; j < kw; ++j) best = smelt_max_tap(best, row[o * sw - pw + j * dw]);
                 out[o] = smelt_max_tap(out[o], best);
               }
             }
