@@ -22,8 +22,8 @@
 // at most one step where the float sum lies within its rounding error of a half step
 // (tests/passes/fold_qdq_test.cpp counts them).
 //
-// Run before fold, which would evaluate the weights' dequantize_linear (the ONNX importer keeps
-// it as a node for this pass) and before expand_quantize.
+// Run before fold, which would evaluate the weights' dequantize_linear (the ONNX importer gives
+// conv and matmul weights one, onnx/quantized_weights.h) and before expand_quantize.
 #pragma once
 
 #include "ir/graph.h"
