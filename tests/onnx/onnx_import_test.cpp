@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -321,6 +322,50 @@ TEST(OnnxImport, InitializersAsParams) {
   Tensor x = from_vector(std::vector<float>{3, 4}, {2});
   EXPECT_EQ(m.graph.run({x, m.params[0]})[0].to_vector(), (std::vector<double>{3, 8}));
   EXPECT_EQ(m.graph.run({x, from_vector(std::vector<float>{-1, 0}, {2})})[0].to_vector(), (std::vector<double>{-3, 0}));
+}
+
+// A QDQ model's DequantizeLinear of initializers is computed during import, as any node of known
+// inputs, so converters that read values get them (Pad's constant value); only a conv's or
+// matmul's weight reads its integers again through a node (onnx/quantized_weights.h;
+// tests/passes/fold_qdq_test.cpp follows those through the pipeline).
+TEST(OnnxImport, QuantizedInitializersThatConvertersReadImport) {
+  ::onnx::ModelProto m = model({1, 2, 3}, [](::onnx::GraphProto& g) {
+    auto initializer = [&](const std::string& name, ::onnx::TensorProto::DataType type, const std::vector<int64_t>& dims,
+                           const std::vector<int32_t>& values) {
+      auto* t = g.add_initializer();
+      t->set_name(name);
+      t->set_data_type(type);
+      for (int64_t d : dims) t->add_dims(d);
+      for (int32_t v : values) {
+        if (type == ::onnx::TensorProto::FLOAT) t->add_float_data(float(v) / 100.0f);
+        else if (type == ::onnx::TensorProto::INT64) t->add_int64_data(v);
+        else t->add_int32_data(v);
+      }
+    };
+    initializer("q", ::onnx::TensorProto::INT8, {}, {-7});
+    initializer("s", ::onnx::TensorProto::FLOAT, {}, {50});
+    initializer("qv", ::onnx::TensorProto::INT8, {6}, {1, -2, 3, -4, 5, -6});
+    initializer("pads", ::onnx::TensorProto::INT64, {6}, {0, 0, 1, 0, 0, 2});
+    auto node = [&](const std::string& op, const std::vector<std::string>& ins, const std::string& out) {
+      auto* n = g.add_node();
+      n->set_op_type(op);
+      for (const std::string& i : ins) n->add_input(i);
+      n->add_output(out);
+    };
+    node("DequantizeLinear", {"q", "s"}, "c");   // -3.5
+    node("DequantizeLinear", {"qv", "s"}, "v");  // 0.5, -1, 1.5, -2, 2.5, -3
+    node("Pad", {"x", "pads", "c"}, "p");
+    node("Add", {"p", "v"}, "y");
+  });
+  std::string bytes;
+  ASSERT_TRUE(m.SerializeToString(&bytes));
+  onnx::Model imported = onnx::import_model_bytes(bytes);
+  const std::vector<std::string> ops = imported.graph.op_names();
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), "dequantize_linear"), 0);  // both computed at import
+  const Tensor x = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {1, 2, 3});
+  // (1, 2, 6): one column of -3.5 before each row, two after, plus v
+  EXPECT_EQ(imported.graph.run({x})[0].to_vector(),
+            (std::vector<double>{-3.0, 0.0, 3.5, 1.0, -1.0, -6.5, -3.0, 3.0, 6.5, 4.0, -1.0, -6.5}));
 }
 
 }  // namespace
