@@ -86,8 +86,9 @@ std::string Spelling::ref(const std::string& x) const { return dialect == Dialec
 std::string Spelling::unused() const { return dialect == Dialect::Cpp ? "[[maybe_unused]] " : "SMELT_UNUSED "; }
 
 std::string Spelling::entry(const std::string& symbol) const {
-  // C: file-local; a kernel's tile entry may go unused (an epilogue the export runs whole)
-  return (dialect == Dialect::Cpp ? "extern \"C\" void " : "SMELT_UNUSED static void ") + symbol;
+  // C: file-local, SMELT_KERNEL (export_c/runtime/scalar.h: may go unused, as a kernel's tile
+  // entry does where the export runs an epilogue whole; its scalar functions inlined)
+  return (dialect == Dialect::Cpp ? "extern \"C\" void " : "SMELT_KERNEL static void ") + symbol;
 }
 
 std::string Spelling::omp(const std::string& directive) const {

@@ -215,8 +215,9 @@ Tensor pack_weight(const Tensor& weight, int64_t groups, int64_t rows, int64_t c
 }
 
 // Winograd's F(2x2, 3x3) weights (runtime/conv.h smelt_conv2d_winograd_f32): per output and input
-// channel G g G^T, computed in double, as 16 matrices of o x c (xi-major) packed as GEMM A operands.
-Tensor winograd_weight(const Tensor& weight, int64_t o, int64_t c, const GemmTile& tile) {
+// channel G g G^T, computed in double, as 16 matrices of o x c (xi-major) packed as GEMM A
+// operands, or with `transposed` their transposes (c x o) packed as GEMM B operands.
+Tensor winograd_weight(const Tensor& weight, int64_t o, int64_t c, const GemmTile& tile, bool transposed) {
   const Tensor w = weight.contiguous().to(DType::Float64);
   const double* g = w.data<double>();
   std::vector<float> u(size_t(16 * o * c));
@@ -237,7 +238,13 @@ Tensor winograd_weight(const Tensor& weight, int64_t o, int64_t c, const GemmTil
       }
     }
   }
-  return pack_weight(from_vector(u, {16 * o * c}), 16, o, c, tile);
+  if (!transposed) return pack_weight(from_vector(u, {16 * o * c}), 16, o, c, tile);
+  std::vector<Tensor> packed;  // B (p, j) = u[xi][j][p]: rows c apart along j, columns 1 along p
+  for (int64_t xi = 0; xi < 16; ++xi) {
+    const std::vector<float> one(u.begin() + xi * o * c, u.begin() + (xi + 1) * o * c);
+    packed.push_back(pack_b(from_vector(one, {o * c}), c, o, 1, c, tile));
+  }
+  return cat(packed, 0);
 }
 
 // Winograd for a 3x3 stride-1 convolution of a constant weight with enough channels that its 16
@@ -250,16 +257,28 @@ bool winograd(const Context& c, const kernels::Conv2dGeometry& g) {
     return false;
   }
   const std::string x = c.call.dense(c.in[0]);
-  const std::string u = c.sink.constant(winograd_weight(c.in[1].constant, g.O, g.C, c.sink.tile));
   // Rows of tiles at a time: their transformed inputs and products in about 2 MiB.
   const int64_t tiles_per_row = (g.Wo + 1) / 2, tile_rows = (g.Ho + 1) / 2;
   const int64_t rows = std::clamp<int64_t>((int64_t(1) << 19) / (16 * (g.C + g.O) * tiles_per_row), 1, tile_rows);
   const int64_t chunk = rows * tiles_per_row;
-  const std::string scratch = c.call.take(
-      int64_t(sizeof(float)) * 16 * (g.C + g.O) * chunk + gemm_scratch_bytes(c.sink.tile, g.O, chunk, g.C), "float");
+  // The products transposed (tiles as the GEMM's rows) where a chunk's tiles leave fewer rows of
+  // MR-row panels empty than columns of NR-column ones: the multiplications the tile wastes.
+  const auto padding = [chunk](int64_t panel) { return (chunk + panel - 1) / panel * panel - chunk; };
+  const bool transposed = padding(c.sink.tile.mr) < padding(c.sink.tile.nr);
+  const std::string u = c.sink.constant(winograd_weight(c.in[1].constant, g.O, g.C, c.sink.tile, transposed));
+  // 16 matrices each of transformed inputs and products, their starts apart by
+  // runtime/conv.h smelt_winograd_stride (whole 64-byte lines, an odd number of them)
+  const auto stride = [](int64_t n) {
+    const int64_t lines = (n + 15) / 16;
+    return (lines % 2 ? lines : lines + 1) * 16;
+  };
+  const std::string scratch = c.call.take(int64_t(sizeof(float)) * 16 * (stride(g.C * chunk) + stride(g.O * chunk)) +
+                                              (transposed ? gemm_scratch_bytes(c.sink.tile, chunk, g.O, g.C)
+                                                          : gemm_scratch_bytes(c.sink.tile, g.O, chunk, g.C)),
+                                          "float");
   c.call.code() << "    smelt_conv2d_winograd_f32(" << x << ", (const float*)" << u << ", " << c.out[0].ptr << ", " << g.N
                 << ", " << g.C << ", " << g.H << ", " << g.W << ", " << g.O << ", " << g.pad_h << ", " << g.pad_w << ", "
-                << g.Ho << ", " << g.Wo << ", " << rows << ", " << scratch << ", "
+                << g.Ho << ", " << g.Wo << ", " << rows << ", " << int(transposed) << ", " << scratch << ", "
                 << (c.epilogue.empty() ? "0" : c.epilogue) << ");\n";
   return true;
 }
@@ -320,8 +339,17 @@ bool max_pool2d(const Context& c) {
   // the indices only where something reads them (the plan marks them unused otherwise)
   const bool indices = c.out.size() > 1 && c.attrs.get_int("indices_unused", 0) == 0;
   const std::string index = indices ? c.out[1].ptr : "(int64_t*)0";
+  // without indices a row at a time on scratch: runtime/ops.h smelt_max_pool2d_scratch's floats
+  std::string scratch = "(float*)0";
+  if (!indices) {
+    const auto k = ops::pair_attr(c.attrs, "kernel", "max_pool2d", 1);
+    const auto s = ops::pair_attr(c.attrs, "stride", "max_pool2d", 1);
+    const int64_t dw = c.attrs.has("dilation") ? ops::pair_attr(c.attrs, "dilation", "max_pool2d", 1)[1] : 1;
+    const int64_t wp = (c.out[0].shape[3] + 15) / 16 * 16, phase_len = wp + (k[1] - 1) * dw / s[1] + 1;
+    scratch = c.call.take(int64_t(sizeof(float)) * (2 * phase_len * s[1] + wp), "float");
+  }
   c.call.code() << "    smelt_max_pool2d_f32(" << x << ", " << c.out[0].ptr << ", " << index << ", " << plane_args(c)
-                << ", " << window_args(c, "max_pool2d") << ");\n";
+                << ", " << window_args(c, "max_pool2d") << ", " << scratch << ");\n";
   return true;
 }
 

@@ -290,7 +290,8 @@ TEST_F(ExportC, EverySmallModelMatchesSmelt) {
 
 // 3x3 stride-1 convolutions with 16 channels or more run by Winograd's F(2x2, 3x3), fewer by
 // im2col GEMM; odd and even sizes (tiles cut at the edge), paddings 0 to 2, a bias and relu in the
-// GEMM's epilogue, two images. The same graphs with --no-winograd by GEMM.
+// GEMM's epilogue, two images, the products both ways (weights x tiles, or tiles x weights where
+// a chunk's tiles fill MR-row panels better). The same graphs with --no-winograd by GEMM.
 TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
   struct Case {
     int64_t c, o, h, w, pad;
@@ -298,6 +299,7 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
   };
   const char* f2 = "\n    smelt_conv2d_winograd_f32(";
   const char* gemm = "\n    smelt_conv2d_f32(";
+  int orientations[2] = {0, 0};
   // narrow images: no tile inside the image along x (3 wide, padding 1), a patch one column past
   // the image's edge (3 wide, no padding), padding as wide as the image
   for (const Case& k : {Case{16, 16, 9, 13, 1, f2}, Case{24, 32, 16, 11, 0, f2}, Case{17, 20, 7, 12, 2, f2},
@@ -317,10 +319,21 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
       const std::string name = "conv " + std::to_string(k.c) + "->" + std::to_string(k.o) + " " + std::to_string(k.h) +
                                "x" + std::to_string(k.w) + " pad " + std::to_string(k.pad) + (winograd ? "" : " (gemm)");
       expect_model_matches(name, run_exported(g.ir_graph(), inputs, options, kSanitized), want);
-      EXPECT_NE(read_all(path("model.c")).find(winograd ? k.call : gemm), std::string::npos)
+      const std::string text = read_all(path("model.c"));
+      EXPECT_NE(text.find(winograd ? k.call : gemm), std::string::npos)
           << name << ": the run calls " << (winograd ? k.call : gemm);
+      // which way the products ran: the call's 14th argument (runtime/conv.h `transposed`)
+      const size_t call = text.find(f2);
+      if (!winograd || call == std::string::npos) continue;
+      std::string arg;
+      std::istringstream args(text.substr(call + std::strlen(f2)));
+      for (int i = 0; i < 14; ++i) std::getline(args, arg, ',');
+      ++orientations[std::stoi(arg)];
     }
   }
+  // both ways taken by some case: the 16 products as weights x tiles and as tiles x weights
+  EXPECT_GT(orientations[0], 0);
+  EXPECT_GT(orientations[1], 0);
 }
 
 // Pooling on images wide enough for the vectorized blocks (and their edges), with NaN, infinities

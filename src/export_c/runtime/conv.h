@@ -106,11 +106,25 @@ static inline void smelt_conv2d_f32(const float* x, const float* weight, float* 
  * outputs (a tile) from its 4x4 input patch d as A^T [(G g G^T) . (B^T d B)] A, so that the
  * products over channels are 16 GEMMs with 4 / 9 of the direct method's multiplications. The
  * weights come transformed by the export (u: the 16 matrices G g G^T of o x c, packed as a GEMM's
- * A, one after the other). Tiles are processed `rows` rows of tiles at a time; scratch: the
- * transformed inputs (16 x c x tiles of those rows), the products (16 x o x the same), then the
- * GEMM's panels. The transforms run along a row of tiles, so that the loads and stores of
- * neighbouring tiles are neighbours (vectorized); tiles at the image's edge take the checked path.
+ * A, one after the other; with `transposed`, their transposes packed as a GEMM's B). Tiles are
+ * processed `rows` rows of tiles at a time; scratch: the transformed inputs (16 matrices of c x
+ * the tiles of those rows, smelt_winograd_stride apart), the products (16 of o x the same, or
+ * transposed), then the GEMM's panels. The transforms run along a row of tiles, so that the loads
+ * and stores of neighbouring tiles are neighbours (vectorized); tiles at the image's edge take the
+ * checked path. The export transposes the products where the tiles of a chunk fill the GEMM's
+ * MR-row panels better than its NR-column ones (export_c/op_calls.cpp winograd): ResNet's 7x7
+ * stage has 16 tiles, half an NR = 32 panel but two whole MR = 8 ones.
  *   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   A^T = [1 1 1 0; 0 1 -1 -1] */
+/* The distance between two of the 16 matrices of a chunk (transformed inputs or products) for n
+ * floats each: n rounded up to whole 64-byte lines, plus one line if that is an even number of
+ * lines. A tile's 16 values then fall into 16 different cache sets; at a multiple of 4 KiB apart
+ * (ResNet's 7x7 stage: 512 channels x 16 tiles) they all map to one set of the L1 cache, which
+ * holds 8, and the transforms ran 1.2x (7x7) to 2.6x (56x56 in chunks of 4 tile rows) slower.
+ * The export sizes the scratch by the same rule (export_c/op_calls.cpp winograd). */
+static inline int64_t smelt_winograd_stride(int64_t n) {
+  const int64_t lines = (n + 15) / 16;
+  return (lines % 2 ? lines : lines + 1) * 16;
+}
 static inline void smelt_winograd_in(float d[4][4], float* v, int64_t xi_stride) {
   float e[4][4];
   for (int j = 0; j < 4; ++j) {
@@ -141,22 +155,24 @@ static inline void smelt_winograd_out(const float* m, int64_t xi_stride, float y
 }
 static inline void smelt_conv2d_winograd_f32(const float* x, const float* u, float* y, int64_t n, int64_t c,
                                              int64_t h, int64_t w, int64_t o, int64_t ph, int64_t pw, int64_t ho,
-                                             int64_t wo, int64_t rows, float* scratch,
+                                             int64_t wo, int64_t rows, int transposed, float* scratch,
                                              const smelt_epilogue* epilogue) {
   const int64_t th = (ho + 1) / 2, tw = (wo + 1) / 2;
-  const int64_t u_size = (o + SMELT_GEMM_MR - 1) / SMELT_GEMM_MR * SMELT_GEMM_MR * c;
+  const int64_t u_size = transposed ? (o + SMELT_GEMM_NR - 1) / SMELT_GEMM_NR * SMELT_GEMM_NR * c
+                                    : (o + SMELT_GEMM_MR - 1) / SMELT_GEMM_MR * SMELT_GEMM_MR * c;
   /* tiles whose patch lies inside the image along x: tx in [tx_lo, tx_hi) */
   const int64_t tx_lo = (pw + 1) / 2, tx_hi_raw = w + pw >= 4 ? (w + pw - 4) / 2 + 1 : 0;
   const int64_t tx_hi = tx_hi_raw < tx_lo ? tx_lo : tx_hi_raw > tw ? tw : tx_hi_raw;
   float* v = scratch;
-  float* m = v + 16 * c * rows * tw;
-  float* panels = m + 16 * o * rows * tw;
+  float* m = v + 16 * smelt_winograd_stride(c * rows * tw);
+  float* panels = m + 16 * smelt_winograd_stride(o * rows * tw);
   for (int64_t img = 0; img < n; ++img) {
     const float* image = x + img * c * h * w;
     float* out = y + img * o * ho * wo;
     for (int64_t ty0 = 0; ty0 < th; ty0 += rows) {
       const int64_t nty = th - ty0 < rows ? th - ty0 : rows, nt = nty * tw;
-      /* the inputs: v[xi][ch][t] = (B^T d B)[xi] of tile t's patch of channel ch */
+      const int64_t vs = smelt_winograd_stride(c * nt), ms = smelt_winograd_stride(o * nt);
+      /* the inputs: v[xi * vs + ch * nt + t] = (B^T d B)[xi] of tile t's patch of channel ch */
       for (int64_t ch = 0; ch < c; ++ch) {
         const float* plane = image + ch * h * w;
         for (int64_t ty = ty0; ty < ty0 + nty; ++ty) {
@@ -171,7 +187,7 @@ static inline void smelt_conv2d_winograd_f32(const float* x, const float* u, flo
                 for (int i = 0; i < 4; ++i) {
                   for (int j = 0; j < 4; ++j) d[i][j] = p0[i * w + j];
                 }
-                smelt_winograd_in(d, vrow + q, c * nt);
+                smelt_winograd_in(d, vrow + q, vs);
               }
               tx = tx_hi - 1;
               continue;
@@ -184,40 +200,49 @@ static inline void smelt_conv2d_winograd_f32(const float* x, const float* u, flo
                 d[i][j] = r >= 0 && r < h && q >= 0 && q < w ? plane[r * w + q] : 0.0f;
               }
             }
-            smelt_winograd_in(d, vrow + tx, c * nt);
+            smelt_winograd_in(d, vrow + tx, vs);
           }
         }
       }
-      /* the products: m[xi] (o x nt) = u[xi] (o x c) v[xi] (c x nt) */
+      /* the products, at m + xi * ms: m[xi] (o x nt) = u[xi] (o x c) v[xi] (c x nt), or transposed
+       * m[xi]^T (nt x o) = v[xi]^T u[xi]^T with u^T packed as the GEMM's B */
       for (int xi = 0; xi < 16; ++xi) {
-        const smelt_gemm_b b = smelt_matrix_b(v + xi * c * nt, nt, 1);
-        smelt_gemm_f32(o, nt, c, u + xi * u_size, 0, 0, 1, &b, m + xi * o * nt, nt, panels, 0);
+        if (transposed) {
+          smelt_gemm_b b = smelt_matrix_b(u + xi * u_size, 0, 0);
+          b.packed = 1;
+          smelt_gemm_f32(nt, o, c, v + xi * vs, 1, nt, 0, &b, m + xi * ms, o, panels, 0);
+        } else {
+          const smelt_gemm_b b = smelt_matrix_b(v + xi * vs, nt, 1);
+          smelt_gemm_f32(o, nt, c, u + xi * u_size, 0, 0, 1, &b, m + xi * ms, nt, panels, 0);
+        }
       }
+      /* product (oc, t) of a matrix at oc * m_oc + t * m_t */
+      const int64_t m_oc = transposed ? 1 : nt, m_t = transposed ? o : 1;
       /* the outputs: A^T m A, each tile's 2x2 block (cut at the image's edge) */
       for (int64_t oc = 0; oc < o; ++oc) {
         float* plane = out + oc * ho * wo;
         for (int64_t ty = ty0; ty < ty0 + nty; ++ty) {
-          const float* mrow = m + oc * nt + (ty - ty0) * tw;
+          const float* mrow = m + oc * m_oc + (ty - ty0) * tw * m_t;
           float* y0 = plane + 2 * ty * wo;
           if (2 * ty + 1 < ho) {  /* both output rows, the whole tiles along x */
             float* y1 = y0 + wo;
             const int64_t full = wo / 2;
             for (int64_t tx = 0; tx < full; ++tx) {
               float t2[2][2];
-              smelt_winograd_out(mrow + tx, o * nt, t2);
+              smelt_winograd_out(mrow + tx * m_t, ms, t2);
               y0[2 * tx] = t2[0][0], y0[2 * tx + 1] = t2[0][1];
               y1[2 * tx] = t2[1][0], y1[2 * tx + 1] = t2[1][1];
             }
             if (full < tw) {
               float t2[2][2];
-              smelt_winograd_out(mrow + full, o * nt, t2);
+              smelt_winograd_out(mrow + full * m_t, ms, t2);
               y0[2 * full] = t2[0][0], y1[2 * full] = t2[1][0];
             }
             continue;
           }
           for (int64_t tx = 0; tx < tw; ++tx) {
             float t2[2][2];
-            smelt_winograd_out(mrow + tx, o * nt, t2);
+            smelt_winograd_out(mrow + tx * m_t, ms, t2);
             y0[2 * tx] = t2[0][0];
             if (2 * tx + 1 < wo) y0[2 * tx + 1] = t2[0][1];
           }
