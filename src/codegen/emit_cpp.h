@@ -32,8 +32,9 @@ std::string emit_cpp(const LoopKernel& kernel, const std::string& symbol);
 
 // The same loops as C11 for the standalone export (export_c/, docs/export_c.md): a `static void
 // <symbol>(void* const* args)` (and `<symbol>_tile`) calling the scalar functions
-// smelt_<name>_<dtype> and the macros SMELT_UNUSED, SMELT_OMP and SMELT_OMP_FOR that the export's
-// prelude defines. No #includes. Fixed shapes only: a dynamic-shape kernel is a smelt::Error.
+// smelt_<name>_<dtype> and the macros SMELT_KERNEL, SMELT_UNUSED, SMELT_OMP and SMELT_OMP_FOR that
+// the export's prelude defines. No #includes. Fixed shapes only: a dynamic-shape kernel is a
+// smelt::Error.
 std::string emit_c(const LoopKernel& kernel, const std::string& symbol);
 
 }  // namespace smelt::codegen

@@ -4,6 +4,7 @@
 // within float tolerance for whole models (their GEMMs sum in another order).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -296,6 +297,7 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
   struct Case {
     int64_t c, o, h, w, pad;
     const char* call;  // what the run calls
+    bool generic = false;  // the generic target's small blocking (KC 256, NC 128), else this machine's
   };
   const char* f2 = "\n    smelt_conv2d_winograd_f32(";
   const char* gemm = "\n    smelt_conv2d_f32(";
@@ -305,9 +307,14 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
   for (const Case& k : {Case{16, 16, 9, 13, 1, f2}, Case{24, 32, 16, 11, 0, f2}, Case{17, 20, 7, 12, 2, f2},
                         Case{16, 24, 3, 65, 1, f2}, Case{16, 16, 32, 3, 1, f2}, Case{16, 16, 66, 3, 0, f2},
                         Case{16, 16, 30, 2, 2, f2}, Case{32, 16, 4, 4, 1, f2}, Case{16, 16, 1, 1, 1, f2},
+                        // several chunks of tile rows and a shorter last one: 20 tile rows in chunks
+                        // of 16 (weights x tiles); 10 in chunks of 9 (tiles x weights), with more
+                        // channels than a KC block and more outputs than an NC one
+                        Case{16, 16, 40, 128, 1, f2}, Case{260, 136, 20, 18, 1, f2, true},
                         Case{8, 16, 9, 9, 1, gemm}}) {
     manual_seed(uint64_t(k.c * 100 + k.h));
-    const Tensor weight = randn({k.o, k.c, 3, 3}) * 0.2, bias = randn({k.o});
+    // weights of standard deviation 1 / sqrt(taps): outputs of about the bias's size at any c
+    const Tensor weight = randn({k.o, k.c, 3, 3}) * (1.0 / std::sqrt(double(9 * k.c))), bias = randn({k.o});
     const Graph g = Graph::trace([&](const std::vector<Tensor>& x, const std::vector<Tensor>&) -> std::vector<Tensor> {
       return {relu(conv2d(x[0], weight, bias, 1, k.pad))};
     }, {randn({2, k.c, k.h, k.w})});
@@ -316,6 +323,7 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
     for (bool winograd : {true, false}) {
       export_c::Options options;
       options.winograd = winograd;
+      if (k.generic) options.target = export_c::Target::Generic;
       const std::string name = "conv " + std::to_string(k.c) + "->" + std::to_string(k.o) + " " + std::to_string(k.h) +
                                "x" + std::to_string(k.w) + " pad " + std::to_string(k.pad) + (winograd ? "" : " (gemm)");
       expect_model_matches(name, run_exported(g.ir_graph(), inputs, options, kSanitized), want);
@@ -338,14 +346,18 @@ TEST_F(ExportC, WinogradConvolutionsMatchSmelt) {
 
 // Pooling on images wide enough for the vectorized blocks (and their edges), with NaN, infinities
 // and signed zeros in the input: max pooling picks smelt's bits (the first largest tap, a NaN
-// wins; with strides, padding, dilation, and windows wider than the padded image's interior),
+// wins; with strides 1 to 3 (taps in every stride phase), padding (wider than a 1x2 image too),
+// dilation at each stride, and windows wider than the padded image's interior),
 // average pooling with and without count_include_pad agrees.
 TEST_F(ExportC, PoolingMatchesSmelt) {
   const Tensor example = testing::special_values({2, 3, 41, 45}, 7, 5);
   const Graph g = Graph::trace([](const std::vector<Tensor>& x, const std::vector<Tensor>&) -> std::vector<Tensor> {
     return {avg_pool2d(x[0], 3, 2, 1, true), avg_pool2d(x[0], 3, 1, 1, false),
             max_pool2d(x[0], 3, 2, 1), max_pool2d(x[0], 2, 1, 0), max_pool2d(x[0], {3, 5}, {1, 2}, {1, 2}),
-            max_pool2d(x[0], {3, 2}, {2, 3}, {1, 1}, {2, 3}), max_pool2d(x[0], {3, 45}, 1, {1, 22})};
+            max_pool2d(x[0], {3, 2}, {2, 3}, {1, 1}, {2, 3}), max_pool2d(x[0], {3, 45}, 1, {1, 22}),
+            // taps in each phase of stride 3; dilation at strides 1 and 2
+            max_pool2d(x[0], 3, 3, 1), max_pool2d(x[0], {3, 3}, 1, {1, 1}, {1, 2}),
+            max_pool2d(x[0], {2, 3}, {1, 2}, {0, 1}, {1, 2})};
   }, {example});
   // Ties that only the tap order decides: windows of +0, -0, -1 and NaNs of different payloads.
   std::vector<float> ties(size_t(2 * 3 * 41 * 45));
@@ -359,9 +371,19 @@ TEST_F(ExportC, PoolingMatchesSmelt) {
   for (const Tensor& input : {testing::special_values({2, 3, 41, 45}, 9, 5), from_vector(ties, {2, 3, 41, 45})}) {
     const std::vector<Tensor> got = run_exported(g.ir_graph(), {input}, {}, kSanitized);
     const std::vector<Tensor> want = smelt_outputs(g.ir_graph(), {input});
-    ASSERT_EQ(got.size(), 7u);
+    ASSERT_EQ(got.size(), 10u);
     for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(testing::all_close(got[i], want[i], 1e-5, 1e-6)) << "avg pool " << i;
-    for (size_t i = 2; i < 7; ++i) EXPECT_TRUE(testing::same_bits(got[i], want[i])) << "max pool " << i;
+    for (size_t i = 2; i < 10; ++i) EXPECT_TRUE(testing::same_bits(got[i], want[i])) << "max pool " << i;
+  }
+  // padding wider than the image: a 1x2 image in a 3x5 window padded by 1 and 2
+  const Graph tiny = Graph::trace([](const std::vector<Tensor>& x, const std::vector<Tensor>&) -> std::vector<Tensor> {
+    return {max_pool2d(x[0], {3, 5}, 1, {1, 2})};
+  }, {randn({1, 2, 1, 2})});
+  const Tensor tiny_ties = from_vector(std::vector<float>(ties.begin(), ties.begin() + 4), {1, 2, 1, 2});
+  for (const Tensor& input : {testing::special_values({1, 2, 1, 2}, 3, 1), tiny_ties}) {
+    const std::vector<Tensor> got = run_exported(tiny.ir_graph(), {input}, {}, kSanitized);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_TRUE(testing::same_bits(got[0], smelt_outputs(tiny.ir_graph(), {input})[0])) << "max pool on a 1x2 image";
   }
 }
 
