@@ -241,6 +241,7 @@ def markdown(run, results):
         out += ["", f"{mark} {reason}."]
 
     out += model_section(run, workloads)
+    out += int8_section(workloads)
 
     out += ["", "### Targets of smelt::compile (issue 8), this run", ""]
     busy = max(run["load_before"][0], run["load_after"][0]) > run["logical_cpus"]
@@ -323,7 +324,7 @@ def _model_label(name):
 def model_section(run, workloads):
     """The real models against ONNX Runtime and PyTorch, with the issue-9 targets: smelt compiled
     at most ONNX Runtime's latency and at least 2x faster than PyTorch eager."""
-    models = [r for r in workloads if " inference b1" in r["name"]]
+    models = [r for r in workloads if " inference b1" in r["name"] and INT8_TAG not in r["name"]]
     if not models:
         return []
     ort = run.get("ort_peer") or {}
@@ -363,6 +364,44 @@ def model_section(run, workloads):
                    f"{'—' if vs_ort is None else f'{vs_ort:.2f}'} | {'—' if vs_torch is None else f'{vs_torch:.2f}x'} "
                    f"| {verdict} |")
         if verdict not in ("—", "**met**", "no target") and r.get("profile"):
+            missed.append(r)
+    return out + holding_back(missed)
+
+
+INT8_TAG = " INT8 QDQ"
+
+
+def int8_section(workloads):
+    """The INT8 QDQ files of the CNNs (issue 25's targets): smelt INT8 compiled at least 1.8x faster
+    than smelt's own float compiled time, and at most ONNX Runtime's time on the same QDQ file."""
+    by_name = {r["name"]: r for r in workloads}
+    rows = [r for r in workloads if INT8_TAG in r["name"]]
+    if not rows:
+        return []
+    out = ["", "### INT8 (issue 25): smelt's quantized CNNs against its float plan and ONNX Runtime", "",
+           "The QDQ file `smelt quantize --format qdq` writes (entropy thresholds on 8 random-normal "
+           "images; per-channel weights), run by smelt compiled (`fold_qdq` makes the integer ops) and "
+           "by ONNX Runtime; the float rows are the same models' float files above. Targets: float / INT8 "
+           "at least 1.80 (smelt's own speedup), INT8 / ORT INT8 at most 1.00.", "",
+           "| model | smelt float compiled | smelt INT8 compiled | ONNX Runtime INT8 | ONNX Runtime float | "
+           "float / INT8 (≥ 1.8) | INT8 / ORT INT8 (≤ 1) | verdict |",
+           "|---|---|---|---|---|---:|---:|---|"]
+    missed = []
+    for r in rows:
+        base = by_name.get(r["name"].replace(INT8_TAG, ""), {"ms": {}, "missing": {}, "errors": {}, "spread": {}})
+        ms, float_ms = r["ms"], base["ms"]
+        gain = float_ms["smelt-compiled"] / ms["smelt-compiled"] if "smelt-compiled" in ms and "smelt-compiled" in float_ms else None
+        vs_ort = ms["smelt-compiled"] / ms["ort"] if "smelt-compiled" in ms and "ort" in ms else None
+        if gain is None or vs_ort is None:
+            verdict = "—"
+        else:
+            misses = ([f"only {gain:.2f}x faster than float"] if gain < 1.8 else []) + (
+                [f"{vs_ort:.2f}x ONNX Runtime's time"] if vs_ort > 1.0 else [])
+            verdict = "**met**" if not misses else "not met: " + ", ".join(misses)
+        out.append(f"| {_model_label(r['name'].replace(INT8_TAG, ''))} | {_cell(base, 'smelt-compiled')} | "
+                   f"{_cell(r, 'smelt-compiled')} | {_cell(r, 'ort')} | {_cell(base, 'ort')} | "
+                   f"{'—' if gain is None else f'{gain:.2f}x'} | {'—' if vs_ort is None else f'{vs_ort:.2f}'} | {verdict} |")
+        if verdict not in ("—", "**met**") and r.get("profile"):
             missed.append(r)
     return out + holding_back(missed)
 

@@ -148,6 +148,8 @@ def l3_bytes():
 
 MODEL_WORKLOADS = ("ResNet-18 inference b1 224x224", "MobileNetV2 inference b1 224x224",
                    "SqueezeNet 1.1 inference b1 224x224", "Transformer encoder d256 l4 s128 inference b1")
+INT8_WORKLOADS = ("ResNet-18 INT8 QDQ inference b1 224x224", "MobileNetV2 INT8 QDQ inference b1 224x224",
+                  "SqueezeNet 1.1 INT8 QDQ inference b1 224x224")
 
 
 # Calls of each compiled model with the plan's per-step profile on, for the report's list of the
@@ -159,7 +161,7 @@ def model_profiles(workloads, server):
     """Per-step profile (ms, bytes, flops per call) of each compiled model, by workload name."""
     profiles = {}
     for w in workloads:
-        if w["name"] in MODEL_WORKLOADS and "smelt-compiled" in w["impls"]:
+        if w["name"] in MODEL_WORKLOADS + INT8_WORKLOADS and "smelt-compiled" in w["impls"]:
             reply = server.ask("profile", w["name"], "smelt-compiled", PROFILE_RUNS)
             if "kernels" in reply:
                 profiles[w["name"]] = reply["kernels"]
@@ -178,6 +180,34 @@ def make_models(models):
         (models / "complete").touch()
     else:
         print("warning: making the models failed; their rows show what is missing", file=sys.stderr)
+
+
+# The CNNs the INT8 rows quantize: float model directory -> INT8 QDQ directory (issue 25's targets).
+INT8_MODELS = {"resnet18": "resnet18_int8", "mobilenetv2": "mobilenetv2_int8", "squeezenet1_1": "squeezenet1_1_int8"}
+CALIBRATION_IMAGES = 8
+
+
+def make_int8_models(models, smelt_cli):
+    """The INT8 QDQ files of INT8_MODELS not there yet: `smelt quantize --format qdq` with entropy
+    thresholds over CALIBRATION_IMAGES random-normal images (the timing does not depend on them)."""
+    calibration = models / "calibration_224"
+    if not calibration.exists():
+        import numpy as np  # Debian's python3-numpy, beside python3-torch
+        calibration.mkdir(parents=True)
+        rng = np.random.default_rng(0)
+        for i in range(CALIBRATION_IMAGES):
+            np.save(calibration / f"image{i}.npy", rng.standard_normal((1, 3, 224, 224)).astype(np.float32))
+    for float_dir, int8_dir in INT8_MODELS.items():
+        source, target = models / float_dir / "model.onnx", models / int8_dir / "model.onnx"
+        if target.exists() or not source.exists():
+            continue
+        print(f"quantizing {source} -> {target} (smelt quantize --format qdq) ...", flush=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run([str(smelt_cli), "quantize", str(source), "--calibration", str(calibration),
+                               "--format", "qdq", "-o", str(target)], capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"warning: quantizing {float_dir} failed; its INT8 row shows what is missing\n{done.stderr}",
+                  file=sys.stderr)
 
 
 def ort_ready():
@@ -281,8 +311,9 @@ def main():
         sys.exit(f"run.py: {smelt_exe} not found; build first (make build)")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
     models = Path(args.models or Path(args.build_dir) / "models").resolve()
-    if any(args.only in w for w in MODEL_WORKLOADS):
+    if any(args.only in w for w in MODEL_WORKLOADS + INT8_WORKLOADS):
         make_models(models)
+        make_int8_models(models, Path(args.build_dir).resolve() / "smelt")
     env["SMELT_BENCH_MODELS"] = str(models)
     smelt_argv = [str(smelt_exe)]
     torch_argv = [args.python, str(BENCH_DIR / "torch_bench.py")]

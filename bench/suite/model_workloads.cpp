@@ -51,6 +51,11 @@ const ModelCase kModels[] = {
     {"LSTM tagger h256 l2 bidirectional s64 inference b1", "lstm_tagger_h256_s64",
      2 * 2.0 * 64 * 1024 * (128 + 256) + 2 * 2.0 * 64 * 1024 * (512 + 256) + 2.0 * 64 * 512 * 17,
      {1, 64}, 5000},
+    // The three CNNs quantized by `smelt quantize --format qdq` (run.py makes them: entropy
+    // thresholds on random-normal images): the QDQ file ONNX Runtime runs too (issue 25).
+    {"ResNet-18 INT8 QDQ inference b1 224x224", "resnet18_int8", 2 * 1.814e9},
+    {"MobileNetV2 INT8 QDQ inference b1 224x224", "mobilenetv2_int8", 2 * 0.300e9},
+    {"SqueezeNet 1.1 INT8 QDQ inference b1 224x224", "squeezenet1_1_int8", 2 * 0.349e9},
 };
 
 fs::path models_dir() {
