@@ -38,9 +38,9 @@ const WORKLOADS = [
    flops: 2 * 2 * 64 * 1024 * (128 + 256) + 2 * 2 * 64 * 1024 * (512 + 256) + 2 * 64 * 512 * 17,
    tokens: [1, 64], vocab: 5000},
   // smelt's INT8 QDQ files of the three CNNs (bench/run.py makes them with `smelt quantize`)
-  {name: 'ResNet-18 INT8 QDQ inference b1 224x224', dir: 'resnet18_int8', flops: 2 * 1.814e9},
-  {name: 'MobileNetV2 INT8 QDQ inference b1 224x224', dir: 'mobilenetv2_int8', flops: 2 * 0.300e9},
-  {name: 'SqueezeNet 1.1 INT8 QDQ inference b1 224x224', dir: 'squeezenet1_1_int8', flops: 2 * 0.349e9},
+  {name: 'ResNet-18 INT8 QDQ inference b1 224x224', dir: '../models_int8/resnet18', flops: 2 * 1.814e9},
+  {name: 'MobileNetV2 INT8 QDQ inference b1 224x224', dir: '../models_int8/mobilenetv2', flops: 2 * 0.300e9},
+  {name: 'SqueezeNet 1.1 INT8 QDQ inference b1 224x224', dir: '../models_int8/squeezenet1_1', flops: 2 * 0.349e9},
 ];
 
 function modelPath(w) { return path.join(modelsDir, w.dir, 'model.onnx'); }

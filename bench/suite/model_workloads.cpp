@@ -53,9 +53,9 @@ const ModelCase kModels[] = {
      {1, 64}, 5000},
     // The three CNNs quantized by `smelt quantize --format qdq` (run.py makes them: entropy
     // thresholds on random-normal images): the QDQ file ONNX Runtime runs too (issue 25).
-    {"ResNet-18 INT8 QDQ inference b1 224x224", "resnet18_int8", 2 * 1.814e9},
-    {"MobileNetV2 INT8 QDQ inference b1 224x224", "mobilenetv2_int8", 2 * 0.300e9},
-    {"SqueezeNet 1.1 INT8 QDQ inference b1 224x224", "squeezenet1_1_int8", 2 * 0.349e9},
+    {"ResNet-18 INT8 QDQ inference b1 224x224", "../models_int8/resnet18", 2 * 1.814e9},
+    {"MobileNetV2 INT8 QDQ inference b1 224x224", "../models_int8/mobilenetv2", 2 * 0.300e9},
+    {"SqueezeNet 1.1 INT8 QDQ inference b1 224x224", "../models_int8/squeezenet1_1", 2 * 0.349e9},
 };
 
 fs::path models_dir() {
