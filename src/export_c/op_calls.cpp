@@ -340,13 +340,16 @@ bool max_pool2d(const Context& c) {
   const bool indices = c.out.size() > 1 && c.attrs.get_int("indices_unused", 0) == 0;
   const std::string index = indices ? c.out[1].ptr : "(int64_t*)0";
   // without indices a row at a time on scratch: runtime/ops.h smelt_max_pool2d_scratch's floats
-  std::string scratch = "(float*)0";
+  std::string scratch = "(float*)0";  // none: the window-at-a-time loop
   if (!indices) {
     const auto k = ops::pair_attr(c.attrs, "kernel", "max_pool2d", 1);
     const auto s = ops::pair_attr(c.attrs, "stride", "max_pool2d", 1);
     const int64_t dw = c.attrs.has("dilation") ? ops::pair_attr(c.attrs, "dilation", "max_pool2d", 1)[1] : 1;
     const int64_t wp = (c.out[0].shape[3] + 15) / 16 * 16, phase_len = wp + (k[1] - 1) * dw / s[1] + 1;
-    scratch = c.call.take(int64_t(sizeof(float)) * (2 * phase_len * s[1] + wp), "float");
+    // Its rows grow with the stride: one far past the window (a 1-wide output of a huge stride)
+    // takes the window-at-a-time loop instead of an arena sized by the stride.
+    const int64_t floats = 2 * phase_len * s[1] + wp, row = c.in[0].shape[3] + 2 * (k[1] + dw) + 64;
+    if (s[1] <= 8 || floats <= 8 * row) scratch = c.call.take(int64_t(sizeof(float)) * floats, "float");
   }
   c.call.code() << "    smelt_max_pool2d_f32(" << x << ", " << c.out[0].ptr << ", " << index << ", " << plane_args(c)
                 << ", " << window_args(c, "max_pool2d") << ", " << scratch << ");\n";

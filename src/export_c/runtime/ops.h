@@ -63,11 +63,11 @@ static inline void smelt_max_pool2d_rows_f32(const float* x, float* y, int64_t p
 
 /* Max pooling over `planes` images of h x w: the first largest tap of each window (a NaN wins and
  * stays), taps outside the image skipped; index (optional): the tap's offset in its plane, -1 for
- * a window with none. Without indices, row by row (smelt_max_pool2d_rows_f32, on scratch). */
+ * a window with none. Without indices and given scratch, row by row (smelt_max_pool2d_rows_f32). */
 static inline void smelt_max_pool2d_f32(const float* x, float* y, int64_t* index, int64_t planes, int64_t h,
                                         int64_t w, int64_t ho, int64_t wo, int64_t kh, int64_t kw, int64_t sh,
                                         int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw, float* scratch) {
-  if (!index) {
+  if (!index && scratch) {
     smelt_max_pool2d_rows_f32(x, y, planes, h, w, ho, wo, kh, kw, sh, sw, ph, pw, dh, dw, scratch);
     return;
   }
