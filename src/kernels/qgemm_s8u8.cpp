@@ -95,10 +95,37 @@ void run_tile(QGemmIsa isa, const int32_t* wp, const void* panel, int64_t k_grou
   tile_portable<true>(wp, static_cast<const int8_t*>(panel), k_groups, c);
 }
 
+// The kept columns of one panel: runs of consecutive columns, each stored at one place of a row
+// of the output (several when a panel crosses rows of a padded image), the same for every row.
+struct ColumnRun {
+  int j = 0, length = 0;  // columns [j, j + length) of the panel
+  int64_t at = 0;         // where column j goes in a row of the output
+};
+
+int column_runs(const QGemmRowOutput& out, int64_t n0, int nc, ColumnRun* runs) {
+  int count = 0;
+  for (int j = 0; j < nc;) {
+    const int64_t n = n0 + j;
+    int64_t at = n, length = nc - j;
+    if (out.padded_width > 0) {
+      const int64_t col = n % out.padded_width;
+      if (col >= out.width) {  // a column of the padding: skipped
+        j += int(std::min<int64_t>(out.padded_width - col, nc - j));
+        continue;
+      }
+      at = (n / out.padded_width) * out.width + col;
+      length = std::min<int64_t>(length, out.width - col);
+    }
+    runs[count++] = {j, int(length), at};
+    j += int(length);
+  }
+  return count;
+}
+
 // The epilogue of one tile: zero-point terms and bias per row, requantization, and the store of
 // each run of kept columns.
-void store_tile(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, const int32_t* c,
-                int NR, int64_t m0, int mr, int64_t n0, int nc, const int32_t* col_sums) {
+void store_tile(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, const int32_t* c, int NR,
+                int64_t m0, int mr, int nc, const int32_t* col_sums, const ColumnRun* runs, int run_count) {
   int32_t acc[kVnniNr];
   for (int i = 0; i < mr; ++i) {
     const int64_t row = m0 + i;
@@ -112,36 +139,86 @@ void store_tile(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, c
       acc[j] = int32_t(v);
     }
     const float scale = out.scale ? out.scale[row] : 1.0f;
-    for (int j = 0; j < nc;) {
-      const int64_t n = n0 + j;
-      int64_t at = n, run = nc - j;
-      if (out.padded_width > 0) {
-        const int64_t col = n % out.padded_width;
-        if (col >= out.width) {  // a column of the padding: skipped
-          j += int(std::min<int64_t>(out.padded_width - col, nc - j));
-          continue;
-        }
-        at = (n / out.padded_width) * out.width + col;
-        run = std::min<int64_t>(run, out.width - col);
-      }
-      char* dst = static_cast<char*>(out.data);
+    char* dst = static_cast<char*>(out.data);
+    for (int r = 0; r < run_count; ++r) {
+      const int j = runs[r].j, run = runs[r].length;
+      const int64_t at = row * out.ldc + runs[r].at;
       switch (out.type) {
         case QGemmOutput::Type::UInt8:
-          requantize_row<uint8_t, false>(acc + j, int(run), &scale, out.zero_point, out.lo, out.hi,
-                                         reinterpret_cast<uint8_t*>(dst) + row * out.ldc + at);
+          requantize_row<uint8_t, false>(acc + j, run, &scale, out.zero_point, out.lo, out.hi,
+                                         reinterpret_cast<uint8_t*>(dst) + at);
           break;
         case QGemmOutput::Type::Int8:
-          requantize_row<int8_t, false>(acc + j, int(run), &scale, out.zero_point, out.lo, out.hi,
-                                        reinterpret_cast<int8_t*>(dst) + row * out.ldc + at);
+          requantize_row<int8_t, false>(acc + j, run, &scale, out.zero_point, out.lo, out.hi,
+                                        reinterpret_cast<int8_t*>(dst) + at);
           break;
         default:
-          std::copy(acc + j, acc + j + run, reinterpret_cast<int32_t*>(dst) + row * out.ldc + at);
+          std::copy(acc + j, acc + j + run, reinterpret_cast<int32_t*>(dst) + at);
           break;
       }
-      j += int(run);
     }
   }
 }
+
+#if defined(__x86_64__)
+// store_tile in zmm registers, for a VNNI tile (NR = 32: two vectors per row): the zero-point
+// terms and bias added, requantized as requantize_row_avx512 does (the same instructions, so the
+// same bytes), and each run stored with one masked store at the address where its first column
+// belongs (the lanes outside the run's mask are not touched, so the base may lie before the row).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void store_tile_avx512(
+    const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, const int32_t* c, int64_t m0, int mr,
+    const int32_t* col_sums, const ColumnRun* runs, int run_count) {
+  static_assert(kVnniNr == 32, "two zmm vectors of int32 per tile row");
+  const bool narrow = out.type != QGemmOutput::Type::Int32;
+  const bool is_unsigned = out.type == QGemmOutput::Type::UInt8;
+  const int32_t type_lo = is_unsigned ? 0 : -128, type_hi = is_unsigned ? 255 : 127;
+  const float zp = float(out.zero_point);
+  const __m512 low = _mm512_set1_ps(float(std::max(out.lo, type_lo) - out.zero_point));
+  const __m512 high = _mm512_set1_ps(float(std::min(out.hi, type_hi) - out.zero_point));
+  const __m512 z = _mm512_set1_ps(zp);
+  const __m512i sums0 = col_sums ? _mm512_loadu_si512(col_sums) : _mm512_setzero_si512();
+  const __m512i sums1 = col_sums ? _mm512_loadu_si512(col_sums + 16) : _mm512_setzero_si512();
+  const uintptr_t base = reinterpret_cast<uintptr_t>(out.data);
+  const __mmask16 all = 0xffff;
+  for (int i = 0; i < mr; ++i) {
+    const int64_t row = m0 + i;
+    const uint32_t zw = uint32_t(w.zero_point[size_t(row)]), zx = uint32_t(x.zero_point);
+    const uint32_t row_term = uint32_t(w.k) * zw * zx - zx * uint32_t(w.row_sums[size_t(row)]) +
+                              (out.bias ? uint32_t(out.bias[row]) : 0u);
+    const __m512i term = _mm512_set1_epi32(int32_t(row_term));
+    __m512i v0 = _mm512_add_epi32(_mm512_loadu_si512(c + i * kVnniNr), term);
+    __m512i v1 = _mm512_add_epi32(_mm512_loadu_si512(c + i * kVnniNr + 16), term);
+    if (col_sums) {
+      const __m512i zwv = _mm512_set1_epi32(int32_t(zw));
+      v0 = _mm512_sub_epi32(v0, _mm512_mullo_epi32(zwv, sums0));
+      v1 = _mm512_sub_epi32(v1, _mm512_mullo_epi32(zwv, sums1));
+    }
+    if (!narrow) {
+      const uintptr_t dst = base + uintptr_t(row * out.ldc) * sizeof(int32_t);
+      for (int r = 0; r < run_count; ++r) {
+        const uint32_t mask = uint32_t((uint64_t(1) << runs[r].length) - 1) << runs[r].j;
+        int32_t* at = reinterpret_cast<int32_t*>(dst + uintptr_t(runs[r].at - runs[r].j) * sizeof(int32_t));
+        _mm512_mask_storeu_epi32(at, __mmask16(mask), v0);
+        _mm512_mask_storeu_epi32(at + 16, __mmask16(mask >> 16), v1);
+      }
+      continue;
+    }
+    const __m512 s = _mm512_set1_ps(out.scale[row]);
+    auto requantize = [&](__m512i v) {
+      __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, v), s);
+      y = _mm512_maskz_roundscale_ps(all, y, _MM_FROUND_CUR_DIRECTION);
+      y = _mm512_add_ps(_mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, y, low), high), z);
+      return _mm512_maskz_cvtepi32_epi8(all, _mm512_maskz_cvtps_epi32(all, y));
+    };
+    const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(requantize(v0)), requantize(v1), 1);
+    const uintptr_t dst = base + uintptr_t(row * out.ldc);
+    for (int r = 0; r < run_count; ++r) {
+      const uint32_t mask = uint32_t((uint64_t(1) << runs[r].length) - 1) << runs[r].j;
+      _mm256_mask_storeu_epi8(reinterpret_cast<void*>(dst + uintptr_t(runs[r].at - runs[r].j)), __mmask32(mask), bytes);
+    }
+  }
+}
+#endif
 
 }  // namespace
 
@@ -214,6 +291,8 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
                  std::vector<int8_t> packed_panels(panel_bytes * size_t(group) + 64);
                  std::vector<int32_t> c(static_cast<size_t>(MR * NR));
                  std::vector<int32_t> col_sums(static_cast<size_t>(NR * group));
+                 std::vector<ColumnRun> runs(static_cast<size_t>(NR * group));
+                 std::vector<int> run_counts(static_cast<size_t>(group));
                  int64_t packed = -1;
                  for (int64_t t = begin; t < end; ++t) {
                    const int64_t grp = t / m_chunks, chunk = t % m_chunks;
@@ -225,6 +304,8 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
                        if (w.any_zero_point) {
                          panel_column_sums(isa, panel, w.k_groups, col_sums.data() + (p - p0) * NR);
                        }
+                       run_counts[size_t(p - p0)] =
+                           column_runs(out, p * NR, int(std::min<int64_t>(NR, x.n - p * NR)), runs.data() + (p - p0) * NR);
                      }
                      packed = grp;
                    }
@@ -232,11 +313,19 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
                    for (int64_t mt = first; mt < last; ++mt) {
                      for (int64_t p = p0; p < p1; ++p) {
                        const int64_t n0 = p * NR;
+                       const int nc = int(std::min<int64_t>(NR, x.n - n0)), mr = int(std::min<int64_t>(MR, w.m - mt * MR));
+                       const int32_t* sums = w.any_zero_point ? col_sums.data() + (p - p0) * NR : nullptr;
                        run_tile(isa, w.words.data() + mt * w.k_groups * MR,
                                 packed_panels.data() + size_t(p - p0) * panel_bytes, w.k_groups, c.data());
-                       store_tile(w, x, out, c.data(), NR, mt * MR, int(std::min<int64_t>(MR, w.m - mt * MR)), n0,
-                                  int(std::min<int64_t>(NR, x.n - n0)),
-                                  w.any_zero_point ? col_sums.data() + (p - p0) * NR : nullptr);
+#if defined(__x86_64__)
+                       if (isa == QGemmIsa::Avx512Vnni) {
+                         store_tile_avx512(w, x, out, c.data(), mt * MR, mr, sums, runs.data() + (p - p0) * NR,
+                                           run_counts[size_t(p - p0)]);
+                         continue;
+                       }
+#endif
+                       store_tile(w, x, out, c.data(), NR, mt * MR, mr, nc, sums, runs.data() + (p - p0) * NR,
+                                  run_counts[size_t(p - p0)]);
                      }
                    }
                  }
