@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "base/parallel.h"
 #include "kernels/qgemm.h"
@@ -54,12 +55,32 @@ Phases phases_of(const ConvShape& s, const QConvGeometry& g) {
   return p;
 }
 
+#if defined(__x86_64__)
+const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vl");
+
+// even[i] = row[2 i], odd[i] = row[2 i + 1] for i < n: 64 bytes at a time as 32 words, whose low
+// and high bytes vpmovwb narrows out (the tail under a mask).
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void deinterleave_pairs_avx512(const uint8_t* row, int64_t n,
+                                                                                     uint8_t* even, uint8_t* odd) {
+  for (int64_t i = 0; i < n; i += 32) {
+    const int64_t left = std::min<int64_t>(32, n - i);
+    const __mmask32 mask = __mmask32((uint64_t(1) << left) - 1);
+    const __m512i words = _mm512_maskz_loadu_epi16(mask, row + 2 * i);
+    const __mmask32 all = ~__mmask32(0);  // (maskz: the plain form starts from an undefined value)
+    _mm256_mask_storeu_epi8(even + i, mask, _mm512_maskz_cvtepi16_epi8(all, words));
+    _mm256_mask_storeu_epi8(odd + i, mask, _mm512_maskz_cvtepi16_epi8(all, _mm512_srli_epi16(words, 8)));
+  }
+}
+#endif
+
 void split_phases(const uint8_t* image, const ConvShape& s, const QConvGeometry& g, const Phases& p, uint8_t pad,
                   uint8_t* frame) {
   const int64_t per_channel = p.s0 * p.s1 * p.Hq * p.Wq;
   const int64_t width = p.Wq * p.s1;  // the padded row, rounded up to whole phases
   parallel_for(s.C, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(per_channel, 1)), [&](int64_t b, int64_t e) {
-    std::vector<uint8_t> padded(static_cast<size_t>(width));
+    thread_local std::vector<uint8_t> padded;  // one padded row, when the stride splits it
+    if (p.s1 > 1 && padded.size() < size_t(width)) padded.resize(size_t(width));
     for (int64_t c = b; c < e; ++c) {
       const uint8_t* channel = image + c * s.H * s.W;
       for (int64_t a = 0; a < p.s0; ++a) {
@@ -73,6 +94,12 @@ void split_phases(const uint8_t* image, const ConvShape& s, const QConvGeometry&
           std::memset(row, pad, size_t(width));
           if (inside > 0) std::memcpy(row + left, channel + ih * s.W, size_t(inside));
           if (p.s1 == 1) continue;
+#if defined(__x86_64__)
+          if (p.s1 == 2 && avx512) {
+            deinterleave_pairs_avx512(row, p.Wq, out, out + p.Hq * p.Wq);
+            continue;
+          }
+#endif
           for (int64_t bb = 0; bb < p.s1; ++bb) {  // de-interleaved into the row's phases
             uint8_t* phase = out + bb * p.Hq * p.Wq;
             for (int64_t wq = 0; wq < p.Wq; ++wq) phase[wq] = row[wq * p.s1 + bb];
@@ -109,6 +136,47 @@ void depthwise_taps(const X* x, const std::vector<int64_t>& offset, const std::v
   }
 }
 
+#if defined(__x86_64__)
+// depthwise_taps for 32 columns at a time in zmm registers, storing each block as it is done.
+// Taps go in pairs: the two taps' bytes widened to int16 and interleaved, times the pair of
+// weights (w' = w - zw, within +-255, so int16), summed by vpmaddwd into int32 lanes — exact
+// (|pair sum| <= 2 * 255 * 255) and wrapping like the portable loop. The interleave runs within
+// 128-bit lanes, so the low and high halves hold columns {0-3, 8-11, ...} and {4-7, 12-15, ...}
+// of the block; one permutation per block puts them back in order. The frame has 32 bytes of
+// slack past its end for the last block's loads (those columns are never stored).
+template <bool XSigned>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void depthwise_avx512(
+    const uint8_t* x, const std::vector<int64_t>& offset, const std::vector<int32_t>& w, int32_t init,
+    int64_t columns, const qtiles::RowStoreAvx512& store, float scale, char* out, const std::vector<qtiles::ColumnRun>& runs,
+    const std::vector<int>& first_run) {
+  const size_t taps = w.size();
+  alignas(64) static constexpr int32_t kLow[16] = {0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23};
+  alignas(64) static constexpr int32_t kHigh[16] = {8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31};
+  const __m512i low_order = _mm512_load_si512(kLow), high_order = _mm512_load_si512(kHigh);
+  auto widen = [](const uint8_t* p) {
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return XSigned ? _mm512_cvtepi8_epi16(bytes) : _mm512_cvtepu8_epi16(bytes);
+  };
+  const __m512i start = _mm512_set1_epi32(init);
+  for (int64_t q0 = 0, block = 0; q0 < columns; q0 += 32, ++block) {
+    __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+    for (size_t t = 0; t < taps; t += 2) {
+      const bool pair = t + 1 < taps;
+      const __m512i a = widen(x + offset[t] + q0);
+      const __m512i b = pair ? widen(x + offset[t + 1] + q0) : _mm512_setzero_si512();
+      const __m512i weights =
+          _mm512_set1_epi32(int32_t(uint32_t(uint16_t(int16_t(w[t]))) | (pair ? uint32_t(w[t + 1]) << 16 : 0u)));
+      lo = _mm512_add_epi32(lo, _mm512_madd_epi16(_mm512_unpacklo_epi16(a, b), weights));
+      hi = _mm512_add_epi32(hi, _mm512_madd_epi16(_mm512_unpackhi_epi16(a, b), weights));
+    }
+    const __m512i v0 = _mm512_add_epi32(_mm512_permutex2var_epi32(lo, low_order, hi), start);
+    const __m512i v1 = _mm512_add_epi32(_mm512_permutex2var_epi32(lo, high_order, hi), start);
+    store(v0, v1, scale, out, runs.data() + first_run[size_t(block)],
+          first_run[size_t(block) + 1] - first_run[size_t(block)]);
+  }
+}
+#endif
+
 // One output channel per task, each reading its one input channel split into the phase frames of
 // split_phases (padding: the zero point's byte); the output computed Wq wide is then, per tap,
 // one contiguous run of a phase. The products run on the stored bytes: sum w' (x - zx) =
@@ -127,10 +195,26 @@ void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, cons
   }
   ConvShape one = s;  // a single channel's geometry, for split_phases
   one.C = 1;
+#if defined(__x86_64__)
+  // The kept columns of each block of 32, the same for every channel.
+  std::vector<qtiles::ColumnRun> runs;
+  std::vector<int> first_run(1, 0);
+  if (avx512) {
+    runs.resize(size_t((columns + 31) / 32 * 32));
+    for (int64_t q0 = 0; q0 < columns; q0 += 32) {
+      const int count = qtiles::column_runs(ph.Wq, s.Wo, q0, int(std::min<int64_t>(32, columns - q0)),
+                                            runs.data() + first_run.back());
+      first_run.push_back(first_run.back() + count);
+    }
+  }
+  const qtiles::RowStoreAvx512 store(r.type, r.zero_point, std::numeric_limits<int32_t>::min(),
+                             std::numeric_limits<int32_t>::max());
+#endif
+  const size_t out_bytes = dtype_size(y.dtype());
   const int64_t work = frame_size + columns * taps;
   parallel_for(s.N * s.O, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
-    std::vector<uint8_t> frame(static_cast<size_t>(frame_size));
-    std::vector<int32_t> acc(static_cast<size_t>(columns)), w(static_cast<size_t>(taps));
+    std::vector<uint8_t> frame(static_cast<size_t>(frame_size + 64));  // slack for depthwise_avx512's loads
+    std::vector<int32_t> acc, w(static_cast<size_t>(taps));
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / s.O, o = t % s.O, c = o / s.Og;
       split_phases(x + (n * s.C + c) * s.H * s.W, one, g, ph, uint8_t(zx), frame.data());
@@ -143,23 +227,35 @@ void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, cons
       }
       // wrapping, as the GEMM's accumulators
       const int32_t init = int32_t(uint32_t(bias ? bias[o] : 0) - uint32_t(zx) * weight_sum);
+      const float scale = r.column.empty() ? 1.0f : r.column[size_t(o)];
+      char* out = out_data + size_t((n * s.O + o) * s.Ho * s.Wo) * out_bytes;
+#if defined(__x86_64__)
+      if (avx512) {
+        if (x_int8) {
+          depthwise_avx512<true>(frame.data(), offset, w, init, columns, store, scale, out, runs, first_run);
+        } else {
+          depthwise_avx512<false>(frame.data(), offset, w, init, columns, store, scale, out, runs, first_run);
+        }
+        continue;
+      }
+#endif
+      acc.resize(size_t(columns));
       if (x_int8) {
         depthwise_taps(reinterpret_cast<const int8_t*>(frame.data()), offset, w, init, columns, acc.data());
       } else {
         depthwise_taps(frame.data(), offset, w, init, columns, acc.data());
       }
-      const float scale = r.column.empty() ? 1.0f : r.column[size_t(o)];
       for (int64_t oh = 0; oh < s.Ho; ++oh) {
         const int32_t* row = acc.data() + oh * ph.Wq;
-        const int64_t at = (n * s.O + o) * s.Ho * s.Wo + oh * s.Wo;
+        const int64_t at = oh * s.Wo;
         if (r.type == QGemmOutput::Type::Int32) {
-          std::copy(row, row + s.Wo, reinterpret_cast<int32_t*>(out_data) + at);
+          std::copy(row, row + s.Wo, reinterpret_cast<int32_t*>(out) + at);
         } else if (r.type == QGemmOutput::Type::UInt8) {
           qtiles::requantize_row<uint8_t, false>(row, int(s.Wo), &scale, r.zero_point, 0, 255,
-                                                 reinterpret_cast<uint8_t*>(out_data) + at);
+                                                 reinterpret_cast<uint8_t*>(out) + at);
         } else {
           qtiles::requantize_row<int8_t, false>(row, int(s.Wo), &scale, r.zero_point, -128, 127,
-                                                reinterpret_cast<int8_t*>(out_data) + at);
+                                                reinterpret_cast<int8_t*>(out) + at);
         }
       }
     }

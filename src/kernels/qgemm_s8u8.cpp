@@ -95,33 +95,6 @@ void run_tile(QGemmIsa isa, const int32_t* wp, const void* panel, int64_t k_grou
   tile_portable<true>(wp, static_cast<const int8_t*>(panel), k_groups, c);
 }
 
-// The kept columns of one panel: runs of consecutive columns, each stored at one place of a row
-// of the output (several when a panel crosses rows of a padded image), the same for every row.
-struct ColumnRun {
-  int j = 0, length = 0;  // columns [j, j + length) of the panel
-  int64_t at = 0;         // where column j goes in a row of the output
-};
-
-int column_runs(const QGemmRowOutput& out, int64_t n0, int nc, ColumnRun* runs) {
-  int count = 0;
-  for (int j = 0; j < nc;) {
-    const int64_t n = n0 + j;
-    int64_t at = n, length = nc - j;
-    if (out.padded_width > 0) {
-      const int64_t col = n % out.padded_width;
-      if (col >= out.width) {  // a column of the padding: skipped
-        j += int(std::min<int64_t>(out.padded_width - col, nc - j));
-        continue;
-      }
-      at = (n / out.padded_width) * out.width + col;
-      length = std::min<int64_t>(length, out.width - col);
-    }
-    runs[count++] = {j, int(length), at};
-    j += int(length);
-  }
-  return count;
-}
-
 // The epilogue of one tile: zero-point terms and bias per row, requantization, and the store of
 // each run of kept columns.
 void store_tile(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, const int32_t* c, int NR,
@@ -162,24 +135,14 @@ void store_tile(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, c
 
 #if defined(__x86_64__)
 // store_tile in zmm registers, for a VNNI tile (NR = 32: two vectors per row): the zero-point
-// terms and bias added, requantized as requantize_row_avx512 does (the same instructions, so the
-// same bytes), and each run stored with one masked store at the address where its first column
-// belongs (the lanes outside the run's mask are not touched, so the base may lie before the row).
+// terms and bias added, then requantized and stored by store_row_avx512.
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_tile_avx512(
     const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, const int32_t* c, int64_t m0, int mr,
     const int32_t* col_sums, const ColumnRun* runs, int run_count) {
   static_assert(kVnniNr == 32, "two zmm vectors of int32 per tile row");
-  const bool narrow = out.type != QGemmOutput::Type::Int32;
-  const bool is_unsigned = out.type == QGemmOutput::Type::UInt8;
-  const int32_t type_lo = is_unsigned ? 0 : -128, type_hi = is_unsigned ? 255 : 127;
-  const float zp = float(out.zero_point);
-  const __m512 low = _mm512_set1_ps(float(std::max(out.lo, type_lo) - out.zero_point));
-  const __m512 high = _mm512_set1_ps(float(std::min(out.hi, type_hi) - out.zero_point));
-  const __m512 z = _mm512_set1_ps(zp);
+  const RowStoreAvx512 store(out.type, out.zero_point, out.lo, out.hi);
   const __m512i sums0 = col_sums ? _mm512_loadu_si512(col_sums) : _mm512_setzero_si512();
   const __m512i sums1 = col_sums ? _mm512_loadu_si512(col_sums + 16) : _mm512_setzero_si512();
-  const uintptr_t base = reinterpret_cast<uintptr_t>(out.data);
-  const __mmask16 all = 0xffff;
   for (int i = 0; i < mr; ++i) {
     const int64_t row = m0 + i;
     const uint32_t zw = uint32_t(w.zero_point[size_t(row)]), zx = uint32_t(x.zero_point);
@@ -193,29 +156,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_tile_avx512(
       v0 = _mm512_sub_epi32(v0, _mm512_mullo_epi32(zwv, sums0));
       v1 = _mm512_sub_epi32(v1, _mm512_mullo_epi32(zwv, sums1));
     }
-    if (!narrow) {
-      const uintptr_t dst = base + uintptr_t(row * out.ldc) * sizeof(int32_t);
-      for (int r = 0; r < run_count; ++r) {
-        const uint32_t mask = uint32_t((uint64_t(1) << runs[r].length) - 1) << runs[r].j;
-        int32_t* at = reinterpret_cast<int32_t*>(dst + uintptr_t(runs[r].at - runs[r].j) * sizeof(int32_t));
-        _mm512_mask_storeu_epi32(at, __mmask16(mask), v0);
-        _mm512_mask_storeu_epi32(at + 16, __mmask16(mask >> 16), v1);
-      }
-      continue;
-    }
-    const __m512 s = _mm512_set1_ps(out.scale[row]);
-    auto requantize = [&](__m512i v) {
-      __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, v), s);
-      y = _mm512_maskz_roundscale_ps(all, y, _MM_FROUND_CUR_DIRECTION);
-      y = _mm512_add_ps(_mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, y, low), high), z);
-      return _mm512_maskz_cvtepi32_epi8(all, _mm512_maskz_cvtps_epi32(all, y));
-    };
-    const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(requantize(v0)), requantize(v1), 1);
-    const uintptr_t dst = base + uintptr_t(row * out.ldc);
-    for (int r = 0; r < run_count; ++r) {
-      const uint32_t mask = uint32_t((uint64_t(1) << runs[r].length) - 1) << runs[r].j;
-      _mm256_mask_storeu_epi8(reinterpret_cast<void*>(dst + uintptr_t(runs[r].at - runs[r].j)), __mmask32(mask), bytes);
-    }
+    store(v0, v1, out.scale ? out.scale[row] : 1.0f, static_cast<char*>(out.data) + row * out.ldc * store.bytes,
+          runs, run_count);
   }
 }
 #endif
@@ -305,7 +247,7 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
                          panel_column_sums(isa, panel, w.k_groups, col_sums.data() + (p - p0) * NR);
                        }
                        run_counts[size_t(p - p0)] =
-                           column_runs(out, p * NR, int(std::min<int64_t>(NR, x.n - p * NR)), runs.data() + (p - p0) * NR);
+                           column_runs(out.padded_width, out.width, p * NR, int(std::min<int64_t>(NR, x.n - p * NR)), runs.data() + (p - p0) * NR);
                      }
                      packed = grp;
                    }

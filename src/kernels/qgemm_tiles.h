@@ -113,6 +113,83 @@ __attribute__((target("avx2"))) inline void tile_avx2(const int32_t* ap, const i
 }
 #endif
 
+// The kept columns of a block of NR consecutive columns: runs of columns, each stored at one place
+// of an output row (several when the block crosses rows of an image computed `padded_width` wide
+// of which the first `width` columns of each row are kept; one when padded_width is 0).
+struct ColumnRun {
+  int j = 0, length = 0;  // columns [j, j + length) of the block
+  int64_t at = 0;         // where column j goes in a row of the output
+};
+
+inline int column_runs(int64_t padded_width, int64_t width, int64_t n0, int nc, ColumnRun* runs) {
+  int count = 0;
+  for (int j = 0; j < nc;) {
+    const int64_t n = n0 + j;
+    int64_t at = n, length = nc - j;
+    if (padded_width > 0) {
+      const int64_t col = n % padded_width;
+      if (col >= width) {  // a column of the padding: skipped
+        j += int(std::min<int64_t>(padded_width - col, nc - j));
+        continue;
+      }
+      at = (n / padded_width) * width + col;
+      length = std::min<int64_t>(length, width - col);
+    }
+    runs[count++] = {j, int(length), at};
+    j += int(length);
+  }
+  return count;
+}
+
+#if defined(__x86_64__)
+// The store of one row of 32 int32 accumulators (two zmm vectors) as `type`: Int32 as they are,
+// UInt8 / Int8 requantized with the instructions of requantize_row_avx512 (so the same bytes).
+// Each run of kept columns is one masked store at the address where the block's column 0 would
+// go: the lanes outside a run's mask are not touched, so that address may lie before the row.
+struct RowStoreAvx512 {
+  bool narrow;
+  size_t bytes;  // per element
+  __m512 low, high, zero_point;
+
+  __attribute__((target("avx512f,avx512bw,avx512vl"))) RowStoreAvx512(QGemmOutput::Type type, int32_t zp, int32_t lo,
+                                                                      int32_t hi)
+      : narrow(type != QGemmOutput::Type::Int32), bytes(narrow ? 1 : 4) {
+    const bool is_unsigned = type == QGemmOutput::Type::UInt8;
+    const int32_t type_lo = is_unsigned ? 0 : -128, type_hi = is_unsigned ? 255 : 127;
+    low = _mm512_set1_ps(float(std::max(lo, type_lo) - zp));
+    high = _mm512_set1_ps(float(std::min(hi, type_hi) - zp));
+    zero_point = _mm512_set1_ps(float(zp));
+  }
+
+  __attribute__((target("avx512f,avx512bw,avx512vl"))) void operator()(__m512i v0, __m512i v1, float scale, char* row,
+                                                                      const ColumnRun* runs, int count) const {
+    const uintptr_t base = reinterpret_cast<uintptr_t>(row);
+    if (!narrow) {
+      for (int r = 0; r < count; ++r) {
+        const uint32_t mask = uint32_t((uint64_t(1) << runs[r].length) - 1) << runs[r].j;
+        int32_t* at = reinterpret_cast<int32_t*>(base + uintptr_t(runs[r].at - runs[r].j) * sizeof(int32_t));
+        _mm512_mask_storeu_epi32(at, __mmask16(mask), v0);
+        _mm512_mask_storeu_epi32(at + 16, __mmask16(mask >> 16), v1);
+      }
+      return;
+    }
+    const __m512 s = _mm512_set1_ps(scale);
+    const __mmask16 all = 0xffff;  // the maskz forms: see requantize_row_avx512
+    auto requantize = [&](__m512i v) {
+      __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, v), s);
+      y = _mm512_maskz_roundscale_ps(all, y, _MM_FROUND_CUR_DIRECTION);
+      y = _mm512_add_ps(_mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, y, low), high), zero_point);
+      return _mm512_maskz_cvtepi32_epi8(all, _mm512_maskz_cvtps_epi32(all, y));
+    };
+    const __m256i out = _mm256_inserti128_si256(_mm256_castsi128_si256(requantize(v0)), requantize(v1), 1);
+    for (int r = 0; r < count; ++r) {
+      const uint32_t mask = uint32_t((uint64_t(1) << runs[r].length) - 1) << runs[r].j;
+      _mm256_mask_storeu_epi8(reinterpret_cast<void*>(base + uintptr_t(runs[r].at - runs[r].j)), __mmask32(mask), out);
+    }
+  }
+};
+#endif
+
 // One row of requantized values: dst[j] = clamp(round_half_even(acc[j] * scale[j or 0]), lo, hi)
 // with the bounds also T's range, plus the zero point. Clamped before the zero point is added:
 // the same value as requantize_one (both bounds are integers, so clamping before or after
