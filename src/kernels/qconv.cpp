@@ -302,7 +302,7 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
     packed[size_t(grp)] = kept_packing_of<QPackedW>(w.values, weight_constant, zw_group, packing, [&] {
       const Tensor wv = contiguous_copy(w.values);  // (O, Cg, kH, kW): a group's rows are (Og, K)
       return qgemm_pack_w(static_cast<const uint8_t*>(wv.raw_data()) + grp * s.Og * s.K,
-                          wv.dtype() == DType::UInt8, s.Og, s.K, s.K, zw_group, qgemm_best_isa());
+                          wv.dtype() == DType::UInt8, s.Og, s.K, s.K, zw_group, qgemm_s8u8_best_isa());
     });
   }
   // Without padding or stride the image is its own frame; otherwise it is split into phases.
@@ -311,6 +311,7 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
   const Phases ph = in_place ? Phases{s.H, s.W, 1, 1} : phases_of(s, g);
   thread_local std::vector<uint8_t> frame_buffer;
   std::vector<const uint8_t*> rows(size_t(s.K));
+  std::vector<int64_t> tap_offset(size_t(s.kH * s.kW));
   for (int64_t n = 0; n < s.N; ++n) {
     const uint8_t* frame = xv + n * s.C * s.H * s.W;
     if (!in_place) {
@@ -320,9 +321,16 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
     }
     for (int64_t grp = 0; grp < s.groups; ++grp) {
       // Row k = (c, i, j): the output computed Wq wide, the columns past Wo dropped by the store.
-      for (int64_t k = 0; k < s.K; ++k) {
-        const int64_t c = grp * s.Cg + k / (s.kH * s.kW), i = (k / s.kW) % s.kH, j = k % s.kW;
-        rows[size_t(k)] = frame + ph.offset(c, i * g.dilation[0], j * g.dilation[1]);
+      // Tap (i, j) sits at the same place in every channel's frame (offset(0, ...)), and the
+      // channels' frames follow one another: no division per row.
+      const int64_t per_channel = ph.s0 * ph.s1 * ph.Hq * ph.Wq;
+      for (int64_t i = 0, k = 0; i < s.kH; ++i) {
+        for (int64_t j = 0; j < s.kW; ++j, ++k) tap_offset[size_t(k)] = ph.offset(0, i * g.dilation[0], j * g.dilation[1]);
+      }
+      const int64_t taps = s.kH * s.kW;
+      for (int64_t c = 0; c < s.Cg; ++c) {
+        const uint8_t* channel = frame + (grp * s.Cg + c) * per_channel;
+        for (int64_t t = 0; t < taps; ++t) rows[size_t(c * taps + t)] = channel + tap_offset[size_t(t)];
       }
       QGemmX operand;
       operand.rows = rows.data();

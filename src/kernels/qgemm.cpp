@@ -2,7 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "base/parallel.h"
 #include "kernels/qgemm_tiles.h"
@@ -10,6 +20,26 @@
 
 namespace smelt::kernels {
 namespace {
+
+#if defined(__x86_64__)
+// AMX needs the CPU (CPUID leaf 7: AMX-TILE, AMX-INT8), the OS saving tile state (XCR0 bits 17
+// and 18) and, on Linux, a per-process grant of the tile data state, asked for here once.
+bool amx_granted() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool tile = edx & (1u << 24), int8 = edx & (1u << 25);
+  if (!tile || !int8) return false;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & (1u << 27))) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & (3u << 17)) != (3u << 17)) return false;
+#if defined(__linux__)
+  constexpr long kArchRequestPermission = 0x1023, kTileData = 18;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
+  if (syscall(SYS_arch_prctl, kArchRequestPermission, kTileData) != 0) return false;
+#endif
+  return true;
+}
+#endif
 
 using namespace qtiles;
 
@@ -111,6 +141,7 @@ const char* qgemm_isa_name(QGemmIsa isa) {
     case QGemmIsa::Portable: return "portable";
     case QGemmIsa::Avx2: return "avx2";
     case QGemmIsa::Avx512Vnni: return "avx512-vnni";
+    case QGemmIsa::Amx: return "amx-int8";
   }
   return "?";
 }
@@ -122,7 +153,11 @@ bool qgemm_isa_supported(QGemmIsa isa) {
     case QGemmIsa::Avx2: return __builtin_cpu_supports("avx2");
     case QGemmIsa::Avx512Vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vnni");
+             __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+    case QGemmIsa::Amx: {
+      static const bool granted = qgemm_isa_supported(QGemmIsa::Avx512Vnni) && amx_granted();
+      return granted;
+    }
 #else
     default: return false;
 #endif
@@ -130,13 +165,41 @@ bool qgemm_isa_supported(QGemmIsa isa) {
   return false;
 }
 
-QGemmIsa qgemm_best_isa() {
-  static const QGemmIsa best = [] {
-    for (QGemmIsa isa : {QGemmIsa::Avx512Vnni, QGemmIsa::Avx2}) {
-      if (qgemm_isa_supported(isa)) return isa;
+namespace {
+
+// The fastest of `fastest_first` this CPU runs, or SMELT_QGEMM_ISA's choice where it is one of
+// them (a GEMM without a kernel for the chosen set keeps its own fastest). A name that is no
+// instruction set, or one this CPU cannot run, is an error.
+QGemmIsa chosen_isa(std::initializer_list<QGemmIsa> fastest_first) {
+  if (const char* wanted = std::getenv("SMELT_QGEMM_ISA"); wanted && *wanted) {
+    std::string valid;
+    bool known = false;
+    for (QGemmIsa isa : {QGemmIsa::Amx, QGemmIsa::Avx512Vnni, QGemmIsa::Avx2, QGemmIsa::Portable}) {
+      if (!qgemm_isa_supported(isa)) continue;
+      valid += std::string(valid.empty() ? "" : ", ") + qgemm_isa_name(isa);
+      if (std::strcmp(wanted, qgemm_isa_name(isa)) != 0) continue;
+      known = true;
+      if (std::find(fastest_first.begin(), fastest_first.end(), isa) != fastest_first.end()) return isa;
     }
-    return QGemmIsa::Portable;
-  }();
+    if (!known) {
+      throw Error(std::string("SMELT_QGEMM_ISA=") + wanted + ": not an instruction set this CPU runs; valid: " + valid);
+    }
+  }
+  for (QGemmIsa isa : fastest_first) {
+    if (qgemm_isa_supported(isa)) return isa;
+  }
+  return QGemmIsa::Portable;
+}
+
+}  // namespace
+
+QGemmIsa qgemm_best_isa() {
+  static const QGemmIsa best = chosen_isa({QGemmIsa::Avx512Vnni, QGemmIsa::Avx2, QGemmIsa::Portable});
+  return best;
+}
+
+QGemmIsa qgemm_s8u8_best_isa() {
+  static const QGemmIsa best = chosen_isa({QGemmIsa::Amx, QGemmIsa::Avx512Vnni, QGemmIsa::Avx2, QGemmIsa::Portable});
   return best;
 }
 
@@ -156,6 +219,8 @@ QPackedB qgemm_pack_b(const void* b, bool b_unsigned, int64_t k, int64_t n, int6
       << "qgemm: " << zero_points.size() << " zero points for " << n
       << " columns; valid: one, or one per column";
   SMELT_CHECK(qgemm_isa_supported(isa)) << "qgemm: this CPU has no " << qgemm_isa_name(isa);
+  SMELT_CHECK(isa != QGemmIsa::Amx) << "qgemm: amx-int8 runs the weights-left GEMM only (qgemm_s8u8); valid here: "
+                                    << qgemm_isa_name(qgemm_best_isa());
   QPackedB p;
   p.isa = isa;
   p.k = k;

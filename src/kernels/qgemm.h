@@ -23,11 +23,18 @@
 
 namespace smelt::kernels {
 
-enum class QGemmIsa : uint8_t { Portable, Avx2, Avx512Vnni };
+// Amx (Intel's tile matrix unit, TDPBSUD: 16 x 16 x 64 products per instruction) runs only the
+// weights-on-the-left GEMM (qgemm_s8u8, the convolutions); it needs the OS to grant the process
+// its tile state (Linux: arch_prctl ARCH_REQ_XCOMP_PERM), asked for once by qgemm_isa_supported.
+enum class QGemmIsa : uint8_t { Portable, Avx2, Avx512Vnni, Amx };
 
-const char* qgemm_isa_name(QGemmIsa isa);  // "portable", "avx2", "avx512-vnni"
-bool qgemm_isa_supported(QGemmIsa isa);     // by this CPU
-QGemmIsa qgemm_best_isa();                  // the fastest supported one
+const char* qgemm_isa_name(QGemmIsa isa);  // "portable", "avx2", "avx512-vnni", "amx-int8"
+bool qgemm_isa_supported(QGemmIsa isa);     // by this CPU (and, for Amx, this OS)
+// The fastest supported one for qgemm_u8s8 / for qgemm_s8u8. SMELT_QGEMM_ISA=<name> chooses
+// another for the GEMMs that have a kernel for it (to compare them, or to keep a tool that cannot
+// run AMX, such as valgrind, working); a name this CPU cannot run is an error.
+QGemmIsa qgemm_best_isa();
+QGemmIsa qgemm_s8u8_best_isa();
 
 // B (K x N) packed for one instruction set: panels of `nr` columns, k in groups of `group`
 // (zero-padded), as the micro-kernel loads them; the zero point per column and the column sums.
@@ -90,7 +97,9 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, int32_t a_zero_point,
 
 // W packed for one instruction set: [row tile][k group][mr] int32 words, each holding one row's
 // `group` values (4 int8, or 2 int16 on AVX2), zero past k and past m; per-row sums and zero
-// points in the stored (signed) domain.
+// points in the stored (signed) domain. Amx: a row tile is two AMX tiles of 16 rows, k_groups is
+// a multiple of 16 (zeros past k), and per block of 16 k groups each tile's 16 rows of 16 words
+// lie row after row (the layout TILELOADD reads): [row tile][k block][half][row][k group].
 struct QPackedW {
   QGemmIsa isa = QGemmIsa::Portable;
   int64_t m = 0, k = 0;

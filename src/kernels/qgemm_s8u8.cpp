@@ -4,6 +4,7 @@
 // for every row tile).
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "base/parallel.h"
 #include "kernels/qgemm.h"
@@ -19,6 +20,34 @@ namespace {
 
 using namespace qtiles;
 
+#if defined(__x86_64__)
+// A full panel of 32 columns in the 4-byte groups of VNNI and AMX, per k group from four rows:
+// byte and word interleaves within 128-bit lanes, then the lanes put in column order; 128 bytes
+// per k group from 20 AVX2 instructions (SSE2 takes twice as many).
+__attribute__((target("avx2"))) void pack_x_panel_bytes_avx2(const QGemmX& x, int64_t k, int64_t k_groups, int64_t n0,
+                                                              void* panel) {
+  const __m256i sign = _mm256_set1_epi8(char(x.flip_sign ? 0x80 : 0)), zero = _mm256_setzero_si256();
+  __m256i* out = static_cast<__m256i*>(panel);
+  for (int64_t q = 0; q < k_groups; ++q, out += 4) {
+    __m256i v[4];
+    for (int r = 0; r < 4; ++r) {
+      const int64_t kk = q * 4 + r;
+      v[r] = kk < k ? _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.rows[kk] + n0)), sign)
+                    : zero;
+    }
+    const __m256i ab0 = _mm256_unpacklo_epi8(v[0], v[1]), ab1 = _mm256_unpackhi_epi8(v[0], v[1]);
+    const __m256i cd0 = _mm256_unpacklo_epi8(v[2], v[3]), cd1 = _mm256_unpackhi_epi8(v[2], v[3]);
+    // columns 0-3 | 16-19, 4-7 | 20-23, 8-11 | 24-27, 12-15 | 28-31
+    const __m256i q0 = _mm256_unpacklo_epi16(ab0, cd0), q1 = _mm256_unpackhi_epi16(ab0, cd0);
+    const __m256i q2 = _mm256_unpacklo_epi16(ab1, cd1), q3 = _mm256_unpackhi_epi16(ab1, cd1);
+    _mm256_storeu_si256(out, _mm256_permute2x128_si256(q0, q1, 0x20));
+    _mm256_storeu_si256(out + 1, _mm256_permute2x128_si256(q2, q3, 0x20));
+    _mm256_storeu_si256(out + 2, _mm256_permute2x128_si256(q0, q1, 0x31));
+    _mm256_storeu_si256(out + 3, _mm256_permute2x128_si256(q2, q3, 0x31));
+  }
+}
+#endif
+
 // Columns [n0, n0 + nc) of X's rows packed as the micro-kernel reads a panel: per k group, NR
 // columns of `group` values (VNNI/portable: 4 bytes; AVX2: 2 int16), zero past k and past nc.
 // Full panels interleave 16 columns at a time with SSE2 (every x86-64 has it).
@@ -27,6 +56,12 @@ void pack_x_panel(QGemmIsa isa, const QGemmX& x, int64_t k, int64_t k_groups, in
   const int NR = tile_columns(isa), G = k_group(isa);
   const uint8_t flip = x.flip_sign ? 0x80 : 0;
   const bool wide = isa == QGemmIsa::Avx2;
+#if defined(__x86_64__)
+  if (nc == NR && (isa == QGemmIsa::Avx512Vnni || isa == QGemmIsa::Amx)) {
+    static_assert(kVnniNr == 32 && kAmxNr == 32 && kVnniGroup == 4);
+    return pack_x_panel_bytes_avx2(x, k, k_groups, n0, panel);
+  }
+#endif
   for (int64_t q = 0; q < k_groups; ++q) {
     const uint8_t* row[4] = {};
     for (int r = 0; r < G; ++r) row[r] = q * G + r < k ? x.rows[q * G + r] + n0 : nullptr;
@@ -88,6 +123,7 @@ void panel_column_sums(QGemmIsa isa, const void* panel, int64_t k_groups, int32_
 
 void run_tile(QGemmIsa isa, const int32_t* wp, const void* panel, int64_t k_groups, int32_t* c) {
 #if defined(__x86_64__)
+  if (isa == QGemmIsa::Amx) return tile_amx(wp, static_cast<const int8_t*>(panel), k_groups / kAmxBlock, c);
   if (isa == QGemmIsa::Avx512Vnni) return tile_vnni<true>(wp, static_cast<const int8_t*>(panel), k_groups, c);
   if (isa == QGemmIsa::Avx2) return tile_avx2(wp, static_cast<const int16_t*>(panel), k_groups, c);
 #endif
@@ -139,7 +175,7 @@ void store_tile(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, c
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_tile_avx512(
     const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out, const int32_t* c, int64_t m0, int mr,
     const int32_t* col_sums, const ColumnRun* runs, int run_count) {
-  static_assert(kVnniNr == 32, "two zmm vectors of int32 per tile row");
+  static_assert(kVnniNr == 32 && kAmxNr == kVnniNr, "two zmm vectors of int32 per tile row");
   const RowStoreAvx512 store(out.type, out.zero_point, out.lo, out.hi);
   const __m512i sums0 = col_sums ? _mm512_loadu_si512(col_sums) : _mm512_setzero_si512();
   const __m512i sums1 = col_sums ? _mm512_loadu_si512(col_sums + 16) : _mm512_setzero_si512();
@@ -162,6 +198,15 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_tile_avx512(
 }
 #endif
 
+// Where qgemm_pack_w puts the word of row `row`, k group `q` (qgemm.h: QPackedW).
+int64_t word_index(const QPackedW& p, int64_t row, int64_t q) {
+  const int64_t tile = row / p.mr, i = row % p.mr;
+  if (p.isa != QGemmIsa::Amx) return (tile * p.k_groups + q) * p.mr + i;
+  // [row tile][k block][half][row][k group]: a block is 2 x 16 x 16 words
+  return tile * p.k_groups * p.mr + (q / kAmxBlock) * 2 * 16 * kAmxBlock + (i / 16) * 16 * kAmxBlock +
+         (i % 16) * kAmxBlock + q % kAmxBlock;
+}
+
 }  // namespace
 
 QPackedW qgemm_pack_w(const void* w, bool w_unsigned, int64_t m, int64_t k, int64_t ldw,
@@ -176,7 +221,7 @@ QPackedW qgemm_pack_w(const void* w, bool w_unsigned, int64_t m, int64_t k, int6
   p.k = k;
   p.mr = tile_rows(isa);
   p.group = k_group(isa);
-  p.k_groups = (k + p.group - 1) / p.group;
+  p.k_groups = padded_k_groups(isa, k);
   const int64_t tiles = (m + p.mr - 1) / p.mr;
   p.words.assign(size_t(tiles * p.k_groups * p.mr), 0);
   p.row_sums.assign(size_t(m), 0);
@@ -195,7 +240,7 @@ QPackedW qgemm_pack_w(const void* w, bool w_unsigned, int64_t m, int64_t k, int6
                                    : int32_t(static_cast<const int8_t*>(w)[row * ldw + kk]);
       sum += uint32_t(v);
       const int64_t q = kk / p.group, r = kk % p.group;
-      uint32_t& word = reinterpret_cast<uint32_t&>(p.words[size_t(((row / p.mr) * p.k_groups + q) * p.mr + row % p.mr)]);
+      uint32_t& word = reinterpret_cast<uint32_t&>(p.words[size_t(word_index(p, row, q))]);
       word |= p.group == 2 ? (uint32_t(uint16_t(int16_t(v))) << (16 * r)) : (uint32_t(uint8_t(int8_t(v))) << (8 * r));
     }
     p.row_sums[size_t(row)] = int32_t(sum);
@@ -236,6 +281,10 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
                  std::vector<ColumnRun> runs(static_cast<size_t>(NR * group));
                  std::vector<int> run_counts(static_cast<size_t>(group));
                  int64_t packed = -1;
+#if defined(__x86_64__)
+                 std::optional<AmxTiles> tiles;
+                 if (isa == QGemmIsa::Amx) tiles.emplace();
+#endif
                  for (int64_t t = begin; t < end; ++t) {
                    const int64_t grp = t / m_chunks, chunk = t % m_chunks;
                    const int64_t p0 = grp * group, p1 = std::min(panels, p0 + group);
@@ -260,7 +309,7 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
                        run_tile(isa, w.words.data() + mt * w.k_groups * MR,
                                 packed_panels.data() + size_t(p - p0) * panel_bytes, w.k_groups, c.data());
 #if defined(__x86_64__)
-                       if (isa == QGemmIsa::Avx512Vnni) {
+                       if (isa == QGemmIsa::Avx512Vnni || isa == QGemmIsa::Amx) {
                          store_tile_avx512(w, x, out, c.data(), mt * MR, mr, sums, runs.data() + (p - p0) * NR,
                                            run_counts[size_t(p - p0)]);
                          continue;

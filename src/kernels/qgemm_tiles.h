@@ -27,9 +27,13 @@ namespace smelt::kernels::qtiles {
 constexpr int kVnniMr = 8, kVnniNr = 32, kVnniGroup = 4;
 constexpr int kAvx2Mr = 6, kAvx2Nr = 16, kAvx2Group = 2;
 constexpr int kPortableMr = 4;  // the portable path reads the VNNI packing
+// AMX: 2 x 2 tiles of 16 x 16 int32 accumulators; a panel has the VNNI layout (32 columns of 4
+// bytes per k group), read as two B tiles of 16 columns, 128 bytes apart per k group.
+constexpr int kAmxMr = 32, kAmxNr = 32, kAmxBlock = 16;  // kAmxBlock k groups per tile product
 
 inline int tile_rows(QGemmIsa isa) {
   switch (isa) {
+    case QGemmIsa::Amx: return kAmxMr;
     case QGemmIsa::Avx512Vnni: return kVnniMr;
     case QGemmIsa::Avx2: return kAvx2Mr;
     case QGemmIsa::Portable: return kPortableMr;
@@ -38,6 +42,11 @@ inline int tile_rows(QGemmIsa isa) {
 }
 inline int tile_columns(QGemmIsa isa) { return isa == QGemmIsa::Avx2 ? kAvx2Nr : kVnniNr; }
 inline int k_group(QGemmIsa isa) { return isa == QGemmIsa::Avx2 ? kAvx2Group : kVnniGroup; }
+// k groups, rounded as the packing pads them (Amx: to whole tile products).
+inline int64_t padded_k_groups(QGemmIsa isa, int64_t k) {
+  const int64_t groups = (k + k_group(isa) - 1) / k_group(isa);
+  return isa == QGemmIsa::Amx ? (groups + kAmxBlock - 1) / kAmxBlock * kAmxBlock : groups;
+}
 
 // c[i * NR + j] = sum over the k groups of the broadcast row i times the panel's column j.
 template <bool BroadcastSigned>
@@ -91,6 +100,56 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const int3
     _mm512_storeu_si512(c + i * NR + 16, acc[i][1]);
   }
 }
+
+// The AMX tile product of a 32-row weight tile (two A tiles per k block, packed by qgemm_pack_w)
+// and a 32-column panel (two B tiles per k block): TDPBSUD multiplies signed A bytes by unsigned
+// B bytes, four per int32 lane, exactly. c is 32 x 32 int32. The caller holds the tile
+// configuration (AmxTiles).
+__attribute__((target("amx-tile,amx-int8"))) inline void tile_amx(const int32_t* wp, const int8_t* panel,
+                                                                 int64_t k_blocks, int32_t* c) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  constexpr int kPanelStride = kAmxNr * kVnniGroup;  // bytes per k group of a panel
+  for (int64_t b = 0; b < k_blocks; ++b) {
+    const int32_t* a = wp + b * 2 * 256;
+    const int8_t* x = panel + b * kAmxBlock * kPanelStride;
+    _tile_loadd(4, a, 64);
+    _tile_loadd(5, a + 256, 64);
+    _tile_loadd(6, x, kPanelStride);
+    _tile_loadd(7, x + 64, kPanelStride);
+    _tile_dpbsud(0, 4, 6);
+    _tile_dpbsud(1, 4, 7);
+    _tile_dpbsud(2, 5, 6);
+    _tile_dpbsud(3, 5, 7);
+  }
+  constexpr int kRowBytes = kAmxNr * 4;
+  _tile_stored(0, c, kRowBytes);
+  _tile_stored(1, c + 16, kRowBytes);
+  _tile_stored(2, c + 16 * kAmxNr, kRowBytes);
+  _tile_stored(3, c + 16 * kAmxNr + 16, kRowBytes);
+}
+
+// The tile configuration of the calling thread for tile_amx, loaded for a scope: every tile 16
+// rows of 64 bytes. Released at the end, so that the thread's tile state need not be saved.
+class AmxTiles {
+ public:
+  __attribute__((target("amx-tile"))) AmxTiles() {
+    struct alignas(64) Config {
+      uint8_t palette = 1, start_row = 0;
+      uint8_t reserved[14] = {};
+      uint16_t bytes_per_row[16] = {};
+      uint8_t rows[16] = {};
+    } config;
+    static_assert(sizeof(Config) == 64);
+    for (int t = 0; t < 8; ++t) config.bytes_per_row[t] = 64, config.rows[t] = 16;
+    _tile_loadconfig(&config);
+  }
+  __attribute__((target("amx-tile"))) ~AmxTiles() { _tile_release(); }
+  AmxTiles(const AmxTiles&) = delete;
+  AmxTiles& operator=(const AmxTiles&) = delete;
+};
 
 __attribute__((target("avx2"))) inline void tile_avx2(const int32_t* ap, const int16_t* bp,
                                                       int64_t k_groups, int32_t* c) {

@@ -25,7 +25,8 @@ class PackedWeights {
                                   const std::function<std::shared_ptr<const void>()>& pack) {
     if (!weight_constant || !w.storage()->owned()) return pack();
     Key key{w.storage().get(), w.storage()->version(), w.offset(), w.shape(), w.strides(), w.dtype(),
-            zero_points, packing, qgemm_best_isa()};
+            zero_points, packing,
+            packing.kind == WeightPacking::Kind::ConvW ? qgemm_s8u8_best_isa() : qgemm_best_isa()};
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {

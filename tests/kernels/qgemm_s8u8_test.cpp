@@ -24,7 +24,7 @@ struct Case {
 
 std::vector<QGemmIsa> isas() {
   std::vector<QGemmIsa> out;
-  for (QGemmIsa isa : {QGemmIsa::Portable, QGemmIsa::Avx2, QGemmIsa::Avx512Vnni}) {
+  for (QGemmIsa isa : {QGemmIsa::Portable, QGemmIsa::Avx2, QGemmIsa::Avx512Vnni, QGemmIsa::Amx}) {
     if (qgemm_isa_supported(isa)) out.push_back(isa);
   }
   return out;
