@@ -207,6 +207,19 @@ int64_t word_index(const QPackedW& p, int64_t row, int64_t q) {
          (i % 16) * kAmxBlock + q % kAmxBlock;
 }
 
+// Panels [first, first + count) of X packed for the micro-kernel, with each one's column sums
+// (when a weight zero point needs them) and runs of kept columns.
+struct PackedPanels {
+  int64_t first = 0;
+  std::vector<int8_t> bytes;
+  std::vector<int32_t> col_sums;
+  std::vector<ColumnRun> runs;
+  std::vector<int> run_counts;
+  PackedPanels(size_t panel_bytes, int64_t count, int NR)
+      : bytes(panel_bytes * size_t(count) + 64), col_sums(size_t(NR * count)), runs(size_t(NR * count)),
+        run_counts(size_t(count)) {}
+};
+
 }  // namespace
 
 QPackedW qgemm_pack_w(const void* w, bool w_unsigned, int64_t m, int64_t k, int64_t ldw,
@@ -273,13 +286,29 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
   const int64_t tiles_per_chunk = (m_tiles + m_chunks - 1) / m_chunks;
   const int64_t work_per_task = tiles_per_chunk * MR * NR * group * std::max<int64_t>(w.k, 1);
   const size_t panel_bytes = size_t(w.k_groups * NR * w.group) * (isa == QGemmIsa::Avx2 ? 2 : 1);
+  auto pack = [&](PackedPanels& set, int64_t p) {
+    const int64_t i = p - set.first;
+    const int nc = int(std::min<int64_t>(NR, x.n - p * NR));
+    int8_t* panel = set.bytes.data() + size_t(i) * panel_bytes;
+    pack_x_panel(isa, x, w.k, w.k_groups, p * NR, nc, panel);
+    if (w.any_zero_point) panel_column_sums(isa, panel, w.k_groups, set.col_sums.data() + i * NR);
+    set.run_counts[size_t(i)] = column_runs(out.padded_width, out.width, p * NR, nc, set.runs.data() + i * NR);
+  };
+  // One group split into row chunks: its panels are packed once, by all threads, before the
+  // chunks run (each chunk packing them again would multiply the packing by the chunks).
+  std::optional<PackedPanels> shared;
+  if (groups == 1 && m_chunks > 1) {
+    shared.emplace(panel_bytes, panels, NR);
+    parallel_for(panels, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) pack(*shared, p);
+    });
+  }
   parallel_for(groups * m_chunks, std::max<int64_t>(1, kParallelGrain * 4 / work_per_task),
                [&](int64_t begin, int64_t end) {
-                 std::vector<int8_t> packed_panels(panel_bytes * size_t(group) + 64);
+                 std::optional<PackedPanels> own;
+                 if (!shared) own.emplace(panel_bytes, group, NR);
+                 PackedPanels& set = shared ? *shared : *own;
                  std::vector<int32_t> c(static_cast<size_t>(MR * NR));
-                 std::vector<int32_t> col_sums(static_cast<size_t>(NR * group));
-                 std::vector<ColumnRun> runs(static_cast<size_t>(NR * group));
-                 std::vector<int> run_counts(static_cast<size_t>(group));
                  int64_t packed = -1;
 #if defined(__x86_64__)
                  std::optional<AmxTiles> tiles;
@@ -288,35 +317,27 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
                  for (int64_t t = begin; t < end; ++t) {
                    const int64_t grp = t / m_chunks, chunk = t % m_chunks;
                    const int64_t p0 = grp * group, p1 = std::min(panels, p0 + group);
-                   if (grp != packed) {
-                     for (int64_t p = p0; p < p1; ++p) {
-                       int8_t* panel = packed_panels.data() + size_t(p - p0) * panel_bytes;
-                       pack_x_panel(isa, x, w.k, w.k_groups, p * NR, int(std::min<int64_t>(NR, x.n - p * NR)), panel);
-                       if (w.any_zero_point) {
-                         panel_column_sums(isa, panel, w.k_groups, col_sums.data() + (p - p0) * NR);
-                       }
-                       run_counts[size_t(p - p0)] =
-                           column_runs(out.padded_width, out.width, p * NR, int(std::min<int64_t>(NR, x.n - p * NR)), runs.data() + (p - p0) * NR);
-                     }
+                   if (!shared && grp != packed) {
+                     set.first = p0;
+                     for (int64_t p = p0; p < p1; ++p) pack(set, p);
                      packed = grp;
                    }
                    const int64_t first = chunk * tiles_per_chunk, last = std::min(m_tiles, first + tiles_per_chunk);
                    for (int64_t mt = first; mt < last; ++mt) {
                      for (int64_t p = p0; p < p1; ++p) {
-                       const int64_t n0 = p * NR;
-                       const int nc = int(std::min<int64_t>(NR, x.n - n0)), mr = int(std::min<int64_t>(MR, w.m - mt * MR));
-                       const int32_t* sums = w.any_zero_point ? col_sums.data() + (p - p0) * NR : nullptr;
-                       run_tile(isa, w.words.data() + mt * w.k_groups * MR,
-                                packed_panels.data() + size_t(p - p0) * panel_bytes, w.k_groups, c.data());
+                       const int64_t i = p - set.first;
+                       const int nc = int(std::min<int64_t>(NR, x.n - p * NR)), mr = int(std::min<int64_t>(MR, w.m - mt * MR));
+                       const int32_t* sums = w.any_zero_point ? set.col_sums.data() + i * NR : nullptr;
+                       const ColumnRun* runs = set.runs.data() + i * NR;
+                       run_tile(isa, w.words.data() + mt * w.k_groups * MR, set.bytes.data() + size_t(i) * panel_bytes,
+                                w.k_groups, c.data());
 #if defined(__x86_64__)
                        if (isa == QGemmIsa::Avx512Vnni || isa == QGemmIsa::Amx) {
-                         store_tile_avx512(w, x, out, c.data(), mt * MR, mr, sums, runs.data() + (p - p0) * NR,
-                                           run_counts[size_t(p - p0)]);
+                         store_tile_avx512(w, x, out, c.data(), mt * MR, mr, sums, runs, set.run_counts[size_t(i)]);
                          continue;
                        }
 #endif
-                       store_tile(w, x, out, c.data(), NR, mt * MR, mr, nc, sums, runs.data() + (p - p0) * NR,
-                                  run_counts[size_t(p - p0)]);
+                       store_tile(w, x, out, c.data(), NR, mt * MR, mr, nc, sums, runs, set.run_counts[size_t(i)]);
                      }
                    }
                  }

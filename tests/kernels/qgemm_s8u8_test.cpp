@@ -127,6 +127,21 @@ TEST(QGemmWeightsLeft, EveryIsaMatchesTheReferenceOnTailsInEveryDim) {
   }
 }
 
+// Whole and partial AMX tiles (32 rows, blocks of 64 k), several k blocks, and images of a few
+// panels whose rows split into chunks (their panels packed once, shared by the chunks).
+TEST(QGemmWeightsLeft, LargeTilesAndRowChunksOverFewPanels) {
+  std::mt19937 rng(2024);
+  for (QGemmIsa isa : isas()) {
+    for (int64_t m : {31, 32, 33, 70, 130}) {
+      for (int64_t n : {33, 61, 250}) {
+        for (int64_t k : {64, 65, 300}) {
+          check({m, n, k, (m + n) % 3 == 0, k == 65, m == 70}, isa, rng, false);
+        }
+      }
+    }
+  }
+}
+
 TEST(QGemmWeightsLeft, ZeroPointsPerRowAndUnsignedWeights) {
   std::mt19937 rng(99);
   for (QGemmIsa isa : isas()) {
