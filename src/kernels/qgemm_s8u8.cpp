@@ -21,18 +21,21 @@ namespace {
 using namespace qtiles;
 
 #if defined(__x86_64__)
-// A full panel of 32 columns in the 4-byte groups of VNNI and AMX, per k group from four rows:
-// byte and word interleaves within 128-bit lanes, then the lanes put in column order; 128 bytes
-// per k group from 20 AVX2 instructions (SSE2 takes twice as many).
-__attribute__((target("avx2"))) void pack_x_panel_bytes_avx2(const QGemmX& x, int64_t k, int64_t k_groups, int64_t n0,
-                                                              void* panel) {
+// A panel of 32 columns (the first nc of them read, the rest zero) in the 4-byte groups of VNNI
+// and AMX, per k group from four rows: byte and word interleaves within 128-bit lanes, then the
+// lanes put in column order; 128 bytes per k group from about 20 instructions (the SSE2 path
+// takes twice as many, the byte loop of a partial panel twenty times as many).
+__attribute__((target("avx2,avx512bw,avx512vl"))) void pack_x_panel_bytes_avx512(const QGemmX& x, int64_t k,
+                                                                                  int64_t k_groups, int64_t n0, int nc,
+                                                                                  void* panel) {
   const __m256i sign = _mm256_set1_epi8(char(x.flip_sign ? 0x80 : 0)), zero = _mm256_setzero_si256();
+  const __mmask32 columns = nc >= 32 ? ~__mmask32(0) : __mmask32((1u << nc) - 1);
   __m256i* out = static_cast<__m256i*>(panel);
   for (int64_t q = 0; q < k_groups; ++q, out += 4) {
     __m256i v[4];
     for (int r = 0; r < 4; ++r) {
       const int64_t kk = q * 4 + r;
-      v[r] = kk < k ? _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.rows[kk] + n0)), sign)
+      v[r] = kk < k ? _mm256_maskz_mov_epi8(columns, _mm256_xor_si256(_mm256_maskz_loadu_epi8(columns, x.rows[kk] + n0), sign))
                     : zero;
     }
     const __m256i ab0 = _mm256_unpacklo_epi8(v[0], v[1]), ab1 = _mm256_unpackhi_epi8(v[0], v[1]);
@@ -57,9 +60,9 @@ void pack_x_panel(QGemmIsa isa, const QGemmX& x, int64_t k, int64_t k_groups, in
   const uint8_t flip = x.flip_sign ? 0x80 : 0;
   const bool wide = isa == QGemmIsa::Avx2;
 #if defined(__x86_64__)
-  if (nc == NR && (isa == QGemmIsa::Avx512Vnni || isa == QGemmIsa::Amx)) {
+  if (isa == QGemmIsa::Avx512Vnni || isa == QGemmIsa::Amx) {
     static_assert(kVnniNr == 32 && kAmxNr == 32 && kVnniGroup == 4);
-    return pack_x_panel_bytes_avx2(x, k, k_groups, n0, panel);
+    return pack_x_panel_bytes_avx512(x, k, k_groups, n0, nc, panel);
   }
 #endif
   for (int64_t q = 0; q < k_groups; ++q) {
