@@ -306,7 +306,16 @@ void qgemm_u8s8(int64_t m, const QGemmA& a, const QPackedB& b, const QGemmOutput
                      pack_a(isa, a.data, a.lda, m0, mr, b.k, b.k_groups, packed.data(), row_sums.data());
                      packed_tile = mt;
                    }
+#if defined(__x86_64__)
+                   if (isa == QGemmIsa::Avx512Vnni && mr == 1) {
+                     tile_vnni_one_row(packed.data(), b.bytes.data() + panel * b.k_groups * b.nr * b.group, b.k_groups,
+                                       c.data());
+                   } else {
+                     run_tile(isa, packed.data(), b, panel, c.data());
+                   }
+#else
                    run_tile(isa, packed.data(), b, panel, c.data());
+#endif
                    const int64_t n0 = panel * b.nr;
                    store_tile(out, b, c.data(), b.nr, m0, mr, n0, int(std::min<int64_t>(b.nr, b.n - n0)),
                               row_sums.data(), a);

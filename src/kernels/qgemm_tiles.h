@@ -101,6 +101,36 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const int3
   }
 }
 
+// tile_vnni<false> for a tile of one row (a matrix-vector product, M = 1: the classifier of a
+// network at batch 1), which would otherwise compute 8 rows for 1. The row's 2 accumulators would
+// make one dependency chain of vpdpbusd latencies, so four k groups go to four pairs of partial
+// sums, added at the end (wrapping: the same int32 bits in any order).
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void tile_vnni_one_row(const int32_t* ap,
+                                                                                     const int8_t* bp,
+                                                                                     int64_t k_groups,
+                                                                                     int32_t* c) {
+  constexpr int MR = kVnniMr, NR = kVnniNr, G = kVnniGroup, kChains = 4;
+  __m512i acc[kChains][2];
+  for (int i = 0; i < kChains; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+  int64_t q = 0;
+  for (; q + kChains <= k_groups; q += kChains) {
+    for (int i = 0; i < kChains; ++i) {
+      const __m512i av = _mm512_set1_epi32(ap[(q + i) * MR]);
+      acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], av, _mm512_loadu_si512(bp + (q + i) * NR * G));
+      acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], av, _mm512_loadu_si512(bp + (q + i) * NR * G + 64));
+    }
+  }
+  for (; q < k_groups; ++q) {
+    const __m512i av = _mm512_set1_epi32(ap[q * MR]);
+    acc[0][0] = _mm512_dpbusd_epi32(acc[0][0], av, _mm512_loadu_si512(bp + q * NR * G));
+    acc[0][1] = _mm512_dpbusd_epi32(acc[0][1], av, _mm512_loadu_si512(bp + q * NR * G + 64));
+  }
+  for (int h = 0; h < 2; ++h) {
+    const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(acc[0][h], acc[1][h]), _mm512_add_epi32(acc[2][h], acc[3][h]));
+    _mm512_storeu_si512(c + h * 16, sum);
+  }
+}
+
 // The AMX tile product of a 32-row weight tile (two A tiles per k block, packed by qgemm_pack_w)
 // and a 32-column panel (two B tiles per k block): TDPBSUD multiplies signed A bytes by unsigned
 // B bytes, four per int32 lane, exactly. c is 32 x 32 int32. The caller holds the tile

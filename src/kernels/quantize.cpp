@@ -163,16 +163,23 @@ void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const Q
   std::vector<int32_t> za = zero_point_values(a.zero_point);
   const std::vector<int32_t> zb = zero_point_values(b.zero_point);
   const std::vector<uint8_t> av = as_unsigned(a.values, &za);
-  const Tensor bv = contiguous_copy(b.values);
+  // B in contiguous memory, made only when some packing is not kept (copying a constant weight
+  // on every call would cost as much as the product itself when M is 1).
+  Tensor b_contiguous;
+  auto contiguous_b = [&]() -> const Tensor& {
+    if (!b_contiguous.defined()) b_contiguous = contiguous_copy(b.values);
+    return b_contiguous;
+  };
   const Requant r = make_requant(y, a, b, y_scale, y_zero_point, N, op);
   const int64_t batches = shape_numel(batch);
   const size_t out_bytes = dtype_size(y.dtype());
   const Tensor b32 = bias.defined() ? contiguous_copy(bias) : Tensor();
   const int32_t* bias_data = b32.defined() ? b32.data<int32_t>() : nullptr;
   for (int64_t i = 0; i < batches; ++i) {
-    const int64_t at = batch_offset(bv, i);
+    const int64_t at = batch_offset(b.values, i);
     const WeightPacking packing{WeightPacking::Kind::MatmulB, K, N, 1, at};
     const std::shared_ptr<const QPackedB> packed = kept_packing_of<QPackedB>(b.values, weight_constant, zb, packing, [&] {
+      const Tensor& bv = contiguous_b();
       return qgemm_pack_b(static_cast<const uint8_t*>(bv.raw_data()) + at * K * N, bv.dtype() == DType::UInt8, K,
                           N, N, 1, zb, qgemm_best_isa());
     });

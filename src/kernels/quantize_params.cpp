@@ -81,16 +81,14 @@ std::vector<float> scale_values(const Tensor& scale, const char* op, const char*
 
 std::vector<int32_t> zero_point_values(const Tensor& zp) {
   const Tensor z = contiguous_copy(zp);
-  std::vector<int32_t> v(size_t(z.numel()));
-  for (size_t i = 0; i < v.size(); ++i) {
-    switch (z.dtype()) {
-      case DType::UInt8: v[i] = z.data<uint8_t>()[i]; break;
-      case DType::Int8: v[i] = z.data<int8_t>()[i]; break;
-      case DType::Int32: v[i] = z.data<int32_t>()[i]; break;
-      default: SMELT_INTERNAL_CHECK(false) << "a zero point of dtype " << dtype_name(z.dtype());
-    }
+  // (data<T>() checks the tensor on every call: once per dtype, not once per value)
+  switch (z.dtype()) {
+    case DType::UInt8: return std::vector<int32_t>(z.data<uint8_t>(), z.data<uint8_t>() + z.numel());
+    case DType::Int8: return std::vector<int32_t>(z.data<int8_t>(), z.data<int8_t>() + z.numel());
+    case DType::Int32: return std::vector<int32_t>(z.data<int32_t>(), z.data<int32_t>() + z.numel());
+    default: SMELT_INTERNAL_CHECK(false) << "a zero point of dtype " << dtype_name(z.dtype());
   }
-  return v;
+  return {};
 }
 
 Requant make_requant(const Tensor& y, const QuantizedTensor& a, const QuantizedTensor& b,
