@@ -250,6 +250,22 @@ struct RowStoreAvx512 {
     zero_point = _mm512_set1_ps(float(zp));
   }
 
+  // 16 accumulators to 16 bytes.
+  __attribute__((target("avx512f,avx512bw,avx512vl"))) __m128i requantize(__m512i v, __m512 scale) const {
+    const __mmask16 all = 0xffff;  // the maskz forms: see requantize_row_avx512
+    __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, v), scale);
+    y = _mm512_maskz_roundscale_ps(all, y, _MM_FROUND_CUR_DIRECTION);
+    y = _mm512_add_ps(_mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, y, low), high), zero_point);
+    return _mm512_maskz_cvtepi32_epi8(all, _mm512_maskz_cvtps_epi32(all, y));
+  }
+
+  // The first n (at most 16) of 16 accumulators stored at `at`.
+  __attribute__((target("avx512f,avx512bw,avx512vl"))) void store16(__m512i v, float scale, char* at, int n) const {
+    const __mmask16 mask = __mmask16((1u << n) - 1);
+    if (!narrow) return _mm512_mask_storeu_epi32(at, mask, v);
+    _mm_mask_storeu_epi8(at, mask, requantize(v, _mm512_set1_ps(scale)));
+  }
+
   __attribute__((target("avx512f,avx512bw,avx512vl"))) void operator()(__m512i v0, __m512i v1, float scale, char* row,
                                                                       const ColumnRun* runs, int count) const {
     const uintptr_t base = reinterpret_cast<uintptr_t>(row);
@@ -263,14 +279,7 @@ struct RowStoreAvx512 {
       return;
     }
     const __m512 s = _mm512_set1_ps(scale);
-    const __mmask16 all = 0xffff;  // the maskz forms: see requantize_row_avx512
-    auto requantize = [&](__m512i v) {
-      __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, v), s);
-      y = _mm512_maskz_roundscale_ps(all, y, _MM_FROUND_CUR_DIRECTION);
-      y = _mm512_add_ps(_mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, y, low), high), zero_point);
-      return _mm512_maskz_cvtepi32_epi8(all, _mm512_maskz_cvtps_epi32(all, y));
-    };
-    const __m256i out = _mm256_inserti128_si256(_mm256_castsi128_si256(requantize(v0)), requantize(v1), 1);
+    const __m256i out = _mm256_inserti128_si256(_mm256_castsi128_si256(requantize(v0, s)), requantize(v1, s), 1);
     for (int r = 0; r < count; ++r) {
       const uint32_t mask = uint32_t((uint64_t(1) << runs[r].length) - 1) << runs[r].j;
       _mm256_mask_storeu_epi8(reinterpret_cast<void*>(base + uintptr_t(runs[r].at - runs[r].j)), __mmask32(mask), out);

@@ -170,80 +170,108 @@ TEST(Quantize, QLinearMatMulAndMatMulIntegerMatchTheDefinition) {
   }
 }
 
+// qlinear_conv2d and conv2d_integer against conv2d in float64 over (x - zx) and (w - zw).
+struct QConvCase {
+  Shape x, w;
+  QConvOptions o;
+  DType dx, dw;
+  bool per_channel;
+  bool symmetric_weights = false;  // weight zero points 0 (as smelt quantize writes them)
+};
+
+QConvOptions conv_options(std::vector<int64_t> s, std::vector<int64_t> p, std::vector<int64_t> d, int64_t g) {
+  QConvOptions o;
+  o.stride = s;
+  o.padding = p;
+  o.dilation = d;
+  o.groups = g;
+  return o;
+}
+
+void check_conv(const QConvCase& c) {
+  const Tensor x = random_bytes(c.x, c.dx), w = random_bytes(c.w, c.dw);
+  const int64_t O = c.w[0];
+  const Tensor zx = random_bytes({}, c.dx);
+  Tensor zw = c.per_channel ? random_bytes({O}, c.dw) : random_bytes({}, c.dw);
+  if (c.symmetric_weights) zw = zeros(zw.shape(), c.dw);
+  const Tensor sx = full({}, 0.05, DType::Float32), sy = full({}, 0.7, DType::Float32);
+  const Tensor sw = c.per_channel ? uniform({O}, 0.005, 0.05, DType::Float32) : full({}, 0.02, DType::Float32);
+  Tensor bias = empty({O}, DType::Int32);
+  // biases at int32's ends too: the accumulator wraps as int32 (and must, with no undefined
+  // signed overflow on any path)
+  for (int64_t o = 0; o < O; ++o) {
+    bias.data<int32_t>()[o] = o % 5 == 3   ? std::numeric_limits<int32_t>::max() - int32_t(o)
+                              : o % 5 == 4 ? std::numeric_limits<int32_t>::min() + int32_t(o)
+                                           : int32_t(o * 97 - 150);
+  }
+  const Tensor zy = scalar_zp(c.dx == DType::UInt8 ? 17 : -3, c.dx);
+  const Tensor y = qlinear_conv2d({x, sx, zx}, {w, sw, zw}, sy, zy, bias, c.o);
+  const Tensor acc = conv2d_integer(x, w, zx, zw, c.o);
+  // the reference: conv2d in float64 over (x - zx) and (w - zw), exact for these sizes
+  Tensor xf = cast(x, DType::Float64) - double(byte_value(zx, 0));
+  const Tensor zwf = reshape(cast(zw, DType::Float64), {zw.numel() == 1 ? 1 : O, 1, 1, 1});
+  const Tensor wf = cast(w, DType::Float64) - zwf;
+  const std::vector<int64_t>& p = c.o.padding;
+  // asymmetric padding by zeros (the zero point, after the shift)
+  xf = cat({zeros({xf.size(0), xf.size(1), p[0], xf.size(3)}, DType::Float64), xf,
+            zeros({xf.size(0), xf.size(1), p[2], xf.size(3)}, DType::Float64)}, 2);
+  xf = cat({zeros({xf.size(0), xf.size(1), xf.size(2), p[1]}, DType::Float64), xf,
+            zeros({xf.size(0), xf.size(1), xf.size(2), p[3]}, DType::Float64)}, 3);
+  const Tensor ref = conv2d(xf, wf, Tensor(), {c.o.stride[0], c.o.stride[1]}, {0, 0},
+                            {c.o.dilation[0], c.o.dilation[1]}, c.o.groups);
+  ASSERT_EQ(acc.shape(), ref.shape());
+  ASSERT_EQ(y.shape(), ref.shape());
+  const int64_t P = ref.numel() / std::max<int64_t>(ref.size(0) * O, 1);
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const int64_t want = int64_t(ref.data<double>()[i]);
+    ASSERT_EQ(acc.data<int32_t>()[i], want) << "at " << i;
+    const int64_t o = (i / P) % O;
+    const float mult = 0.05f * sw.data<float>()[sw.numel() == 1 ? 0 : o] / 0.7f;
+    const int32_t lo = c.dx == DType::UInt8 ? 0 : -128, hi = c.dx == DType::UInt8 ? 255 : 127;
+    const double r = std::nearbyint(double(float(int32_t(want + bias.data<int32_t>()[o])) * mult)) +
+                     byte_value(zy, 0);
+    ASSERT_EQ(byte_value(y, i), int32_t(std::clamp<double>(r, lo, hi))) << "at " << i;
+  }
+}
+
 TEST(Quantize, ConvolutionsMatchTheDefinitionOverTheirGeometry) {
-  struct Case {
-    Shape x, w;
-    QConvOptions o;
-    DType dx, dw;
-    bool per_channel;
-  };
-  auto opts = [](std::vector<int64_t> s, std::vector<int64_t> p, std::vector<int64_t> d, int64_t g) {
-    QConvOptions o;
-    o.stride = s;
-    o.padding = p;
-    o.dilation = d;
-    o.groups = g;
-    return o;
-  };
-  const std::vector<Case> cases = {
-      {{2, 3, 7, 6}, {4, 3, 3, 3}, opts({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, false},
-      {{1, 4, 9, 8}, {6, 2, 3, 2}, opts({2, 1}, {0, 2, 1, 0}, {1, 2}, 2), DType::Int8, DType::UInt8, true},
-      {{1, 6, 5, 5}, {6, 1, 3, 3}, opts({1, 2}, {2, 1, 0, 1}, {2, 1}, 6), DType::UInt8, DType::Int8, true},
-      {{1, 2, 2, 2}, {3, 2, 1, 1}, opts({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
-      {{0, 2, 4, 4}, {3, 2, 3, 3}, opts({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, false},
+  const std::vector<QConvCase> cases = {
+      {{2, 3, 7, 6}, {4, 3, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, false},
+      {{1, 4, 9, 8}, {6, 2, 3, 2}, conv_options({2, 1}, {0, 2, 1, 0}, {1, 2}, 2), DType::Int8, DType::UInt8, true},
+      {{1, 6, 5, 5}, {6, 1, 3, 3}, conv_options({1, 2}, {2, 1, 0, 1}, {2, 1}, 6), DType::UInt8, DType::Int8, true},
+      {{1, 2, 2, 2}, {3, 2, 1, 1}, conv_options({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
+      {{0, 2, 4, 4}, {3, 2, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, false},
       // shapes that fill whole register tiles and panels (and leave tails): every path of the
       // weights-left GEMM and of the phase split
-      {{2, 40, 19, 37}, {36, 40, 3, 3}, opts({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
-      {{1, 33, 21, 40}, {17, 33, 1, 1}, opts({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), DType::Int8, DType::Int8, false},
-      {{1, 16, 23, 45}, {24, 16, 5, 5}, opts({2, 3}, {1, 0, 2, 1}, {1, 1}, 1), DType::UInt8, DType::UInt8, true},
-      {{2, 12, 30, 34}, {20, 6, 3, 3}, opts({1, 1}, {2, 2, 2, 2}, {2, 2}, 2), DType::Int8, DType::Int8, true},
-      {{1, 3, 47, 45}, {64, 3, 7, 7}, opts({2, 2}, {3, 3, 3, 3}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
-      {{1, 8, 33, 35}, {16, 1, 3, 3}, opts({2, 1}, {1, 1, 0, 1}, {1, 2}, 8), DType::UInt8, DType::Int8, true},
-      {{2, 24, 9, 70}, {24, 1, 3, 3}, opts({1, 1}, {1, 1, 1, 1}, {1, 1}, 24), DType::Int8, DType::UInt8, false},
+      {{2, 40, 19, 37}, {36, 40, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
+      {{1, 33, 21, 40}, {17, 33, 1, 1}, conv_options({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), DType::Int8, DType::Int8, false},
+      {{1, 16, 23, 45}, {24, 16, 5, 5}, conv_options({2, 3}, {1, 0, 2, 1}, {1, 1}, 1), DType::UInt8, DType::UInt8, true},
+      {{2, 12, 30, 34}, {20, 6, 3, 3}, conv_options({1, 1}, {2, 2, 2, 2}, {2, 2}, 2), DType::Int8, DType::Int8, true},
+      {{1, 3, 47, 45}, {64, 3, 7, 7}, conv_options({2, 2}, {3, 3, 3, 3}, {1, 1}, 1), DType::UInt8, DType::Int8, true},
+      {{1, 8, 33, 35}, {16, 1, 3, 3}, conv_options({2, 1}, {1, 1, 0, 1}, {1, 2}, 8), DType::UInt8, DType::Int8, true},
+      {{2, 24, 9, 70}, {24, 1, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 24), DType::Int8, DType::UInt8, false},
   };
-  for (const Case& c : cases) {
-    const Tensor x = random_bytes(c.x, c.dx), w = random_bytes(c.w, c.dw);
-    const int64_t O = c.w[0];
-    const Tensor zx = random_bytes({}, c.dx), zw = c.per_channel ? random_bytes({O}, c.dw) : random_bytes({}, c.dw);
-    const Tensor sx = full({}, 0.05, DType::Float32), sy = full({}, 0.7, DType::Float32);
-    const Tensor sw = c.per_channel ? uniform({O}, 0.005, 0.05, DType::Float32) : full({}, 0.02, DType::Float32);
-    Tensor bias = empty({O}, DType::Int32);
-    // biases at int32's ends too: the accumulator wraps as int32 (and must, with no undefined
-    // signed overflow on any path)
-    for (int64_t o = 0; o < O; ++o) {
-      bias.data<int32_t>()[o] = o % 5 == 3   ? std::numeric_limits<int32_t>::max() - int32_t(o)
-                                : o % 5 == 4 ? std::numeric_limits<int32_t>::min() + int32_t(o)
-                                             : int32_t(o * 97 - 150);
-    }
-    const Tensor zy = scalar_zp(c.dx == DType::UInt8 ? 17 : -3, c.dx);
-    const Tensor y = qlinear_conv2d({x, sx, zx}, {w, sw, zw}, sy, zy, bias, c.o);
-    const Tensor acc = conv2d_integer(x, w, zx, zw, c.o);
-    // the reference: conv2d in float64 over (x - zx) and (w - zw), exact for these sizes
-    Tensor xf = cast(x, DType::Float64) - double(byte_value(zx, 0));
-    const Tensor zwf = reshape(cast(zw, DType::Float64), {zw.numel() == 1 ? 1 : O, 1, 1, 1});
-    const Tensor wf = cast(w, DType::Float64) - zwf;
-    const std::vector<int64_t>& p = c.o.padding;
-    // asymmetric padding by zeros (the zero point, after the shift)
-    xf = cat({zeros({xf.size(0), xf.size(1), p[0], xf.size(3)}, DType::Float64), xf,
-              zeros({xf.size(0), xf.size(1), p[2], xf.size(3)}, DType::Float64)}, 2);
-    xf = cat({zeros({xf.size(0), xf.size(1), xf.size(2), p[1]}, DType::Float64), xf,
-              zeros({xf.size(0), xf.size(1), xf.size(2), p[3]}, DType::Float64)}, 3);
-    const Tensor ref = conv2d(xf, wf, Tensor(), {c.o.stride[0], c.o.stride[1]}, {0, 0},
-                              {c.o.dilation[0], c.o.dilation[1]}, c.o.groups);
-    ASSERT_EQ(acc.shape(), ref.shape());
-    ASSERT_EQ(y.shape(), ref.shape());
-    const int64_t P = ref.numel() / std::max<int64_t>(ref.size(0) * O, 1);
-    for (int64_t i = 0; i < ref.numel(); ++i) {
-      const int64_t want = int64_t(ref.data<double>()[i]);
-      ASSERT_EQ(acc.data<int32_t>()[i], want) << "at " << i;
-      const int64_t o = (i / P) % O;
-      const float mult = 0.05f * sw.data<float>()[sw.numel() == 1 ? 0 : o] / 0.7f;
-      const int32_t lo = c.dx == DType::UInt8 ? 0 : -128, hi = c.dx == DType::UInt8 ? 255 : 127;
-      const double r = std::nearbyint(double(float(int32_t(want + bias.data<int32_t>()[o])) * mult)) +
-                       byte_value(zy, 0);
-      ASSERT_EQ(byte_value(y, i), int32_t(std::clamp<double>(r, lo, hi))) << "at " << i;
-    }
-  }
+  for (const QConvCase& c : cases) check_conv(c);
+}
+
+// Depthwise convolutions with weight zero points 0, the common case, which CPUs with VNNI and
+// VBMI run from the image through byte permutations (kernels/qconv_depthwise.cpp): strides 1-3,
+// dilation, 1 to 8 taps across (one or two groups of 4), rows of one to several 16-output chunks,
+// padding wider than the image, both activation dtypes, a depth multiplier; and 9 taps across
+// (past the permutation's reach).
+TEST(Quantize, DepthwiseConvolutionsWithSymmetricWeightsMatchTheDefinition) {
+  const std::vector<QConvCase> cases = {
+      {{1, 4, 12, 40}, {4, 1, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 4), DType::UInt8, DType::Int8, true, true},
+      {{2, 3, 13, 37}, {3, 1, 3, 3}, conv_options({2, 2}, {1, 1, 1, 1}, {1, 1}, 3), DType::Int8, DType::Int8, true, true},
+      {{1, 5, 9, 50}, {5, 1, 5, 5}, conv_options({1, 3}, {2, 2, 2, 2}, {1, 1}, 5), DType::UInt8, DType::Int8, false, true},
+      {{1, 2, 11, 29}, {4, 1, 3, 8}, conv_options({1, 1}, {0, 3, 1, 4}, {2, 1}, 2), DType::UInt8, DType::Int8, true, true},
+      {{1, 3, 10, 33}, {3, 1, 2, 3}, conv_options({1, 2}, {1, 0, 0, 1}, {1, 3}, 3), DType::Int8, DType::Int8, false, true},
+      {{1, 2, 1, 1}, {2, 1, 3, 3}, conv_options({1, 1}, {2, 2, 2, 2}, {1, 1}, 2), DType::UInt8, DType::Int8, true, true},
+      {{1, 2, 6, 7}, {2, 1, 1, 1}, conv_options({1, 1}, {0, 0, 0, 0}, {1, 1}, 2), DType::UInt8, DType::Int8, true, true},
+      {{1, 2, 8, 30}, {2, 1, 3, 9}, conv_options({1, 1}, {1, 4, 1, 4}, {1, 1}, 2), DType::UInt8, DType::Int8, true, true},
+      {{1, 3, 7, 7}, {3, 1, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 3), DType::UInt8, DType::UInt8, true, true},
+  };
+  for (const QConvCase& c : cases) check_conv(c);
 }
 
 TEST(Quantize, BadInputsAreClearErrors) {
