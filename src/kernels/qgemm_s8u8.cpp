@@ -126,7 +126,10 @@ void panel_column_sums(QGemmIsa isa, const void* panel, int64_t k_groups, int32_
 
 void run_tile(QGemmIsa isa, const int32_t* wp, const void* panel, int64_t k_groups, int32_t* c) {
 #if defined(__x86_64__)
-  if (isa == QGemmIsa::Amx) return tile_amx(wp, static_cast<const int8_t*>(panel), k_groups / kAmxBlock, c);
+  if (isa == QGemmIsa::Amx) {
+    const int block = amx_block(k_groups);
+    return tile_amx(wp, static_cast<const int8_t*>(panel), k_groups / block, block, c);
+  }
   if (isa == QGemmIsa::Avx512Vnni) return tile_vnni<true>(wp, static_cast<const int8_t*>(panel), k_groups, c);
   if (isa == QGemmIsa::Avx2) return tile_avx2(wp, static_cast<const int16_t*>(panel), k_groups, c);
 #endif
@@ -205,9 +208,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_tile_avx512(
 int64_t word_index(const QPackedW& p, int64_t row, int64_t q) {
   const int64_t tile = row / p.mr, i = row % p.mr;
   if (p.isa != QGemmIsa::Amx) return (tile * p.k_groups + q) * p.mr + i;
-  // [row tile][k block][half][row][k group]: a block is 2 x 16 x 16 words
-  return tile * p.k_groups * p.mr + (q / kAmxBlock) * 2 * 16 * kAmxBlock + (i / 16) * 16 * kAmxBlock +
-         (i % 16) * kAmxBlock + q % kAmxBlock;
+  // [row tile][k block][half][row][k group]: a block is 2 x 16 x `block` words
+  const int64_t block = amx_block(p.k_groups);
+  return tile * p.k_groups * p.mr + (q / block) * 2 * 16 * block + (i / 16) * 16 * block + (i % 16) * block +
+         q % block;
 }
 
 // Panels [first, first + count) of X packed for the micro-kernel, with each one's column sums
@@ -315,7 +319,7 @@ void qgemm_s8u8(const QPackedW& w, const QGemmX& x, const QGemmRowOutput& out) {
                  int64_t packed = -1;
 #if defined(__x86_64__)
                  std::optional<AmxTiles> tiles;
-                 if (isa == QGemmIsa::Amx) tiles.emplace();
+                 if (isa == QGemmIsa::Amx) tiles.emplace(amx_block(w.k_groups));
 #endif
                  for (int64_t t = begin; t < end; ++t) {
                    const int64_t grp = t / m_chunks, chunk = t % m_chunks;

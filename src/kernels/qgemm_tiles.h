@@ -42,11 +42,17 @@ inline int tile_rows(QGemmIsa isa) {
 }
 inline int tile_columns(QGemmIsa isa) { return isa == QGemmIsa::Avx2 ? kAvx2Nr : kVnniNr; }
 inline int k_group(QGemmIsa isa) { return isa == QGemmIsa::Avx2 ? kAvx2Group : kVnniGroup; }
-// k groups, rounded as the packing pads them (Amx: to whole tile products).
+// k groups, rounded as the packing pads them (Amx: to whole tile products of kAmxBlock groups,
+// unless there are fewer: then one shorter product, so that a short k, such as the 16 input
+// channels of a 1x1 convolution, is not padded to 64).
 inline int64_t padded_k_groups(QGemmIsa isa, int64_t k) {
   const int64_t groups = (k + k_group(isa) - 1) / k_group(isa);
-  return isa == QGemmIsa::Amx ? (groups + kAmxBlock - 1) / kAmxBlock * kAmxBlock : groups;
+  if (isa != QGemmIsa::Amx || groups < kAmxBlock) return groups;
+  return (groups + kAmxBlock - 1) / kAmxBlock * kAmxBlock;
 }
+// The k groups of one AMX tile product for `k_groups` (padded) groups (at least 1: a tile of no
+// rows is not a valid configuration).
+inline int amx_block(int64_t k_groups) { return k_groups < kAmxBlock ? std::max(1, int(k_groups)) : kAmxBlock; }
 
 // c[i * NR + j] = sum over the k groups of the broadcast row i times the panel's column j.
 template <bool BroadcastSigned>
@@ -133,20 +139,21 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void tile_vnni_one
 
 // The AMX tile product of a 32-row weight tile (two A tiles per k block, packed by qgemm_pack_w)
 // and a 32-column panel (two B tiles per k block): TDPBSUD multiplies signed A bytes by unsigned
-// B bytes, four per int32 lane, exactly. c is 32 x 32 int32. The caller holds the tile
-// configuration (AmxTiles).
+// B bytes, four per int32 lane, exactly. A k block is `block` groups (amx_block); c is 32 x 32
+// int32. The caller holds the tile configuration for that block (AmxTiles).
 __attribute__((target("amx-tile,amx-int8"))) inline void tile_amx(const int32_t* wp, const int8_t* panel,
-                                                                 int64_t k_blocks, int32_t* c) {
+                                                                 int64_t k_blocks, int block, int32_t* c) {
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
   constexpr int kPanelStride = kAmxNr * kVnniGroup;  // bytes per k group of a panel
+  const int a_stride = block * 4, a_tile = 16 * block;  // bytes per A row, words per A tile
   for (int64_t b = 0; b < k_blocks; ++b) {
-    const int32_t* a = wp + b * 2 * 256;
-    const int8_t* x = panel + b * kAmxBlock * kPanelStride;
-    _tile_loadd(4, a, 64);
-    _tile_loadd(5, a + 256, 64);
+    const int32_t* a = wp + b * 2 * a_tile;
+    const int8_t* x = panel + b * block * kPanelStride;
+    _tile_loadd(4, a, a_stride);
+    _tile_loadd(5, a + a_tile, a_stride);
     _tile_loadd(6, x, kPanelStride);
     _tile_loadd(7, x + 64, kPanelStride);
     _tile_dpbsud(0, 4, 6);
@@ -161,11 +168,12 @@ __attribute__((target("amx-tile,amx-int8"))) inline void tile_amx(const int32_t*
   _tile_stored(3, c + 16 * kAmxNr + 16, kRowBytes);
 }
 
-// The tile configuration of the calling thread for tile_amx, loaded for a scope: every tile 16
-// rows of 64 bytes. Released at the end, so that the thread's tile state need not be saved.
+// The tile configuration of the calling thread for tile_amx with k blocks of `block` groups,
+// loaded for a scope: C tiles 16 x 16 int32, A tiles 16 rows of `block` words, B tiles `block`
+// rows of 16 words. Released at the end, so that the thread's tile state need not be saved.
 class AmxTiles {
  public:
-  __attribute__((target("amx-tile"))) AmxTiles() {
+  __attribute__((target("amx-tile"))) explicit AmxTiles(int block) {
     struct alignas(64) Config {
       uint8_t palette = 1, start_row = 0;
       uint8_t reserved[14] = {};
@@ -173,7 +181,9 @@ class AmxTiles {
       uint8_t rows[16] = {};
     } config;
     static_assert(sizeof(Config) == 64);
-    for (int t = 0; t < 8; ++t) config.bytes_per_row[t] = 64, config.rows[t] = 16;
+    for (int t = 0; t < 4; ++t) config.bytes_per_row[t] = 64, config.rows[t] = 16;  // C
+    for (int t = 4; t < 6; ++t) config.bytes_per_row[t] = uint16_t(4 * block), config.rows[t] = 16;  // A
+    for (int t = 6; t < 8; ++t) config.bytes_per_row[t] = 64, config.rows[t] = uint8_t(block);  // B
     _tile_loadconfig(&config);
   }
   __attribute__((target("amx-tile"))) ~AmxTiles() { _tile_release(); }
