@@ -1,5 +1,6 @@
 #include "passes/sink_dequantize.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/dispatch.h"
@@ -8,6 +9,9 @@ namespace smelt::passes {
 namespace {
 
 using ops::OpId;
+
+// |q - z| <= 255 times it stays below float32's largest value.
+constexpr double kLargestExactScale = 3.4e38 / 256;
 
 bool one_value(const ir::Value* v) { return v->kind == ir::ValueKind::Constant && v->constant.numel() == 1; }
 
@@ -34,9 +38,54 @@ bool windows_touch_the_image(const ir::Node* pool) {
   return true;
 }
 
-}  // namespace
+// Two constants of one value (per tensor), or the same value.
+bool same_scalar(const ir::Value* a, const ir::Value* b) {
+  if (a == b) return true;
+  if (!one_value(a) || !one_value(b) || a->meta.dtype != b->meta.dtype) return false;
+  return a->constant.to_vector()[0] == b->constant.to_vector()[0];
+}
 
-bool sink_dequantize(ir::Graph& graph) {
+bool same_dequantize(const ir::Node* a, const ir::Node* b) {
+  return a->inputs[0]->meta.dtype == b->inputs[0]->meta.dtype && same_scalar(a->inputs[1], b->inputs[1]) &&
+         same_scalar(a->inputs[2], b->inputs[2]);
+}
+
+bool sink_through_cats(ir::Graph& graph) {
+  std::vector<ir::Node*> cats;
+  for (const auto& node : graph.nodes()) {
+    if (node->op == OpId::cat && !node->inputs.empty()) cats.push_back(node.get());
+  }
+  bool changed = false;
+  for (ir::Node* cat : cats) {
+    const ir::Node* first = cat->inputs[0]->producer;
+    if (!monotone_dequantize(first)) continue;
+    std::vector<ir::Value*> bytes;
+    for (const ir::Value* in : cat->inputs) {
+      const ir::Node* dq = in->producer;
+      if (!monotone_dequantize(dq) || !same_dequantize(dq, first)) break;
+      bytes.push_back(dq->inputs[0]);
+    }
+    if (bytes.size() != cat->inputs.size()) continue;
+    std::vector<ir::Node*> dequantizes;  // (one may feed the cat twice)
+    for (const ir::Value* in : cat->inputs) {
+      if (std::find(dequantizes.begin(), dequantizes.end(), in->producer) == dequantizes.end()) {
+        dequantizes.push_back(in->producer);
+      }
+    }
+    ir::Node* joined = graph.insert_node(cat, OpId::cat, bytes, cat->attrs);
+    ir::Node* out = graph.insert_node(cat, OpId::dequantize_linear,
+                                      {joined->outputs[0], first->inputs[1], first->inputs[2]}, first->attrs);
+    graph.replace_all_uses(cat->outputs[0], out->outputs[0]);
+    graph.erase_node(cat);
+    for (ir::Node* dq : dequantizes) {
+      if (dq->outputs[0]->uses.empty() && !graph.is_output(dq->outputs[0])) graph.erase_node(dq);
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+bool sink_through_pools(ir::Graph& graph) {
   std::vector<ir::Node*> pools;
   for (const auto& node : graph.nodes()) {
     if (node->op == OpId::max_pool2d) pools.push_back(node.get());
@@ -55,6 +104,35 @@ bool sink_dequantize(ir::Graph& graph) {
     changed = true;
   }
   return changed;
+}
+
+}  // namespace
+
+bool cancel_requantize(ir::Graph& graph) {
+  bool changed = false;
+  for (const auto& node : graph.nodes()) {
+    if (node->op != OpId::quantize_linear) continue;
+    if (node->outputs[0]->uses.empty() && !graph.is_output(node->outputs[0])) continue;  // (done, or dead)
+    const ir::Node* dq = node->inputs[0]->producer;
+    if (!dq || dq->op != OpId::dequantize_linear) continue;
+    // a graph output stays a value some node computes (not an input returned as an output)
+    if (graph.is_output(node->outputs[0]) && !dq->inputs[0]->producer) continue;
+    if (dq->inputs[0]->meta.dtype != node->outputs[0]->meta.dtype) continue;
+    if (!same_scalar(dq->inputs[1], node->inputs[1]) || !same_scalar(dq->inputs[2], node->inputs[2])) continue;
+    // (q - z) * s must stay finite: past float32's range it would saturate to the dtype's end
+    if (!one_value(node->inputs[1]) || !(std::fabs(node->inputs[1]->constant.to_vector()[0]) <= kLargestExactScale)) {
+      continue;
+    }
+    graph.replace_all_uses(node->outputs[0], dq->inputs[0]);
+    changed = true;
+  }
+  return changed;
+}
+
+bool sink_dequantize(ir::Graph& graph) {
+  bool changed = sink_through_cats(graph);
+  changed = sink_through_pools(graph) || changed;
+  return cancel_requantize(graph) || changed;
 }
 
 }  // namespace smelt::passes

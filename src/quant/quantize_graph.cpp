@@ -9,6 +9,7 @@
 #include "ir/printer.h"
 #include "ops/attrs.h"
 #include "passes/dce.h"
+#include "passes/sink_dequantize.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
 #include "smelt/quantize.h"
@@ -102,9 +103,28 @@ struct Rewriter {
     return q->outputs[0];
   }
 
+  // What an output is requantized to: its own calibration, unless it reaches a calibrated value
+  // (the input of a later product) only through concatenations and max poolings: that value's,
+  // shared by every input of a concatenation, so that the concatenation and the pooling move
+  // bytes between the products (passes/sink_dequantize.h) instead of dequantizing and quantizing
+  // again (a pooling's output lies within its input's range, a concatenation's holds each input's).
+  const CalibratedValue* output_calibration(const ir::Value* y) const {
+    const ir::Value* v = y;
+    while (v->uses.size() == 1 && !g.is_output(v)) {
+      const ir::Node* reader = v->uses[0].node;
+      const bool moves_bytes =
+          reader->op == OpId::cat || (reader->op == OpId::max_pool2d && reader->outputs[1]->uses.empty() &&
+                                      !g.is_output(reader->outputs[1]));
+      if (!moves_bytes) break;
+      v = reader->outputs[0];
+    }
+    const CalibratedValue* shared = v != y ? calibrated(v) : nullptr;
+    return shared ? shared : calibrated(y);
+  }
+
   void rewrite(const QuantizableOp& op) {
     const CalibratedValue* cx = calibrated(op.input);
-    const CalibratedValue* cy = calibrated(op.output);
+    const CalibratedValue* cy = output_calibration(op.output);
     if (!cx || !cy) {
       report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) +
                                ": not calibrated");
@@ -203,30 +223,6 @@ struct Rewriter {
   }
 };
 
-bool same_scalar(const ir::Value* a, const ir::Value* b) {
-  if (a == b) return true;
-  if (a->kind != ir::ValueKind::Constant || b->kind != ir::ValueKind::Constant) return false;
-  if (a->meta.dtype != b->meta.dtype || shape_numel(a->meta.shape) != 1 || shape_numel(b->meta.shape) != 1) {
-    return false;
-  }
-  return a->constant.to_vector()[0] == b->constant.to_vector()[0];
-}
-
-// quantize_linear(dequantize_linear(q, s, z), s, z) is q: (q - z) * s / s rounds back to q - z.
-bool cancel_pairs(ir::Graph& g) {
-  bool changed = false;
-  for (const auto& node : g.nodes()) {
-    if (node->op != OpId::quantize_linear || node->outputs[0]->uses.empty()) continue;
-    const ir::Node* dq = node->inputs[0]->producer;
-    if (!dq || dq->op != OpId::dequantize_linear) continue;
-    if (dq->inputs[0]->meta.dtype != node->outputs[0]->meta.dtype) continue;
-    if (!same_scalar(dq->inputs[1], node->inputs[1]) || !same_scalar(dq->inputs[2], node->inputs[2])) continue;
-    g.replace_all_uses(node->outputs[0], dq->inputs[0]);
-    changed = true;
-  }
-  return changed;
-}
-
 }  // namespace
 
 QuantizeReport quantize_graph(ir::Graph& graph, const Calibration& calibration) {
@@ -235,7 +231,7 @@ QuantizeReport quantize_graph(ir::Graph& graph, const Calibration& calibration) 
   for (const QuantizableOp& op : find_quantizable(graph)) r.rewrite(op);
   r.read_quantized_forms();
   passes::dce(graph);
-  cancel_pairs(graph);
+  passes::cancel_requantize(graph);
   passes::dce(graph);
   for (const auto& node : graph.nodes()) {
     switch (node->op) {

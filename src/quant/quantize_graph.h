@@ -15,6 +15,9 @@
 // saturation), and the activations by calibration (quant/calibration.h). A relu needs no op: its
 // output's zero point is 0 and requantization saturates at 0. A dequantize_linear read only by a
 // quantize_linear of the same parameters cancels, so consecutive products pass uint8 between them.
+// An output that reaches the next product only through concatenations and max poolings takes
+// that product's input calibration, so a concatenation's inputs share one scale and the
+// pipeline's sink_dequantize makes the concatenation and pooling move bytes.
 // Everything else stays float, and the report lists it.
 #pragma once
 

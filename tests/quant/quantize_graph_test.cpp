@@ -10,7 +10,9 @@
 
 #include "ir/graph.h"
 #include "ir/printer.h"
+#include "passes/dce.h"
 #include "passes/fold.h"
+#include "passes/sink_dequantize.h"
 #include "runtime/pipeline.h"
 #include "runtime/plan.h"
 #include "smelt/creation.h"
@@ -64,6 +66,11 @@ double sqnr_db(const Tensor& ref, const Tensor& got) {
   return 10 * std::log10(signal / std::max(noise, 1e-30));
 }
 
+void expect_same_floats(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << i;
+}
+
 int count_ops(const ir::Graph& g, ops::OpId op) {
   int n = 0;
   for (const auto& node : g.nodes()) n += node->op == op;
@@ -103,6 +110,63 @@ TEST(QuantizeGraph, ConvolutionsAndTheMatmulBecomeIntegerOpsCloseToFloat) {
     ASSERT_EQ(planned.shape(), got.shape());
     for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(planned.data<float>()[i], got.data<float>()[i]) << i;
   }
+}
+
+// A Fire module's shape (SqueezeNet): two convolutions concatenated, max-pooled, then another
+// convolution. Both concatenated outputs take the last convolution's input calibration, so after
+// the pipeline's sink_dequantize the concatenation and the pooling move bytes, with no quantize or
+// dequantize between the products, and the compiled plan still gives the interpreter's bits.
+TEST(QuantizeGraph, ConcatenatedOutputsShareTheReadersScaleAndStayBytes) {
+  Generator gen(7);
+  const Tensor wa = uniform({4, 3, 1, 1}, -0.5, 0.5, DType::Float32, &gen);
+  const Tensor wb = uniform({5, 3, 3, 3}, -0.3, 0.3, DType::Float32, &gen);
+  const Tensor wc = uniform({6, 9, 3, 3}, -0.2, 0.2, DType::Float32, &gen);
+  auto fn = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+    const Tensor a = relu(conv2d(in[0], wa, Tensor(), {1, 1}, {0, 0}));
+    const Tensor b = relu(conv2d(in[0], wb, Tensor(), {1, 1}, {1, 1}));
+    const Tensor pooled = max_pool2d(cat({a, b}, 1), {2, 2}, {2, 2}, {0, 0});
+    return std::vector<Tensor>{conv2d(pooled, wc, Tensor(), {1, 1}, {1, 1})};
+  };
+  auto graph = trace::trace(fn, {zeros({2, 3, 11, 11})});
+  const auto calib = batches(4, 3);
+  Generator held(5);
+  const std::vector<Tensor> input = {uniform({2, 3, 11, 11}, -1, 1, DType::Float32, &held)};
+  const Calibration cal = calibrate(*graph, calib, {});
+  auto q = graph->clone();
+  const QuantizeReport report = quantize_graph(*q, cal);
+  EXPECT_EQ(report.quantized, 3) << report.str();
+  // the two concatenated outputs are requantized to one scale and zero point
+  std::vector<const ir::Node*> convs;
+  for (const auto& n : q->nodes()) {
+    if (n->op == ops::OpId::qlinear_conv2d) convs.push_back(n.get());
+  }
+  ASSERT_EQ(convs.size(), 3u);
+  EXPECT_EQ(convs[0]->inputs[6]->constant.to_vector(), convs[1]->inputs[6]->constant.to_vector());
+  EXPECT_EQ(convs[0]->inputs[7]->constant.to_vector(), convs[1]->inputs[7]->constant.to_vector());
+  const Tensor want = trace::interpret(*graph, input)[0];
+  const Tensor got = trace::interpret(*q, input)[0];
+  EXPECT_GT(sqnr_db(want, got), 25.0);
+  // after sink_dequantize: no quantize or dequantize left between the products (one quantize of
+  // the input, one dequantize of the output), and the concatenation and pooling on bytes
+  auto sunk = q->clone();
+  passes::sink_dequantize(*sunk);
+  passes::dce(*sunk);
+  int requantizes = 0, byte_cats = 0, byte_pools = 0;
+  for (const auto& n : sunk->nodes()) {
+    requantizes += n->op == ops::OpId::quantize_linear || n->op == ops::OpId::dequantize_linear;
+    byte_cats += n->op == ops::OpId::cat && n->inputs[0]->meta.dtype == DType::UInt8;
+    byte_pools += n->op == ops::OpId::max_pool2d && n->inputs[0]->meta.dtype == DType::UInt8;
+  }
+  EXPECT_EQ(byte_cats, 1);
+  EXPECT_EQ(byte_pools, 1);
+  EXPECT_EQ(requantizes, 2);
+  expect_same_floats(got, trace::interpret(*sunk, input)[0]);
+  runtime::PipelineOptions po;
+  po.backend = runtime::KernelBackend::Interpreter;
+  runtime::CompiledGraph compiled = runtime::compile_graph(q->clone(), po);
+  const Tensor planned = compiled.plan->run(input)[0];
+  ASSERT_EQ(planned.shape(), got.shape());
+  for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(planned.data<float>()[i], got.data<float>()[i]) << i;
 }
 
 // A linear layer's bias (along the last dim) and a relu after it fold into qlinear_matmul, as a
