@@ -62,6 +62,9 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
     const Tensor wv = contiguous_copy(w.values);
     return depthwise(xv, x_int8, zx, wv, zw, bias_data, r, s, g, y);
   }
+  if (amx_direct_fits(s, zw, w.values.dtype() == DType::Int8)) {
+    return amx_direct(xv, x_int8, zx, w.values, weight_constant, bias_data, r, s, g, y);
+  }
   const size_t out_bytes = dtype_size(y.dtype());
   std::vector<std::shared_ptr<const QPackedW>> packed(size_t(s.groups));
   for (int64_t grp = 0; grp < s.groups; ++grp) {

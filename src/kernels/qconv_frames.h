@@ -39,6 +39,13 @@ void split_phases(const uint8_t* image, const ConvShape& s, const QConvGeometry&
 void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, const std::vector<int32_t>& zw,
                const int32_t* bias, const Requant& r, const ConvShape& s, const QConvGeometry& g, const Tensor& y);
 
+// A convolution on AMX straight from 4-channel-interleaved frames (kernels/qconv_amx.cpp): where
+// this CPU runs AMX, groups 1, symmetric int8 weights (`zw` all 0), a spatial kernel, and channels
+// that pad to whole blocks of 64 with little waste.
+bool amx_direct_fits(const ConvShape& s, const std::vector<int32_t>& zw, bool weight_int8);
+void amx_direct(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& w, bool weight_constant,
+                const int32_t* bias, const Requant& r, const ConvShape& s, const QConvGeometry& g, const Tensor& y);
+
 // AVX-512 F, BW and VL, which the vector paths here use.
 bool avx512();
 

@@ -26,7 +26,7 @@ class PackedWeights {
     if (!weight_constant || !w.storage()->owned()) return pack();
     Key key{w.storage().get(), w.storage()->version(), w.offset(), w.shape(), w.strides(), w.dtype(),
             zero_points, packing,
-            packing.kind == WeightPacking::Kind::ConvW ? qgemm_s8u8_best_isa() : qgemm_best_isa()};
+            packing.kind == WeightPacking::Kind::MatmulB ? qgemm_best_isa() : qgemm_s8u8_best_isa()};
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it) {

@@ -254,6 +254,25 @@ TEST(Quantize, ConvolutionsMatchTheDefinitionOverTheirGeometry) {
   for (const QConvCase& c : cases) check_conv(c);
 }
 
+// Convolutions with weight zero points 0 and enough channels, which CPUs with AMX run straight
+// from 4-channel-interleaved frames (kernels/qconv_amx.cpp): channels a whole block of 64 or padded
+// to one (48, 100), rows of output channels past a tile of 32, 2x1 to 5x5 kernels, strides,
+// dilation, asymmetric padding, both activation dtypes, two images; a 1x1 kernel, 130 channels
+// (padded past a third) and int8 weights with a zero point take the GEMM path and must agree too.
+TEST(Quantize, ConvolutionsWithSymmetricWeightsOverManyChannelsMatchTheDefinition) {
+  const std::vector<QConvCase> cases = {
+      {{2, 64, 9, 11}, {33, 64, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true, true},
+      {{1, 48, 12, 10}, {70, 48, 2, 1}, conv_options({1, 1}, {0, 1, 0, 0}, {1, 1}, 1), DType::Int8, DType::Int8, true, true},
+      {{1, 64, 5, 6}, {20, 64, 1, 1}, conv_options({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), DType::UInt8, DType::Int8, true, true},
+      {{1, 100, 13, 17}, {8, 100, 5, 5}, conv_options({2, 2}, {2, 1, 2, 3}, {1, 1}, 1), DType::UInt8, DType::Int8, false, true},
+      {{1, 64, 15, 15}, {40, 64, 3, 3}, conv_options({1, 2}, {2, 2, 2, 2}, {2, 2}, 1), DType::Int8, DType::Int8, true, true},
+      {{1, 128, 7, 7}, {65, 128, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true, true},
+      {{1, 130, 6, 6}, {9, 130, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true, true},
+      {{1, 64, 8, 8}, {16, 64, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true, false},
+  };
+  for (const QConvCase& c : cases) check_conv(c);
+}
+
 // Depthwise convolutions with weight zero points 0, the common case, which CPUs with VNNI and
 // VBMI run from the image through byte permutations (kernels/qconv_depthwise.cpp): strides 1-3,
 // dilation, 1 to 8 taps across (one or two groups of 4), rows of one to several 16-output chunks,
