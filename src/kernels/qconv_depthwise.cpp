@@ -113,6 +113,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void depthwise_avx512(
 struct Windows {
   int groups = 0;      // ceil(kW / 4): 1 or 2
   __m512i index[2]{};  // per group: byte 4 l + r of lane l = input column l * s1 + (4 g + r) * d1
+  // Per chunk of 16 outputs of a row (the same in every row and channel): the input column of its
+  // load's byte 0, the mask of the bytes inside the image, and how many outputs it stores.
+  std::vector<int64_t> first;
+  std::vector<__mmask64> inside;
+  std::vector<int> outputs;
 };
 
 bool windows_fit(const ConvShape& s, const QConvGeometry& g) {
@@ -133,6 +138,14 @@ __attribute__((target("avx512f,avx512bw"))) Windows windows_of(const ConvShape& 
     }
     win.index[gi] = _mm512_load_si512(bytes);
   }
+  auto lanes_below = [](int64_t n) { return n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1; };
+  for (int64_t ow0 = 0; ow0 < s.Wo; ow0 += 16) {
+    const int64_t first = ow0 * g.stride[1] - g.pad_begin[1];
+    const int64_t lo = std::clamp<int64_t>(-first, 0, 64), hi = std::clamp<int64_t>(s.W - first, 0, 64);
+    win.first.push_back(first);
+    win.inside.push_back(lanes_below(hi) & ~lanes_below(lo));
+    win.outputs.push_back(int(std::min<int64_t>(16, s.Wo - ow0)));
+  }
   return win;
 }
 
@@ -152,32 +165,37 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void 
       weights[i][gi] = _mm512_set1_epi32(int32_t(word));
     }
   }
-  const __m512i fill = _mm512_set1_epi8(char(pad)), flip = _mm512_set1_epi8(char(XSigned ? 0x80 : 0));
+  const __m512i fill = _mm512_set1_epi8(char(pad)), flip = _mm512_set1_epi8(char(0x80));
   const __m512i start = _mm512_set1_epi32(init);
-  auto lanes_below = [](int64_t n) { return n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1; };
   // The geometry in locals: read through the references, every store could change it.
   const int64_t H = s.H, W = s.W, Ho = s.Ho, Wo = s.Wo, kH = s.kH, groups = win.groups;
-  const int64_t s0 = g.stride[0], s1 = g.stride[1], d0 = g.dilation[0], top = g.pad_begin[0], left = g.pad_begin[1];
+  const int64_t s0 = g.stride[0], d0 = g.dilation[0], top = g.pad_begin[0];
   const __m512i index0 = win.index[0], index1 = win.index[1];
   const __mmask64 all = ~__mmask64(0);  // (maskz: the plain vpermb starts from an undefined value)
+  const size_t chunks = win.first.size();
+  const int64_t* first = win.first.data();
+  const __mmask64* inside = win.inside.data();
+  const int* outputs = win.outputs.data();
   for (int64_t oh = 0; oh < Ho; ++oh) {
-    for (int64_t ow0 = 0; ow0 < Wo; ow0 += 16) {
-      const int64_t first = ow0 * s1 - left;  // the input column of byte 0
-      const int64_t lo = std::clamp<int64_t>(-first, 0, 64), hi = std::clamp<int64_t>(W - first, 0, 64);
-      const __mmask64 inside = lanes_below(hi) & ~lanes_below(lo);
+    const uint8_t* rows[8];  // each tap row's input row, null in the padding
+    for (int64_t i = 0; i < kH; ++i) {
+      const int64_t ih = oh * s0 + i * d0 - top;
+      rows[i] = ih >= 0 && ih < H ? channel + ih * W : nullptr;
+    }
+    char* out_row = out + size_t(oh * Wo) * store.bytes;
+    for (size_t k = 0; k < chunks; ++k) {
       __m512i acc = start;
       for (int64_t i = 0; i < kH; ++i) {
-        const int64_t ih = oh * s0 + i * d0 - top;
         __m512i row = fill;
-        if (ih >= 0 && ih < H) {
-          const uintptr_t at = reinterpret_cast<uintptr_t>(channel + ih * W) + uintptr_t(first);
-          row = _mm512_mask_loadu_epi8(fill, inside, reinterpret_cast<const void*>(at));
+        if (rows[i]) {
+          const uintptr_t at = reinterpret_cast<uintptr_t>(rows[i]) + uintptr_t(first[k]);
+          row = _mm512_mask_loadu_epi8(fill, inside[k], reinterpret_cast<const void*>(at));
         }
-        row = _mm512_xor_si512(row, flip);
+        if constexpr (XSigned) row = _mm512_xor_si512(row, flip);
         acc = _mm512_dpbusd_epi32(acc, _mm512_maskz_permutexvar_epi8(all, index0, row), weights[i][0]);
         if (groups > 1) acc = _mm512_dpbusd_epi32(acc, _mm512_maskz_permutexvar_epi8(all, index1, row), weights[i][1]);
       }
-      store.store16(acc, scale, out + size_t(oh * Wo + ow0) * store.bytes, int(std::min<int64_t>(16, Wo - ow0)));
+      store.store16(acc, scale, out_row + k * 16 * store.bytes, outputs[k]);
     }
   }
 }
