@@ -229,11 +229,14 @@ void amx_direct(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& w, bool
       }
     });
     char* out = static_cast<char*>(y.raw_data()) + size_t(n * s.O * s.Ho * s.Wo) * out_bytes;
+    // Row tile by row tile: a task's consecutive blocks share the row tile's weights (at 512
+    // channels, 150 KB per row tile: in L2 for the next panel, where panel by panel would stream
+    // all 2.4 MB of them once per panel).
     parallel_for(m_tiles * panels, 1, [&](int64_t begin, int64_t end) {
       qtiles::AmxTiles tiles(qtiles::kAmxBlock);
       alignas(64) int32_t c[32 * 32];
       for (int64_t t = begin; t < end; ++t) {
-        const int64_t p = t / m_tiles, mt = t % m_tiles;
+        const int64_t mt = t / panels, p = t % panels;
         block_amx(weights->bytes.data() + mt * tap_offset.size() * blocks * 2 * 16 * 64, frames, tap_offset, blocks,
                   16 * quad_bytes, quad_bytes, p * 32, c);
         store_block(*weights, r, bias, zx_stored, store, c, mt * 32, int(std::min<int64_t>(32, s.O - mt * 32)), out,
