@@ -271,8 +271,10 @@ void Builder::add_cast(ir::Value* a) {
 }
 
 void Builder::add_quantize_round_trip(ir::Value* a) {
-  // scales where x / s rounds at half steps, saturates early, or overflows to inf (a subnormal)
-  constexpr double kScales[] = {0.1, 0.02, 0.5, 3.0, 1e-3, 1e-40};
+  // scales where x / s rounds at half steps, saturates early, or overflows to inf (a subnormal),
+  // and one where dequantizing overflows ((q - z) * s beyond float32: quantizing that again
+  // saturates instead of giving q back)
+  constexpr double kScales[] = {0.1, 0.02, 0.5, 3.0, 1e-3, 1e-40, 1e37};
   const DType q = chance(0.5) ? DType::UInt8 : DType::Int8;
   constexpr int kUnsignedZeros[] = {0, 128, 255, 17}, kSignedZeros[] = {-128, 0, 127, -3};
   const int32_t zero_point = q == DType::UInt8 ? pick_from(kUnsignedZeros) : pick_from(kSignedZeros);
@@ -280,6 +282,33 @@ void Builder::add_quantize_round_trip(ir::Value* a) {
   ir::Value* zero = graph_->add_constant(full({}, zero_point, q));
   ir::Value* v = node(OpId::quantize_linear, {a, scale, zero}, {{"axis", int64_t(1)}});
   v = node(OpId::dequantize_linear, {v, scale, zero}, {{"axis", int64_t(1)}});
+  if (!a->meta.shape.empty() && chance(0.3)) {
+    // Another value quantized alike, concatenated with it (then max-pooled, in 4-D), quantized again
+    // with the first parameters (a Fire module's concat): sink_dequantize concatenates and pools the
+    // bytes and cancels the quantize of the dequantize, which must give the float chain's bits.
+    // (or quantized otherwise, a different scale or zero point: then the bytes cannot be joined)
+    ir::Value* other_scale = chance(0.7) ? scale : graph_->add_constant(full({}, pick_from(kScales), DType::Float32));
+    ir::Value* other_zero = chance(0.8) ? zero : graph_->add_constant(full({}, zero_point == 0 ? 1 : 0, q));
+    // (its bytes a quantization, or any bytes: a cast, as an integer op's output can be any byte)
+    ir::Value* other = chance(0.5) ? node(OpId::quantize_linear, {node(OpId::neg, {a}), other_scale, other_zero},
+                                          {{"axis", int64_t(1)}})
+                                   : node(OpId::cast, {node(OpId::neg, {a})}, {{"dtype", q}});
+    other = node(OpId::dequantize_linear, {other, other_scale, other_zero}, {{"axis", int64_t(1)}});
+    const int64_t dim = pick(0, int(a->meta.shape.size()) - 1);
+    v = chance(0.5) ? node(OpId::cat, {v, other}, {{"dim", dim}}) : node(OpId::cat, {other, v, v}, {{"dim", dim}});
+    if (v->meta.shape.size() == 4 && chance(0.5)) {
+      const int64_t k = pick(1, 3);
+      v = graph_->add_node(OpId::max_pool2d, {v},
+                           {{"kernel", Shape{k, k}}, {"stride", Shape{pick(1, 2), 1}}, {"padding", Shape{k / 2, 0}},
+                            {"dilation", Shape{1, 1}}})
+              ->outputs[0];
+    }
+    v = node(OpId::quantize_linear, {v, scale, zero}, {{"axis", int64_t(1)}});
+    // read back as bytes of another scale sometimes, so that every byte counts (with the same
+    // scale, a byte whose dequantized value overflows reads back as the same inf either way)
+    ir::Value* read_scale = chance(0.7) ? scale : graph_->add_constant(full({}, 0.5, DType::Float32));
+    v = node(OpId::dequantize_linear, {v, read_scale, zero}, {{"axis", int64_t(1)}});
+  }
   if (chance(0.5)) {  // a float op between quantized values, quantized again (a residual block)
     ir::Value* f = node(chance(0.5) ? OpId::relu : OpId::neg, {v});
     v = node(OpId::add, {f, v});

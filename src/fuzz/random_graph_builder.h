@@ -218,8 +218,10 @@ class Builder {
   // and back (add_quantize_round_trip).
   void add_cast(ir::Value* a);
   // quantize_linear -> dequantize_linear per tensor (uint8 or int8, zero points at the dtype's
-  // edges, scales that round at half steps, saturate, or overflow x / s), sometimes a float op
-  // and a second quantization between (what expand_quantize writes out and fusion merges).
+  // edges, scales that round at half steps, saturate, or overflow x / s), sometimes concatenated
+  // with another value quantized alike (and max-pooled) and quantized again with the same
+  // parameters (what sink_dequantize turns into byte ops), sometimes a float op and a second
+  // quantization between (what expand_quantize writes out and fusion merges).
   void add_quantize_round_trip(ir::Value* a);
 
   // op(x, c) with c a scalar the algebraic rules key on (or a special one), and x any value, an
