@@ -241,6 +241,18 @@ inline int column_runs(int64_t padded_width, int64_t width, int64_t n0, int nc, 
 }
 
 #if defined(__x86_64__)
+// Scaled accumulators y (float) to their requantized int32 values: clamped to [low, high] (the
+// output's bounds minus its zero point, integers), converted (vcvtps2dq rounds to nearest even,
+// the current mode), plus the zero point. Clamping before rounding gives what rounding before
+// clamping gives (the bounds are integers), so no separate round. The maskz forms under a full
+// mask: the plain ones start from _mm512_undefined, which GCC 12 reports as -Wmaybe-uninitialized.
+__attribute__((target("avx512f"))) inline __m512i requantize16_avx512(__m512 y, __m512 low, __m512 high,
+                                                                     __m512i zero_point) {
+  const __mmask16 all = 0xffff;
+  y = _mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, y, low), high);
+  return _mm512_add_epi32(_mm512_maskz_cvtps_epi32(all, y), zero_point);
+}
+
 // The store of one row of 32 int32 accumulators (two zmm vectors) as `type`: Int32 as they are,
 // UInt8 / Int8 requantized with the instructions of requantize_row_avx512 (so the same bytes).
 // Each run of kept columns is one masked store at the address where the block's column 0 would
@@ -248,7 +260,8 @@ inline int column_runs(int64_t padded_width, int64_t width, int64_t n0, int nc, 
 struct RowStoreAvx512 {
   bool narrow;
   size_t bytes;  // per element
-  __m512 low, high, zero_point;
+  __m512 low, high;
+  __m512i zero_point;
 
   __attribute__((target("avx512f,avx512bw,avx512vl"))) RowStoreAvx512(QGemmOutput::Type type, int32_t zp, int32_t lo,
                                                                       int32_t hi)
@@ -257,16 +270,14 @@ struct RowStoreAvx512 {
     const int32_t type_lo = is_unsigned ? 0 : -128, type_hi = is_unsigned ? 255 : 127;
     low = _mm512_set1_ps(float(std::max(lo, type_lo) - zp));
     high = _mm512_set1_ps(float(std::min(hi, type_hi) - zp));
-    zero_point = _mm512_set1_ps(float(zp));
+    zero_point = _mm512_set1_epi32(zp);
   }
 
   // 16 accumulators to 16 bytes.
   __attribute__((target("avx512f,avx512bw,avx512vl"))) __m128i requantize(__m512i v, __m512 scale) const {
-    const __mmask16 all = 0xffff;  // the maskz forms: see requantize_row_avx512
-    __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, v), scale);
-    y = _mm512_maskz_roundscale_ps(all, y, _MM_FROUND_CUR_DIRECTION);
-    y = _mm512_add_ps(_mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, y, low), high), zero_point);
-    return _mm512_maskz_cvtepi32_epi8(all, _mm512_maskz_cvtps_epi32(all, y));
+    const __mmask16 all = 0xffff;
+    const __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, v), scale);
+    return _mm512_maskz_cvtepi32_epi8(all, requantize16_avx512(y, low, high, zero_point));
   }
 
   // The first n (at most 16) of 16 accumulators stored at `at`.
@@ -314,24 +325,21 @@ void requantize_row_portable(const int32_t* acc, int n, const float* scale, floa
 
 #if defined(__x86_64__)
 // The same, 16 lanes at a time in zmm registers (GCC vectorizes the loop above only 4 wide, for
-// its 16-byte stores): convert, scale, round (to nearest even: the current mode), clamp, add the
-// zero point, narrow to bytes (the value is within T's range, so truncation is exact for both
-// signednesses); the tail under a mask.
+// its 16-byte stores): convert, scale, requantize16_avx512, narrow to bytes (the value is within
+// T's range, so truncation is exact for both signednesses); the tail under a mask.
 template <class T, bool PerColumnScale>
 __attribute__((target("avx512f,avx512bw"))) void requantize_row_avx512(const int32_t* acc, int n, const float* scale,
                                                                        float zp, float low, float high, T* dst) {
-  const __m512 lo = _mm512_set1_ps(low), hi = _mm512_set1_ps(high), z = _mm512_set1_ps(zp);
+  const __m512 lo = _mm512_set1_ps(low), hi = _mm512_set1_ps(high);
+  const __m512i z = _mm512_set1_epi32(int32_t(zp));
   const __m512 s0 = _mm512_set1_ps(scale[0]);
   for (int j = 0; j < n; j += 16) {
     const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
     const __m512 s = PerColumnScale ? _mm512_mask_loadu_ps(_mm512_setzero_ps(), m, scale + j) : s0;
-    // (the maskz forms under a full mask: the plain ones start from _mm512_undefined, which GCC 12
-    // reports as -Wmaybe-uninitialized once inlined)
     const __mmask16 all = 0xffff;
-    __m512 y = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_mask_loadu_epi32(_mm512_setzero_si512(), m, acc + j)), s);
-    y = _mm512_maskz_roundscale_ps(all, y, _MM_FROUND_CUR_DIRECTION);
-    y = _mm512_add_ps(_mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, y, lo), hi), z);
-    _mm512_mask_cvtepi32_storeu_epi8(dst + j, m, _mm512_maskz_cvtps_epi32(all, y));
+    const __m512 y =
+        _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, _mm512_mask_loadu_epi32(_mm512_setzero_si512(), m, acc + j)), s);
+    _mm512_mask_cvtepi32_storeu_epi8(dst + j, m, requantize16_avx512(y, lo, hi, z));
   }
 }
 #endif
