@@ -98,9 +98,9 @@ void qgemm_u8s8(int64_t m, const uint8_t* a, int64_t lda, int32_t a_zero_point,
 // W packed for one instruction set: [row tile][k group][mr] int32 words, each holding one row's
 // `group` values (4 int8, or 2 int16 on AVX2), zero past k and past m; per-row sums and zero
 // points in the stored (signed) domain. Amx: a row tile is two AMX tiles of 16 rows, k_groups is
-// a multiple of 16 when it is 16 or more (zeros past k), and per block of 16 k groups (or of all
-// of them, when fewer) each tile's 16 rows lie row after row (the layout TILELOADD reads):
-// [row tile][k block][half][row][k group].
+// padded to whole blocks of at most 16 groups (qtiles::amx_block: blocks of one size, as few as
+// fit; zeros past k), and per block each tile's 16 rows lie row after row (the layout TILELOADD
+// reads): [row tile][k block][half][row][k group].
 struct QPackedW {
   QGemmIsa isa = QGemmIsa::Portable;
   int64_t m = 0, k = 0;

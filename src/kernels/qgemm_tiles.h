@@ -42,17 +42,21 @@ inline int tile_rows(QGemmIsa isa) {
 }
 inline int tile_columns(QGemmIsa isa) { return isa == QGemmIsa::Avx2 ? kAvx2Nr : kVnniNr; }
 inline int k_group(QGemmIsa isa) { return isa == QGemmIsa::Avx2 ? kAvx2Group : kVnniGroup; }
-// k groups, rounded as the packing pads them (Amx: to whole tile products of kAmxBlock groups,
-// unless there are fewer: then one shorter product, so that a short k, such as the 16 input
-// channels of a 1x1 convolution, is not padded to 64).
+// AMX splits k's groups into the fewest tile products (of at most kAmxBlock groups each) of one
+// size, as even as they go: 37 groups (the 147 taps of a 7x7 RGB stem) are 3 products of 13
+// (39 packed, not 48), 36 are 3 of 12, 7 one of 7. amx_block gives the same size for the padded
+// count as for the count itself (at least 1: a tile of no rows is not a valid configuration).
+inline int64_t amx_products(int64_t k_groups) { return std::max<int64_t>(1, (k_groups + kAmxBlock - 1) / kAmxBlock); }
+inline int amx_block(int64_t k_groups) {
+  const int64_t products = amx_products(k_groups);
+  return int(std::max<int64_t>(1, (k_groups + products - 1) / products));
+}
+// k groups, rounded as the packing pads them (Amx: to whole tile products).
 inline int64_t padded_k_groups(QGemmIsa isa, int64_t k) {
   const int64_t groups = (k + k_group(isa) - 1) / k_group(isa);
-  if (isa != QGemmIsa::Amx || groups < kAmxBlock) return groups;
-  return (groups + kAmxBlock - 1) / kAmxBlock * kAmxBlock;
+  if (isa != QGemmIsa::Amx || groups == 0) return groups;
+  return int64_t(amx_block(groups)) * amx_products(groups);
 }
-// The k groups of one AMX tile product for `k_groups` (padded) groups (at least 1: a tile of no
-// rows is not a valid configuration).
-inline int amx_block(int64_t k_groups) { return k_groups < kAmxBlock ? std::max(1, int(k_groups)) : kAmxBlock; }
 
 // c[i * NR + j] = sum over the k groups of the broadcast row i times the panel's column j.
 template <bool BroadcastSigned>
