@@ -108,29 +108,15 @@ __attribute__((target("amx-tile,amx-int8"))) void block_amx(const int8_t* weight
                                                             const std::vector<int64_t>& tap_offset, int64_t blocks,
                                                             int64_t block_stride, int64_t quad_bytes, int64_t n0,
                                                             int32_t* c) {
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  qtiles::amx_zero();
   const int8_t* a = weights;
   for (const int64_t offset : tap_offset) {
     const uint8_t* x = frames + offset + 4 * n0;
     for (int64_t b = 0; b < blocks; ++b, a += 2 * 16 * 64, x += block_stride) {
-      _tile_loadd(4, a, 64);
-      _tile_loadd(5, a + 16 * 64, 64);
-      _tile_loadd(6, x, quad_bytes);
-      _tile_loadd(7, x + 64, quad_bytes);
-      _tile_dpbsud(0, 4, 6);
-      _tile_dpbsud(1, 4, 7);
-      _tile_dpbsud(2, 5, 6);
-      _tile_dpbsud(3, 5, 7);
+      qtiles::amx_product(a, 16 * 64, 64, x, quad_bytes);
     }
   }
-  constexpr int kRowBytes = 32 * 4;
-  _tile_stored(0, c, kRowBytes);
-  _tile_stored(1, c + 16, kRowBytes);
-  _tile_stored(2, c + 16 * 32, kRowBytes);
-  _tile_stored(3, c + 16 * 32 + 16, kRowBytes);
+  qtiles::amx_store(c);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void store_block(const QuadWeights& w, const Requant& r,

@@ -141,35 +141,48 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void tile_vnni_one
   }
 }
 
-// The AMX tile product of a 32-row weight tile (two A tiles per k block, packed by qgemm_pack_w)
-// and a 32-column panel (two B tiles per k block): TDPBSUD multiplies signed A bytes by unsigned
-// B bytes, four per int32 lane, exactly. A k block is `block` groups (amx_block); c is 32 x 32
-// int32. The caller holds the tile configuration for that block (AmxTiles).
-__attribute__((target("amx-tile,amx-int8"))) inline void tile_amx(const int32_t* wp, const int8_t* panel,
-                                                                 int64_t k_blocks, int block, int32_t* c) {
+// AMX's 2 x 2 block of tiles (tmm0-3: 16 x 16 int32 accumulators each) for 32 rows x 32 columns:
+// zeroed, one product step (A tiles tmm4/5: rows 0-15 and 16-31 from `a`, `a_half` bytes apart,
+// rows `a_stride` apart; B tiles tmm6/7: columns 0-15 and 16-31 from `x`, 64 bytes apart, rows
+// `x_stride` apart; TDPBSUD multiplies signed A bytes by unsigned B bytes, four per int32 lane,
+// exactly), and stored to c (32 x 32 int32). The caller holds the tile configuration (AmxTiles).
+__attribute__((target("amx-tile"))) inline void amx_zero() {
   _tile_zero(0);
   _tile_zero(1);
   _tile_zero(2);
   _tile_zero(3);
-  constexpr int kPanelStride = kAmxNr * kVnniGroup;  // bytes per k group of a panel
-  const int a_stride = block * 4, a_tile = 16 * block;  // bytes per A row, words per A tile
-  for (int64_t b = 0; b < k_blocks; ++b) {
-    const int32_t* a = wp + b * 2 * a_tile;
-    const int8_t* x = panel + b * block * kPanelStride;
-    _tile_loadd(4, a, a_stride);
-    _tile_loadd(5, a + a_tile, a_stride);
-    _tile_loadd(6, x, kPanelStride);
-    _tile_loadd(7, x + 64, kPanelStride);
-    _tile_dpbsud(0, 4, 6);
-    _tile_dpbsud(1, 4, 7);
-    _tile_dpbsud(2, 5, 6);
-    _tile_dpbsud(3, 5, 7);
-  }
+}
+__attribute__((target("amx-tile,amx-int8"))) inline void amx_product(const void* a, int64_t a_half, int64_t a_stride,
+                                                                    const void* x, int64_t x_stride) {
+  _tile_loadd(4, a, a_stride);
+  _tile_loadd(5, static_cast<const char*>(a) + a_half, a_stride);
+  _tile_loadd(6, x, x_stride);
+  _tile_loadd(7, static_cast<const char*>(x) + 64, x_stride);
+  _tile_dpbsud(0, 4, 6);
+  _tile_dpbsud(1, 4, 7);
+  _tile_dpbsud(2, 5, 6);
+  _tile_dpbsud(3, 5, 7);
+}
+__attribute__((target("amx-tile"))) inline void amx_store(int32_t* c) {
   constexpr int kRowBytes = kAmxNr * 4;
   _tile_stored(0, c, kRowBytes);
   _tile_stored(1, c + 16, kRowBytes);
   _tile_stored(2, c + 16 * kAmxNr, kRowBytes);
   _tile_stored(3, c + 16 * kAmxNr + 16, kRowBytes);
+}
+
+// The AMX tile product of a 32-row weight tile (two A tiles per k block, packed by qgemm_pack_w)
+// and a 32-column panel (two B tiles per k block, a panel's k groups 128 bytes apart). A k block
+// is `block` groups (amx_block); c is 32 x 32 int32.
+__attribute__((target("amx-tile,amx-int8"))) inline void tile_amx(const int32_t* wp, const int8_t* panel,
+                                                                 int64_t k_blocks, int block, int32_t* c) {
+  constexpr int kPanelStride = kAmxNr * kVnniGroup;  // bytes per k group of a panel
+  const int64_t a_stride = block * 4, a_tile = 16 * block;  // bytes per A row, words per A tile
+  amx_zero();
+  for (int64_t b = 0; b < k_blocks; ++b) {
+    amx_product(wp + b * 2 * a_tile, a_tile * 4, a_stride, panel + b * block * kPanelStride, kPanelStride);
+  }
+  amx_store(c);
 }
 
 // The tile configuration of the calling thread for tile_amx with k blocks of `block` groups,
