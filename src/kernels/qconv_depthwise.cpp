@@ -5,6 +5,7 @@
 // sum w' (x - zx) = sum w' x - zx sum w' (w' = w - zw), the second term folded into the start.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "base/parallel.h"
 #include "kernels/qconv_frames.h"
@@ -229,8 +230,9 @@ void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, cons
       blocks.first.push_back(blocks.first.back() + count);
     }
   }
-  const qtiles::RowStoreAvx512 store(r.type, r.zero_point, std::numeric_limits<int32_t>::min(),
-                                     std::numeric_limits<int32_t>::max());
+  // (built only where it runs: its constructor is AVX-512 code)
+  std::optional<qtiles::RowStoreAvx512> store;
+  if (avx512()) store.emplace(r.type, r.zero_point, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
 #endif
   const size_t out_bytes = dtype_size(y.dtype());
   const int64_t work = frame_size + columns * taps;
@@ -259,9 +261,9 @@ void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, cons
         const uint32_t shifted = uint32_t(zx + (x_int8 ? 128 : 0));
         const int32_t start = int32_t(uint32_t(bias ? bias[o] : 0) - shifted * weight_sum);
         if (x_int8) {
-          depthwise_windows<true>(channel, s, g, win, w, uint8_t(zx), start, store, scale, out);
+          depthwise_windows<true>(channel, s, g, win, w, uint8_t(zx), start, *store, scale, out);
         } else {
-          depthwise_windows<false>(channel, s, g, win, w, uint8_t(zx), start, store, scale, out);
+          depthwise_windows<false>(channel, s, g, win, w, uint8_t(zx), start, *store, scale, out);
         }
         continue;
       }
@@ -270,9 +272,9 @@ void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, cons
 #if defined(__x86_64__)
       if (avx512()) {
         if (x_int8) {
-          depthwise_avx512<true>(frame.data(), offset, w, init, columns, store, scale, out, blocks);
+          depthwise_avx512<true>(frame.data(), offset, w, init, columns, *store, scale, out, blocks);
         } else {
-          depthwise_avx512<false>(frame.data(), offset, w, init, columns, store, scale, out, blocks);
+          depthwise_avx512<false>(frame.data(), offset, w, init, columns, *store, scale, out, blocks);
         }
         continue;
       }

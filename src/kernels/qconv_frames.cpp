@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/parallel.h"
+#include "kernels/qgemm.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -62,15 +63,7 @@ void pad_row(const uint8_t* image, int64_t W, int64_t left, int64_t width, uint8
 
 }  // namespace
 
-bool avx512() {
-#if defined(__x86_64__)
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
-  return has;
-#else
-  return false;
-#endif
-}
+bool avx512() { return qgemm_vector_avx512(); }
 
 Phases phases_of(const ConvShape& s, const QConvGeometry& g) {
   Phases p;

@@ -46,7 +46,7 @@ bool amx_direct_fits(const ConvShape& s, const std::vector<int32_t>& zw, bool we
 void amx_direct(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& w, bool weight_constant,
                 const int32_t* bias, const Requant& r, const ConvShape& s, const QConvGeometry& g, const Tensor& y);
 
-// AVX-512 F, BW and VL, which the vector paths here use.
+// AVX-512 F, BW and VL, which the vector paths here use (kernels/qgemm.h: qgemm_vector_avx512).
 bool avx512();
 
 }  // namespace smelt::kernels::qconv

@@ -198,6 +198,25 @@ QGemmIsa qgemm_best_isa() {
   return best;
 }
 
+bool qgemm_vector_avx512() {
+  static const bool use = [] {
+#if defined(__x86_64__)
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl"))) {
+      return false;
+    }
+    // (chosen_isa also refuses a name that is no instruction set)
+    const char* wanted = std::getenv("SMELT_QGEMM_ISA");
+    if (!wanted || !*wanted) return true;
+    const QGemmIsa chosen = chosen_isa({QGemmIsa::Amx, QGemmIsa::Avx512Vnni, QGemmIsa::Avx2, QGemmIsa::Portable});
+    return chosen != QGemmIsa::Avx2 && chosen != QGemmIsa::Portable;
+#else
+    return false;
+#endif
+  }();
+  return use;
+}
+
 QGemmIsa qgemm_s8u8_best_isa() {
   static const QGemmIsa best = chosen_isa({QGemmIsa::Amx, QGemmIsa::Avx512Vnni, QGemmIsa::Avx2, QGemmIsa::Portable});
   return best;

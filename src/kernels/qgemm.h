@@ -35,6 +35,10 @@ bool qgemm_isa_supported(QGemmIsa isa);     // by this CPU (and, for Amx, this O
 // run AMX, such as valgrind, working); a name this CPU cannot run is an error.
 QGemmIsa qgemm_best_isa();
 QGemmIsa qgemm_s8u8_best_isa();
+// Whether the int8 paths around the GEMMs (requantizing stores, phase frames, depthwise) use
+// AVX-512 (F, BW, VL): when the CPU has it, unless SMELT_QGEMM_ISA names avx2 or portable, which
+// then stand for a CPU without AVX-512 throughout.
+bool qgemm_vector_avx512();
 
 // B (K x N) packed for one instruction set: panels of `nr` columns, k in groups of `group`
 // (zero-padded), as the micro-kernel loads them; the zero point per column and the column sums.

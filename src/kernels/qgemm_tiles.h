@@ -367,8 +367,9 @@ void requantize_row(const int32_t* acc, int n, const float* scale, int32_t zero_
   const float low = float(std::max<int32_t>(lo, std::numeric_limits<T>::min()) - zero_point);
   const float high = float(std::min<int32_t>(hi, std::numeric_limits<T>::max()) - zero_point);
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  if (avx512) return requantize_row_avx512<T, PerColumnScale>(acc, n, scale, float(zero_point), low, high, dst);
+  if (qgemm_vector_avx512()) {
+    return requantize_row_avx512<T, PerColumnScale>(acc, n, scale, float(zero_point), low, high, dst);
+  }
 #endif
   requantize_row_portable<T, PerColumnScale>(acc, n, scale, float(zero_point), low, high, dst);
 }

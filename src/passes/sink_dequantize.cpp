@@ -130,8 +130,14 @@ bool cancel_requantize(ir::Graph& graph) {
 }
 
 bool sink_dequantize(ir::Graph& graph) {
-  bool changed = sink_through_cats(graph);
-  changed = sink_through_pools(graph) || changed;
+  // Until neither moves: a pooling sunk may leave a concatenation of dequantizes (an SPP block,
+  // cat(x, max_pool(x), ...)), and a concatenation sunk a pooling of a dequantize.
+  bool changed = false;
+  for (bool moved = true; moved;) {
+    moved = sink_through_cats(graph);
+    moved = sink_through_pools(graph) || moved;
+    changed = changed || moved;
+  }
   return cancel_requantize(graph) || changed;
 }
 

@@ -108,7 +108,8 @@ struct Rewriter {
   // shared by every input of a concatenation, so that the concatenation and the pooling move
   // bytes between the products (passes/sink_dequantize.h) instead of dequantizing and quantizing
   // again (a pooling's output lies within its input's range, a concatenation's holds each input's).
-  const CalibratedValue* output_calibration(const ir::Value* y) const {
+  const CalibratedValue* output_calibration(const QuantizableOp& op) const {
+    const ir::Value* y = op.output;
     const ir::Value* v = y;
     while (v->uses.size() == 1 && !g.is_output(v)) {
       const ir::Node* reader = v->uses[0].node;
@@ -119,12 +120,15 @@ struct Rewriter {
       v = reader->outputs[0];
     }
     const CalibratedValue* shared = v != y ? calibrated(v) : nullptr;
-    return shared ? shared : calibrated(y);
+    // (a rectifier folds only into an output range that starts at the real 0: a concatenation
+    // with signed values may not, and then the output keeps its own calibration)
+    if (shared && rectifier_stays(op, shared->params).empty()) return shared;
+    return calibrated(y);
   }
 
   void rewrite(const QuantizableOp& op) {
     const CalibratedValue* cx = calibrated(op.input);
-    const CalibratedValue* cy = output_calibration(op.output);
+    const CalibratedValue* cy = output_calibration(op);
     if (!cx || !cy) {
       report.skipped.push_back(std::string(op.product->name()) + " " + ir::value_ref(op.product->outputs[0]) +
                                ": not calibrated");

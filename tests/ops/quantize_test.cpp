@@ -265,6 +265,8 @@ TEST(Quantize, ConvolutionsWithSymmetricWeightsOverManyChannelsMatchTheDefinitio
       {{1, 48, 12, 10}, {70, 48, 2, 1}, conv_options({1, 1}, {0, 1, 0, 0}, {1, 1}, 1), DType::Int8, DType::Int8, true, true},
       {{1, 64, 5, 6}, {20, 64, 1, 1}, conv_options({1, 1}, {0, 0, 0, 0}, {1, 1}, 1), DType::UInt8, DType::Int8, true, true},
       {{1, 100, 13, 17}, {8, 100, 5, 5}, conv_options({2, 2}, {2, 1, 2, 3}, {1, 1}, 1), DType::UInt8, DType::Int8, false, true},
+      // 50 channels: a last group of 4 with two channels (its other two padded with zero weights)
+      {{1, 50, 9, 9}, {33, 50, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::Int8, DType::Int8, true, true},
       {{1, 64, 15, 15}, {40, 64, 3, 3}, conv_options({1, 2}, {2, 2, 2, 2}, {2, 2}, 1), DType::Int8, DType::Int8, true, true},
       {{1, 128, 7, 7}, {65, 128, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true, true},
       {{1, 130, 6, 6}, {9, 130, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true, true},

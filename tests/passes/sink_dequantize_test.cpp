@@ -144,6 +144,32 @@ TEST(SinkDequantize, ConcatenatingAndRequantizingBytesGivesTheSameBits) {
   }
 }
 
+// An SPP block: cat(x, max_pool(x)) of one dequantized value. The concatenation can move only
+// after the pooling has: the pass repeats until nothing moves, then both run on bytes.
+TEST(SinkDequantize, APoolingSunkLetsItsConcatenationSinkToo) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value* q = g->add_input({{1, 3, 8, 8}, DType::UInt8});
+  ir::Node* dq = g->add_node(OpId::dequantize_linear,
+                             {q, g->add_constant(full({}, 0.25f, DType::Float32)), g->add_constant(full({}, 9, DType::UInt8))},
+                             {{"axis", int64_t(1)}});
+  ir::Node* pool = g->add_node(OpId::max_pool2d, {dq->outputs[0]},
+                               {{"kernel", Shape{3, 3}}, {"stride", Shape{1, 1}}, {"padding", Shape{1, 1}}});
+  ir::Node* cat = g->add_node(OpId::cat, {dq->outputs[0], pool->outputs[0]}, {{"dim", int64_t(1)}});
+  g->add_output(cat->outputs[0]);
+  const std::vector<Tensor> in = {random_bytes({1, 3, 8, 8}, DType::UInt8, 77)};
+  const Tensor want = trace::interpret(*g, in)[0];
+  ASSERT_TRUE(passes::sink_dequantize(*g));
+  passes::dce(*g);
+  int byte_cats = 0, byte_pools = 0;
+  for (const auto& n : g->nodes()) {
+    byte_cats += n->op == OpId::cat && n->inputs[0]->meta.dtype == DType::UInt8;
+    byte_pools += n->op == OpId::max_pool2d && n->inputs[0]->meta.dtype == DType::UInt8;
+  }
+  EXPECT_EQ(byte_pools, 1);
+  EXPECT_EQ(byte_cats, 1);
+  expect_same_bytes(want, trace::interpret(*g, in)[0], "interpreted");
+}
+
 TEST(SinkDequantize, LeavesWhatWouldNotBeExact) {
   // inputs dequantized with different scales, or different zero points
   EXPECT_FALSE(passes::sink_dequantize(*cat_graph(DType::UInt8, {0.1f, 0.2f}, {3, 3}, false)));

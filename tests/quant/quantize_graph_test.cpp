@@ -169,6 +169,46 @@ TEST(QuantizeGraph, ConcatenatedOutputsShareTheReadersScaleAndStayBytes) {
   for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(planned.data<float>()[i], got.data<float>()[i]) << i;
 }
 
+// Where an output keeps its own calibration: read by a concatenation and by something else (the
+// other reader needs its own range), or rectified and concatenated with signed values (the shared
+// range does not start at 0, so the relu could not fold): both products are still quantized.
+TEST(QuantizeGraph, OutputsKeepTheirOwnCalibrationWhereSharingWouldNotFit) {
+  Generator gen(11);
+  const Tensor wa = uniform({4, 3, 1, 1}, -0.5, 0.5, DType::Float32, &gen);
+  const Tensor wb = uniform({5, 3, 3, 3}, -0.3, 0.3, DType::Float32, &gen);
+  const Tensor wc = uniform({6, 9, 3, 3}, -0.2, 0.2, DType::Float32, &gen);
+  for (bool signed_partner : {false, true}) {
+    SCOPED_TRACE(signed_partner ? "relu beside a signed value" : "a second reader");
+    auto fn = [&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+      const Tensor a = relu(conv2d(in[0], wa, Tensor(), {1, 1}, {0, 0}));
+      Tensor b = conv2d(in[0], wb, Tensor(), {1, 1}, {1, 1});
+      if (!signed_partner) b = relu(b);
+      std::vector<Tensor> out{conv2d(cat({a, b}, 1), wc, Tensor(), {1, 1}, {1, 1})};
+      if (!signed_partner) out.push_back(a * 2.0);  // a second reader of a
+      return out;
+    };
+    auto graph = trace::trace(fn, {zeros({2, 3, 11, 11})});
+    const Calibration cal = calibrate(*graph, batches(4, 3), {});
+    // the first product's output: a relu read by the cat
+    const ir::Value* a = nullptr;
+    for (const auto& n : graph->nodes()) {
+      if (n->op == ops::OpId::relu && !a) a = n->outputs[0];
+    }
+    ASSERT_NE(a, nullptr);
+    ASSERT_TRUE(cal.values.count(a->id));
+    const double own_scale = cal.values.at(a->id).params.scale;
+    auto q = graph->clone();
+    const QuantizeReport report = quantize_graph(*q, cal);
+    EXPECT_EQ(report.quantized, 3) << report.str();
+    const ir::Node* first = nullptr;
+    for (const auto& n : q->nodes()) {
+      if (n->op == ops::OpId::qlinear_conv2d && !first) first = n.get();
+    }
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(first->inputs[6]->constant.to_vector()[0], float(own_scale));
+  }
+}
+
 // A linear layer's bias (along the last dim) and a relu after it fold into qlinear_matmul, as a
 // convolution's do: an MLP's layers become integer ops with nothing left in float between them.
 TEST(QuantizeGraph, LinearLayersFoldTheirBiasAndRelu) {
