@@ -50,8 +50,8 @@ bench-dp: configure
 	@bash scripts/mpirun.sh 2 ./$(BUILD)/bench/smelt_ddp_bench $(if $(filter-out 0,$(QUICK)),--quick) | tail -n +3
 
 # libFuzzer targets (fuzz_targets/README.md): clang++ with ASan + UBSan, in build-fuzz/; -O1 with
-# line tables only, as fuzzing builds usually are (crashes still name file and line; the library
-# builds in about two thirds of the time of -O2 -g, which CI pays on every run).
+# line tables only, as fuzzing builds usually are (crashes still name file and line, and the
+# library, which CI builds a second time here, compiles faster than at -O2 -g).
 fuzz-build:
 	@bash scripts/install-deps.sh fuzz
 	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DCMAKE_CXX_COMPILER=clang++ -DSMELT_LIBFUZZER=ON -DSMELT_BUILD_TESTS=OFF -DSMELT_BUILD_BENCH=OFF >/dev/null
