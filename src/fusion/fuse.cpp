@@ -81,6 +81,8 @@ FusionOptions fusion_options_from_env() {
   FusionOptions o;
   o.max_ops = int(env_int("SMELT_FUSE_MAX_OPS", o.max_ops, 1, 1000));
   o.max_depth = int(env_int("SMELT_FUSE_MAX_DEPTH", o.max_depth, 1, 1000));
+  o.max_pointwise_ops = int(env_int("SMELT_FUSE_MAX_POINTWISE_OPS", o.max_pointwise_ops, 1, 1000));
+  o.max_pointwise_depth = int(env_int("SMELT_FUSE_MAX_POINTWISE_DEPTH", o.max_pointwise_depth, 1, 1000));
   o.max_recompute_ops = int(env_int("SMELT_FUSE_MAX_RECOMPUTE", o.max_recompute_ops, 0, 1000));
   o.max_row_ops = int(env_int("SMELT_FUSE_MAX_ROW_OPS", o.max_row_ops, 1, 1000));
   o.max_row_depth = int(env_int("SMELT_FUSE_MAX_ROW_DEPTH", o.max_row_depth, 1, 1000));
@@ -91,11 +93,14 @@ FusionOptions fusion_options_from_env() {
 }
 
 FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
-  SMELT_CHECK(options.max_ops >= 1 && options.max_depth >= 1 && options.max_recompute_ops >= 0 &&
-              options.max_row_ops >= 1 && options.max_row_depth >= 1)
-      << "fuse: limits must be max_ops >= 1, max_depth >= 1, max_recompute_ops >= 0, max_row_ops >= 1, max_row_depth >= 1; got "
-      << options.max_ops << ", " << options.max_depth << ", " << options.max_recompute_ops << ", "
-      << options.max_row_ops << ", " << options.max_row_depth;
+  SMELT_CHECK(options.max_ops >= 1 && options.max_depth >= 1 && options.max_pointwise_ops >= 1 &&
+              options.max_pointwise_depth >= 1 && options.max_recompute_ops >= 0 && options.max_row_ops >= 1 &&
+              options.max_row_depth >= 1)
+      << "fuse: limits must be max_ops >= 1, max_depth >= 1, max_pointwise_ops >= 1, max_pointwise_depth >= 1, "
+         "max_recompute_ops >= 0, max_row_ops >= 1, max_row_depth >= 1; got "
+      << options.max_ops << ", " << options.max_depth << ", " << options.max_pointwise_ops << ", "
+      << options.max_pointwise_depth << ", " << options.max_recompute_ops << ", " << options.max_row_ops << ", "
+      << options.max_row_depth;
   passes::dce(graph);
   detail::GroupPlan plan = detail::plan_fusion(graph, options);
   const int n = int(plan.nodes.size());

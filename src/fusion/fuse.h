@@ -104,18 +104,25 @@ bool pattern_from_name(const std::string& name, Pattern* out);
 std::optional<Pattern> group_pattern(const ir::Node& node);
 
 struct FusionOptions {
-  // Ops per group, not counting view ops (they are addressing, not work). 8 lets a contraction
-  // keep bias + activation + residual + scale and a reduction keep a prologue, two reductions and
-  // an epilogue; 12 lets an LSTM cell's gates (3 sigmoids, 2 tanh, 3 products, a sum: 9 ops) be
-  // one kernel per time step (the bench's LSTM tagger 5.3 -> 4.5 ms; the transformer and CNN
-  // workloads unchanged, bench/README.md).
+  // Ops per contraction or reduction group, not counting view ops (they are addressing, not
+  // work). 8 lets a contraction keep bias + activation + residual + scale and a reduction keep a
+  // prologue, two reductions and an epilogue; 12 lets an LSTM cell's gates (3 sigmoids, 2 tanh, 3
+  // products, a sum: 9 ops) be one kernel per time step (the bench's LSTM tagger 5.3 -> 4.5 ms;
+  // the transformer and CNN workloads unchanged, bench/README.md).
   int max_ops = 12;
-  // Longest chain of non-view ops inside a group, casts not counted (register pressure,
-  // expression size). 6: a
-  // contraction's bias then hard-swish (x * clamp(x / 6 + 1/2, 0, 1), as PyTorch exports it below
-  // opset 14) is one epilogue (MobileNetV3-small 1.62 -> 1.33 ms; the other bench models
-  // unchanged, bench/README.md), as is a GRU cell's new state.
+  // Longest chain of non-view ops inside a contraction or reduction group, casts not counted
+  // (register pressure inside the GEMM's tiles, expression size). 6: a contraction's bias then
+  // hard-swish (x * clamp(x / 6 + 1/2, 0, 1), as PyTorch exports it below opset 14) is one
+  // epilogue (MobileNetV3-small 1.62 -> 1.33 ms; the other bench models unchanged,
+  // bench/README.md), as is a GRU cell's new state.
   int max_depth = 6;
+  // The same for pointwise groups (loops over elements: no tile's registers to share). 16 and 8
+  // let a residual add between quantized tensors (dequantize both: cast, sub, mul; add;
+  // requantize: div, round, clamp, cast, add, cast: 13 ops, a chain of 7) read the two byte
+  // tensors; at 12 and 6 each dequantized operand was a kernel of its own writing float32 (4
+  // bytes per element written, then read, instead of 1 read).
+  int max_pointwise_ops = 16;
+  int max_pointwise_depth = 8;
   // Recomputed (duplicated) ops per group at most.
   int max_recompute_ops = 4;
   // Ops per group when it is a row group (a reduction group whose reductions keep their dims, so

@@ -209,15 +209,17 @@ class Planner {
       depth_of[m] = reduce ? 0 : d + chain;
       depth = std::max(depth, d + chain);
     }
-    const int max_ops = row_group ? opt_.max_row_ops : opt_.max_ops;
+    const bool pointwise = pattern == Pattern::Pointwise;
+    const int max_ops = row_group ? opt_.max_row_ops : pointwise ? opt_.max_pointwise_ops : opt_.max_ops;
     if (ops > max_ops) {
-      return std::string("limit: ") + (row_group ? "max_row_ops=" : "max_ops=") + std::to_string(max_ops) +
-             " ops per group reached";
+      return std::string("limit: ") + (row_group ? "max_row_ops=" : pointwise ? "max_pointwise_ops=" : "max_ops=") +
+             std::to_string(max_ops) + " ops per group reached";
     }
-    const int max_depth = row_group ? opt_.max_row_depth : opt_.max_depth;
+    const int max_depth = row_group ? opt_.max_row_depth : pointwise ? opt_.max_pointwise_depth : opt_.max_depth;
     if (depth > max_depth) {
-      return std::string("limit: ") + (row_group ? "max_row_depth=" : "max_depth=") + std::to_string(max_depth) +
-             " (a chain of " + std::to_string(depth) + " ops)";
+      return std::string("limit: ") +
+             (row_group ? "max_row_depth=" : pointwise ? "max_pointwise_depth=" : "max_depth=") +
+             std::to_string(max_depth) + " (a chain of " + std::to_string(depth) + " ops)";
     }
     if (recomputed_ops > opt_.max_recompute_ops) {
       return "limit: max_recompute_ops=" + std::to_string(opt_.max_recompute_ops) + " recomputed ops per group";

@@ -58,6 +58,14 @@ Tensor random_tensor(const Shape& shape, DType dtype, const ElementDraw& draw, s
   if (dtype == DType::Int32) {  // int64 draws wrapped to 32 bits: the extremes map to int32's
     return cast(random_tensor(shape, DType::Int64, draw, rng), DType::Int32);
   }
+  if (dtype == DType::UInt8 || dtype == DType::Int8) {
+    const int lowest = dtype == DType::UInt8 ? 0 : -128, highest = lowest + 255;
+    std::uniform_int_distribution<int> any(lowest, highest);
+    std::bernoulli_distribution upper(0.5);
+    std::vector<double> values(static_cast<size_t>(n));
+    for (double& v : values) v = is_special(rng) ? (upper(rng) ? highest : lowest) : any(rng);
+    return from_vector(values, shape, dtype);
+  }
   if (dtype == DType::Bool) {
     std::vector<double> values(static_cast<size_t>(n));
     for (double& v : values) v = double(std::bernoulli_distribution(0.5)(rng));

@@ -29,8 +29,10 @@ double special_float(DType dtype, std::mt19937_64& rng);
 // One special int64 value.
 int64_t special_int64(std::mt19937_64& rng);
 
-// A tensor of `shape` and `dtype` (Float32, Float64, Int64 or Bool), elements drawn by `draw`.
-// Int64 elements are exact (built from int64_t, never through double).
+// A tensor of `shape` and `dtype` (a floating dtype, Int64, Int32, UInt8, Int8 or Bool), elements
+// drawn by `draw`. Int64 elements are exact (built from int64_t, never through double). UInt8 and
+// Int8 (quantized values) take any byte, whatever low and high say; their specials are the
+// dtype's ends.
 Tensor random_tensor(const Shape& shape, DType dtype, const ElementDraw& draw, std::mt19937_64& rng);
 
 }  // namespace smelt::fuzz

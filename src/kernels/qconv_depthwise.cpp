@@ -1,14 +1,17 @@
 // Quantized convolutions with one input channel per group (kernels/qconv_frames.h,
 // docs/quantization.md): a GEMM of one row per group would waste its tile, so each output channel
-// is a direct loop over its input channel's phase frames, where the output computed Wq wide reads
-// every tap as one contiguous run. The products run on the stored bytes:
-// sum w' (x - zx) = sum w' x - zx sum w' (w' = w - zw), the second term folded into the start.
+// is a direct loop: straight from the image through byte permutations where the CPU and the
+// weights allow (kernels/qconv_windows.h), else over its input channel's phase frames, where the
+// output computed Wq wide reads every tap as one contiguous run. The products run on the stored
+// bytes: sum w' (x - zx) = sum w' x - zx sum w' (w' = w - zw), the second term folded into the
+// start.
 #include <algorithm>
 #include <limits>
 #include <optional>
 
 #include "base/parallel.h"
 #include "kernels/qconv_frames.h"
+#include "kernels/qconv_windows.h"
 #include "kernels/qgemm_tiles.h"
 
 namespace smelt::kernels::qconv {
@@ -105,106 +108,12 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void depthwise_avx512(
   }
 }
 
-// A depthwise convolution straight from the image, 16 outputs of a row at a time, where the
-// CPU has VNNI and VBMI: for each tap row, one load of the 64 input bytes the outputs read (under
-// the mask of the image's columns, over a vector of the zero point's byte: no padded frame), then
-// per group of 4 horizontal taps one vpermb gathering each output's 4 input bytes (stride and
-// dilation are in the indices) and one vpdpbusd with the group's 4 weights. Needs the weights
-// (minus their zero point) within int8 and 16 outputs' windows within 64 bytes.
-struct Windows {
-  int groups = 0;      // ceil(kW / 4): 1 or 2
-  __m512i index[2]{};  // per group: byte 4 l + r of lane l = input column l * s1 + (4 g + r) * d1
-  // Per chunk of 16 outputs of a row (the same in every row and channel): the input column of its
-  // load's byte 0, the mask of the bytes inside the image, and how many outputs it stores.
-  std::vector<int64_t> first;
-  std::vector<__mmask64> inside;
-  std::vector<int> outputs;
-};
-
-bool windows_fit(const ConvShape& s, const QConvGeometry& g) {
-  static const bool cpu = avx512() && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi");
-  return cpu && s.kW <= 8 && s.kH <= 8 && 15 * g.stride[1] + (s.kW - 1) * g.dilation[1] < 64;
-}
-
-__attribute__((target("avx512f,avx512bw"))) Windows windows_of(const ConvShape& s, const QConvGeometry& g) {
-  Windows win;
-  win.groups = int((s.kW + 3) / 4);
-  for (int gi = 0; gi < win.groups; ++gi) {
-    alignas(64) uint8_t bytes[64];
-    for (int l = 0; l < 16; ++l) {
-      for (int r = 0; r < 4; ++r) {
-        const int64_t j = 4 * gi + r;
-        bytes[4 * l + r] = j < s.kW ? uint8_t(l * g.stride[1] + j * g.dilation[1]) : 0;
-      }
-    }
-    win.index[gi] = _mm512_load_si512(bytes);
-  }
-  auto lanes_below = [](int64_t n) { return n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1; };
-  for (int64_t ow0 = 0; ow0 < s.Wo; ow0 += 16) {
-    const int64_t first = ow0 * g.stride[1] - g.pad_begin[1];
-    const int64_t lo = std::clamp<int64_t>(-first, 0, 64), hi = std::clamp<int64_t>(s.W - first, 0, 64);
-    win.first.push_back(first);
-    win.inside.push_back(lanes_below(hi) & ~lanes_below(lo));
-    win.outputs.push_back(int(std::min<int64_t>(16, s.Wo - ow0)));
-  }
-  return win;
-}
-
-template <bool XSigned>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) void depthwise_windows(
-    const uint8_t* channel, const ConvShape& s, const QConvGeometry& g, const Windows& win,
-    const std::vector<int32_t>& w, uint8_t pad, int32_t init, const qtiles::RowStoreAvx512& store, float scale,
-    char* out) {
-  __m512i weights[8][2];
-  for (int64_t i = 0; i < s.kH; ++i) {
-    for (int gi = 0; gi < win.groups; ++gi) {
-      uint32_t word = 0;
-      for (int r = 0; r < 4; ++r) {
-        const int64_t j = 4 * gi + r;
-        if (j < s.kW) word |= uint32_t(uint8_t(int8_t(w[size_t(i * s.kW + j)]))) << (8 * r);
-      }
-      weights[i][gi] = _mm512_set1_epi32(int32_t(word));
-    }
-  }
-  const __m512i fill = _mm512_set1_epi8(char(pad)), flip = _mm512_set1_epi8(char(0x80));
-  const __m512i start = _mm512_set1_epi32(init);
-  // The geometry in locals: read through the references, every store could change it.
-  const int64_t H = s.H, W = s.W, Ho = s.Ho, Wo = s.Wo, kH = s.kH, groups = win.groups;
-  const int64_t s0 = g.stride[0], d0 = g.dilation[0], top = g.pad_begin[0];
-  const __m512i index0 = win.index[0], index1 = win.index[1];
-  const __mmask64 all = ~__mmask64(0);  // (maskz: the plain vpermb starts from an undefined value)
-  const size_t chunks = win.first.size();
-  const int64_t* first = win.first.data();
-  const __mmask64* inside = win.inside.data();
-  const int* outputs = win.outputs.data();
-  for (int64_t oh = 0; oh < Ho; ++oh) {
-    const uint8_t* rows[8];  // each tap row's input row, null in the padding
-    for (int64_t i = 0; i < kH; ++i) {
-      const int64_t ih = oh * s0 + i * d0 - top;
-      rows[i] = ih >= 0 && ih < H ? channel + ih * W : nullptr;
-    }
-    char* out_row = out + size_t(oh * Wo) * store.bytes;
-    for (size_t k = 0; k < chunks; ++k) {
-      __m512i acc = start;
-      for (int64_t i = 0; i < kH; ++i) {
-        __m512i row = fill;
-        if (rows[i]) {
-          const uintptr_t at = reinterpret_cast<uintptr_t>(rows[i]) + uintptr_t(first[k]);
-          row = _mm512_mask_loadu_epi8(fill, inside[k], reinterpret_cast<const void*>(at));
-        }
-        if constexpr (XSigned) row = _mm512_xor_si512(row, flip);
-        acc = _mm512_dpbusd_epi32(acc, _mm512_maskz_permutexvar_epi8(all, index0, row), weights[i][0]);
-        if (groups > 1) acc = _mm512_dpbusd_epi32(acc, _mm512_maskz_permutexvar_epi8(all, index1, row), weights[i][1]);
-      }
-      store.store16(acc, scale, out_row + k * 16 * store.bytes, outputs[k]);
-    }
-  }
-}
 #endif
 
 }  // namespace
 
-// One output channel per task, each reading its one input channel split into phase frames
+// One output channel per task: from the image through byte permutations where the weights fit
+// int8 (kernels/qconv_windows.h), else reading its input channel split into phase frames
 // (padding: the zero point's byte).
 void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, const std::vector<int32_t>& zw,
                const int32_t* bias, const Requant& r, const ConvShape& s, const QConvGeometry& g, const Tensor& y) {
@@ -218,9 +127,11 @@ void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, cons
   for (int64_t i = 0; i < s.kH; ++i) {
     for (int64_t j = 0; j < s.kW; ++j) offset.push_back(ph.offset(0, i * g.dilation[0], j * g.dilation[1]));
   }
+  // From the image through byte permutations (kernels/qconv_windows.h) for the channels whose
+  // weights fit int8, in blocks of DepthwiseWindows::kBlock.
+  std::optional<DepthwiseWindows> windows;
+  if (DepthwiseWindows::fits(s, g)) windows.emplace(s, g, r.type, r.zero_point, uint8_t(zx), x_int8);
 #if defined(__x86_64__)
-  const bool windows = windows_fit(s, g);
-  const Windows win = windows ? windows_of(s, g) : Windows{};
   BlockRuns blocks;
   if (avx512()) {
     blocks.runs.resize(size_t((columns + 31) / 32 * 32));
@@ -237,8 +148,11 @@ void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, cons
   const size_t out_bytes = dtype_size(y.dtype());
   const int64_t work = frame_size + columns * taps;
   parallel_for(s.N * s.O, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(work, 1)), [&](int64_t b, int64_t e) {
-    std::vector<uint8_t> frame(static_cast<size_t>(frame_size + 64));  // slack for depthwise_avx512's loads
+    std::vector<uint8_t> frame;  // sized at its first use, with slack for depthwise_avx512's loads
     std::vector<int32_t> acc, w(static_cast<size_t>(taps));
+    std::vector<int32_t> block_weights(static_cast<size_t>(taps * DepthwiseWindows::kBlock));
+    WindowChannel block[DepthwiseWindows::kBlock];
+    int blocked = 0;
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / s.O, o = t % s.O, c = o / s.Og;
       const uint8_t* channel = x + (n * s.C + c) * s.H * s.W;
@@ -255,19 +169,16 @@ void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, cons
       const int32_t init = int32_t(uint32_t(bias ? bias[o] : 0) - uint32_t(zx) * weight_sum);
       const float scale = r.column.empty() ? 1.0f : r.column[size_t(o)];
       char* out = out_data + size_t((n * s.O + o) * s.Ho * s.Wo) * out_bytes;
-#if defined(__x86_64__)
       if (windows && int8_weights) {
         // int8 activations are read as uint8 by +128 (the zero point too): sum w' (x - zx) unchanged
         const uint32_t shifted = uint32_t(zx + (x_int8 ? 128 : 0));
-        const int32_t start = int32_t(uint32_t(bias ? bias[o] : 0) - shifted * weight_sum);
-        if (x_int8) {
-          depthwise_windows<true>(channel, s, g, win, w, uint8_t(zx), start, *store, scale, out);
-        } else {
-          depthwise_windows<false>(channel, s, g, win, w, uint8_t(zx), start, *store, scale, out);
-        }
+        int32_t* kept = block_weights.data() + blocked * taps;
+        std::copy(w.begin(), w.end(), kept);
+        block[blocked++] = {channel, kept, int32_t(uint32_t(bias ? bias[o] : 0) - shifted * weight_sum), scale, out};
+        if (blocked == DepthwiseWindows::kBlock) windows->run(block, blocked), blocked = 0;
         continue;
       }
-#endif
+      frame.resize(static_cast<size_t>(frame_size + 64));
       split_channel(channel, s, g, ph, uint8_t(zx), frame.data());
 #if defined(__x86_64__)
       if (avx512()) {
@@ -299,6 +210,7 @@ void depthwise(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& wv, cons
         }
       }
     }
+    if (blocked) windows->run(block, blocked);
   });
 }
 

@@ -145,8 +145,8 @@ void run_opt(const OptArgs& args) {
   fusion::FusionReport fusion_report;
   if (args.fuse) {
     fusion::FusionOptions fopt = fusion::fusion_options_from_env();
-    if (args.fuse_max_ops >= 0) fopt.max_ops = args.fuse_max_ops;
-    if (args.fuse_max_depth >= 0) fopt.max_depth = args.fuse_max_depth;
+    if (args.fuse_max_ops >= 0) fopt.max_ops = fopt.max_pointwise_ops = args.fuse_max_ops;
+    if (args.fuse_max_depth >= 0) fopt.max_depth = fopt.max_pointwise_depth = args.fuse_max_depth;
     if (args.fuse_max_recompute >= 0) fopt.max_recompute_ops = args.fuse_max_recompute;
     fusion_report = fusion::fuse(*graph, fopt);
   }
@@ -185,11 +185,13 @@ void register_opt(CLI::App& app) {
   const fusion::FusionOptions defaults;
   cmd->add_option("--fuse-max-ops", args->fuse_max_ops,
                   "ops per fusion group at most, views not counted (default " + std::to_string(defaults.max_ops) +
-                      ", or SMELT_FUSE_MAX_OPS)")
+                      " and " + std::to_string(defaults.max_pointwise_ops) +
+                      " for pointwise groups, or SMELT_FUSE_MAX_OPS and SMELT_FUSE_MAX_POINTWISE_OPS)")
       ->check(integer_in(1, 1000));
   cmd->add_option("--fuse-max-depth", args->fuse_max_depth,
-                  "longest chain of ops in a fusion group (default " + std::to_string(defaults.max_depth) +
-                      ", or SMELT_FUSE_MAX_DEPTH)")
+                  "longest chain of ops in a fusion group (default " + std::to_string(defaults.max_depth) + " and " +
+                      std::to_string(defaults.max_pointwise_depth) +
+                      " for pointwise groups, or SMELT_FUSE_MAX_DEPTH and SMELT_FUSE_MAX_POINTWISE_DEPTH)")
       ->check(integer_in(1, 1000));
   cmd->add_option("--fuse-max-recompute", args->fuse_max_recompute,
                   "recomputed ops per fusion group at most (default " + std::to_string(defaults.max_recompute_ops) +
