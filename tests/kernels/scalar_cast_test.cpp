@@ -1,9 +1,8 @@
-// scalar::cast from a float to an integer (kernels/scalar.h) is written without branches so that
-// loops holding it vectorize; here it is checked against the definition written the plain way
-// (NaN -> 0, saturation at the wide type's ends, truncation toward zero, then modulo 256 for the
-// byte types): on a strided sweep of every float bit pattern plus every float near 0 and near the
-// limits, on doubles near the limits and random, one element at a time and through the eager
-// cast op (whose loops are vectorized).
+// scalar::cast from a float to an integer (kernels/scalar.h), whose form is chosen for what GCC
+// vectorizes, against the definition written the plain way (NaN -> 0, saturation at the wide
+// type's ends, truncation toward zero, then modulo 256 for the byte types): on a strided sweep of
+// every float bit pattern plus every float near 0 and near the limits, on doubles near the limits
+// and random, one element at a time and through the eager cast op (whose loops are vectorized).
 #include <gtest/gtest.h>
 
 #include <cmath>
