@@ -104,13 +104,13 @@ bool pattern_from_name(const std::string& name, Pattern* out);
 std::optional<Pattern> group_pattern(const ir::Node& node);
 
 struct FusionOptions {
-  // Ops per contraction or reduction group, not counting view ops (they are addressing, not
-  // work). 8 lets a contraction keep bias + activation + residual + scale and a reduction keep a
+  // Ops per group that is not pointwise (contractions, reductions, row ops; a row group with a
+  // broadcast epilogue has max_row_ops), not counting view ops (they are addressing, not work). 8 lets a contraction keep bias + activation + residual + scale and a reduction keep a
   // prologue, two reductions and an epilogue; 12 lets an LSTM cell's gates (3 sigmoids, 2 tanh, 3
   // products, a sum: 9 ops) be one kernel per time step (the bench's LSTM tagger 5.3 -> 4.5 ms;
   // the transformer and CNN workloads unchanged, bench/README.md).
   int max_ops = 12;
-  // Longest chain of non-view ops inside a contraction or reduction group, casts not counted
+  // Longest chain of non-view ops inside a group that is not pointwise, casts not counted
   // (register pressure inside the GEMM's tiles, expression size). 6: a contraction's bias then
   // hard-swish (x * clamp(x / 6 + 1/2, 0, 1), as PyTorch exports it below opset 14) is one
   // epilogue (MobileNetV3-small 1.62 -> 1.33 ms; the other bench models unchanged,

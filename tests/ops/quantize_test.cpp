@@ -291,17 +291,18 @@ TEST(Quantize, DepthwiseConvolutionsWithSymmetricWeightsMatchTheDefinition) {
       {{1, 2, 6, 7}, {2, 1, 1, 1}, conv_options({1, 1}, {0, 0, 0, 0}, {1, 1}, 2), DType::UInt8, DType::Int8, true, true},
       {{1, 2, 8, 30}, {2, 1, 3, 9}, conv_options({1, 1}, {1, 4, 1, 4}, {1, 1}, 2), DType::UInt8, DType::Int8, true, true},
       {{1, 3, 7, 7}, {3, 1, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 3), DType::UInt8, DType::UInt8, true, true},
-      // over kFlatOutputs outputs: the row kernel whatever the width
+      // wide outputs, and (70 x 67, stride 2) more than kFlatOutputs of them: the row layout
       {{1, 2, 33, 40}, {2, 1, 3, 3}, conv_options({1, 1}, {1, 1, 1, 1}, {1, 1}, 2), DType::UInt8, DType::Int8, true, true},
       {{2, 2, 70, 67}, {4, 1, 3, 3}, conv_options({2, 2}, {0, 1, 1, 0}, {1, 1}, 2), DType::Int8, DType::Int8, true, true},
   };
   for (const QConvCase& c : cases) check_conv(c);
 }
 
-// Depthwise convolutions with narrow outputs (kernels/qconv_depthwise.cpp, flat windows: where
+// Depthwise convolutions with narrow outputs (kernels/qconv_windows.cpp, flat windows: where
 // 16-output chunks of a row would leave a quarter of the lanes idle): 16 consecutive outputs of
 // the flattened channel at a time, across row ends, from a window of 64 bytes or, where the rows
-// a chunk reads lie further apart, 128 (a row stride of 2 over 32 columns); 5x5 and 8 taps
+// a chunk reads lie further apart, 128 (a row stride of 2 over 32 columns, one channel alone
+// and a block of four plus one); 5x5 and 8 taps
 // across (two groups), dilation, padding on one side only, an image smaller than the kernel,
 // both activation dtypes, two images; and the cases the row kernel keeps: a window past 128 bytes (row strides of 4 and
 // 3), more than kFlatOutputs outputs.
@@ -311,9 +312,10 @@ TEST(Quantize, DepthwiseConvolutionsWithNarrowOutputsMatchTheDefinition) {
       {{2, 4, 14, 14}, {4, 1, 3, 3}, conv_options({2, 2}, {1, 1, 1, 1}, {1, 1}, 4), DType::Int8, DType::Int8, true, true},
       {{1, 3, 10, 10}, {3, 1, 5, 5}, conv_options({1, 1}, {2, 2, 2, 2}, {1, 1}, 3), DType::Int8, DType::Int8, true, true},
       {{1, 2, 9, 11}, {4, 1, 3, 8}, conv_options({1, 1}, {1, 3, 1, 4}, {2, 1}, 2), DType::UInt8, DType::Int8, true, true},
-      {{1, 2, 8, 9}, {2, 1, 3, 3}, conv_options({1, 1}, {2, 2, 2, 2}, {2, 2}, 2), DType::UInt8, DType::UInt8, true, true},
+      {{1, 2, 8, 9}, {2, 1, 3, 3}, conv_options({1, 1}, {2, 2, 2, 2}, {2, 2}, 2), DType::UInt8, DType::Int8, true, true},
       {{1, 3, 2, 3}, {3, 1, 5, 5}, conv_options({1, 1}, {2, 2, 2, 2}, {1, 1}, 3), DType::Int8, DType::Int8, true, true},
       {{1, 2, 20, 32}, {2, 1, 3, 3}, conv_options({2, 4}, {1, 1, 1, 1}, {1, 1}, 2), DType::Int8, DType::Int8, true, true},
+      {{1, 5, 20, 32}, {5, 1, 3, 3}, conv_options({2, 4}, {1, 0, 1, 1}, {1, 1}, 5), DType::UInt8, DType::Int8, true, true},
       {{1, 2, 32, 8}, {2, 1, 3, 3}, conv_options({1, 1}, {0, 1, 1, 0}, {1, 1}, 2), DType::UInt8, DType::Int8, false, true},
       {{1, 1, 40, 30}, {1, 1, 3, 3}, conv_options({1, 3}, {1, 1, 1, 1}, {1, 1}, 1), DType::UInt8, DType::Int8, true, true},
       {{1, 3, 28, 28}, {3, 1, 3, 3}, conv_options({4, 4}, {0, 0, 1, 1}, {1, 1}, 3), DType::UInt8, DType::Int8, true, true},
