@@ -421,10 +421,10 @@ bool copy(const Context& c) {
   return true;
 }
 
-using Writer = std::function<bool(const Context&)>;
+using CallWriter = std::function<bool(const Context&)>;
 
-const std::map<OpId, Writer>& writers() {
-  static const std::map<OpId, Writer> table = {
+const std::map<OpId, CallWriter>& writers() {
+  static const std::map<OpId, CallWriter> table = {
       {OpId::matmul, matmul},
       {OpId::conv2d, conv2d},
       {OpId::conv2d_grad_input, conv2d_transpose},

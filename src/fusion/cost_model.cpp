@@ -9,8 +9,6 @@
 namespace smelt::fusion::detail {
 namespace {
 
-std::string ref(const ir::Node* n) { return ir::value_ref(n->outputs[0]) + " = " + n->name(); }
-
 // Broadcast epilogues: at least this many rows, or rows short enough to run serially.
 constexpr int64_t kMinRowsForBroadcastEpilogue = 16;
 constexpr int64_t kMaxSerialRowElements = int64_t(1) << 16;
@@ -33,7 +31,7 @@ CostModel::CostModel(const ir::Graph& graph, const ir::Graph* cost) {
   for (size_t i = 0; i < graph.constants().size(); ++i) pair(graph.constants()[i], cost->constants()[i]);
   for (auto n = graph.nodes().begin(), c = cost->nodes().begin(); n != graph.nodes().end(); ++n, ++c) {
     SMELT_CHECK((*n)->op == (*c)->op && (*n)->outputs.size() == (*c)->outputs.size())
-        << "fuse: node " << ref(n->get()) << " differs from its cost-model counterpart " << ref(c->get());
+        << "fuse: node " << ir::node_ref(**n) << " differs from its cost-model counterpart " << ir::node_ref(**c);
     for (size_t o = 0; o < (*n)->outputs.size(); ++o) pair((*n)->outputs[o], (*c)->outputs[o]);
   }
 }

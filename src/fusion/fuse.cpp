@@ -17,8 +17,6 @@
 namespace smelt::fusion {
 namespace {
 
-std::string node_ref(const ir::Node* n) { return ir::value_ref(n->outputs[0]) + " = " + n->name(); }
-
 // One entry of the schedule: an unfused node at its index, or a group at its qpos.
 struct ScheduleEntry {
   double q;
@@ -270,7 +268,7 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
     info.outputs = int(group_outputs[g].size());
     for (int m : members) {
       const bool copy = std::find(G.recomputed.begin(), G.recomputed.end(), m) != G.recomputed.end();
-      (copy ? info.recomputed : info.ops).push_back(node_ref(plan.nodes[m]));
+      (copy ? info.recomputed : info.ops).push_back(ir::node_ref(*plan.nodes[m]));
       report.recomputed_ops += copy && !is_view(*plan.nodes[m]);
     }
     report.groups.push_back(std::move(info));
@@ -312,7 +310,7 @@ FusionReport fuse(ir::Graph& graph, const FusionOptions& options) {
       why += " (also recomputed inside " + std::to_string(recomputed_count[size_t(i)]) +
              " group(s); its value is still needed here)";
     }
-    report.unfused.push_back({node_ref(node), why});
+    report.unfused.push_back({ir::node_ref(*node), why});
   }
 
   for (const auto& [from, to] : replaced) graph.replace_all_uses(from, to);

@@ -15,10 +15,6 @@ bool is_simple_reduce(OpId op) {
   return op == OpId::sum || op == OpId::mean || op == OpId::amax || op == OpId::amin;
 }
 
-std::string node_ref(const ir::Node& n) {
-  return (n.outputs.empty() ? std::string("?") : ir::value_ref(n.outputs[0])) + " = " + n.name();
-}
-
 Shape without_ones(const Shape& s) {
   Shape out;
   for (int64_t d : s) if (d != 1) out.push_back(d);
@@ -153,7 +149,7 @@ std::string check_pattern(Pattern p, const GroupView& g) {
     const ir::Node& node = *g.nodes[i];
     std::string why;
     const Role role = classify(node, &why);
-    if (role == Role::None) return node_ref(node) + " is never fused: " + why;
+    if (role == Role::None) return ir::node_ref(node) + " is never fused: " + why;
     gather[i] = role == Role::Gather;
     anchor[i] = (p == Pattern::Reduction && role == Role::Reduce) || (p == Pattern::Row && role == Role::Row) ||
                 (p == Pattern::Contraction && role == Role::Contraction);
@@ -161,7 +157,7 @@ std::string check_pattern(Pattern p, const GroupView& g) {
     bool operands_external_or_load = true;
     for (size_t k = 0; k < node.inputs.size(); ++k) {
       const long j = producer_index(node.inputs[k]);
-      if (j >= long(i)) return node_ref(node) + " comes before the node computing its operand";
+      if (j >= long(i)) return ir::node_ref(node) + " comes before the node computing its operand";
       if (j < 0) continue;
       readers[size_t(j)].push_back({i, k});
       operands_external_or_load &= bool(load[size_t(j)]);
@@ -172,7 +168,7 @@ std::string check_pattern(Pattern p, const GroupView& g) {
   for (size_t i = 0; i < n; ++i) {
     bool used = false;
     for (const ir::Value* out : g.nodes[i]->outputs) used |= returned.count(out) > 0;
-    if (!used && readers[i].empty()) return node_ref(*g.nodes[i]) + " computes nothing the group reads or returns";
+    if (!used && readers[i].empty()) return ir::node_ref(*g.nodes[i]) + " computes nothing the group reads or returns";
   }
   auto pointwise_node = [&](size_t i) {
     const ir::Node& node = *g.nodes[i];
@@ -184,7 +180,7 @@ std::string check_pattern(Pattern p, const GroupView& g) {
   if (p == Pattern::Pointwise) {
     for (size_t i = 0; i < n; ++i) {
       if (!pointwise_node(i)) {
-        return node_ref(*g.nodes[i]) + " is not a pointwise node (a general reshape of a computed value, or not "
+        return ir::node_ref(*g.nodes[i]) + " is not a pointwise node (a general reshape of a computed value, or not "
                                        "an elementwise/view op)";
       }
     }
@@ -216,7 +212,7 @@ std::string check_pattern(Pattern p, const GroupView& g) {
 
   for (size_t i = 0; i < n; ++i) {
     const ir::Node& node = *g.nodes[i];
-    const std::string ref = node_ref(node);
+    const std::string ref = ir::node_ref(node);
     if (gather[i]) {  // nll_loss: picks one log-probability per row of the row node's output
       if (p != Pattern::Row || a0.op != OpId::log_softmax || node.inputs[0] != a0.outputs[0]) {
         return ref + ": nll_loss joins only the row group of the log_softmax computing its input 0";
@@ -237,7 +233,7 @@ std::string check_pattern(Pattern p, const GroupView& g) {
       if (p == Pattern::Reduction) {
         if (reduce_signature(node) != reduce_signature(a0) ||
             node.inputs[0]->meta.shape != a0.inputs[0]->meta.shape) {
-          return ref + " reduces other dims or another input shape than " + node_ref(a0);
+          return ref + " reduces other dims or another input shape than " + ir::node_ref(a0);
         }
       } else if (p == Pattern::Row && node.op == OpId::layer_norm) {
         for (size_t k = 1; k < node.inputs.size(); ++k) {

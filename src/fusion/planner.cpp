@@ -16,8 +16,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string ref(const ir::Node* n) { return ir::value_ref(n->outputs[0]) + " = " + n->name(); }
-
 class Planner {
  public:
   Planner(const ir::Graph& graph, const FusionOptions& options) : opt_(options), cost_(graph, options.cost_shapes) {
@@ -95,7 +93,7 @@ class Planner {
   }
   void reason(int i, int g, const std::string& why) {
     p_.reasons[i].push_back(std::string("not fused into the ") + pattern_name(p_.groups[g].pattern) +
-                            " group of " + ref(p_.nodes[p_.groups[g].anchor]) + ": " + why);
+                            " group of " + ir::node_ref(*p_.nodes[p_.groups[g].anchor]) + ": " + why);
   }
 
   // Nodes reading storage that some op writes in place (a mutated input, and every view of the
@@ -247,8 +245,8 @@ class Planner {
       }
     }
     if (!(lo < hi)) {
-      return "would create a cycle: the group would read " + ref(p_.nodes[lo_node]) + " and feed " +
-             ref(p_.nodes[hi_node]) + ", which depends on it";
+      return "would create a cycle: the group would read " + ir::node_ref(*p_.nodes[lo_node]) + " and feed " +
+             ir::node_ref(*p_.nodes[hi_node]) + ", which depends on it";
     }
     std::string bad = check_pattern(pattern, view);
     if (!bad.empty()) return bad;

@@ -140,6 +140,10 @@ std::string value_ref(const Value* v) {
   return "%" + (printable_name(v->name) ? v->name : std::to_string(v->id));
 }
 
+std::string node_ref(const Node& n) {
+  return (n.outputs.empty() ? std::string("?") : value_ref(n.outputs[0])) + " = " + n.name();
+}
+
 std::string meta_str(const ops::TensorMeta& m) {
   std::string s = ops::dtype_short_name(m.dtype);
   s += "[";

@@ -39,6 +39,7 @@ struct PrintOptions {
 };
 std::string print(const Graph& g, const PrintOptions& options);
 std::string value_ref(const Value* v);     // "%x" or "%3"
+std::string node_ref(const Node& n);       // "%y = relu" (its first output, or "?")
 std::string meta_str(const ops::TensorMeta& m);  // "f32[2,3]"
 
 // Parses text IR; errors name the line and column and what was expected.

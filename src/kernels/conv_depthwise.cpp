@@ -18,7 +18,7 @@ constexpr int64_t kFlatMaxWidth = 16;
 constexpr int64_t kEpiloguePixels = 2048;
 // Independent partial sums per filter tap in the weight gradient: a vector's worth of lanes,
 // so the dot products vectorize without reassociating any sum (no -ffast-math needed).
-constexpr int kLanes = 16;
+constexpr int kDepthwiseLanes = 16;
 
 // A filter geometry with sizes fixed at compile time (KH > 0: kH = KH, kW = KW, strides SH, SW,
 // dilation 1) or read from g at run time (KH == 0).
@@ -107,20 +107,20 @@ void backward_input_plane(const Conv2dGeometry& g, T* __restrict Pdx, int64_t Wp
   }
 }
 
-// lanes[tap][l] += the products of dy (Ho, Wo) with P's values under tap, column ow = l mod kLanes.
+// lanes[tap][l] += the products of dy (Ho, Wo) with P's values under tap, column ow = l mod kDepthwiseLanes.
 template <class T, int KH, int KW, int SH, int SW>
 void backward_weight_plane(const Conv2dGeometry& g, const T* __restrict P, int64_t Wp, const T* __restrict dy,
                            T* __restrict lanes) {
   const Taps<KH, KW, SH, SW> t(g);
-  const int64_t full = g.Wo / kLanes * kLanes;
+  const int64_t full = g.Wo / kDepthwiseLanes * kDepthwiseLanes;
   for (int64_t ki = 0; ki < t.kh; ++ki) {
     for (int64_t kj = 0; kj < t.kw; ++kj) {
-      T* __restrict acc = lanes + (ki * t.kw + kj) * kLanes;
+      T* __restrict acc = lanes + (ki * t.kw + kj) * kDepthwiseLanes;
       for (int64_t oh = 0; oh < g.Ho; ++oh) {
         const T* __restrict d = dy + oh * g.Wo;
         const T* __restrict row = P + (oh * t.sh + ki * t.dh) * Wp + kj * t.dw;
-        for (int64_t ow0 = 0; ow0 < full; ow0 += kLanes) {
-          for (int l = 0; l < kLanes; ++l) acc[l] += d[ow0 + l] * row[(ow0 + l) * t.sw];
+        for (int64_t ow0 = 0; ow0 < full; ow0 += kDepthwiseLanes) {
+          for (int l = 0; l < kDepthwiseLanes; ++l) acc[l] += d[ow0 + l] * row[(ow0 + l) * t.sw];
         }
         for (int64_t ow = full; ow < g.Wo; ++ow) acc[ow - full] += d[ow] * row[ow * t.sw];
       }
@@ -147,7 +147,7 @@ int64_t plane_grain(const Conv2dGeometry& g) {
 }
 
 template <class T>
-void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w, const GemmEpilogue* epilogue) {
+void depthwise_forward(const Conv2dGeometry& g, T* y, const T* x, const T* w, const GemmEpilogue* epilogue) {
   const PaddedPlane p(g);
   const int64_t HW = g.H * g.W, HoWo = g.Ho * g.Wo, taps = g.kH * g.kW;
   dispatch_taps(g, [&]<int KH, int KW, int SH, int SW>() {
@@ -184,7 +184,7 @@ void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w, const G
 }
 
 template <class T>
-void backward_input_impl(const Conv2dGeometry& g, T* dx, const T* dy, const T* w) {
+void depthwise_backward_input(const Conv2dGeometry& g, T* dx, const T* dy, const T* w) {
   const PaddedPlane p(g);
   const int64_t HW = g.H * g.W, HoWo = g.Ho * g.Wo, taps = g.kH * g.kW;
   dispatch_taps(g, [&]<int KH, int KW, int SH, int SW>() {
@@ -204,14 +204,14 @@ void backward_input_impl(const Conv2dGeometry& g, T* dx, const T* dy, const T* w
 }
 
 template <class T>
-void backward_weight_impl(const Conv2dGeometry& g, T* dw, const T* x, const T* dy) {
+void depthwise_backward_weight(const Conv2dGeometry& g, T* dw, const T* x, const T* dy) {
   const PaddedPlane p(g);
   const int64_t HW = g.H * g.W, HoWo = g.Ho * g.Wo, taps = g.kH * g.kW;
   const int64_t grain = std::max<int64_t>(1, plane_grain(g) / std::max<int64_t>(1, g.N));
   dispatch_taps(g, [&]<int KH, int KW, int SH, int SW>() {
     parallel_for(g.C, grain, [&](int64_t begin, int64_t end) {
       std::vector<T> buf(p.needed ? size_t(p.Hp * p.Wp) : 0);
-      std::vector<T> lanes(size_t(taps * kLanes));
+      std::vector<T> lanes(size_t(taps * kDepthwiseLanes));
       for (int64_t c = begin; c < end; ++c) {
         std::fill(lanes.begin(), lanes.end(), T(0));
         for (int64_t n = 0; n < g.N; ++n) {
@@ -225,7 +225,7 @@ void backward_weight_impl(const Conv2dGeometry& g, T* dw, const T* x, const T* d
         }
         for (int64_t tap = 0; tap < taps; ++tap) {
           T sum = T(0);
-          for (int l = 0; l < kLanes; ++l) sum += lanes[size_t(tap * kLanes + l)];
+          for (int l = 0; l < kDepthwiseLanes; ++l) sum += lanes[size_t(tap * kDepthwiseLanes + l)];
           dw[c * taps + tap] = sum;
         }
       }
@@ -240,19 +240,19 @@ bool conv2d_is_depthwise(const Conv2dGeometry& g) { return g.groups == g.C && g.
 void conv2d_depthwise_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
                               const GemmEpilogue* epilogue) {
   SMELT_DISPATCH_FLOATING(x.dtype(), "conv2d (depthwise)", [&] {
-    forward_impl<scalar_t>(g, y.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(), epilogue);
+    depthwise_forward<scalar_t>(g, y.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(), epilogue);
   });
 }
 
 void conv2d_depthwise_backward_input(const Conv2dGeometry& g, const Tensor& dx, const Tensor& dy, const Tensor& w) {
   SMELT_DISPATCH_FLOATING(dy.dtype(), "conv2d_grad_input (depthwise)", [&] {
-    backward_input_impl<scalar_t>(g, dx.data<scalar_t>(), dy.data<scalar_t>(), w.data<scalar_t>());
+    depthwise_backward_input<scalar_t>(g, dx.data<scalar_t>(), dy.data<scalar_t>(), w.data<scalar_t>());
   });
 }
 
 void conv2d_depthwise_backward_weight(const Conv2dGeometry& g, const Tensor& dw, const Tensor& x, const Tensor& dy) {
   SMELT_DISPATCH_FLOATING(x.dtype(), "conv2d_grad_weight (depthwise)", [&] {
-    backward_weight_impl<scalar_t>(g, dw.data<scalar_t>(), x.data<scalar_t>(), dy.data<scalar_t>());
+    depthwise_backward_weight<scalar_t>(g, dw.data<scalar_t>(), x.data<scalar_t>(), dy.data<scalar_t>());
   });
 }
 

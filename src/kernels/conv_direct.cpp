@@ -105,7 +105,7 @@ void row_product(const Conv2dGeometry& g, int64_t R, const T* col, int64_t Wpad,
 }
 
 template <class T>
-void forward_impl(const Conv2dGeometry& g, T* y, const T* x, const T* w, const GemmEpilogue* epilogue) {
+void direct_forward(const Conv2dGeometry& g, T* y, const T* x, const T* w, const GemmEpilogue* epilogue) {
   const int64_t R = g.C * g.kH * g.kW, HoWo = g.Ho * g.Wo;
   const int64_t L = Lanes<T>::L, Wpad = (g.Wo + L - 1) / L * L;
   const int64_t row_flops = 2 * g.O * R * g.Wo;
@@ -133,7 +133,7 @@ bool conv2d_direct_supports(const Conv2dGeometry& g) {
 void conv2d_direct_forward(const Conv2dGeometry& g, const Tensor& y, const Tensor& x, const Tensor& w,
                            const GemmEpilogue* epilogue) {
   SMELT_DISPATCH_FLOATING(x.dtype(), "conv2d (direct)", [&] {
-    forward_impl<scalar_t>(g, y.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(), epilogue);
+    direct_forward<scalar_t>(g, y.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(), epilogue);
   });
 }
 

@@ -12,15 +12,15 @@
 namespace smelt::kernels {
 namespace {
 
-// Independent double accumulators, element i in lane i % kLanes: eight AVX-512 registers, so that
+// Independent double accumulators, element i in lane i % kNormLanes: eight AVX-512 registers, so that
 // consecutive additions do not wait on each other's latency.
-constexpr int64_t kLanes = 64;
+constexpr int64_t kNormLanes = 64;
 
-// lanes[0] + ... + lanes[kLanes - 1] as a tree of halves: six dependent vector additions, where
+// lanes[0] + ... + lanes[kNormLanes - 1] as a tree of halves: six dependent vector additions, where
 // adding the lanes one after the other was a chain of 64 dependent scalar additions (~250 cycles,
 // twice per row: a fifth of the row's time at 1024 columns, which the next pass waits for).
 inline double sum_lanes(double* lanes) {
-  for (int64_t half = kLanes / 2; half >= 1; half /= 2) {
+  for (int64_t half = kNormLanes / 2; half >= 1; half /= 2) {
     for (int64_t l = 0; l < half; ++l) lanes[l] += lanes[l + half];
   }
   return lanes[0];
@@ -29,11 +29,11 @@ inline double sum_lanes(double* lanes) {
 // Sum of x (n) in double.
 template <class T>
 double sum_row(const T* x, int64_t n) {
-  double lanes[kLanes] = {};
+  double lanes[kNormLanes] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
+  for (; i + kNormLanes <= n; i += kNormLanes) {
 #pragma omp simd
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += double(x[i + l]);
+    for (int64_t l = 0; l < kNormLanes; ++l) lanes[l] += double(x[i + l]);
   }
   for (int64_t l = 0; i < n; ++i, ++l) lanes[l] += double(x[i]);
   return sum_lanes(lanes);
@@ -42,11 +42,11 @@ double sum_row(const T* x, int64_t n) {
 // Sum of (x - mean)^2 over x (n) in double.
 template <class T>
 double sum_sq_dev_row(const T* x, int64_t n, double mean) {
-  double lanes[kLanes] = {};
+  double lanes[kNormLanes] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
+  for (; i + kNormLanes <= n; i += kNormLanes) {
 #pragma omp simd
-    for (int64_t l = 0; l < kLanes; ++l) {
+    for (int64_t l = 0; l < kNormLanes; ++l) {
       const double d = double(x[i + l]) - mean;
       lanes[l] += d * d;
     }
@@ -71,11 +71,11 @@ struct RowMoments {
 
 inline RowMoments one_pass_moments(const float* x, int64_t n) {
   const double k = double(x[0]);
-  double s1[kLanes] = {}, s2[kLanes] = {};
+  double s1[kNormLanes] = {}, s2[kNormLanes] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
+  for (; i + kNormLanes <= n; i += kNormLanes) {
 #pragma omp simd
-    for (int64_t l = 0; l < kLanes; ++l) {
+    for (int64_t l = 0; l < kNormLanes; ++l) {
       const double d = double(x[i + l]) - k;
       s1[l] += d;
       s2[l] += d * d;

@@ -11,6 +11,18 @@
 
 namespace smelt::kernels {
 
+// Max pooling's winner rule (max_forward_row, kernels/pool.cpp): a larger value, or the first NaN,
+// wins; v is the candidate, best the value so far. The block form applies it lane by lane to GCC
+// vectors.
+template <class T>
+inline T max_pool_take(T v, T best) {
+  return (v > best || (v != v && best == best)) ? v : best;
+}
+template <class V>
+inline V max_pool_take_block(V v, V best) {
+  return ((v > best) | ((v != v) & (best == best))) ? v : best;
+}
+
 struct Pool2dWindow {
   int64_t kH = 1, kW = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
 };

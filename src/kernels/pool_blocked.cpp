@@ -10,14 +10,10 @@
 
 #include "base/parallel.h"
 #include "kernels/conv_blocked.h"
+#include "kernels/pool.h"
 
 namespace smelt::kernels {
 namespace {
-
-template <class T>
-inline T take(T v, T best) {
-  return (v > best || (v != v && best == best)) ? v : best;
-}
 
 // One pixel's block of 16 lanes as a GCC vector (64 bytes for float: one AVX-512 register).
 template <class T>
@@ -29,7 +25,7 @@ struct Lanes16 {
     return v;
   }
   // The plain kernel's rule: a larger value, or the first NaN, wins.
-  static Vec take(Vec v, Vec b) { return ((v > b) | ((v != v) & (b == b))) ? v : b; }
+  static Vec take(Vec v, Vec b) { return max_pool_take_block(v, b); }
   // Without NaNs, take is "v if v > b else b": one vmaxps (its operand order keeps b on ties, so
   // the first of equal values, +0 or -0, stays as in the plain kernel).
   static Vec take_ordered(Vec v, Vec b) { return v > b ? v : b; }
@@ -147,7 +143,7 @@ void pool_rows(const Pool2dWindow& win, T* y /*(N Cb, Ho, Wo, B)*/, const T* x /
             const int64_t iw = ow * win.stride_w - win.pad_w + kj * win.dil_w;
             if (iw < 0 || iw >= W) continue;
             const T* v = xp + (ih * W + iw) * lanes;
-            for (int64_t l = 0; l < lanes; ++l) best[l] = take(v[l], best[l]);
+            for (int64_t l = 0; l < lanes; ++l) best[l] = max_pool_take(v[l], best[l]);
           }
         }
         for (int64_t l = 0; l < lanes; ++l) yr[ow * lanes + l] = best[l];

@@ -50,16 +50,6 @@ struct Block {
   }
 };
 
-// The winner rule of max_forward_row (kernels/pool.cpp), for one value and for a block.
-template <class T>
-T take(T v, T b) {
-  return (v > b || (v != v && b == b)) ? v : b;
-}
-template <class V>
-V take_block(V v, V b) {
-  return ((v > b) | ((v != v) & (b == b))) ? v : b;
-}
-
 struct Geometry {
   Pool2dWindow k;
   int64_t H, W, Ho, Wo;
@@ -96,8 +86,8 @@ void row_values(const Geometry& g, int64_t oh, const T* xp, int64_t readable, in
       for (int64_t r = 0; r < n; ++r) {
         const T* at = xp + rows[r] + ow * SW - pw;
         typename B::Vec m = B::template load_strided<SW>(at);
-        for (int64_t kj = 1; kj < kw; ++kj) m = take_block(B::template load_strided<SW>(at + kj * dw), m);
-        best = take_block(m, best);
+        for (int64_t kj = 1; kj < kw; ++kj) m = max_pool_take_block(B::template load_strided<SW>(at + kj * dw), m);
+        best = max_pool_take_block(m, best);
       }
       std::memcpy(acc + ow, &best, sizeof best);  // lanes past hi: columns done below, or slack
     }
@@ -105,7 +95,7 @@ void row_values(const Geometry& g, int64_t oh, const T* xp, int64_t readable, in
   for (; ow < hi; ++ow) {
     T b = lowest;
     for (int64_t r = 0; r < n; ++r) {
-      for (int64_t kj = 0; kj < kw; ++kj) b = take(xp[rows[r] + ow * sw - pw + kj * dw], b);
+      for (int64_t kj = 0; kj < kw; ++kj) b = max_pool_take(xp[rows[r] + ow * sw - pw + kj * dw], b);
     }
     acc[ow] = b;
   }
@@ -114,7 +104,7 @@ void row_values(const Geometry& g, int64_t oh, const T* xp, int64_t readable, in
     for (int64_t r = 0; r < n; ++r) {
       for (int64_t kj = 0; kj < kw; ++kj) {
         const int64_t iw = col * sw - pw + kj * dw;
-        if (iw >= 0 && iw < g.W) b = take(xp[rows[r] + iw], b);
+        if (iw >= 0 && iw < g.W) b = max_pool_take(xp[rows[r] + iw], b);
       }
     }
     acc[col] = b;

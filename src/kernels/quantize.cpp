@@ -14,19 +14,13 @@
 namespace smelt::kernels {
 namespace {
 
-// The value of per-tensor or per-index parameters at index i.
-template <class T>
-T at(const std::vector<T>& v, int64_t i) {
-  return v.size() == 1 ? v[0] : v[size_t(i)];
-}
-
 template <class X, class Q>
 void quantize_loop(const X* x, Q* y, int64_t outer, int64_t channels, int64_t inner,
                    const std::vector<float>& scale, const std::vector<int32_t>& zp) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t c = 0; c < channels; ++c) {
-      const X s = X(at(scale, c));
-      const int32_t z = at(zp, c);
+      const X s = X(param_at(scale, c));
+      const int32_t z = param_at(zp, c);
       const X lo = X(int32_t(std::numeric_limits<Q>::min()) - z);
       const X hi = X(int32_t(std::numeric_limits<Q>::max()) - z);
       const int64_t base = (o * channels + c) * inner;
@@ -44,8 +38,8 @@ void dequantize_loop(const Q* q, float* y, int64_t outer, int64_t channels, int6
                      const std::vector<float>& scale, const std::vector<int32_t>& zp) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t c = 0; c < channels; ++c) {
-      const float s = at(scale, c);
-      const int64_t z = at(zp, c);
+      const float s = param_at(scale, c);
+      const int64_t z = param_at(zp, c);
       const int64_t base = (o * channels + c) * inner;
       for (int64_t i = 0; i < inner; ++i) y[base + i] = float(int64_t(q[base + i]) - z) * s;
     }

@@ -14,6 +14,12 @@
 
 namespace smelt::kernels {
 
+// The value at index i of a per-tensor (one value) or per-index parameter list.
+template <class T>
+T param_at(const std::vector<T>& v, int64_t i) {
+  return v.size() == 1 ? v[0] : v[size_t(i)];
+}
+
 // y = saturate(round(x / scale) + zero_point), y of zero_point's dtype. `scale` and `zero_point`
 // have one element (per tensor) or one per index of x's dim `axis`. NaN quantizes to the zero
 // point (the value 0), +-inf saturate.

@@ -13,11 +13,6 @@ namespace {
 
 bool is_quantized_dtype(DType d) { return d == DType::UInt8 || d == DType::Int8; }
 
-template <class T>
-T at(const std::vector<T>& v, int64_t i) {
-  return v.size() == 1 ? v[0] : v[size_t(i)];
-}
-
 class PackedWeights {
  public:
   std::shared_ptr<const void> get(const Tensor& w, bool weight_constant, const std::vector<int32_t>& zero_points,
@@ -104,7 +99,7 @@ Requant make_requant(const Tensor& y, const QuantizedTensor& a, const QuantizedT
   SMELT_CHECK(sy.size() == 1) << op << ": the output scale has " << sy.size() << " values; valid: one";
   r.zero_point = zero_point_values(y_zero_point).at(0);
   for (int64_t n = 0; n < columns; ++n) {
-    r.column.push_back(sa.size() == 1 ? sa[0] * at(sb, n) / sy[0] : at(sb, n) / sy[0]);
+    r.column.push_back(sa.size() == 1 ? sa[0] * param_at(sb, n) / sy[0] : param_at(sb, n) / sy[0]);
     // Each scale is finite, their product need not be (1e20 * 1e20): requantizing by inf or 0
     // has no meaning.
     SMELT_CHECK(std::isfinite(r.column.back()) && r.column.back() > 0)

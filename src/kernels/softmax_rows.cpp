@@ -2,10 +2,10 @@
 //
 // A row is cut into blocks of `block` elements (4 KiB of float for rows up to kMinBlock *
 // kMaxBlocks elements). Per block: its maximum (read from memory), then exp(x - running maximum)
-// summed into kLanes accumulators (the block again, from L1). When a block raises the running
+// summed into kSoftmaxLanes accumulators (the block again, from L1). When a block raises the running
 // maximum the accumulators are rescaled by exp(old - new) first. The maximum of the next block
 // (in this row or the next) is taken in the same loop as this block's exp, so reading it from
-// memory overlaps the arithmetic. Element i always goes to accumulator i % kLanes, and the
+// memory overlaps the arithmetic. Element i always goes to accumulator i % kSoftmaxLanes, and the
 // accumulators are added in a fixed order (a tree of halves) at the end: the sum's rounding
 // depends only on the row's values and length, and the maxima do not depend on the order they
 // were found in, so a row's result does not depend on which rows share its call.
@@ -21,7 +21,7 @@
 namespace smelt::kernels {
 namespace {
 
-constexpr int64_t kLanes = 16;       // sum accumulators: one AVX-512 register of float
+constexpr int64_t kSoftmaxLanes = 16;       // sum accumulators: one AVX-512 register of float
 constexpr int64_t kMaxLanes = 64;    // maximum accumulators: four registers, so consecutive
                                      // vmaxps do not wait on each other
 constexpr int64_t kChunk = 256;      // elements summed in T before the sums go to double
@@ -69,10 +69,10 @@ T block_max(const T* x, int64_t n) {
   return canonical_max(lanes, kMaxLanes);
 }
 
-// exp(x - shift) over x (n <= kChunk), added to lanes[i % kLanes] and, with kStore, written to
+// exp(x - shift) over x (n <= kChunk), added to lanes[i % kSoftmaxLanes] and, with kStore, written to
 // e (n). With kLook, also the maxima of `next` (n elements of the block to come) into
-// next_max[i % kLanes]: the next block's first read from memory overlaps this block's exp.
-// The partial sums stay in T and in registers over the chunk, kChunk / kLanes terms each,
+// next_max[i % kSoftmaxLanes]: the next block's first read from memory overlaps this block's exp.
+// The partial sums stay in T and in registers over the chunk, kChunk / kSoftmaxLanes terms each,
 // non-negative (float loses at most 15 roundings of 2^-24 there); then they go to double.
 // Out of line with __restrict pointers: so GCC vectorizes the whole body 16 wide with the
 // accumulators in registers (inlined, or with x and e possibly equal, it vectorizes only the
@@ -82,25 +82,25 @@ template <class T, bool kStore, bool kLook>
 [[gnu::noinline]] void exp_sum_chunk_impl(const T* __restrict x, T* __restrict e, int64_t n,
                                           T shift, double* __restrict lanes,
                                           const T* __restrict next, T* __restrict next_max) {
-  T part[kLanes] = {}, look[kLanes];
+  T part[kSoftmaxLanes] = {}, look[kSoftmaxLanes];
   if constexpr (kLook) std::memcpy(look, next_max, sizeof look);
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) {
+  for (; i + kSoftmaxLanes <= n; i += kSoftmaxLanes) {
+    for (int64_t l = 0; l < kSoftmaxLanes; ++l) {
       const T v = scalar::exp_nonpositive(T(x[i + l] - shift));
       if constexpr (kStore) e[i + l] = v;
       part[l] += v;
       if constexpr (kLook) look[l] = max_ignoring_nan(look[l], next[i + l]);
     }
   }
-  // The row's tail: element i still goes to lane i % kLanes (chunks are multiples of kLanes).
+  // The row's tail: element i still goes to lane i % kSoftmaxLanes (chunks are multiples of kSoftmaxLanes).
   for (int64_t l = 0; i < n; ++i, ++l) {
     const T v = scalar::exp_nonpositive(T(x[i] - shift));
     if constexpr (kStore) e[i] = v;
     part[l] += v;
     if constexpr (kLook) look[l] = max_ignoring_nan(look[l], next[i]);
   }
-  for (int64_t l = 0; l < kLanes; ++l) lanes[l] += double(part[l]);
+  for (int64_t l = 0; l < kSoftmaxLanes; ++l) lanes[l] += double(part[l]);
   if constexpr (kLook) std::memcpy(next_max, look, sizeof look);
 }
 
@@ -130,14 +130,14 @@ template <class T, bool kStore>
 RowStats row_stats(const T* x, T* y, int64_t n, int64_t block, double* block_max_out,
                    T& first_max, const T* next_row) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  double lanes[kLanes] = {};
+  double lanes[kSoftmaxLanes] = {};
   T m = kNegInf, bm = first_max;
   for (int64_t b0 = 0, k = 0; b0 < n; b0 += block, ++k) {
     const int64_t len = std::min(block, n - b0);
     if (bm > m) {
       // exp(-inf) = 0 clears the lanes when the old maximum was -inf (they hold 0 or NaN).
       const double scale = std::exp(double(m) - double(bm));
-      for (int64_t l = 0; l < kLanes; ++l) lanes[l] *= scale;
+      for (int64_t l = 0; l < kSoftmaxLanes; ++l) lanes[l] *= scale;
       m = bm;
     }
     // While every element so far is -inf (or NaN), shift by 0: x - m would be -inf - -inf = NaN,
@@ -148,13 +148,13 @@ RowStats row_stats(const T* x, T* y, int64_t n, int64_t block, double* block_max
     const T* next = b0 + len < n ? x + b0 + len : next_row;
     const int64_t next_len = b0 + len < n ? std::min(block, n - b0 - len) : std::min(block, n);
     if (next && next_len == len) {
-      T look[kLanes];
-      for (int64_t l = 0; l < kLanes; ++l) look[l] = kNegInf;
+      T look[kSoftmaxLanes];
+      for (int64_t l = 0; l < kSoftmaxLanes; ++l) look[l] = kNegInf;
       for (int64_t c0 = 0; c0 < len; c0 += kChunk) {
         exp_sum_chunk<T, kStore, true>(x + b0 + c0, kStore ? y + b0 + c0 : nullptr,
                                        std::min(kChunk, len - c0), shift, lanes, next + c0, look);
       }
-      bm = canonical_max(look, kLanes);
+      bm = canonical_max(look, kSoftmaxLanes);
     } else {
       for (int64_t c0 = 0; c0 < len; c0 += kChunk) {
         exp_sum_chunk<T, kStore, false>(x + b0 + c0, kStore ? y + b0 + c0 : nullptr,
@@ -165,7 +165,7 @@ RowStats row_stats(const T* x, T* y, int64_t n, int64_t block, double* block_max
   }
   first_max = bm;
   // The lanes added as a tree of halves: four dependent vector additions instead of a chain of 16.
-  for (int64_t half = kLanes / 2; half >= 1; half /= 2) {
+  for (int64_t half = kSoftmaxLanes / 2; half >= 1; half /= 2) {
     for (int64_t l = 0; l < half; ++l) lanes[l] += lanes[l + half];
   }
   return {double(m), lanes[0]};

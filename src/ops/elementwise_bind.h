@@ -25,6 +25,11 @@ void check_clamp_bounds(const Attrs& attrs, DType dtype);
 // (kernels/scalar_table.h): operands of one dtype (where's condition bool) in the row's dtype
 // class, the attributes checked by binding them; the result broadcast over the operands
 // (NumPy), of the operands' dtype, bool (comparisons) or the cast's target.
+// Shorthands of the unary ops' gradient rules: x the input, y the output, g dL/dy.
+inline Tensor g0(const GradContext& c) { return c.grads[0]; }
+inline Tensor x0(const GradContext& c) { return c.inputs[0]; }
+inline Tensor y0(const GradContext& c) { return c.outputs[0]; }
+
 std::vector<TensorMeta> elementwise_shape(OpId op, const std::vector<TensorMeta>& in, const Attrs& attrs);
 template <OpId kOp>
 std::vector<TensorMeta> table_shape(const std::vector<TensorMeta>& in, const Attrs& attrs) {

@@ -10,9 +10,7 @@
 namespace smelt::ops {
 namespace {
 
-// ---- gradient rules: x the input, y the output, g dL/dy
-Tensor g0(const GradContext& c) { return c.grads[0]; }
-Tensor x0(const GradContext& c) { return c.inputs[0]; }
+// ---- gradient rules (g0, x0: ops/elementwise_bind.h)
 
 std::vector<Tensor> sin_grad(const GradContext& c) { return {g0(c) * cos(x0(c))}; }
 std::vector<Tensor> cos_grad(const GradContext& c) { return {-(g0(c) * sin(x0(c)))}; }

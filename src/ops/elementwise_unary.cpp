@@ -9,11 +9,7 @@
 namespace smelt::ops {
 namespace {
 
-// ---- gradient rules: ctx.inputs[0] is x, ctx.outputs[0] is y, ctx.grads[0] is dL/dy
-
-Tensor g0(const GradContext& c) { return c.grads[0]; }
-Tensor x0(const GradContext& c) { return c.inputs[0]; }
-Tensor y0(const GradContext& c) { return c.outputs[0]; }
+// ---- gradient rules (g0, x0, y0: ops/elementwise_bind.h)
 
 std::vector<Tensor> neg_grad(const GradContext& c) { return {-g0(c)}; }
 std::vector<Tensor> exp_grad(const GradContext& c) { return {g0(c) * y0(c)}; }

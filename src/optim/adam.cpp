@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "kernels/optim.h"
+#include "optim/one_group.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
 #include "smelt/optim.h"
@@ -10,10 +11,6 @@
 namespace smelt::optim {
 
 namespace {
-std::vector<ParamGroupOptions> one_group(std::vector<Tensor> params) {
-  return {ParamGroupOptions{std::move(params), std::nullopt, std::nullopt}};
-}
-
 AdamOptions resolved(AdamOptions options, bool decoupled) {
   if (!options.weight_decay) options.weight_decay = decoupled ? 1e-2 : 0.0;
   const char* who = decoupled ? "AdamW" : "Adam";

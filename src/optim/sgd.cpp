@@ -2,17 +2,12 @@
 #include <sstream>
 
 #include "kernels/optim.h"
+#include "optim/one_group.h"
 #include "smelt/creation.h"
 #include "smelt/ops.h"
 #include "smelt/optim.h"
 
 namespace smelt::optim {
-
-namespace {
-std::vector<ParamGroupOptions> one_group(std::vector<Tensor> params) {
-  return {ParamGroupOptions{std::move(params), std::nullopt, std::nullopt}};
-}
-}  // namespace
 
 SGD::SGD(std::vector<Tensor> params, SGDOptions options)
     : SGD(one_group(std::move(params)), options) {}

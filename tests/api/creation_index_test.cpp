@@ -6,9 +6,12 @@
 
 #include "support/check.h"
 #include "support/errors.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
+
+using testing::values;
 
 using testing::expect_error;
 
@@ -25,8 +28,6 @@ static_assert(requires(const Tensor& x, const Tensor& w) {
   adaptive_avg_pool2d(x, 1);
 });
 static_assert(std::is_convertible_v<DType, TensorOptions>);
-
-std::vector<double> values(const Tensor& t) { return t.to_vector(); }
 
 TEST(Creation, NestedListsInferDTypeAsPyTorch) {
   // torch.tensor([[1, 2], [3, 4]]).dtype == int64, [1, 2.5] float32, [True, False] bool,

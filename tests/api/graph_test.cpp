@@ -3,17 +3,16 @@
 #include <algorithm>
 
 #include "support/check.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
 
+using testing::identical;
+
 std::vector<Tensor> twice_relu(const std::vector<Tensor>& in, const std::vector<Tensor>& p) {
   Tensor z = matmul(in[0], p[0]);
   return {(relu(z) + relu(z)) * 1.0};
-}
-
-bool identical(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.to_vector() == b.to_vector();
 }
 
 TEST(PublicGraph, TraceOptimizeRunMatchesEager) {

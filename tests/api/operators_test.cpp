@@ -7,9 +7,12 @@
 
 #include "support/check.h"
 #include "support/errors.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
+
+using testing::values;
 
 using testing::expect_error;
 
@@ -34,8 +37,6 @@ static_assert(requires(Tensor t) {
 // A number never becomes a Tensor by accident (so tensor-tensor overloads stay unambiguous).
 static_assert(!std::is_convertible_v<int, Tensor> && !std::is_convertible_v<double, Tensor>);
 static_assert(!std::is_convertible_v<Tensor, Scalar>);
-
-std::vector<double> values(const Tensor& t) { return t.to_vector(); }
 
 TEST(Operators, NumbersOnEitherSide) {
   Tensor a = tensor({1.0, -2.0, 4.0});

@@ -6,9 +6,12 @@
 #include <string_view>
 
 #include "support/check.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
+
+using testing::identical;
 
 // Detects a member `name` of Tensor, overloaded or not: a class deriving from Tensor and from a
 // struct with a data member `name` makes `&Probe::name` ambiguous exactly when Tensor has one.
@@ -54,15 +57,6 @@ constexpr bool functional_only(std::string_view name) {
 #undef SMELT_OP
 
 using testing::random_tensor;
-
-bool identical(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  std::vector<double> x = a.to_vector(), y = b.to_vector();
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i])))) return false;
-  }
-  return true;
-}
 
 struct MethodCase {
   const char* op;  // the ops.def row it covers

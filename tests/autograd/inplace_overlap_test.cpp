@@ -1,23 +1,17 @@
 // In-place writes whose operands share memory with the written tensor.
 #include "support/check.h"
+#include "support/helpers.h"
 #include "tensor/overlap.h"
 
 namespace smelt {
 namespace {
 
+using testing::error_of;
+
 using testing::all_close;
 
 Tensor seq(int64_t n, const Shape& shape) {
   return arange(0.0, double(n), 1.0, DType::Float64).reshape(shape).contiguous();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(Overlap, InternalOverlap) {

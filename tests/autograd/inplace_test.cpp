@@ -1,10 +1,13 @@
 // In-place ops under autograd: each program's gradients are compared with the out-of-place
 // version of the same program and with central finite differences (float64).
 #include "support/check.h"
+#include "support/helpers.h"
 #include "trace/trace.h"
 
 namespace smelt {
 namespace {
+
+using testing::error_of;
 
 using testing::all_close;
 using testing::gradcheck;
@@ -34,15 +37,6 @@ void expect_same_program(const Program& in_place, const Program& out_of_place,
     }
   }
   EXPECT_TRUE(gradcheck(in_place, xs));
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(InPlace, MulOnNonLeafIsRecorded) {

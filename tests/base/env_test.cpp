@@ -11,30 +11,16 @@
 #include "passes/fold.h"
 #include "passes/pass_manager.h"
 #include "support/errors.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
 
+using testing::ScopedEnv;
+
 using testing::expect_error;
 
 // Sets a variable for one test and restores the previous state.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 constexpr const char* kVar = "SMELT_TEST_ENV_VALUE";
 
 TEST(Parse, NumbersMustBeTheWholeText) {

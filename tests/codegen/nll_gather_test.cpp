@@ -17,9 +17,12 @@
 #include "ir/printer.h"
 #include "smelt/error.h"
 #include "trace/interpreter.h"
+#include "support/helpers.h"
 
 namespace smelt::codegen::testing {
 namespace {
+
+using smelt::testing::error_of;
 
 constexpr int64_t kIgnore = -100;
 
@@ -139,15 +142,6 @@ TEST(NllGather, ConstantTargetOfOneRow) {
     EXPECT_TRUE(bit_equal(r.interpreted[0], nll_loss(r.interpreted[1], target, kIgnore, smelt::Reduction::Mean)));
     EXPECT_TRUE(bit_equal(r.compiled[0], nll_loss(r.compiled[1], target, kIgnore, smelt::Reduction::Mean)));
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // A target out of range or negative (not ignore_index) fails before the kernel runs, with the

@@ -15,7 +15,7 @@
 namespace smelt {
 namespace {
 
-const char* kText =
+const char* kDotText =
     "graph(%x: f32[2,3], %w: f32[3] param) {\n"
     "  %c: f32[] = constant 2.5\n"
     "  %big: f32[6] = constant [1, 2, 3, 4, 5, 6]\n"
@@ -30,7 +30,7 @@ const char* kText =
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 TEST(Dot, StylesEachKindOfValue) {
-  std::string dot = ir::to_dot(*ir::parse(kText), "model");
+  std::string dot = ir::to_dot(*ir::parse(kDotText), "model");
   EXPECT_EQ(dot.rfind("digraph \"model\" {\n", 0), 0u) << dot;
   EXPECT_TRUE(contains(dot, "[label=\"%x\\nf32[2,3]\", shape=ellipse, style=filled, fillcolor=\"#cfe3ff\"]")) << dot;
   EXPECT_TRUE(contains(dot, "[label=\"%w\\nf32[3]\\nparam\", shape=ellipse, style=filled, fillcolor=\"#ffe0b2\"]")) << dot;
@@ -46,7 +46,7 @@ TEST(Dot, StylesEachKindOfValue) {
 
 // Every edge joins declared DOT nodes, and edges match the IR's edges one to one.
 TEST(Dot, EdgesFollowTheGraph) {
-  auto g = ir::parse(kText);
+  auto g = ir::parse(kDotText);
   std::string dot = ir::to_dot(*g);
   std::set<std::string> declared;
   std::regex node_re(R"re(^  (\w+) \[label=)re");
@@ -72,14 +72,14 @@ TEST(Dot, EdgesFollowTheGraph) {
 }
 
 TEST(Dot, QuotesAndBackslashesAreEscaped) {
-  std::string dot = ir::to_dot(*ir::parse(kText), "a \"b\" \\c");
+  std::string dot = ir::to_dot(*ir::parse(kDotText), "a \"b\" \\c");
   EXPECT_EQ(dot.rfind("digraph \"a \\\"b\\\" \\\\c\" {", 0), 0u) << dot.substr(0, 40);
 }
 
 TEST(Dot, WritesDotFilesAndRejectsUnknownExtensions) {
   auto dir = std::filesystem::temp_directory_path() / ("smelt_dot_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::string dot = ir::to_dot(*ir::parse(kText));
+  std::string dot = ir::to_dot(*ir::parse(kDotText));
   ir::write_dot(dot, (dir / "g.dot").string());
   std::ifstream f(dir / "g.dot");
   std::stringstream ss;
@@ -98,7 +98,7 @@ TEST(Dot, SvgNeedsGraphviz) {
   auto dir = std::filesystem::temp_directory_path() / ("smelt_svg_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string svg = (dir / "g.svg").string();
-  std::string dot = ir::to_dot(*ir::parse(kText));
+  std::string dot = ir::to_dot(*ir::parse(kDotText));
   if (ir::graphviz_available()) {
     ir::write_dot(dot, svg);
     std::ifstream f(svg);

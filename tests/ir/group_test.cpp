@@ -12,7 +12,7 @@
 namespace smelt {
 namespace {
 
-const char* kText =
+const char* kGroupText =
     "graph(%x: f32[2,3], %y: f32[2,3]) {\n"
     "  %c: f32[] = constant 2\n"
     "  %2: f32[2,3], %3: f32[2,3] = group(%x, %y) {kind=\"pointwise\"} graph(%0: f32[2,3], %1: f32[2,3]) {\n"
@@ -39,9 +39,9 @@ const char* kFlat =
     "}\n";
 
 TEST(Group, PrintParseRoundTripAndVerify) {
-  auto g = ir::parse(kText);
+  auto g = ir::parse(kGroupText);
   ASSERT_NO_THROW(ir::verify(*g));
-  EXPECT_EQ(ir::print(*g), kText);
+  EXPECT_EQ(ir::print(*g), kGroupText);
   const ir::Node* group = g->nodes().front().get();
   ASSERT_TRUE(group->is_group());
   EXPECT_EQ(group->body->num_nodes(), 3u);
@@ -49,9 +49,9 @@ TEST(Group, PrintParseRoundTripAndVerify) {
 }
 
 TEST(Group, CloneCopiesTheBody) {
-  auto g = ir::parse(kText);
+  auto g = ir::parse(kGroupText);
   auto copy = g->clone();
-  EXPECT_EQ(ir::print(*copy), kText);
+  EXPECT_EQ(ir::print(*copy), kGroupText);
   ir::verify(*copy);
   const ir::Node* a = g->nodes().front().get();
   const ir::Node* b = copy->nodes().front().get();
@@ -78,7 +78,7 @@ TEST(Group, BuiltWithTheApi) {
 }
 
 TEST(Group, InterpreterRunsTheBody) {
-  auto g = ir::parse(kText);
+  auto g = ir::parse(kGroupText);
   auto flat = ir::parse(kFlat);
   Tensor x = testing::random_tensor({2, 3}, -1, 1, 3).to(DType::Float32);
   Tensor y = testing::random_tensor({2, 3}, -1, 1, 4).to(DType::Float32);
@@ -89,13 +89,13 @@ TEST(Group, InterpreterRunsTheBody) {
 }
 
 TEST(Group, VerifierChecksTheBody) {
-  auto g = ir::parse(kText);
+  auto g = ir::parse(kGroupText);
   ir::Node* group = g->nodes().front().get();
   group->body->inputs()[0]->meta.shape = {3, 2};
   EXPECT_THROW(ir::verify(*g), Error);
 
   // Parse errors: a declared type that the body does not give; a body with the wrong inputs.
-  std::string text = kText;
+  std::string text = kGroupText;
   std::string wrong_out = text;
   wrong_out.replace(wrong_out.find("%3: f32[2,3] = group"), 12, "%3: f64[2,3]");
   EXPECT_THROW(ir::parse(wrong_out), Error);
@@ -121,7 +121,7 @@ TEST(Group, NestingIsBounded) {
 }
 
 TEST(Group, DotDrawsACluster) {
-  auto g = ir::parse(kText);
+  auto g = ir::parse(kGroupText);
   std::string dot = ir::to_dot(*g, "g");
   EXPECT_NE(dot.find("subgraph \"cluster_n0\""), std::string::npos) << dot;
   EXPECT_NE(dot.find("n0_v0"), std::string::npos) << dot;

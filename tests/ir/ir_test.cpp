@@ -5,7 +5,7 @@
 namespace smelt {
 namespace {
 
-const char* kText =
+const char* kIrText =
     "graph(%x: f32[2,3], %w: f32[3] param) {\n"
     "  %c: f32[] = constant 2.5\n"
     "  %2: f32[2,3] = mul(%x, %w)\n"
@@ -16,15 +16,15 @@ const char* kText =
     "}\n";
 
 TEST(IR, PrintParseRoundTrip) {
-  auto g = ir::parse(kText);
+  auto g = ir::parse(kIrText);
   ir::verify(*g);
-  EXPECT_EQ(ir::print(*g), kText);
+  EXPECT_EQ(ir::print(*g), kIrText);
   auto copy = g->clone();
-  EXPECT_EQ(ir::print(*copy), kText);
+  EXPECT_EQ(ir::print(*copy), kIrText);
 }
 
 TEST(IR, DuplicateEdgesAreTwoUses) {
-  auto g = ir::parse(kText);
+  auto g = ir::parse(kIrText);
   const ir::Node* square = std::next(g->nodes().begin())->get();
   ASSERT_EQ(square->inputs[0], square->inputs[1]);
   EXPECT_EQ(square->inputs[0]->uses.size(), 2u);
@@ -50,7 +50,7 @@ TEST(IR, ParseErrorsNameLineAndColumn) {
 }
 
 TEST(IR, VerifierCatchesBrokenUseLists) {
-  auto g = ir::parse(kText);
+  auto g = ir::parse(kIrText);
   ir::Value* x = g->inputs()[0];
   x->uses.clear();
   EXPECT_THROW(ir::verify(*g), Error);

@@ -9,10 +9,13 @@
 #include "ir/verifier.h"
 #include "ops/dispatch.h"
 #include "support/check.h"
+#include "support/helpers.h"
 #include "trace/interpreter.h"
 
 namespace smelt {
 namespace {
+
+using testing::identical;
 
 using ops::Attrs;
 using ops::OpId;
@@ -197,15 +200,6 @@ Tensor random_input(const InputSpec& spec, Generator* gen) {
 }
 
 // Element-for-element equality (NaN equals NaN): the interpreter runs the same kernels.
-bool identical(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  std::vector<double> x = a.to_vector(), y = b.to_vector();
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (x[i] != y[i] && !(std::isnan(x[i]) && std::isnan(y[i]))) return false;
-  }
-  return true;
-}
-
 std::string describe(const OpExample& e) {
   std::string s = ops::op_name(e.op);
   s += "(";

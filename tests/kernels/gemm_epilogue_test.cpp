@@ -13,7 +13,7 @@
 namespace smelt::kernels {
 namespace {
 
-struct Problem {
+struct EpilogueProblem {
   int64_t M, N, K;
   bool c_rows;  // C row-major (else column-major)
 };
@@ -46,12 +46,12 @@ std::vector<float> random_values(int64_t n, uint32_t seed) {
 }
 
 TEST(GemmEpilogue, TilesCoverCOnceWithFinalValuesAndChangeNoBits) {
-  const Problem problems[] = {{1, 1, 1, true},     {13, 700, 300, true}, {300, 45, 200, true},
+  const EpilogueProblem problems[] = {{1, 1, 1, true},     {13, 700, 300, true}, {300, 45, 200, true},
                               {257, 513, 70, true}, {37, 61, 0, true},    {90, 130, 40, false},
                               {1, 1000, 300, true}, {1, 700, 50, false},   // M = 1: the row-vector path
                               {1000, 1, 300, true}, {700, 1, 50, false}};  // N = 1: the same, transposed
   for (GemmImpl impl : {GemmImpl::Own, GemmImpl::OpenBlas}) {
-    for (const Problem& p : problems) {
+    for (const EpilogueProblem& p : problems) {
       SCOPED_TRACE(std::string(gemm_impl_name(impl)) + " M=" + std::to_string(p.M) + " N=" + std::to_string(p.N) +
                    " K=" + std::to_string(p.K) + (p.c_rows ? " C row-major" : " C column-major"));
       const std::vector<float> A = random_values(p.M * p.K, 1), B = random_values(p.K * p.N, 2);

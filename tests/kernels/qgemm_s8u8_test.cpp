@@ -33,7 +33,7 @@ std::vector<QGemmIsa> isas() {
 int32_t value(uint8_t raw, bool is_signed) { return is_signed ? int32_t(int8_t(raw)) : int32_t(raw); }
 
 void check(const Case& c, QGemmIsa isa, std::mt19937& rng, bool extremes) {
-  SCOPED_TRACE(testing::Message() << qgemm_isa_name(isa) << " m=" << c.m << " n=" << c.n << " k=" << c.k
+  SCOPED_TRACE(::testing::Message() << qgemm_isa_name(isa) << " m=" << c.m << " n=" << c.n << " k=" << c.k
                                   << " w_unsigned=" << c.w_unsigned << " x_signed=" << c.x_signed
                                   << " per_row=" << c.per_row_zero_points << " padded=" << c.padded_width);
   std::uniform_int_distribution<int> byte(0, 255);

@@ -14,7 +14,7 @@
 namespace smelt::kernels {
 namespace {
 
-struct Case {
+struct QGemmCase {
   int64_t m, n, k;
   bool b_unsigned = false;
   bool per_column = false;  // zero points and scales
@@ -30,7 +30,7 @@ struct Operands {
   std::vector<int32_t> bias;
 };
 
-Operands make(const Case& c, std::mt19937& rng, bool extremes) {
+Operands make(const QGemmCase& c, std::mt19937& rng, bool extremes) {
   Operands o;
   o.lda = c.k + 3;  // rows apart by more than their length
   std::uniform_int_distribution<int> byte(0, 255);
@@ -49,7 +49,7 @@ Operands make(const Case& c, std::mt19937& rng, bool extremes) {
   return o;
 }
 
-int64_t reference_acc(const Case& c, const Operands& o, int64_t i, int64_t j) {
+int64_t reference_acc(const QGemmCase& c, const Operands& o, int64_t i, int64_t j) {
   int64_t acc = 0;
   const int32_t zb = o.zb[c.per_column ? size_t(j) : 0];
   for (int64_t kk = 0; kk < c.k; ++kk) {
@@ -60,7 +60,7 @@ int64_t reference_acc(const Case& c, const Operands& o, int64_t i, int64_t j) {
   return acc;
 }
 
-std::vector<QGemmIsa> isas() {
+std::vector<QGemmIsa> u8s8_isas() {
   std::vector<QGemmIsa> out;
   for (QGemmIsa isa : {QGemmIsa::Portable, QGemmIsa::Avx2, QGemmIsa::Avx512Vnni}) {
     if (qgemm_isa_supported(isa)) out.push_back(isa);
@@ -68,8 +68,8 @@ std::vector<QGemmIsa> isas() {
   return out;
 }
 
-void check_case(const Case& c, QGemmIsa isa, std::mt19937& rng, bool extremes) {
-  SCOPED_TRACE(testing::Message() << qgemm_isa_name(isa) << " m=" << c.m << " n=" << c.n
+void check_case(const QGemmCase& c, QGemmIsa isa, std::mt19937& rng, bool extremes) {
+  SCOPED_TRACE(::testing::Message() << qgemm_isa_name(isa) << " m=" << c.m << " n=" << c.n
                                   << " k=" << c.k << " b_unsigned=" << c.b_unsigned
                                   << " per_column=" << c.per_column << " za=" << c.za);
   const Operands o = make(c, rng, extremes);
@@ -125,7 +125,7 @@ void check_case(const Case& c, QGemmIsa isa, std::mt19937& rng, bool extremes) {
 
 TEST(QGemm, EveryIsaMatchesTheReferenceOnTailsInEveryDim) {
   std::mt19937 rng(2611);
-  for (QGemmIsa isa : isas()) {
+  for (QGemmIsa isa : u8s8_isas()) {
     for (int64_t m : {0, 1, 5, 6, 8, 9, 17}) {
       for (int64_t n : {0, 1, 15, 16, 17, 33}) {
         for (int64_t k : {0, 1, 3, 4, 5, 37}) {
@@ -138,7 +138,7 @@ TEST(QGemm, EveryIsaMatchesTheReferenceOnTailsInEveryDim) {
 
 TEST(QGemm, UnsignedWeightsAndPerColumnZeroPoints) {
   std::mt19937 rng(77);
-  for (QGemmIsa isa : isas()) {
+  for (QGemmIsa isa : u8s8_isas()) {
     check_case({13, 70, 129, true, true, 128}, isa, rng, false);
     check_case({7, 40, 64, true, false, 0}, isa, rng, false);
     check_case({7, 40, 64, false, true, 255}, isa, rng, false);
@@ -148,7 +148,7 @@ TEST(QGemm, UnsignedWeightsAndPerColumnZeroPoints) {
 // 255 * -127 summed in pairs is -64770: beyond int16, where vpmaddubsw would saturate to -32768.
 TEST(QGemm, OperandsWhereInt16PairSumsWouldSaturateAreExact) {
   std::mt19937 rng(5);
-  for (QGemmIsa isa : isas()) {
+  for (QGemmIsa isa : u8s8_isas()) {
     check_case({9, 35, 1000, false, false, 0}, isa, rng, /*extremes=*/true);
     check_case({9, 35, 1000, true, false, 0}, isa, rng, /*extremes=*/true);
   }
@@ -157,10 +157,10 @@ TEST(QGemm, OperandsWhereInt16PairSumsWouldSaturateAreExact) {
 TEST(QGemm, ThreadedLargeProductEqualsPortable) {
   if (!qgemm_isa_supported(QGemmIsa::Avx2)) GTEST_SKIP() << "no second instruction set here";
   std::mt19937 rng(9);
-  const Case c{200, 300, 300, false, true, 3};
+  const QGemmCase c{200, 300, 300, false, true, 3};
   const Operands o = make(c, rng, false);
   std::vector<std::vector<int32_t>> results;
-  for (QGemmIsa isa : isas()) {
+  for (QGemmIsa isa : u8s8_isas()) {
     const QPackedB packed = qgemm_pack_b(o.b.data(), false, c.k, c.n, c.n, 1, o.zb, isa);
     std::vector<int32_t> acc(size_t(c.m * c.n));
     QGemmOutput out;
@@ -169,7 +169,7 @@ TEST(QGemm, ThreadedLargeProductEqualsPortable) {
     qgemm_u8s8(c.m, o.a.data(), o.lda, c.za, packed, out);
     results.push_back(acc);
   }
-  for (size_t r = 1; r < results.size(); ++r) EXPECT_EQ(results[r], results[0]) << qgemm_isa_name(isas()[r]);
+  for (size_t r = 1; r < results.size(); ++r) EXPECT_EQ(results[r], results[0]) << qgemm_isa_name(u8s8_isas()[r]);
   EXPECT_EQ(int64_t(results[0][12345]), reference_acc(c, o, 12345 / c.n, 12345 % c.n));
 }
 
@@ -183,7 +183,7 @@ TEST(QGemm, TransposedWeightStridesPackTheSameMatrix) {
       bt[size_t(j * k + i)] = b[size_t(i * n + j)] = int8_t(v(rng));
     }
   }
-  for (QGemmIsa isa : isas()) {
+  for (QGemmIsa isa : u8s8_isas()) {
     const QPackedB p1 = qgemm_pack_b(b.data(), false, k, n, n, 1, {0}, isa);
     const QPackedB p2 = qgemm_pack_b(bt.data(), false, k, n, 1, k, {0}, isa);
     EXPECT_EQ(p1.bytes, p2.bytes);

@@ -15,9 +15,12 @@
 
 #include "kernels/scalar.h"
 #include "smelt/smelt.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
+
+using testing::bits_of;
 
 template <class To, class From>
 To reference_cast(From x) {
@@ -62,12 +65,6 @@ float float_of(uint32_t bits) {
   float x;
   std::memcpy(&x, &bits, sizeof x);
   return x;
-}
-
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
 }
 
 TEST(ScalarCast, FloatToIntegerMatchesTheDefinitionOnASweepOfEveryFloat) {

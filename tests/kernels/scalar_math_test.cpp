@@ -15,18 +15,15 @@
 #include "kernels/scalar.h"
 #include "smelt/smelt.h"
 #include "support/ulp.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
 
+using testing::bits_of;
+
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
 
 using testing::gelu_erf_ref;
 using testing::gelu_tanh_ref;

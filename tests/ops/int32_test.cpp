@@ -17,10 +17,10 @@ namespace {
 
 using testing::expect_error;
 
-constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
-constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+constexpr int32_t kInt32Min = std::numeric_limits<int32_t>::min();
+constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
 
-std::vector<int32_t> ints(const Tensor& t) {
+std::vector<int32_t> ints32(const Tensor& t) {
   EXPECT_EQ(t.dtype(), DType::Int32);
   Tensor c = t.contiguous();
   const int32_t* p = c.data<int32_t>();
@@ -40,7 +40,7 @@ int32_t wrap(uint32_t u) {
   return r;
 }
 
-const std::vector<int32_t> kEdges = {kMin, kMin + 1, -65536, -3, -1, 0, 1, 3, 65536, kMax - 1, kMax};
+const std::vector<int32_t> kEdges = {kInt32Min, kInt32Min + 1, -65536, -3, -1, 0, 1, 3, 65536, kInt32Max - 1, kInt32Max};
 
 TEST(Int32, DTypeTable) {
   EXPECT_EQ(dtype_size(DType::Int32), 4u);
@@ -65,40 +65,40 @@ TEST(Int32, AddSubMulWrapInThirtyTwoBits) {
     }
   }
   Tensor a = i32(a_vals), b = i32(b_vals);
-  EXPECT_EQ(ints(add(a, b)), add_ref);
-  EXPECT_EQ(ints(sub(a, b)), sub_ref);
-  EXPECT_EQ(ints(mul(a, b)), mul_ref);
+  EXPECT_EQ(ints32(add(a, b)), add_ref);
+  EXPECT_EQ(ints32(sub(a, b)), sub_ref);
+  EXPECT_EQ(ints32(mul(a, b)), mul_ref);
   // broadcast against a 0-dim operand, and the number overloads keep int32 (torch.result_type)
-  EXPECT_EQ(ints(add(i32({kMax}), scalar_tensor(1, DType::Int32))), std::vector<int32_t>{kMin});
+  EXPECT_EQ(ints32(add(i32({kInt32Max}), scalar_tensor(1, DType::Int32))), std::vector<int32_t>{kInt32Min});
   EXPECT_EQ((i32({1, 2}) + 1).dtype(), DType::Int32);
   EXPECT_EQ((i32({1, 2}) * 1.5).dtype(), DType::Float32);
 }
 
 TEST(Int32, NegAbsSignOfMin) {
-  Tensor a = i32({kMin, kMin + 1, -1, 0, kMax});
-  EXPECT_EQ(ints(neg(a)), (std::vector<int32_t>{kMin, kMax, 1, 0, -kMax}));
-  EXPECT_EQ(ints(abs(a)), (std::vector<int32_t>{kMin, kMax, 1, 0, kMax}));
-  EXPECT_EQ(ints(sign(a)), (std::vector<int32_t>{-1, -1, -1, 0, 1}));
-  EXPECT_EQ(ints(relu(a)), (std::vector<int32_t>{0, 0, 0, 0, kMax}));
+  Tensor a = i32({kInt32Min, kInt32Min + 1, -1, 0, kInt32Max});
+  EXPECT_EQ(ints32(neg(a)), (std::vector<int32_t>{kInt32Min, kInt32Max, 1, 0, -kInt32Max}));
+  EXPECT_EQ(ints32(abs(a)), (std::vector<int32_t>{kInt32Min, kInt32Max, 1, 0, kInt32Max}));
+  EXPECT_EQ(ints32(sign(a)), (std::vector<int32_t>{-1, -1, -1, 0, 1}));
+  EXPECT_EQ(ints32(relu(a)), (std::vector<int32_t>{0, 0, 0, 0, kInt32Max}));
 }
 
 TEST(Int32, DivisionTruncatesAndMinByMinusOneWraps) {
-  Tensor a = i32({7, -7, 7, -7, 0, kMin, kMax, kMin});
+  Tensor a = i32({7, -7, 7, -7, 0, kInt32Min, kInt32Max, kInt32Min});
   Tensor b = i32({2, 2, -2, -2, 5, 2, -3, -1});
-  EXPECT_EQ(ints(div(a, b)), (std::vector<int32_t>{3, -3, -3, 3, 0, kMin / 2, kMax / -3, kMin}));
+  EXPECT_EQ(ints32(div(a, b)), (std::vector<int32_t>{3, -3, -3, 3, 0, kInt32Min / 2, kInt32Max / -3, kInt32Min}));
   expect_error([] { div(i32({1, 2}), i32({1, 0})); }, {"div", "division by zero"});
 }
 
 TEST(Int32, ComparesMaximumWhereClamp) {
-  Tensor a = i32({kMin, kMax, 0, -5}), b = i32({kMax, kMin, 0, 5});
-  EXPECT_EQ(ints(maximum(a, b)), (std::vector<int32_t>{kMax, kMax, 0, 5}));
-  EXPECT_EQ(ints(minimum(a, b)), (std::vector<int32_t>{kMin, kMin, 0, -5}));
+  Tensor a = i32({kInt32Min, kInt32Max, 0, -5}), b = i32({kInt32Max, kInt32Min, 0, 5});
+  EXPECT_EQ(ints32(maximum(a, b)), (std::vector<int32_t>{kInt32Max, kInt32Max, 0, 5}));
+  EXPECT_EQ(ints32(minimum(a, b)), (std::vector<int32_t>{kInt32Min, kInt32Min, 0, -5}));
   EXPECT_EQ(lt(a, b).to_vector(), (std::vector<double>{1, 0, 0, 1}));
   EXPECT_EQ(eq(a, b).to_vector(), (std::vector<double>{0, 0, 1, 0}));
-  EXPECT_EQ(ints(where(lt(a, b), a, b)), (std::vector<int32_t>{kMin, kMin, 0, -5}));
+  EXPECT_EQ(ints32(where(lt(a, b), a, b)), (std::vector<int32_t>{kInt32Min, kInt32Min, 0, -5}));
   // an infinite bound clamps nothing; a bound beyond int32 on the side it clamps is refused
-  EXPECT_EQ(ints(clamp(a, -INFINITY, 3)), (std::vector<int32_t>{kMin, 3, 0, -5}));
-  EXPECT_EQ(ints(clamp(a, -2, 1e30)), (std::vector<int32_t>{-2, kMax, 0, -2}));
+  EXPECT_EQ(ints32(clamp(a, -INFINITY, 3)), (std::vector<int32_t>{kInt32Min, 3, 0, -5}));
+  EXPECT_EQ(ints32(clamp(a, -2, 1e30)), (std::vector<int32_t>{-2, kInt32Max, 0, -2}));
   expect_error([] { clamp(i32({1}), 3e9, INFINITY); }, {"clamp", "int32", "2^31"});
   // mixed int32 / int64 operands are a dtype error, as for every other pair
   expect_error([] { add(i32({1}), scalar_tensor(1, DType::Int64)); }, "add");
@@ -107,59 +107,59 @@ TEST(Int32, ComparesMaximumWhereClamp) {
 TEST(Int32, ReductionsStayInt32AndWrap) {
   std::vector<int32_t> v(1000);
   uint32_t sum_ref = 0, prod_ref = 1;
-  int32_t max_ref = kMin, min_ref = kMax;
+  int32_t max_ref = kInt32Min, min_ref = kInt32Max;
   int64_t argmax_ref = 0;
   for (size_t i = 0; i < v.size(); ++i) {
-    v[i] = i % 7 == 0 ? kMax - int32_t(i) : int32_t(i * 2654435761u % 2001) - 1000;
+    v[i] = i % 7 == 0 ? kInt32Max - int32_t(i) : int32_t(i * 2654435761u % 2001) - 1000;
     sum_ref += uint32_t(v[i]);
     prod_ref *= uint32_t(v[i] | 1);
     if (v[i] > max_ref) max_ref = v[i], argmax_ref = int64_t(i);
     min_ref = std::min(min_ref, v[i]);
   }
   Tensor t = i32(v);
-  EXPECT_EQ(ints(sum(t)), std::vector<int32_t>{wrap(sum_ref)});
+  EXPECT_EQ(ints32(sum(t)), std::vector<int32_t>{wrap(sum_ref)});
   std::vector<int32_t> odd(v);
   for (int32_t& x : odd) x |= 1;
-  EXPECT_EQ(ints(prod(i32(odd), {0})), std::vector<int32_t>{wrap(prod_ref)});
-  EXPECT_EQ(ints(amax(t, {0})), std::vector<int32_t>{max_ref});
-  EXPECT_EQ(ints(amin(t, {0})), std::vector<int32_t>{min_ref});
+  EXPECT_EQ(ints32(prod(i32(odd), {0})), std::vector<int32_t>{wrap(prod_ref)});
+  EXPECT_EQ(ints32(amax(t, {0})), std::vector<int32_t>{max_ref});
+  EXPECT_EQ(ints32(amin(t, {0})), std::vector<int32_t>{min_ref});
   Tensor am = argmax(t, 0);
   EXPECT_EQ(am.dtype(), DType::Int64);
   EXPECT_EQ(am.item(), double(argmax_ref));
   // over a non-trailing dim
-  Tensor m = i32({kMax, 5, kMax, 6}, {2, 2});
-  EXPECT_EQ(ints(sum(m, {0})), (std::vector<int32_t>{wrap(uint32_t(kMax) * 2u), 11}));
+  Tensor m = i32({kInt32Max, 5, kInt32Max, 6}, {2, 2});
+  EXPECT_EQ(ints32(sum(m, {0})), (std::vector<int32_t>{wrap(uint32_t(kInt32Max) * 2u), 11}));
 }
 
 TEST(Int32, CumsumWraps) {
-  Tensor t = i32({kMax, 1, 2, kMin, -1});
+  Tensor t = i32({kInt32Max, 1, 2, kInt32Min, -1});
   std::vector<int32_t> ref;
   uint32_t run = 0;
-  for (int32_t x : ints(t)) ref.push_back(wrap(run += uint32_t(x)));
-  EXPECT_EQ(ints(cumsum(t, 0)), ref);
+  for (int32_t x : ints32(t)) ref.push_back(wrap(run += uint32_t(x)));
+  EXPECT_EQ(ints32(cumsum(t, 0)), ref);
 }
 
 TEST(Int32, CreationRefusesValuesInt32CannotHold) {
-  EXPECT_EQ(ints(full({2}, -2147483648.0, DType::Int32)), (std::vector<int32_t>{kMin, kMin}));
-  EXPECT_EQ(ints(full({1}, 2147483647, DType::Int32)), std::vector<int32_t>{kMax});
-  EXPECT_EQ(ints(full({1}, -2.9, DType::Int32)), std::vector<int32_t>{-2});  // truncation
+  EXPECT_EQ(ints32(full({2}, -2147483648.0, DType::Int32)), (std::vector<int32_t>{kInt32Min, kInt32Min}));
+  EXPECT_EQ(ints32(full({1}, 2147483647, DType::Int32)), std::vector<int32_t>{kInt32Max});
+  EXPECT_EQ(ints32(full({1}, -2.9, DType::Int32)), std::vector<int32_t>{-2});  // truncation
   expect_error([] { full({2}, 2147483648.0, DType::Int32); }, {"full", "int32"});
   expect_error([] { full({2}, NAN, DType::Int32); }, {"full", "int32"});
   expect_error([] { from_vector(std::vector<double>{1, -3e9}, {2}, DType::Int32); }, "from_vector");
-  EXPECT_EQ(ints(arange(-2, 2, 1, DType::Int32)), (std::vector<int32_t>{-2, -1, 0, 1}));
+  EXPECT_EQ(ints32(arange(-2, 2, 1, DType::Int32)), (std::vector<int32_t>{-2, -1, 0, 1}));
   Tensor z = zeros({3}, DType::Int32);
-  z.fill_(kMin);
-  EXPECT_EQ(ints(z), (std::vector<int32_t>{kMin, kMin, kMin}));
-  EXPECT_EQ(i32({kMin}).item(), double(kMin));
+  z.fill_(kInt32Min);
+  EXPECT_EQ(ints32(z), (std::vector<int32_t>{kInt32Min, kInt32Min, kInt32Min}));
+  EXPECT_EQ(i32({kInt32Min}).item(), double(kInt32Min));
 }
 
 TEST(Int32, ViewsCopiesAndGather) {
   Tensor m = i32({1, 2, 3, 4, 5, 6}, {2, 3});
-  EXPECT_EQ(ints(m.permute({1, 0}).contiguous()), (std::vector<int32_t>{1, 4, 2, 5, 3, 6}));
-  EXPECT_EQ(ints(m.slice(1, 1, 3)), (std::vector<int32_t>{2, 3, 5, 6}));
-  EXPECT_EQ(ints(cat({m, m}, 0).reshape({-1})), (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(ints32(m.permute({1, 0}).contiguous()), (std::vector<int32_t>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(ints32(m.slice(1, 1, 3)), (std::vector<int32_t>{2, 3, 5, 6}));
+  EXPECT_EQ(ints32(cat({m, m}, 0).reshape({-1})), (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}));
   Tensor idx = from_vector(std::vector<int64_t>{2, 0}, {2});
-  EXPECT_EQ(ints(index_select(m, 1, idx)), (std::vector<int32_t>{3, 1, 6, 4}));
+  EXPECT_EQ(ints32(index_select(m, 1, idx)), (std::vector<int32_t>{3, 1, 6, 4}));
 }
 
 }  // namespace

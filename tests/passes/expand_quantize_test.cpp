@@ -18,17 +18,15 @@
 #include "smelt/quantize.h"
 #include "trace/interpreter.h"
 #include "trace/trace.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
 
-using ops::OpId;
+using testing::count_ops;
+using testing::expect_same_bytes;
 
-int count_ops(const ir::Graph& g, OpId op) {
-  int n = 0;
-  for (const auto& node : g.nodes()) n += node->op == op;
-  return n;
-}
+using ops::OpId;
 
 // Values around every rounding and saturation decision of a scale s and zero point z.
 Tensor edge_values(float s, int32_t z, DType dtype) {
@@ -46,13 +44,6 @@ Tensor edge_values(float s, int32_t z, DType dtype) {
   return from_vector(v, {int64_t(v.size())});
 }
 
-void expect_same_bytes(const Tensor& a, const Tensor& b, const std::string& what) {
-  ASSERT_EQ(a.dtype(), b.dtype()) << what;
-  ASSERT_EQ(a.shape(), b.shape()) << what;
-  const Tensor ca = contiguous(a), cb = contiguous(b);
-  ASSERT_EQ(std::memcmp(ca.raw_data(), cb.raw_data(), size_t(ca.numel()) * dtype_size(ca.dtype())), 0) << what;
-}
-
 TEST(ExpandQuantize, SameBytesAsTheOpsInterpretedAndCompiled) {
   struct Case {
     DType dtype;
@@ -62,7 +53,7 @@ TEST(ExpandQuantize, SameBytesAsTheOpsInterpretedAndCompiled) {
   const std::vector<Case> cases = {{DType::UInt8, 0, 0.1f},    {DType::UInt8, 255, 0.02f}, {DType::UInt8, 128, 3.0f},
                                    {DType::Int8, -128, 0.05f}, {DType::Int8, 127, 0.7f},   {DType::Int8, 0, 1e-3f}};
   for (const Case& c : cases) {
-    SCOPED_TRACE(testing::Message() << dtype_name(c.dtype) << " z=" << c.zero_point << " s=" << c.scale);
+    SCOPED_TRACE(::testing::Message() << dtype_name(c.dtype) << " z=" << c.zero_point << " s=" << c.scale);
     const Tensor s = full({}, c.scale, DType::Float32), z = full({}, c.zero_point, c.dtype);
     const Tensor s2 = full({}, c.scale * 2, DType::Float32);
     // quantize, a float op between dequantize and quantize (as between quantized layers), and

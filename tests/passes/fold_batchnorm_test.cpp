@@ -6,11 +6,14 @@
 #include "ir/printer.h"
 #include "smelt/nn.h"
 #include "support/check.h"
+#include "support/helpers.h"
 #include "trace/interpreter.h"
 #include "trace/trace.h"
 
 namespace smelt {
 namespace {
+
+using testing::count_ops;
 
 using ops::OpId;
 
@@ -33,12 +36,6 @@ Tensor conv(OpId conv2d, const Tensor& x, const Tensor& w, int64_t stride, int64
   return ops::call1(conv2d, {x, w},
                     {{"stride", Shape{stride, stride}}, {"padding", Shape{padding, padding}},
                      {"dilation", Shape{1, 1}}, {"groups", groups}});
-}
-
-int count_ops(const ir::Graph& g, OpId op) {
-  int n = 0;
-  for (const auto& node : g.nodes()) n += node->op == op;
-  return n;
 }
 
 // Folds `graph` and checks it against the unfolded graph on random inputs.

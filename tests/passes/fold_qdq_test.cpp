@@ -152,7 +152,7 @@ TEST(FoldQdq, ConvChainsFoldWithinOneStepOfTheFloatChain) {
         for (Rect rect : {Rect::None, Rect::Relu, Rect::Relu6, Rect::MaxMin}) {
           Chain ch;
           ch.act = act, ch.per_channel = per_channel, ch.bias = bias, ch.rect = rect;
-          SCOPED_TRACE(testing::Message() << dtype_name(act) << (per_channel ? " per channel" : " per tensor")
+          SCOPED_TRACE(::testing::Message() << dtype_name(act) << (per_channel ? " per channel" : " per tensor")
                                           << " bias " << int(bias) << " rect " << int(rect));
           expect_folds_within_a_step(ch, ++seed);
         }
@@ -169,7 +169,7 @@ TEST(FoldQdq, ConvGeometriesFold) {
     Chain ch;
     ch.stride = stride, ch.padding = padding, ch.dilation = dilation, ch.groups = groups;
     if (groups == 8) ch.o = 8;  // depthwise
-    SCOPED_TRACE(testing::Message() << "stride " << stride << " padding " << padding << " dilation " << dilation
+    SCOPED_TRACE(::testing::Message() << "stride " << stride << " padding " << padding << " dilation " << dilation
                                     << " groups " << groups);
     expect_folds_within_a_step(ch, ++seed);
   }
@@ -223,7 +223,7 @@ TEST(FoldQdq, MatmulChainsFoldWithPlainAndTransposedWeights) {
   for (bool transposed : {false, true}) {
     for (DType act : {DType::UInt8, DType::Int8}) {
       for (bool linear : {false, true}) {
-        SCOPED_TRACE(testing::Message() << (transposed ? "transposed " : "plain ") << dtype_name(act)
+        SCOPED_TRACE(::testing::Message() << (transposed ? "transposed " : "plain ") << dtype_name(act)
                                         << (linear ? " bias relu" : ""));
         auto g = std::make_unique<ir::Graph>();
         const int64_t k = 24, n = 10, zx = act == DType::UInt8 ? 128 : 0;

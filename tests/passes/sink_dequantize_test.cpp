@@ -17,9 +17,12 @@
 #include "runtime/plan.h"
 #include "smelt/creation.h"
 #include "trace/interpreter.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
+
+using testing::expect_same_bytes;
 
 using ops::OpId;
 
@@ -50,12 +53,6 @@ std::unique_ptr<ir::Graph> pool_graph(DType dtype, float scale, int32_t zero_poi
   return g;
 }
 
-void expect_same_bytes(const Tensor& a, const Tensor& b, const std::string& what) {
-  ASSERT_EQ(a.shape(), b.shape()) << what;
-  ASSERT_EQ(a.dtype(), b.dtype()) << what;
-  ASSERT_EQ(std::memcmp(a.raw_data(), b.raw_data(), size_t(a.numel()) * dtype_size(a.dtype())), 0) << what;
-}
-
 TEST(SinkDequantize, PoolingTheBytesGivesTheSameBits) {
   const std::vector<Pool> pools = {{{3, 3}, {2, 2}, {1, 1}, {}}, {{2, 2}, {2, 2}, {0, 0}, {}},
                                    {{3, 2}, {1, 1}, {1, 0}, {1, 1}}, {{5, 5}, {3, 2}, {2, 2}, {}}};
@@ -63,7 +60,7 @@ TEST(SinkDequantize, PoolingTheBytesGivesTheSameBits) {
   for (DType dtype : {DType::UInt8, DType::Int8}) {
     for (float scale : {0.05f, 3e38f, 1e-42f}) {
       for (const Pool& p : pools) {
-        SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " scale " << scale << " kernel " << p.kernel[0] << "x"
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " scale " << scale << " kernel " << p.kernel[0] << "x"
                                         << p.kernel[1]);
         const int32_t zero_point = dtype == DType::UInt8 ? 131 : -7;
         auto graph = pool_graph(dtype, scale, zero_point, p, false);
@@ -116,7 +113,7 @@ TEST(SinkDequantize, ConcatenatingAndRequantizingBytesGivesTheSameBits) {
     // levels in the normal range, among the subnormals, and at the largest scale that stays exact
     for (float scale : {0.05f, 1e-42f, 1.3e36f}) {
       for (bool requantize : {false, true}) {
-        SCOPED_TRACE(testing::Message() << dtype_name(dtype) << " scale " << scale << " requantize " << requantize);
+        SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " scale " << scale << " requantize " << requantize);
         const int32_t zero_point = dtype == DType::UInt8 ? 131 : -7;
         auto graph = cat_graph(dtype, {scale, scale, scale}, {zero_point, zero_point, zero_point}, requantize);
         std::vector<Tensor> in;

@@ -19,9 +19,12 @@
 #include "smelt/ops.h"
 #include "trace/interpreter.h"
 #include "trace/trace.h"
+#include "support/helpers.h"
 
 namespace smelt::quant {
 namespace {
+
+using testing::count_ops;
 
 struct Net {
   Tensor w1, b1, w2, b2, w3, fc;
@@ -69,12 +72,6 @@ double sqnr_db(const Tensor& ref, const Tensor& got) {
 void expect_same_floats(const Tensor& a, const Tensor& b) {
   ASSERT_EQ(a.shape(), b.shape());
   for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << i;
-}
-
-int count_ops(const ir::Graph& g, ops::OpId op) {
-  int n = 0;
-  for (const auto& node : g.nodes()) n += node->op == op;
-  return n;
 }
 
 TEST(QuantizeGraph, ConvolutionsAndTheMatmulBecomeIntegerOpsCloseToFloat) {

@@ -13,17 +13,16 @@
 #include "smelt/compile.h"
 #include "support/check.h"
 #include "support/temp_dir.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
 
+using testing::rand32;
+
 using Fn = CompiledFunction::Fn;
 using testing::all_close;
 using testing::random_tensor;
-
-Tensor rand32(const Shape& shape, uint64_t seed, double scale = 1.0) {
-  return random_tensor(shape, -scale, scale, seed).to(DType::Float32);
-}
 
 // A conv weight scaled so that activations stay near 1 (1 / sqrt of the taps per output).
 Tensor weight(const Shape& shape, uint64_t seed) {

@@ -27,7 +27,7 @@ using testing::all_close;
 using testing::expect_error;
 using testing::same_bits;
 
-Tensor rand32(const Shape& shape, uint64_t seed, bool requires_grad = false) {
+Tensor rand_input(const Shape& shape, uint64_t seed, bool requires_grad = false) {
   Tensor t = testing::random_tensor(shape, -1, 1, seed).to(DType::Float32);
   if (requires_grad) t.set_requires_grad();
   return t;
@@ -62,7 +62,7 @@ void expect_close(const std::vector<Tensor>& got, const std::vector<Tensor>& wan
 // A block with a contraction, a normalization and pointwise work: what the partitioner chooses
 // between saving and recomputing.
 struct Block {
-  Tensor w = rand32({16, 24}, 1, true), b = rand32({24}, 2, true), gamma = rand32({24}, 3, true);
+  Tensor w = rand_input({16, 24}, 1, true), b = rand_input({24}, 2, true), gamma = rand_input({24}, 3, true);
   std::vector<Tensor> operator()(const std::vector<Tensor>& in) const {
     Tensor h = gelu(matmul(in[0], w) + b);
     Tensor n = layer_norm(h, {24}, gamma);
@@ -77,7 +77,7 @@ TEST(CompileGrad, MixedCompiledAndEagerLossMatchesEager) {
   for (const char* backend : {"interpreter", "cpp"}) {
     Block block;
     CompiledFunction f = compile(block, with(backend));
-    Tensor x = rand32({8, 16}, 4, true);
+    Tensor x = rand_input({8, 16}, 4, true);
     std::vector<Tensor> leaves = block.leaves();
     leaves.push_back(x);
     auto loss_with = [&](const Fn& fn) {
@@ -133,7 +133,7 @@ TEST(CompileGrad, GradcheckThroughACompiledFunction) {
 // recompute (here gelu, the layer norm and sigmoid over the matmul's output).
 TEST(CompileGrad, BudgetsChangeSavedBytesNotResults) {
   Block block;
-  Tensor x = rand32({8, 16}, 20, true);
+  Tensor x = rand_input({8, 16}, 20, true);
   std::vector<Tensor> leaves = block.leaves();
   leaves.push_back(x);
   std::vector<Tensor> first;
@@ -163,13 +163,13 @@ TEST(CompileGrad, BudgetsChangeSavedBytesNotResults) {
 // Outputs at the edges: one no gradient reaches (its tangent is zeros), one that is the input
 // itself (its gradient is the incoming one), the same value returned twice (gradients add).
 TEST(CompileGrad, OutputsAtTheEdges) {
-  Tensor w = rand32({6}, 30, true);
+  Tensor w = rand_input({6}, 30, true);
   Fn fn = [&](const std::vector<Tensor>& in) {
     Tensor y = in[0] * w;
     return std::vector<Tensor>{y, exp(in[0]), in[0], y};
   };
   CompiledFunction f = compile(fn, with("interpreter"));
-  const Tensor x = rand32({6}, 31, true);
+  const Tensor x = rand_input({6}, 31, true);
   auto loss_with = [&](const Fn& g) {
     return [&, g] {
       std::vector<Tensor> o = g({x});
@@ -191,10 +191,10 @@ TEST(CompileGrad, OutputsAtTheEdges) {
 // Dropout inside a compiled function: the same seed draws the same mask as eager, and the
 // gradient goes through the saved mask.
 TEST(CompileGrad, RandomOpsGradientMatchesEager) {
-  Tensor w = rand32({32}, 40, true);
+  Tensor w = rand_input({32}, 40, true);
   Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{dropout(in[0] * w, 0.3, true)}; };
   CompiledFunction f = compile(fn, with("interpreter"));
-  const Tensor x = rand32({4, 32}, 41);
+  const Tensor x = rand_input({4, 32}, 41);
   manual_seed(7);
   const std::vector<Tensor> want = grads_of([&] { return sum(fn({x})[0] * x); }, {w});
   manual_seed(7);
@@ -205,11 +205,11 @@ TEST(CompileGrad, RandomOpsGradientMatchesEager) {
 // What eager autograd refuses, a compiled call refuses with a clear error; grad mode off records
 // nothing; a second backward needs retain_graph.
 TEST(CompileGrad, ErrorsAndGradMode) {
-  Tensor w = rand32({5}, 50, true);
+  Tensor w = rand_input({5}, 50, true);
   CompiledFunction f = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{exp(in[0]) * w}; },
                                with("interpreter"));
   // a saved input changed in place after the call
-  Tensor x = rand32({5}, 51, true);
+  Tensor x = rand_input({5}, 51, true);
   Tensor y = f({x})[0];
   {
     NoGradGuard no_grad;
@@ -217,7 +217,7 @@ TEST(CompileGrad, ErrorsAndGradMode) {
   }
   expect_error([&] { sum(y).backward(); }, {"changed in place after the call", "clone()"});
   // higher-order gradients
-  x = rand32({5}, 52, true);
+  x = rand_input({5}, 52, true);
   Tensor g = autograd::grad({sum(f({x})[0])}, {x}, {}, false, false)[0];
   EXPECT_TRUE(all_close(g, exp(x.detach()) * w.detach()));
   expect_error([&] { autograd::grad({sum(f({x})[0])}, {x}, {}, true, true); },
@@ -233,7 +233,7 @@ TEST(CompileGrad, ErrorsAndGradMode) {
     EXPECT_FALSE(f({x})[0].requires_grad());
   }
   // nothing requires grad: no history
-  const Tensor v = rand32({5}, 53);
+  const Tensor v = rand_input({5}, 53);
   CompiledFunction h = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * v}; },
                                with("interpreter"));
   EXPECT_FALSE(h({x.detach()})[0].requires_grad());
@@ -260,7 +260,7 @@ TEST(CompileGrad, CompiledModuleTrainsAsEager) {
   o.momentum = 0.9;
   optim::SGD opt_eager(eager->parameters(), o), opt_compiled(compiled->parameters(), o);
   for (int step = 0; step < 5; ++step) {
-    const Tensor x = rand32({10, 12}, uint64_t(60 + step));
+    const Tensor x = rand_input({10, 12}, uint64_t(60 + step));
     eager->zero_grad();
     compiled->zero_grad();
     const Tensor ye = (*eager)(x);
@@ -287,7 +287,7 @@ TEST(CompileGrad, TrainingStepWithGradModeOffIsAnError) {
       model, [&](const std::vector<Tensor>& in) { const Tensor y = model(in[0]);
         return std::vector<Tensor>{mean(y * y)}; });
   NoGradGuard no_grad;
-  expect_error([&] { step({rand32({3, 4}, 70)}); }, {"grad mode off", "NoGradGuard"});
+  expect_error([&] { step({rand_input({3, 4}, 70)}); }, {"grad mode off", "NoGradGuard"});
   EXPECT_FALSE(model.weight.grad().defined());
 }
 
@@ -322,7 +322,7 @@ TEST(CompileGrad, TrainingStepRecomputationChangesMemoryNotResults) {
       std::vector<Tensor> got;
       for (int call = 0; call < 2; ++call) {
         model->zero_grad();
-        got.push_back(step({rand32({24, 16}, uint64_t(90 + call))})[0]);
+        got.push_back(step({rand_input({24, 16}, uint64_t(90 + call))})[0]);
       }
       for (const Tensor& p : model->parameters()) got.push_back(p.grad());
       if (first.empty()) first = got;
@@ -348,7 +348,7 @@ namespace {
 // differentiable compiled call must too (its forward half kept only what the outputs and the
 // backward need, once: found by the gradient fuzzer).
 TEST(CompileGrad, AnUnreadRefusingOpRaisesAsInEager) {
-  Tensor w = rand32({3}, 95, true);
+  Tensor w = rand_input({3}, 95, true);
   const Tensor zero = from_vector(std::vector<int64_t>{0}, {1});
   CompiledFunction f = compile(
       [&](const std::vector<Tensor>& in) {
@@ -356,7 +356,7 @@ TEST(CompileGrad, AnUnreadRefusingOpRaisesAsInEager) {
         return std::vector<Tensor>{exp(in[0]) * w};
       },
       with("interpreter"));
-  const Tensor x = rand32({3}, 96);
+  const Tensor x = rand_input({3}, 96);
   const Tensor k = from_vector(std::vector<int64_t>{1, 2, 3}, {3});
   expect_error([&] { (void)(k / zero); }, "division by zero");
   expect_error([&] { f({x, k}); }, "division by zero");
@@ -372,7 +372,7 @@ namespace {
 // gradients add), an empty batch, NaN / inf / -0 / subnormal values, and a backward after the
 // compiled function itself is gone: every gradient equals eager's bits. (Threads: below.)
 TEST(CompileGrad, AdversarialCallsMatchEager) {
-  Tensor w = rand32({4}, 110, true);
+  Tensor w = rand_input({4}, 110, true);
   const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0] * in[1] * w)}; };
   auto grads = [&](const Fn& g, const Tensor& x) {
     return autograd::grad({sum(g({x, x})[0])}, {x, w}, {}, false, false, true);
@@ -384,17 +384,17 @@ TEST(CompileGrad, AdversarialCallsMatchEager) {
   {
     CompiledFunction f = compile(fn, with("interpreter"));
     const Fn compiled = [&](const std::vector<Tensor>& in) { return f(in); };
-    expect_same(grads(compiled, rand32({3, 4}, 111, true)), grads(fn, rand32({3, 4}, 111, true)), "twice");
+    expect_same(grads(compiled, rand_input({3, 4}, 111, true)), grads(fn, rand_input({3, 4}, 111, true)), "twice");
     const Tensor empty = zeros({0, 4}).set_requires_grad();
     expect_same(grads(compiled, empty), grads(fn, empty), "empty");
     const Tensor special =
         from_vector(std::vector<float>{NAN, INFINITY, -0.0f, 1e-41f, -INFINITY, 3.0f, 0.0f, -1e-41f}, {2, 4})
             .set_requires_grad();
     expect_same(grads(compiled, special), grads(fn, special), "special values");
-    y = f({rand32({3, 4}, 130), rand32({3, 4}, 131)})[0];
+    y = f({rand_input({3, 4}, 130), rand_input({3, 4}, 131)})[0];
   }  // the compiled function is gone; its output's backward still runs
   const Tensor gw = autograd::grad({sum(y)}, {w})[0];
-  const Tensor want = autograd::grad({sum(fn({rand32({3, 4}, 130), rand32({3, 4}, 131)})[0])}, {w})[0];
+  const Tensor want = autograd::grad({sum(fn({rand_input({3, 4}, 130), rand_input({3, 4}, 131)})[0])}, {w})[0];
   EXPECT_TRUE(same_bits(gw, want));
 }
 
@@ -408,12 +408,12 @@ namespace {
 // gradients equal eager's bits, every time (the engine kept its per-run counts and buffers on the
 // nodes, which the threads share: a gradient came back undefined, or another thread's).
 TEST(CompileGrad, ThreadsThroughASharedLeaf) {
-  Tensor w = rand32({4}, 140, true);
+  Tensor w = rand_input({4}, 140, true);
   const Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0] * in[1] * w)}; };
   CompiledFunction f = compile(fn, with("interpreter"));
   std::vector<std::vector<Tensor>> want;
   for (int t = 0; t < 4; ++t) {
-    const Tensor x = rand32({3, 4}, uint64_t(150 + t), true);
+    const Tensor x = rand_input({3, 4}, uint64_t(150 + t), true);
     want.push_back(autograd::grad({sum(fn({x, x})[0])}, {x, w}));
   }
   std::vector<std::string> errors(4);
@@ -421,7 +421,7 @@ TEST(CompileGrad, ThreadsThroughASharedLeaf) {
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int round = 0; round < 50; ++round) {
-        const Tensor x = rand32({3, 4}, uint64_t(150 + t), true);
+        const Tensor x = rand_input({3, 4}, uint64_t(150 + t), true);
         const std::vector<Tensor> got = autograd::grad({sum(f({x, x})[0])}, {x, w});
         for (size_t k = 0; k < got.size(); ++k) {
           if (!got[k].defined()) {
@@ -442,13 +442,13 @@ TEST(CompileGrad, ThreadsThroughASharedLeaf) {
   threads.clear();
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      for (int round = 0; round < 25; ++round) sum(f({rand32({3, 4}, uint64_t(150 + t)), rand32({3, 4}, uint64_t(150 + t))})[0]).backward();
+      for (int round = 0; round < 25; ++round) sum(f({rand_input({3, 4}, uint64_t(150 + t)), rand_input({3, 4}, uint64_t(150 + t))})[0]).backward();
     });
   }
   for (std::thread& th : threads) th.join();
   Tensor expected = zeros({4});
   for (int t = 0; t < 4; ++t) {
-    const Tensor x = rand32({3, 4}, uint64_t(150 + t));
+    const Tensor x = rand_input({3, 4}, uint64_t(150 + t));
     expected = expected + autograd::grad({sum(fn({x, x})[0])}, {w})[0] * 25.0;
   }
   ASSERT_TRUE(w.grad().defined());

@@ -6,15 +6,12 @@
 #include "smelt/nn.h"
 #include "smelt/optim.h"
 #include "support/check.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
 
-CompileOptions interpreter() {
-  CompileOptions o;
-  o.backend = "interpreter";
-  return o;
-}
+using testing::interpreter_backend;
 
 // conv -> batch norm -> relu -> flatten -> linear: every kind of group, buffers updated in
 // training mode.
@@ -38,7 +35,7 @@ TEST(CompileModule, ForwardMatchesEagerInTrainAndEvalAndUpdatesRunningStatistics
   auto eager = make_model(1), compiled_model = make_model(1);
   CompiledFunction f = compile_module(
       *compiled_model, [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(*compiled_model)(in[0])}; },
-      interpreter());
+      interpreter_backend());
   for (int step = 0; step < 3; ++step) {
     if (step == 2) {
       eager->eval();
@@ -60,7 +57,7 @@ TEST(CompileModule, ASubmoduleSwitchedToEvalRecompiles) {
   auto eager = make_model(6), compiled_model = make_model(6);
   CompiledFunction f = compile_module(
       *compiled_model, [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(*compiled_model)(in[0])}; },
-      interpreter());
+      interpreter_backend());
   Tensor x = randn({2, 2, 5, 5});
   f({x});
   (*eager)(x);
@@ -80,7 +77,7 @@ TEST(CompileModule, TrainingStepMatchesEagerBackwardAcrossOptimizerSteps) {
       return std::vector<Tensor>{cross_entropy(m(in[0]), in[1])};
     };
   };
-  CompiledFunction step_fn = compile_training_step(*compiled_model, loss_of(*compiled_model), interpreter());
+  CompiledFunction step_fn = compile_training_step(*compiled_model, loss_of(*compiled_model), interpreter_backend());
   optim::SGDOptions sgd;
   sgd.lr = 0.1;
   optim::SGD eager_opt(eager->parameters(), sgd), compiled_opt(compiled_model->parameters(), sgd);
@@ -108,7 +105,7 @@ TEST(CompileModule, TrainingStepMatchesEagerBackwardAcrossOptimizerSteps) {
 TEST(CompileModule, GradientsAccumulateLikeBackward) {
   auto model = make_model(3);
   auto loss_fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{mean((*model)(in[0]))}; };
-  CompiledFunction step_fn = compile_training_step(*model, loss_fn, interpreter());
+  CompiledFunction step_fn = compile_training_step(*model, loss_fn, interpreter_backend());
   model->eval();  // no running-statistic updates: two identical steps
   Tensor x = randn({2, 2, 5, 5});
   step_fn({x});
@@ -138,7 +135,7 @@ TEST(CompileModule, FrozenAndUnusedParametersGetNoGradientAsInEagerBackward) {
       return std::vector<Tensor>{mean(h * h)};
     };
   };
-  CompiledFunction step_fn = compile_training_step(*compiled_model, loss_of(*compiled_model), interpreter());
+  CompiledFunction step_fn = compile_training_step(*compiled_model, loss_of(*compiled_model), interpreter_backend());
   auto param = [](nn::Module& m, const std::string& name) -> Tensor& {
     for (const auto& [n, slot] : m.named_slots(true)) {
       if (n == name) return *slot;
@@ -174,7 +171,7 @@ TEST(CompileModule, ATrainingStepWithEveryParameterFrozenIsAnError) {
   auto model = make_model(9);
   for (const auto& [name, slot] : model->named_slots(true)) slot->set_requires_grad(false);
   auto loss_fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{mean((*model)(in[0]))}; };
-  CompiledFunction step_fn = compile_training_step(*model, loss_fn, interpreter());
+  CompiledFunction step_fn = compile_training_step(*model, loss_fn, interpreter_backend());
   const StateDict before = model->state_dict();
   Tensor x = randn({2, 2, 5, 5});
   EXPECT_THROW(loss_fn({x})[0].backward(), Error);
@@ -205,7 +202,7 @@ TEST(CompileModule, ArenaOfTrainingStepsIsNearTheLowerBound) {
     nn::Module& m = *c.model;
     CompiledFunction step = compile_training_step(
         m, [&m](const std::vector<Tensor>& in) { return std::vector<Tensor>{cross_entropy(m(in[0]), in[1])}; },
-        interpreter());
+        interpreter_backend());
     step({c.x, target});
     const CompileReport& r = step.report();
     EXPECT_GT(r.lower_bound_bytes, 0);

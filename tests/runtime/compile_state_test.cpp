@@ -22,7 +22,7 @@ using Fn = CompiledFunction::Fn;
 using testing::expect_error;
 using testing::same_bits;
 
-Tensor rand32(const Shape& shape, double low, double high, uint64_t seed) {
+Tensor rand_range32(const Shape& shape, double low, double high, uint64_t seed) {
   return testing::random_tensor(shape, low, high, seed).to(DType::Float32);
 }
 
@@ -57,8 +57,8 @@ void expect_fresh_after_each_change(const Fn& fn, const std::vector<Tensor>& inp
 TEST(CompileState, ACapturedTensorChangedInPlaceIsReadFreshByEveryUse) {
   // Found by a newcomer: x * w + w.sum() gave x * new_w + old_sum (the sum folded at build).
   for (const std::string backend : {"interpreter", "cpp"}) {
-    Tensor w = rand32({8}, -1, 1, 3);
-    Tensor x = rand32({4, 8}, -1, 1, 4);
+    Tensor w = rand_range32({8}, -1, 1, 3);
+    Tensor x = rand_range32({4, 8}, -1, 1, 4);
     Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w + w.sum()}; };
     expect_fresh_after_each_change(fn, {x}, {[&] { w.mul_(2.0); }, [&] { w.add_(-0.5); }}, backend);
   }
@@ -69,10 +69,10 @@ TEST(CompileState, ACapturedTensorIsFreshWhateverItsValuesOrSize) {
   // one rule for all.
   for (int64_t n : {4, 1 << 16}) {
     Tensor ones_w = ones({n});
-    Tensor x = rand32({2, n}, -1, 1, 5);
+    Tensor x = rand_range32({2, n}, -1, 1, 5);
     Fn by_ones = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * ones_w}; };
     expect_fresh_after_each_change(by_ones, {x}, {[&] { ones_w.fill_(3.0); }});
-    Tensor w = rand32({n}, -1, 1, 6);
+    Tensor w = rand_range32({n}, -1, 1, 6);
     Fn by_exp = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + exp(w)}; };
     expect_fresh_after_each_change(by_exp, {x}, {[&] { w.add_(1.0); }});
   }
@@ -81,7 +81,7 @@ TEST(CompileState, ACapturedTensorIsFreshWhateverItsValuesOrSize) {
 TEST(CompileState, ACapturedLinearUpdatedInPlaceUsesTheNewWeightAndBias) {
   manual_seed(11);
   nn::Linear linear(6, 3);
-  Tensor x = rand32({5, 6}, -1, 1, 7);
+  Tensor x = rand_range32({5, 6}, -1, 1, 7);
   Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{relu(linear(in[0]))}; };
   expect_fresh_after_each_change(
       fn, {x},
@@ -96,7 +96,7 @@ TEST(CompileState, MemoryChangedOutsideSmeltIsReadFresh) {
   // Wrapped memory (from_blob, NumPy) changes without a version bump: read on every call.
   std::vector<float> memory = {1, 2, 3, 4};
   Tensor w = from_blob(memory.data(), {4}, DType::Float32);
-  Tensor x = rand32({3, 4}, -1, 1, 8);
+  Tensor x = rand_range32({3, 4}, -1, 1, 8);
   Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w + exp(w)}; };
   expect_fresh_after_each_change(fn, {x},
                                  {[&] { memory[2] = -7; }, [&] { memory.assign(4, 0.5f); }});
@@ -109,18 +109,18 @@ TEST(CompileState, TensorsTheFunctionCreatesStayConstants) {
     return std::vector<Tensor>{in[0] * exp(full({4}, 0.5)) + arange(0, 4, 1, DType::Float32)};
   };
   CompiledFunction f = compile(fn, on("interpreter"));
-  Tensor x = rand32({2, 4}, -1, 1, 9);
+  Tensor x = rand_range32({2, 4}, -1, 1, 9);
   EXPECT_TRUE(same_bits(f({x})[0], fn({x})[0]));
   EXPECT_EQ(f.compiled_graph().num_inputs(), 1u);
 }
 
 TEST(CompileState, ACapturedTensorIsOneInputHoweverOftenItIsUsed) {
-  Tensor w = rand32({4}, -1, 1, 10);
+  Tensor w = rand_range32({4}, -1, 1, 10);
   Fn fn = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{in[0] * w + w * w - w.sum()};
   };
   CompiledFunction f = compile(fn, on("interpreter"));
-  Tensor x = rand32({3, 4}, -1, 1, 11);
+  Tensor x = rand_range32({3, 4}, -1, 1, 11);
   EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-6, 1e-6));
   EXPECT_EQ(f.compiled_graph().num_inputs(), 2u);
 }
@@ -195,7 +195,7 @@ TEST(CompileState, AnUndefinedOutputIsAnErrorNotACrash) {
 }
 
 TEST(CompileState, ACompiledFunctionInsideAnotherIsInlined) {
-  Tensor w = rand32({3}, -1, 1, 12);
+  Tensor w = rand_range32({3}, -1, 1, 12);
   CompiledFunction inner =
       compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0] * w)}; },
               on("interpreter"));
@@ -203,7 +203,7 @@ TEST(CompileState, ACompiledFunctionInsideAnotherIsInlined) {
     return std::vector<Tensor>{inner({in[0] * 2.0})[0] + 1.0};
   };
   CompiledFunction outer = compile(outer_fn, on("interpreter"));
-  Tensor x = rand32({2, 3}, -1, 1, 13);
+  Tensor x = rand_range32({2, 3}, -1, 1, 13);
   Tensor want = tanh(x * 2.0 * w) + 1.0;
   EXPECT_TRUE(same_bits(outer({x})[0], want));
   EXPECT_TRUE(same_bits(outer({x})[0], want));
@@ -212,8 +212,8 @@ TEST(CompileState, ACompiledFunctionInsideAnotherIsInlined) {
 }
 
 TEST(CompileState, OutputsThatAreInputsOrViewsOfThemAliasThemAsInEagerCode) {
-  Tensor x = rand32({4, 6}, -1, 1, 14);
-  Tensor w = rand32({6}, -1, 1, 15);
+  Tensor x = rand_range32({4, 6}, -1, 1, 14);
+  Tensor w = rand_range32({6}, -1, 1, 15);
   Fn fn = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{
         in[0], in[0] * 2.0,           in[0].reshape({6, 4}), in[0].t(), in[0].slice(1, 1, 5, 2),
@@ -251,7 +251,7 @@ TEST(CompileState, OutputsThatAreInputsOrViewsOfThemAliasThemAsInEagerCode) {
 }
 
 TEST(CompileState, CapturedTensorsAreFreshAcrossDynamicBatchSizes) {
-  Tensor w = rand32({5}, -1, 1, 16);
+  Tensor w = rand_range32({5}, -1, 1, 16);
   Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w + w.sum()}; };
   CompiledFunction f = compile(fn, on("interpreter"));
   for (int64_t b : {2, 3, 7, 3, 1}) {
@@ -259,7 +259,7 @@ TEST(CompileState, CapturedTensorsAreFreshAcrossDynamicBatchSizes) {
       NoGradGuard no_grad;
       w.add_(0.5);
     }
-    Tensor x = rand32({b, 5}, -1, 1, uint64_t(20 + b));
+    Tensor x = rand_range32({b, 5}, -1, 1, uint64_t(20 + b));
     EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-6, 1e-6)) << "batch " << b;
   }
 }
@@ -267,10 +267,10 @@ TEST(CompileState, CapturedTensorsAreFreshAcrossDynamicBatchSizes) {
 TEST(CompileState, AModuleForwardReadsCapturedTensorsFresh) {
   manual_seed(17);
   nn::Linear linear(4, 4);
-  Tensor scale = rand32({4}, 0.5, 1.5, 18);
+  Tensor scale = rand_range32({4}, 0.5, 1.5, 18);
   Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{linear(in[0]) * scale}; };
   CompiledFunction f = compile_module(linear, fn, on("interpreter"));
-  Tensor x = rand32({3, 4}, -1, 1, 19);
+  Tensor x = rand_range32({3, 4}, -1, 1, 19);
   for (int step = 0; step < 3; ++step) {
     {
       NoGradGuard no_grad;
@@ -284,7 +284,7 @@ TEST(CompileState, AModuleForwardReadsCapturedTensorsFresh) {
 // CompileOptions::freeze: captured tensors are constants the passes fold; a change in place
 // recompiles (saying so) instead of going unseen; wrapped memory stays an input read every call.
 TEST(CompileState, FrozenCapturedTensorsRecompileWhenChanged) {
-  Tensor w = rand32({6, 6}, -1, 1, 30);
+  Tensor w = rand_range32({6, 6}, -1, 1, 30);
   std::vector<float> memory(6, 0.5f);
   Tensor wrapped = from_blob(memory.data(), {6}, DType::Float32);
   Fn fn = [&](const std::vector<Tensor>& in) {
@@ -293,7 +293,7 @@ TEST(CompileState, FrozenCapturedTensorsRecompileWhenChanged) {
   CompileOptions o = on("interpreter");
   o.freeze = true;
   CompiledFunction f = compile(fn, o);
-  Tensor x = rand32({3, 6}, -1, 1, 31);
+  Tensor x = rand_range32({3, 6}, -1, 1, 31);
   auto expect_eager = [&](const char* when) {
     EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-5, 1e-6)) << when << "\n"
                                                                        << f.report().plan;
@@ -323,7 +323,7 @@ TEST(CompileState, FrozenCapturedTensorsRecompileWhenChanged) {
 // Found by the second-batch fuzzer: the dynamic batch kept the versions of its latest trace, not
 // those its fitted constants were folded from, so a change after the fit went unseen.
 TEST(CompileState, FrozenCapturedTensorsRecompileOnTheDynamicBatchToo) {
-  Tensor w = rand32({4}, -1, 1, 32);
+  Tensor w = rand_range32({4}, -1, 1, 32);
   Fn fn = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{in[0] * exp(w) + w.sum()};
   };
@@ -336,7 +336,7 @@ TEST(CompileState, FrozenCapturedTensorsRecompileOnTheDynamicBatchToo) {
       NoGradGuard no_grad;
       w.add_(0.25);
     }
-    Tensor x = rand32({b, 4}, -1, 1, uint64_t(40 + step));
+    Tensor x = rand_range32({b, 4}, -1, 1, uint64_t(40 + step));
     EXPECT_TRUE(testing::all_close(f({x})[0], fn({x})[0], 1e-6, 1e-6))
         << "call " << step << ", batch " << b;
     ++step;
@@ -355,7 +355,7 @@ TEST(CompileState, ATrainingStepRefusesACapturedTensorThatRequiresGrad) {
         return std::vector<Tensor>{mse_loss((*linear)(in[0]), in[1]) + (kept * kept).sum()};
       },
       on("interpreter"));
-  expect_error([&] { step({rand32({3, 4}, -1, 1, 51), rand32({3, 1}, -1, 1, 52)}); },
+  expect_error([&] { step({rand_range32({3, 4}, -1, 1, 51), rand_range32({3, 1}, -1, 1, 52)}); },
                {"requires grad", "captured", "through the module"});
   EXPECT_FALSE(linear->weight.grad().defined());
   // detach()ed, it is a plain input: no gradient wanted, none lost.
@@ -366,14 +366,14 @@ TEST(CompileState, ATrainingStepRefusesACapturedTensorThatRequiresGrad) {
         return std::vector<Tensor>{mse_loss((*linear)(in[0]), in[1]) + (detached * detached).sum()};
       },
       on("interpreter"));
-  fine({rand32({3, 4}, -1, 1, 51), rand32({3, 1}, -1, 1, 52)});
+  fine({rand_range32({3, 4}, -1, 1, 51), rand_range32({3, 1}, -1, 1, 52)});
   EXPECT_TRUE(linear->weight.grad().defined());
 }
 
 // Found in review: Graph::trace inside a compiled function (an export, say) refused to read what
 // it captured, which it may do anywhere else.
 TEST(CompileState, AGraphTraceInsideACompiledFunctionMayReadItsCapturedTensors) {
-  Tensor w = rand32({3}, -1, 1, 53);
+  Tensor w = rand_range32({3}, -1, 1, 53);
   double read = 0;
   CompiledFunction f = compile(
       [&](const std::vector<Tensor>& in) {
@@ -387,7 +387,7 @@ TEST(CompileState, AGraphTraceInsideACompiledFunctionMayReadItsCapturedTensors) 
         return std::vector<Tensor>{in[0] * w};
       },
       on("interpreter"));
-  Tensor x = rand32({3}, -1, 1, 54);
+  Tensor x = rand_range32({3}, -1, 1, 54);
   EXPECT_TRUE(same_bits(f({x})[0], x * w));
   EXPECT_DOUBLE_EQ(read, w.to_vector()[1]);
 }
@@ -421,7 +421,7 @@ TEST(CompileState, FusionMakesNoGroupTheLoweringWouldRefuse) {
   EXPECT_EQ(got[0].shape(), (Shape{3, 0}));
   EXPECT_EQ(f.report().interpreted_groups, 0) << f.report().plan;
   EXPECT_NE(f.report().fusion.find("would not lower"), std::string::npos) << f.report().fusion;
-  Tensor y = rand32({3, 5}, -1, 1, 60);  // the same function on rows that are not empty fuses
+  Tensor y = rand_range32({3, 5}, -1, 1, 60);  // the same function on rows that are not empty fuses
   CompiledFunction g = compile(fn, on("interpreter"));
   EXPECT_TRUE(testing::all_close(g({y})[0], fn({y})[0], 1e-6, 1e-6));
   EXPECT_EQ(g.report().fusion.find("would not lower"), std::string::npos) << g.report().fusion;
@@ -433,10 +433,10 @@ TEST(CompileState, ABatchNormTrainingInsideCompileSaysToCompileTheModule) {
   nn::BatchNorm2d bn(2);
   CompiledFunction f = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{bn(in[0])}; },
                                on("interpreter"));
-  expect_error([&] { f({rand32({2, 2, 3, 3}, -1, 1, 61)}); }, {"BatchNorm2d", "compile_module"});
+  expect_error([&] { f({rand_range32({2, 2, 3, 3}, -1, 1, 61)}); }, {"BatchNorm2d", "compile_module"});
   EXPECT_EQ(bn.num_batches_tracked.item(), 0.0);
   bn.eval();
-  Tensor x = rand32({2, 2, 3, 3}, -1, 1, 62);
+  Tensor x = rand_range32({2, 2, 3, 3}, -1, 1, 62);
   CompiledFunction g = compile([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{bn(in[0])}; },
                                on("interpreter"));
   EXPECT_TRUE(testing::all_close(g({x})[0], bn(x), 1e-6, 1e-6));
@@ -463,7 +463,7 @@ TEST(CompileState, ACapturedModuleSwitchedToEvalIsSeen) {
     CompileOptions options;
     options.backend = backend;
     CompiledFunction f = compile(fn, options);
-    const Tensor x = rand32({8, 6}, -1, 1, 61);
+    const Tensor x = rand_range32({8, 6}, -1, 1, 61);
     lin.eval(), drop.eval(), bn.eval();
     std::vector<Tensor> got = f({x}), want = fn({x});
     EXPECT_TRUE(same_bits(got[0], want[0])) << backend;
@@ -500,7 +500,7 @@ TEST(CompileState, AModuleMadeInsideTheFunctionIsNoDanglingGuard) {
   };
   CompiledFunction f = compile(fn, on("interpreter"));
   for (int call = 0; call < 3; ++call) {
-    const Tensor x = rand32({2, 3}, -1, 1, uint64_t(70 + call));
+    const Tensor x = rand_range32({2, 3}, -1, 1, uint64_t(70 + call));
     EXPECT_TRUE(same_bits(f({x})[0], fn({x})[0])) << call;
   }
   EXPECT_EQ(f.num_compiles(), 1);

@@ -17,23 +17,20 @@
 #include "ops/dispatch.h"
 #include "support/check.h"
 #include "support/temp_dir.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
+
+using testing::interpreter_backend;
 
 using testing::same_bits;
 using testing::special_values;
 
 using Fn = CompiledFunction::Fn;
 
-CompileOptions interpreter() {
-  CompileOptions o;
-  o.backend = "interpreter";
-  return o;
-}
-
 void expect_matches_eager(const Fn& fn, const std::vector<Tensor>& inputs, bool exact,
-                          const CompileOptions& options = interpreter()) {
+                          const CompileOptions& options = interpreter_backend()) {
   CompiledFunction f = compile(fn, options);
   std::vector<Tensor> want = fn(inputs);
   for (int call = 0; call < 2; ++call) {  // the second call replays the plan
@@ -57,7 +54,7 @@ TEST(Compile, ElementwiseChainIsOneKernelAndBitExact) {
   Tensor a = special_values({64, 33}, 2), b = special_values({33}, 3);
   Fn fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{gelu(in[0] * a + b)}; };
   expect_matches_eager(fn, {special_values({64, 33}, 1)}, true);
-  CompiledFunction f = compile(fn, interpreter());
+  CompiledFunction f = compile(fn, interpreter_backend());
   f({special_values({64, 33}, 1)});
   EXPECT_EQ(f.report().kernels, 1) << f.report().plan;
   EXPECT_EQ(f.report().op_steps, 0) << f.report().plan;
@@ -109,7 +106,7 @@ TEST(Compile, AttentionSplitReachesTheMatmulsWithoutCopies) {
   };
   Tensor x = testing::random_tensor({16, 32}, -1, 1, 22).to(DType::Float32);
   expect_matches_eager(fn, {x}, true);
-  CompiledFunction f = compile(fn, interpreter());
+  CompiledFunction f = compile(fn, interpreter_backend());
   f({x});
   const std::string plan = f.report().plan;
   for (const char* copy : {"kernel slice", "kernel reshape", "kernel permute"}) {
@@ -194,7 +191,7 @@ TEST(Compile, InPlaceReuseKeepsResults) {
     return std::vector<Tensor>{matmul(tanh(c) * 2.0, w)};
   };
   expect_matches_eager(fn, {special_values({8, 16}, 24)}, true);
-  CompiledFunction f = compile(fn, interpreter());
+  CompiledFunction f = compile(fn, interpreter_backend());
   f({special_values({8, 16}, 24)});
   EXPECT_NE(f.report().plan.find("1 in-place reuses"), std::string::npos) << f.report().plan;
 }
@@ -206,7 +203,7 @@ TEST(Compile, WorkOnConstantsIsDoneOnceAtBuild) {
   Fn fn = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{relu(matmul(in[0], w.t()))};
   };
-  CompileOptions frozen = interpreter();
+  CompileOptions frozen = interpreter_backend();
   frozen.freeze = true;
   expect_matches_eager(fn, {testing::random_tensor({4, 300}, -1, 1, 26).to(DType::Float32)}, true,
                        frozen);
@@ -228,7 +225,7 @@ TEST(Compile, NoInPlaceReuseBetweenElementsOfDifferentSizes) {
   };
   expect_matches_eager(fn, {testing::random_tensor({4, 8192}, -1, 1, 29).to(DType::Float32)},
                        false);
-  CompiledFunction f = compile(fn, interpreter());
+  CompiledFunction f = compile(fn, interpreter_backend());
   f({testing::random_tensor({4, 8192}, -1, 1, 29).to(DType::Float32)});
   EXPECT_NE(f.report().plan.find("0 in-place reuses"), std::string::npos) << f.report().plan;
 }
@@ -241,7 +238,7 @@ TEST(Compile, OutputsThatAreInputsAliasThemAndRepeatedOnesAreSeparateTensors) {
     return std::vector<Tensor>{y, in[0], y};
   };
   Tensor x = testing::random_tensor({3, 4}, -1, 1, 14).to(DType::Float32);
-  CompiledFunction f = compile(fn, interpreter());
+  CompiledFunction f = compile(fn, interpreter_backend());
   std::vector<Tensor> out = f({x});
   ASSERT_EQ(out.size(), 3u);
   EXPECT_TRUE(same_bits(out[0], x + 1.0));
@@ -253,7 +250,7 @@ TEST(Compile, OutputsThatAreInputsAliasThemAndRepeatedOnesAreSeparateTensors) {
 
 TEST(Compile, NewSignatureRecompilesAndSaysWhy) {
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0]) * 2.0}; };
-  CompileOptions options = interpreter();
+  CompileOptions options = interpreter_backend();
   options.dynamic_batch = false;  // (tests/runtime/dynamic_batch_test.cpp: the reasons with it)
   CompiledFunction f = compile(fn, options);
   Tensor a = testing::random_tensor({64, 8}, -1, 1, 15).to(DType::Float32);
@@ -273,7 +270,7 @@ TEST(Compile, DropoutDrawsWhatEagerDraws) {
     return std::vector<Tensor>{dropout(in[0] * 2.0, 0.5, true) + 1.0};
   };
   Tensor x = testing::random_tensor({32, 16}, -1, 1, 17).to(DType::Float32);
-  CompiledFunction f = compile(fn, interpreter());
+  CompiledFunction f = compile(fn, interpreter_backend());
   manual_seed(5);
   Tensor got = f({x})[0];
   const GeneratorState after = default_generator().state();
@@ -289,7 +286,7 @@ TEST(Compile, RandomTensorsDrawnInsideAreAnErrorNotAConstant) {
   Fn fn = [](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{in[0] + randn(in[0].shape())};
   };
-  CompiledFunction f = compile(fn, interpreter());
+  CompiledFunction f = compile(fn, interpreter_backend());
   Tensor x = testing::random_tensor({4}, -1, 1, 18).to(DType::Float32);
   const GeneratorState before = default_generator().state();
   try {
@@ -330,7 +327,7 @@ TEST(Compile, ProfileCountsEveryStepOfEveryCall) {
   Fn fn = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{softmax(relu(matmul(in[0], w)), 1)};
   };
-  CompileOptions o = interpreter();
+  CompileOptions o = interpreter_backend();
   o.profile = true;
   CompiledFunction f = compile(fn, o);
   Tensor x = testing::random_tensor({4, 8}, -1, 1, 20).to(DType::Float32);
@@ -362,14 +359,14 @@ TEST(Compile, ProfileCountsEveryStepOfEveryCall) {
     EXPECT_EQ(calls, 3) << line;
   }
   EXPECT_NE(f.arena_svg().find("<svg"), std::string::npos);
-  CompiledFunction plain = compile(fn, interpreter());
+  CompiledFunction plain = compile(fn, interpreter_backend());
   plain({x});
   EXPECT_THROW(plain.profile_table(), Error);  // profiling was not asked for
 }
 
 TEST(Compile, BadInputsAreClearErrors) {
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0}; };
-  CompiledFunction f = compile(fn, interpreter());
+  CompiledFunction f = compile(fn, interpreter_backend());
   EXPECT_THROW(f({Tensor()}), Error);
   CompileOptions bad;
   bad.backend = "gpu";
@@ -398,7 +395,7 @@ class CompileCpp : public testing::TempDirTest {
 void expect_cpp_matches_interpreter(const Fn& fn, const std::vector<Tensor>& inputs, bool exact) {
   CompileOptions cpp;
   cpp.backend = "cpp";
-  CompiledFunction compiled = compile(fn, cpp), interpreted = compile(fn, interpreter());
+  CompiledFunction compiled = compile(fn, cpp), interpreted = compile(fn, interpreter_backend());
   std::vector<Tensor> want = interpreted(inputs);
   for (int call = 0; call < 2; ++call) {
     std::vector<Tensor> got = compiled(inputs);
@@ -473,7 +470,7 @@ TEST_F(CompileCpp, ALayerNormWrittenOutIsOneRowKernel) {
   Tensor x = testing::random_tensor({32, 48}, -3, 3, 12).to(DType::Float32);
   expect_cpp_matches_interpreter(fn, {x}, false);
   expect_matches_eager(fn, {x}, false);
-  CompiledFunction f = compile(fn, interpreter());
+  CompiledFunction f = compile(fn, interpreter_backend());
   f({x});
   EXPECT_EQ(f.report().kernels, 1) << f.report().plan;
   EXPECT_EQ(f.report().op_steps, 0) << f.report().plan;

@@ -53,7 +53,7 @@ void expect_every_batch_matches_eager(const Fn& fn, int64_t features, const std:
   EXPECT_EQ(reasons[3], "input 0 dim 0: 3 -> 257 (dynamic S0 = input 0 dim 0: kernels reused, plan re-instantiated)");
 }
 
-class DynamicDims : public testing::TempDirTest {
+class DynamicBatch : public testing::TempDirTest {
  protected:
   void SetUp() override {
     TempDirTest::SetUp();
@@ -61,7 +61,7 @@ class DynamicDims : public testing::TempDirTest {
   }
 };
 
-class DynamicBatchBackends : public DynamicDims, public ::testing::WithParamInterface<std::string> {};
+class DynamicBatchBackends : public DynamicBatch, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(DynamicBatchBackends, MlpInference) {
   Tensor w1 = testing::random_tensor({32, 20}, -0.5, 0.5, 1).to(DType::Float32);
@@ -91,7 +91,7 @@ TEST_P(DynamicBatchBackends, ReductionOverTheBatchDim) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, DynamicBatchBackends, ::testing::Values("interpreter", "cpp"));
 
-TEST_F(DynamicDims, ANewBatchSizeRunsNoCompiler) {
+TEST_F(DynamicBatch, ANewBatchSizeRunsNoCompiler) {
   Tensor w = testing::random_tensor({16, 16}, -0.5, 0.5, 5).to(DType::Float32);
   Fn fn = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{softmax(tanh(matmul(in[0], w)) * 2.0 + 1.0, -1), sum(in[0], {0})};
@@ -116,7 +116,7 @@ TEST_F(DynamicDims, ANewBatchSizeRunsNoCompiler) {
   EXPECT_EQ(f.num_compiles(), 2);
 }
 
-TEST_F(DynamicDims, TurnedOffEveryBatchSizeCompiles) {
+TEST_F(DynamicBatch, TurnedOffEveryBatchSizeCompiles) {
   Fn fn = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{tanh(in[0]) * 2.0}; };
   CompileOptions options;
   options.backend = "interpreter";
@@ -128,7 +128,7 @@ TEST_F(DynamicDims, TurnedOffEveryBatchSizeCompiles) {
   EXPECT_FALSE(f.report().dynamic_batch);
 }
 
-TEST_F(DynamicDims, AGraphThatDependsOnTheBatchIsSpecializedAndSaysWhy) {
+TEST_F(DynamicBatch, AGraphThatDependsOnTheBatchIsSpecializedAndSaysWhy) {
   // The batch size enters as numbers that are neither n nor 1 / n for an n polynomial of degree
   // <= 2 in it (B cubed fits the three probe sizes and fails the check), and as a reshape that
   // needs it even. (B squared is dynamic: tests/runtime/dynamic_dims_test.cpp.)
@@ -156,7 +156,7 @@ TEST_F(DynamicDims, AGraphThatDependsOnTheBatchIsSpecializedAndSaysWhy) {
   }
 }
 
-TEST_F(DynamicDims, AGraphTheProbesCannotSeeIsCheckedAtEachBatchSize) {
+TEST_F(DynamicBatch, AGraphTheProbesCannotSeeIsCheckedAtEachBatchSize) {
   // x[:100] is a no-op at the probe batch sizes (17, 19, 23), where simplify removes it, so the
   // fit holds no slice; at 128 rows the function gives 100. Each new batch size is traced and
   // checked against the fit: 128 and 150 compile specialized and say why, 30 and 3 are dynamic.
@@ -198,7 +198,7 @@ TEST_F(DynamicDims, AGraphTheProbesCannotSeeIsCheckedAtEachBatchSize) {
 // plan at batch 1 lowers one group fewer, so the fitted kernels, handed out by position, would
 // run the copy's kernel for the exp group (found by a review helper): the build now checks every
 // group's name and their number, fails, and batch 1 compiles specialized, right.
-TEST_F(DynamicDims, APlanWhoseViewsChangeWithTheBatchIsSpecialized) {
+TEST_F(DynamicBatch, APlanWhoseViewsChangeWithTheBatchIsSpecialized) {
   Tensor w = testing::random_tensor({8, 8}, -1, 1, 31).to(DType::Float32);
   Tensor w2 = testing::random_tensor({2, 3}, -1, 1, 32).to(DType::Float32);
   Fn fn = [&](const std::vector<Tensor>& in) {
@@ -221,7 +221,7 @@ TEST_F(DynamicDims, APlanWhoseViewsChangeWithTheBatchIsSpecialized) {
   }
 }
 
-TEST_F(DynamicDims, TrainingStep) {
+TEST_F(DynamicBatch, TrainingStep) {
   for (const char* backend : {"interpreter", "cpp"}) {
     manual_seed(3);
     auto make = [] {
@@ -266,7 +266,7 @@ namespace {
 
 // An empty batch after the dynamic kernels exist: the plan at B = 0 touches nothing and gives empty
 // results of the right shape (a reduction over the batch gives its identity), as eager does.
-TEST_F(DynamicDims, AnEmptyBatchGivesEmptyResults) {
+TEST_F(DynamicBatch, AnEmptyBatchGivesEmptyResults) {
   for (const char* backend : {"interpreter", "cpp"}) {
     Fn fn = [](const std::vector<Tensor>& in) {
       return std::vector<Tensor>{tanh(in[0]) * 2.0, sum(in[0], {0}), softmax(in[0], -1)};

@@ -11,9 +11,12 @@
 #include "runtime/memory_plan.h"
 #include "support/errors.h"
 #include "support/temp_dir.h"
+#include "support/helpers.h"
 
 namespace smelt::runtime {
 namespace {
+
+using testing::ScopedEnv;
 
 using testing::expect_error;
 
@@ -40,23 +43,6 @@ void expect_refused(const std::vector<BufferRequest>& r, const MemoryPlan& plan,
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
 }
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(MemoryPlan, NoRequests) {
   const MemoryPlan p = checked_plan({});

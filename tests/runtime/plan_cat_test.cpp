@@ -14,41 +14,23 @@
 #include "smelt/compile.h"
 #include "support/check.h"
 #include "support/temp_dir.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
+
+using testing::rand32;
+
+using testing::ScopedEnv;
 
 using Fn = CompiledFunction::Fn;
 using testing::all_close;
 using testing::same_bits;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
-}
-
-Tensor rand32(const Shape& shape, uint64_t seed, double scale = 1.0) {
-  return testing::random_tensor(shape, -scale, scale, seed).to(DType::Float32);
 }
 
 struct Plans {

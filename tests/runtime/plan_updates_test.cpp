@@ -12,10 +12,13 @@
 #include "smelt/ops.h"
 #include "support/check.h"
 #include "support/errors.h"
+#include "support/helpers.h"
 #include "trace/interpreter.h"
 
 namespace smelt {
 namespace {
+
+using testing::rand32;
 
 using testing::all_close;
 
@@ -24,8 +27,6 @@ runtime::CompiledGraph compile(const ir::Graph& g, runtime::KernelBackend backen
   o.backend = backend;
   return runtime::compile_graph(g.clone(), o);
 }
-
-Tensor rand32(const Shape& shape, uint64_t seed) { return testing::random_tensor(shape, -1, 1, seed).to(DType::Float32); }
 
 // p (64), g (64): p' = p - 0.1 g updates p; another output reads p in `other` ways.
 struct Sgd {

@@ -13,9 +13,12 @@
 #include "smelt/compile.h"
 #include "support/check.h"
 #include "support/temp_dir.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
+
+using testing::ScopedEnv;
 
 using testing::same_bits;
 using testing::special_values;
@@ -23,25 +26,6 @@ using testing::special_values;
 using Fn = CompiledFunction::Fn;
 
 constexpr const char* kTiled = "(epilogue in the GEMM's tiles)";
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 class TiledContraction : public testing::TempDirTest {
  protected:

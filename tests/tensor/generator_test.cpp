@@ -11,19 +11,16 @@
 
 #include "smelt/creation.h"
 #include "support/errors.h"
+#include "support/helpers.h"
 
 namespace smelt {
 namespace {
 
-std::vector<double> values(const Tensor& t) { return t.to_vector(); }
+using testing::values;
+
+using testing::same_bits;
 
 // Bit-for-bit equality of two tensors' elements (NaN-safe, sign of zero included).
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  return std::memcmp(a.contiguous().raw_data(), b.contiguous().raw_data(),
-                     size_t(a.numel()) * dtype_size(a.dtype())) == 0;
-}
-
 // Runs `fn` on a new std::thread and waits for it.
 template <class F>
 void on_other_thread(F fn) {

@@ -10,17 +10,14 @@
 #include "ir/verifier.h"
 #include "passes/pass_manager.h"
 #include "support/check.h"
+#include "support/helpers.h"
 #include "trace/interpreter.h"
 #include "trace/trace.h"
 
 namespace smelt {
 namespace {
 
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  return std::memcmp(a.contiguous().raw_data(), b.contiguous().raw_data(),
-                     size_t(a.numel()) * dtype_size(a.dtype())) == 0;
-}
+using testing::same_bits;
 
 ::testing::AssertionResult same_outputs(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   if (a.size() != b.size()) {
