@@ -7,9 +7,10 @@
 # `make demo` on a fresh 2-core machine within minutes.
 #
 # Files are grouped within their own folder only (src/kernels/a..h, src/kernels/i..p, ...), so a
-# group never mixes two stages' private helpers; within a folder, names in anonymous namespaces
-# must be distinct, which the build checks every time it runs. SMELT_UNITY=OFF compiles file by
-# file (quicker to rebuild after editing one file).
+# group never mixes two stages' private helpers. Within a folder, names in anonymous namespaces
+# must be distinct: the build sees a clash inside its groups, scripts/check-unity-names.sh one
+# anywhere in a folder (a file added later moves the groups' boundaries). SMELT_UNITY=OFF compiles
+# file by file (quicker to rebuild after editing one file).
 
 # smelt_unity_groups(<target> <files per group>): gives each .cpp source of <target> a unity group
 # named after its folder and its position there, and turns the target's unity build on.

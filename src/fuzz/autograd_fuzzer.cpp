@@ -22,7 +22,7 @@ constexpr double kEps = 1e-6, kRtol = 1e-4, kAtol = 1e-5;  // finite differences
 constexpr double kKinkMargin = 1e-3;  // relu/clamp inputs stay this far from the kink
 
 // splitmix64: small, fast, and the same sequence on every platform.
-struct Rng {
+struct ValueRng {
   uint64_t state;
   uint64_t next() {
     uint64_t z = (state += 0x9e3779b97f4a7c15ull);
@@ -37,7 +37,7 @@ struct Rng {
   const T& pick(const std::vector<T>& v) { return v[size_t(below(int(v.size())))]; }
 };
 
-Tensor random_values(Rng& rng, const Shape& shape, double lo, double hi) {
+Tensor random_values(ValueRng& rng, const Shape& shape, double lo, double hi) {
   std::vector<double> v(size_t(shape_numel(shape)));
   for (double& x : v) x = rng.uniform(lo, hi);
   return from_vector(v, shape);
@@ -101,9 +101,9 @@ class SavedStorages {
   std::vector<const Storage*> log_;
 };
 
-class Generator {
+class InPlaceCaseGenerator {
  public:
-  Generator(Rng& rng, InPlaceRun& a, FunctionalRun& b, const SavedStorages& saved)
+  InPlaceCaseGenerator(ValueRng& rng, InPlaceRun& a, FunctionalRun& b, const SavedStorages& saved)
       : rng_(rng), a_(a), b_(b), saved_(saved) {}
 
   std::optional<Step> propose() {
@@ -254,7 +254,7 @@ class Generator {
     return s;
   }
 
-  Rng& rng_;
+  ValueRng& rng_;
   InPlaceRun& a_;
   FunctionalRun& b_;
   const SavedStorages& saved_;
@@ -304,7 +304,7 @@ std::vector<Tensor> gradients(const Tensor& loss, const std::vector<Tensor>& inp
 
 // The first failing check's message, or empty.
 std::string run_case(uint64_t seed, const AutogradFuzzOptions& opt, AutogradCaseResult* result) {
-  Rng rng{seed};
+  ValueRng rng{seed};
   // Input shapes: a common full shape with some dims set to 1 or dropped, so they broadcast.
   Shape full_shape;
   // Rank 0 now and then; mostly 1..max_rank, so views and broadcasting have room.
@@ -322,7 +322,7 @@ std::string run_case(uint64_t seed, const AutogradFuzzOptions& opt, AutogradCase
   InPlaceRun a{inputs};
   FunctionalRun b(inputs);
   SavedStorages saved;  // what (a)'s nodes saved; (b)'s storages are not (a)'s
-  Generator gen(rng, a, b, saved);
+  InPlaceCaseGenerator gen(rng, a, b, saved);
   std::vector<Step> program;
   std::ostringstream text;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -21,7 +21,7 @@ struct Choice {
   const char* source;  // "SMELT_CONV", "tuning file", "tuned", "heuristic"
 };
 
-std::mutex g_mutex;
+std::mutex g_conv_mutex;
 ConvTuningStore* g_store = nullptr;
 
 // Cached choices, one per key (function-local: conv calls may come from static initializers).
@@ -30,7 +30,7 @@ std::map<std::string, Choice>& choices() {
   return table;
 }
 
-std::optional<ConvImpl> forced_impl() {
+std::optional<ConvImpl> forced_conv_impl() {
   static const std::optional<ConvImpl> forced = []() -> std::optional<ConvImpl> {
     const std::string v =
         env_choice("SMELT_CONV", "auto", {"auto", "gemm", "gemm_own", "gemm_openblas", "depthwise", "onednn", "onednn_winograd", "direct"});
@@ -142,25 +142,25 @@ std::string conv_tuning_key(const Conv2dGeometry& g, DType dtype, bool weight_co
 }
 
 void conv_set_tuning_store(ConvTuningStore* store) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_conv_mutex);
   g_store = store;
   choices().clear();
 }
 
 std::optional<std::string> tuning_store_lookup(const std::string& key) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_conv_mutex);
   return g_store ? g_store->lookup(key) : std::nullopt;
 }
 
 void tuning_store_record(const std::string& key, const std::string& choice, const std::string& detail) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_conv_mutex);
   if (g_store) g_store->record(key, choice, detail);
 }
 
 ConvImpl conv_choice(const Conv2dGeometry& g, DType dtype, bool weight_constant) {
-  if (auto forced = forced_impl(); forced && conv_impl_supports(*forced, g, dtype)) return *forced;
+  if (auto forced = forced_conv_impl(); forced && conv_impl_supports(*forced, g, dtype)) return *forced;
   const std::string key = conv_tuning_key(g, dtype, weight_constant);
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_conv_mutex);
   auto it = choices().find(key);
   if (it != choices().end()) return it->second.impl;
   Choice c{heuristic(g, dtype), "heuristic"};
@@ -198,7 +198,7 @@ ConvTuneResult conv_tune(const Conv2dGeometry& g, DType dtype, int runs, bool we
   }
   std::ostringstream detail;
   for (const ConvCandidateTime& t : r.times) detail << (&t == &r.times[0] ? "" : " ") << conv_impl_name(t.impl) << "=" << t.ms << "ms";
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_conv_mutex);
   choices()[r.key] = {r.best, "tuned"};
   if (g_store) g_store->record(r.key, conv_impl_name(r.best), detail.str());
   debug_log(2, r.key + " -> " + conv_impl_name(r.best) + " (tuned: " + detail.str() + ")");
@@ -206,7 +206,7 @@ ConvTuneResult conv_tune(const Conv2dGeometry& g, DType dtype, int runs, bool we
 }
 
 void conv_choice_reset() {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_conv_mutex);
   choices().clear();
 }
 

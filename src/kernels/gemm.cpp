@@ -48,12 +48,12 @@ struct ClassStats {
   GemmImpl choice = GemmImpl::Own;
 };
 
-std::mutex g_mutex;
+std::mutex g_gemm_mutex;
 std::map<ClassKey, ClassStats> g_classes;
 
 int ceil_log2(int64_t v) { return v <= 1 ? 0 : int(std::ceil(std::log2(double(v)))); }
 
-GemmImpl forced_impl() {
+GemmImpl forced_gemm_impl() {
   static const GemmImpl forced = [] {
     const std::string v = env_choice("SMELT_GEMM", "auto", {"auto", "own", "openblas"});
     if (v == "own") return GemmImpl::Own;
@@ -134,12 +134,12 @@ bool worth_measuring(int64_t M, int64_t N, int64_t K) {
 // The implementation for this problem's class, measuring it first when the class is new.
 template <class T>
 GemmImpl decide(int64_t M, int64_t N, int64_t K, bool a_rows, bool b_rows, bool c_rows) {
-  if (forced_impl() != GemmImpl::Auto) return forced_impl();
+  if (forced_gemm_impl() != GemmImpl::Auto) return forced_gemm_impl();
   if (!worth_measuring(M, N, K)) return GemmImpl::Own;
   const ClassKey key = class_key<T>(M, N, K);
   // Held while measuring: a second thread meeting the same new class waits for the decision
   // instead of computing its result with an implementation the class may not keep.
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_gemm_mutex);
   auto it = g_classes.find(key);
   if (it != g_classes.end()) return it->second.choice;
   ClassStats s;
@@ -155,9 +155,9 @@ GemmImpl decide(int64_t M, int64_t N, int64_t K, bool a_rows, bool b_rows, bool 
 
 template <class T>
 GemmImpl gemm_choice(int64_t M, int64_t N, int64_t K) {
-  if (forced_impl() != GemmImpl::Auto) return forced_impl();
+  if (forced_gemm_impl() != GemmImpl::Auto) return forced_gemm_impl();
   if (!worth_measuring(M, N, K)) return GemmImpl::Own;
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_gemm_mutex);
   auto it = g_classes.find(class_key<T>(M, N, K));
   return it == g_classes.end() ? GemmImpl::Auto : it->second.choice;
 }
@@ -173,7 +173,7 @@ void gemm(int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t rsa, int
 }
 
 std::string gemm_selection_report() {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_gemm_mutex);
   std::ostringstream os;
   for (const auto& [key, s] : g_classes) {
     os << (key.dtype_bytes == 4 ? "float32" : "float64") << " threads=" << key.threads
@@ -188,7 +188,7 @@ std::string gemm_selection_report() {
 }
 
 void gemm_selection_reset() {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_gemm_mutex);
   g_classes.clear();
 }
 

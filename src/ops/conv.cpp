@@ -79,14 +79,6 @@ Attrs with_shape(const Attrs& a, const char* name, const Shape& shape) {
   return out;
 }
 
-// A contiguous tensor with x's values: x itself when it already is.
-Tensor dense(const Tensor& x) {
-  if (x.is_contiguous()) return x;
-  Tensor c = empty(x.shape(), x.dtype());
-  kernels::copy_strided(c, x);
-  return c;
-}
-
 // A compiled plan marks a conv step whose weight is one of its constants ("weight_constant",
 // runtime/plan_build.cpp); the promise covers w itself only, not a contiguous copy of it.
 bool weight_constant(const Attrs& attrs, const Tensor& w) {

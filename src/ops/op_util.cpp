@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/reduce.h"
+
 namespace smelt::ops {
 
 std::vector<TensorMeta> same_as_first(const std::vector<TensorMeta>& in, const Attrs&) {
@@ -72,6 +74,13 @@ std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char*
   SMELT_CHECK(v[0] >= min && v[1] >= min && v[0] <= kMax && v[1] <= kMax)
       << op << ": " << name << " must be in [" << min << ", " << kMax << "], got " << shape_str(v);
   return v;
+}
+
+Tensor dense(const Tensor& x) {
+  if (x.is_contiguous()) return x;
+  Tensor c = empty(x.shape(), x.dtype());
+  kernels::copy_strided(c, x);
+  return c;
 }
 
 Tensor zero_like_scalar(const Tensor& like) { return scalar_like(like, 0.0); }

@@ -36,6 +36,17 @@ Tensor expand_reduced(const Tensor& g, const Shape& shape, const std::vector<int
 // A two-value (h, w) int-list attribute, each value >= min; error names the op and attribute.
 std::vector<int64_t> pair_attr(const Attrs& attrs, const char* name, const char* op, int64_t min);
 
+// Whether every dim of s is 1 (a scalar, or a tensor of one element in any rank).
+inline bool all_size_one(const Shape& s) {
+  for (int64_t n : s) {
+    if (n != 1) return false;
+  }
+  return true;
+}
+
+// A contiguous tensor with x's values: x itself when it already is.
+Tensor dense(const Tensor& x);
+
 Tensor zero_like_scalar(const Tensor& like);  // a 0-dim zero of like's dtype
 
 }  // namespace smelt::ops

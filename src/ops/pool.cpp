@@ -60,13 +60,6 @@ void check_same_shape(const Shape& got, const Shape& want, const char* op, const
                            << shape_str(want);
 }
 
-Tensor dense(const Tensor& x) {
-  if (x.is_contiguous()) return x;
-  Tensor c = empty(x.shape(), x.dtype());
-  kernels::copy_strided(c, x);
-  return c;
-}
-
 Attrs without(const Attrs& attrs, const char* name) {
   Attrs out;
   for (const auto& [k, v] : attrs.items()) {

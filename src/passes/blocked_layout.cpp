@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "kernels/conv_blocked.h"
 #include "kernels/conv_onednn.h"
+#include "ops/op_util.h"
 #include "ops/conv_geometry.h"
 #include "ops/dispatch.h"
 
@@ -29,10 +30,6 @@ bool enabled() { return env_int("SMELT_BLOCKED_LAYOUT", 1, 0, 1) != 0; }
 bool is_from_blocked(const ir::Value* v) { return v->producer && v->producer->op == OpId::from_blocked; }
 
 ir::Value* blocked_source(const ir::Value* v) { return v->producer->inputs[0]; }
-
-bool all_ones(const Shape& s) {
-  return std::all_of(s.begin(), s.end(), [](int64_t n) { return n == 1; });
-}
 
 ir::Value* insert(ir::Graph& g, ir::Node* before, OpId op, const std::vector<ir::Value*>& in, const ops::Attrs& a) {
   return g.insert_node(before, op, in, a)->outputs[0];
@@ -134,7 +131,7 @@ bool sink_elementwise(ir::Graph& g, ir::Node* node) {
     } else if (in->meta.shape == out.shape && existing_blocked(in)) {
       // converted for another blocked op already (a residual's input, converted for its conv):
       // the second conversion inserted here merges with it in cse.
-    } else if (!all_ones(in->meta.shape) && !per_channel(in, out) &&
+    } else if (!ops::all_size_one(in->meta.shape) && !per_channel(in, out) &&
                !(in->kind == ir::ValueKind::Constant && in->meta.shape.size() <= 4 && in->meta.dtype == out.dtype)) {
       return false;
     }
@@ -145,7 +142,7 @@ bool sink_elementwise(ir::Graph& g, ir::Node* node) {
   for (ir::Value* in : node->inputs) {
     if (in->meta.shape == out.shape) {
       operands.push_back(as_blocked(g, node, in));
-    } else if (all_ones(in->meta.shape)) {
+    } else if (ops::all_size_one(in->meta.shape)) {
       operands.push_back(in);
     } else if (per_channel(in, out)) {
       operands.push_back(as_blocked(g, node, in));  // C values: a conversion costs nothing

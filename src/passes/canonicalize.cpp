@@ -10,7 +10,7 @@ std::pair<bool, int> operand_rank(const ir::Value* v) {
   return {v->kind == ir::ValueKind::Constant, v->id};
 }
 
-std::vector<ir::RewriteRule> make_rules() {
+std::vector<ir::RewriteRule> canonical_rules() {
   std::vector<ir::RewriteRule> rules;
   for (int i = 0; i < ops::kOpCount; ++i) {
     auto op = static_cast<ops::OpId>(i);
@@ -31,7 +31,7 @@ std::vector<ir::RewriteRule> make_rules() {
 }  // namespace
 
 const std::vector<ir::RewriteRule>& canonicalize_rules() {
-  static const std::vector<ir::RewriteRule> kRules = make_rules();
+  static const std::vector<ir::RewriteRule> kRules = canonical_rules();
   return kRules;
 }
 

@@ -96,7 +96,7 @@ bool mask_unused(const ir::Graph& g, const ir::Node* n) {
   return true;
 }
 
-std::vector<ir::RewriteRule> make_rules() {
+std::vector<ir::RewriteRule> make_simplify_rules() {
   std::vector<ir::RewriteRule> rules = {
       // add(x, -0) -> x  (and -0 + x: add is commutative); for integers, add(x, 0) -> x
       {"add(x, -0) -> x", Pattern::op(OpId::add, {Pattern::any("x"), Pattern::scalar(-0.0)}),
@@ -186,7 +186,7 @@ std::vector<ir::RewriteRule> make_rules() {
 }  // namespace
 
 const std::vector<ir::RewriteRule>& simplify_rules() {
-  static const std::vector<ir::RewriteRule> kRules = make_rules();
+  static const std::vector<ir::RewriteRule> kRules = make_simplify_rules();
   return kRules;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/transpose.h"
+#include "ops/op_util.h"
 #include "passes/permutation.h"
 
 namespace smelt::passes {
@@ -11,10 +12,6 @@ namespace {
 using ops::OpId;
 
 bool is_permute(const ir::Value* v) { return v->producer && v->producer->op == OpId::permute; }
-
-bool all_ones(const Shape& shape) {
-  return std::all_of(shape.begin(), shape.end(), [](int64_t n) { return n == 1; });
-}
 
 // c broadcast to `rank` dims (leading size-1 dims) and permuted by `perm`, as a new dense tensor
 // (the eager views: ops::view_layout owns their arithmetic).
@@ -64,7 +61,7 @@ bool sink_through(ir::Graph& g, ir::Node* node) {
       bool only_here = !g.is_output(in) && std::all_of(in->uses.begin(), in->uses.end(),
                                                        [&](const ir::Use& u) { return u.node == node; });
       frees_a_permute |= only_here;
-    } else if (!all_ones(in->meta.shape) &&
+    } else if (!ops::all_size_one(in->meta.shape) &&
                (in->kind != ir::ValueKind::Constant || int64_t(in->meta.shape.size()) > rank)) {
       return false;  // an operand that would need a permute of its own
     }
@@ -75,7 +72,7 @@ bool sink_through(ir::Graph& g, ir::Node* node) {
   for (ir::Value* in : node->inputs) {
     if (is_permute(in) && permutation_of(in->producer) == *perm) {
       operands.push_back(in->producer->inputs[0]);
-    } else if (all_ones(in->meta.shape)) {
+    } else if (ops::all_size_one(in->meta.shape)) {
       operands.push_back(in);
     } else {
       operands.push_back(g.add_constant(permuted_constant(in->constant, rank, inv)));

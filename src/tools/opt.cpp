@@ -32,6 +32,7 @@
 #include "tools/commands.h"
 #include "tools/model_engine.h"
 #include "tools/options.h"
+#include "tools/read_text.h"
 
 namespace smelt::tools {
 namespace {
@@ -59,18 +60,6 @@ bool is_onnx(const std::string& file) {
   return file.size() >= 5 && file.compare(file.size() - 5, 5, ".onnx") == 0;
 }
 
-std::string read_text(const std::string& file) {
-  std::stringstream ss;
-  if (file == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
-  }
-  std::ifstream f(file);
-  SMELT_CHECK(f.good()) << "opt: cannot open '" << file << "'";
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::unique_ptr<ir::Graph> read_graph(const std::string& file, const std::vector<std::string>& dims) {
   if (is_onnx(file)) {
     onnx::ImportOptions options;
@@ -78,7 +67,7 @@ std::unique_ptr<ir::Graph> read_graph(const std::string& file, const std::vector
     return onnx::import_model(file, options).graph.ir_graph().clone();
   }
   SMELT_CHECK(dims.empty()) << "opt: --dim applies to .onnx models only";
-  std::string text = read_text(file);
+  std::string text = read_text(file, "opt");
   try {
     return ir::parse(text);
   } catch (const Error& e) {

@@ -21,6 +21,7 @@
 #include "smelt/onnx.h"
 #include "smelt/quantize.h"
 #include "tools/commands.h"
+#include "tools/read_text.h"
 
 namespace smelt::tools {
 namespace {
@@ -68,21 +69,13 @@ std::vector<std::vector<Tensor>> read_batches(const std::string& dir, const std:
   return batches;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  SMELT_CHECK(f.good()) << "quantize: cannot open '" << path << "'";
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 void run_quantize(const QuantizeArgs& args) {
   const onnx::Model model = onnx::import_model(args.model);
   const std::vector<std::vector<Tensor>> batches = read_batches(args.calibration, model.input_names);
   QuantizeOptions options;
   options.method = calibration_method(args.method);
   options.percentile = args.percentile;
-  if (!args.load_calibration.empty()) options.calibration_json = read_text(args.load_calibration);
+  if (!args.load_calibration.empty()) options.calibration_json = read_text(args.load_calibration, "quantize");
   const QuantizeResult result = quantize(model.graph, batches, options);
   if (!args.save_calibration.empty()) {
     std::ofstream f(args.save_calibration);

@@ -46,14 +46,14 @@ TEST(ConvBlocked, ConversionsPlaceEveryChannelAndZeroThePadding) {
   }
 }
 
-struct Case {
+struct BlockedCase {
   int64_t N, C, H, W, O, k, stride, pad, groups;
 };
 
-class ConvBlockedForward : public ::testing::TestWithParam<Case> {};
+class ConvBlockedForward : public ::testing::TestWithParam<BlockedCase> {};
 
 TEST_P(ConvBlockedForward, MatchesThePlainConvolution) {
-  const Case c = GetParam();
+  const BlockedCase c = GetParam();
   Conv2dGeometry g;
   g.N = c.N, g.C = c.C, g.H = c.H, g.W = c.W, g.O = c.O, g.kH = g.kW = c.k;
   g.stride_h = g.stride_w = c.stride, g.pad_h = g.pad_w = c.pad, g.groups = c.groups;
@@ -83,11 +83,11 @@ TEST_P(ConvBlockedForward, MatchesThePlainConvolution) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ConvBlockedForward,
-                         ::testing::Values(Case{2, 20, 9, 11, 20, 3, 1, 1, 1},    // 3x3, 4 padding lanes
-                                           Case{1, 32, 8, 8, 24, 1, 1, 0, 1},     // 1x1 pointwise
-                                           Case{3, 24, 13, 14, 24, 3, 2, 1, 24},  // depthwise stride 2
-                                           Case{1, 16, 7, 7, 40, 3, 2, 1, 1},     // stride 2 3x3
-                                           Case{2, 8, 6, 6, 8, 3, 1, 1, 2}));     // grouped, C < 16
+                         ::testing::Values(BlockedCase{2, 20, 9, 11, 20, 3, 1, 1, 1},    // 3x3, 4 padding lanes
+                                           BlockedCase{1, 32, 8, 8, 24, 1, 1, 0, 1},     // 1x1 pointwise
+                                           BlockedCase{3, 24, 13, 14, 24, 3, 2, 1, 24},  // depthwise stride 2
+                                           BlockedCase{1, 16, 7, 7, 40, 3, 2, 1, 1},     // stride 2 3x3
+                                           BlockedCase{2, 8, 6, 6, 8, 3, 1, 1, 2}));     // grouped, C < 16
 
 }  // namespace
 }  // namespace smelt

@@ -15,7 +15,7 @@
 namespace smelt::kernels {
 namespace {
 
-struct Case {
+struct S8U8Case {
   int64_t m, n, k;
   bool w_unsigned = false, x_signed = false;
   bool per_row_zero_points = false;  // else every weight zero point is 0 (or 128 unsigned)
@@ -32,7 +32,7 @@ std::vector<QGemmIsa> isas() {
 
 int32_t value(uint8_t raw, bool is_signed) { return is_signed ? int32_t(int8_t(raw)) : int32_t(raw); }
 
-void check(const Case& c, QGemmIsa isa, std::mt19937& rng, bool extremes) {
+void check(const S8U8Case& c, QGemmIsa isa, std::mt19937& rng, bool extremes) {
   SCOPED_TRACE(::testing::Message() << qgemm_isa_name(isa) << " m=" << c.m << " n=" << c.n << " k=" << c.k
                                   << " w_unsigned=" << c.w_unsigned << " x_signed=" << c.x_signed
                                   << " per_row=" << c.per_row_zero_points << " padded=" << c.padded_width);

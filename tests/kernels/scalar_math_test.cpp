@@ -32,7 +32,7 @@ using testing::silu_ref;
 using testing::softplus_ref;
 using testing::ulp_error;
 
-struct Case {
+struct MathCase {
   std::string name;
   std::function<float(float)> f;
   std::function<double(double)> ref;
@@ -41,7 +41,7 @@ struct Case {
   int64_t max_ulps;
 };
 
-std::vector<Case> cases() {
+std::vector<MathCase> cases() {
   return {
       {"exp", [](float x) { return scalar::exp(x); }, [](double x) { return std::exp(x); }, 1},
       {"log", [](float x) { return scalar::log(x); }, [](double x) { return std::log(x); }, 1},
@@ -72,7 +72,7 @@ void sweep(uint64_t stride, const Visit& visit) {
 }
 
 TEST(ScalarMath, Float32AccuracySweep) {
-  for (const Case& c : cases()) {
+  for (const MathCase& c : cases()) {
     int64_t worst = 0;
     float worst_x = 0;
     sweep(2053, [&](float x) {
@@ -86,7 +86,7 @@ TEST(ScalarMath, Float32AccuracySweep) {
 }
 
 TEST(ScalarMath, NaNPropagates) {
-  for (const Case& c : cases()) {
+  for (const MathCase& c : cases()) {
     EXPECT_TRUE(std::isnan(c.f(kNaN))) << c.name;
     EXPECT_TRUE(std::isnan(c.f(-kNaN))) << c.name;
   }

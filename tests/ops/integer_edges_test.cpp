@@ -15,8 +15,8 @@ namespace {
 
 using testing::expect_error;
 
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
 // int64 values exactly (to_vector() goes through double, which rounds beyond 2^53).
 std::vector<int64_t> ints(const Tensor& t) {
@@ -39,37 +39,37 @@ int64_t wrap(uint64_t u) {
 
 TEST(IntegerEdges, DivMinByMinusOneWrapsInsteadOfTrapping) {
   // the regression: this killed the process with SIGFPE
-  EXPECT_EQ(ints(div(i64({kMin}), i64({-1}))), std::vector<int64_t>{kMin});
+  EXPECT_EQ(ints(div(i64({kI64Min}), i64({-1}))), std::vector<int64_t>{kI64Min});
   // broadcast and strided divisors take the same path
-  Tensor a = i64({kMin, kMin, kMax, 7});
+  Tensor a = i64({kI64Min, kI64Min, kI64Max, 7});
   EXPECT_EQ(ints(div(a, scalar_tensor(-1, DType::Int64))),
-            (std::vector<int64_t>{kMin, kMin, -kMax, -7}));
+            (std::vector<int64_t>{kI64Min, kI64Min, -kI64Max, -7}));
   Tensor strided = i64({-1, 99, -1, 99, -1, 99, 1, 99}).slice(0, 0, 8, 2);
-  EXPECT_EQ(ints(div(a, strided)), (std::vector<int64_t>{kMin, kMin, -kMax, 7}));
+  EXPECT_EQ(ints(div(a, strided)), (std::vector<int64_t>{kI64Min, kI64Min, -kI64Max, 7}));
 }
 
 TEST(IntegerEdges, DivisionTruncatesTowardZero) {
-  Tensor a = i64({7, -7, 7, -7, 0, kMin, kMax});
+  Tensor a = i64({7, -7, 7, -7, 0, kI64Min, kI64Max});
   Tensor b = i64({2, 2, -2, -2, 5, 2, -3});
-  EXPECT_EQ(ints(div(a, b)), (std::vector<int64_t>{3, -3, -3, 3, 0, kMin / 2, kMax / -3}));
+  EXPECT_EQ(ints(div(a, b)), (std::vector<int64_t>{3, -3, -3, 3, 0, kI64Min / 2, kI64Max / -3}));
 }
 
 TEST(IntegerEdges, DivisionByZeroIsAnError) {
   expect_error([] { div(i64({1, 2}), i64({1, 0})); }, {"div", "division by zero"});
-  expect_error([] { div(i64({kMin}), scalar_tensor(0, DType::Int64)); }, "division by zero");
+  expect_error([] { div(i64({kI64Min}), scalar_tensor(0, DType::Int64)); }, "division by zero");
 }
 
 TEST(IntegerEdges, NegAndAbsOfMinWrapToMin) {
   // as PyTorch and NumPy: -INT64_MIN does not fit, two's complement gives INT64_MIN back
-  Tensor a = i64({kMin, kMin + 1, -1, 0, kMax});
-  EXPECT_EQ(ints(neg(a)), (std::vector<int64_t>{kMin, kMax, 1, 0, -kMax}));
-  EXPECT_EQ(ints(abs(a)), (std::vector<int64_t>{kMin, kMax, 1, 0, kMax}));
+  Tensor a = i64({kI64Min, kI64Min + 1, -1, 0, kI64Max});
+  EXPECT_EQ(ints(neg(a)), (std::vector<int64_t>{kI64Min, kI64Max, 1, 0, -kI64Max}));
+  EXPECT_EQ(ints(abs(a)), (std::vector<int64_t>{kI64Min, kI64Max, 1, 0, kI64Max}));
   EXPECT_EQ(ints(sign(a)), (std::vector<int64_t>{-1, -1, -1, 0, 1}));
-  EXPECT_EQ(ints(relu(a)), (std::vector<int64_t>{0, 0, 0, 0, kMax}));
+  EXPECT_EQ(ints(relu(a)), (std::vector<int64_t>{0, 0, 0, 0, kI64Max}));
 }
 
 TEST(IntegerEdges, AddSubMulWrapAround) {
-  std::vector<int64_t> xs = {kMin, kMin + 1, -3, -1, 0, 1, 3, kMax - 1, kMax, int64_t(1) << 62};
+  std::vector<int64_t> xs = {kI64Min, kI64Min + 1, -3, -1, 0, 1, 3, kI64Max - 1, kI64Max, int64_t(1) << 62};
   std::vector<int64_t> a_vals, b_vals, add_ref, sub_ref, mul_ref;
   for (int64_t x : xs) {
     for (int64_t y : xs) {
@@ -85,29 +85,29 @@ TEST(IntegerEdges, AddSubMulWrapAround) {
   EXPECT_EQ(ints(sub(a, b)), sub_ref);
   EXPECT_EQ(ints(mul(a, b)), mul_ref);
   // the values PyTorch 1.13 prints for the same programs
-  EXPECT_EQ(ints(add(i64({kMax}), i64({1}))), std::vector<int64_t>{kMin});
+  EXPECT_EQ(ints(add(i64({kI64Max}), i64({1}))), std::vector<int64_t>{kI64Min});
   EXPECT_EQ(ints(mul(i64({int64_t(1) << 62}), i64({4}))), std::vector<int64_t>{0});
 }
 
 TEST(IntegerEdges, SumWrapsAround) {
-  EXPECT_EQ(ints(sum(i64({kMax, 1}))), std::vector<int64_t>{kMin});  // PyTorch 1.13: the same
+  EXPECT_EQ(ints(sum(i64({kI64Max, 1}))), std::vector<int64_t>{kI64Min});  // PyTorch 1.13: the same
   // long enough for the lane-parallel path, with an overflow inside the lanes
-  std::vector<int64_t> v(1000, kMax);
+  std::vector<int64_t> v(1000, kI64Max);
   uint64_t ref = 0;
   for (int64_t x : v) ref += uint64_t(x);
   EXPECT_EQ(ints(sum(from_vector(v, {1000}))), std::vector<int64_t>{wrap(ref)});
   // over a non-trailing dim
-  Tensor m = from_vector(std::vector<int64_t>{kMax, 5, kMax, 6}, {2, 2});
-  EXPECT_EQ(ints(sum(m, {0})), (std::vector<int64_t>{wrap(uint64_t(kMax) * 2), 11}));
+  Tensor m = from_vector(std::vector<int64_t>{kI64Max, 5, kI64Max, 6}, {2, 2});
+  EXPECT_EQ(ints(sum(m, {0})), (std::vector<int64_t>{wrap(uint64_t(kI64Max) * 2), 11}));
 }
 
 TEST(IntegerEdges, MaximumMinimumAndComparesAtExtremes) {
-  Tensor a = i64({kMin, kMax, 0}), b = i64({kMax, kMin, 0});
-  EXPECT_EQ(ints(maximum(a, b)), (std::vector<int64_t>{kMax, kMax, 0}));
-  EXPECT_EQ(ints(minimum(a, b)), (std::vector<int64_t>{kMin, kMin, 0}));
+  Tensor a = i64({kI64Min, kI64Max, 0}), b = i64({kI64Max, kI64Min, 0});
+  EXPECT_EQ(ints(maximum(a, b)), (std::vector<int64_t>{kI64Max, kI64Max, 0}));
+  EXPECT_EQ(ints(minimum(a, b)), (std::vector<int64_t>{kI64Min, kI64Min, 0}));
   EXPECT_EQ(lt(a, b).to_vector(), (std::vector<double>{1, 0, 0}));
-  // kMax and kMax - 1 are one double apart from nothing: compared as integers, not doubles
-  EXPECT_EQ(eq(i64({kMax}), i64({kMax - 1})).to_vector(), std::vector<double>{0});
+  // kI64Max and kI64Max - 1 are one double apart from nothing: compared as integers, not doubles
+  EXPECT_EQ(eq(i64({kI64Max}), i64({kI64Max - 1})).to_vector(), std::vector<double>{0});
 }
 
 TEST(IntegerEdges, FullAndFromVectorRefuseValuesIntegersCannotHold) {
@@ -120,7 +120,7 @@ TEST(IntegerEdges, FullAndFromVectorRefuseValuesIntegersCannotHold) {
   // a floating number promotes an int64 tensor to float32 (as PyTorch), so 1e19 is no overflow
   EXPECT_EQ((i64({1}) * 1e19).dtype(), DType::Float32);
   EXPECT_EQ((i64({1}) * 1e19).item(), double(1e19f));
-  EXPECT_EQ(ints(full({1}, -9223372036854775808.0, DType::Int64)), std::vector<int64_t>{kMin});
+  EXPECT_EQ(ints(full({1}, -9223372036854775808.0, DType::Int64)), std::vector<int64_t>{kI64Min});
   EXPECT_EQ(ints(full({1}, 2.9, DType::Int64)), std::vector<int64_t>{2});  // truncation, as PyTorch
   EXPECT_EQ(full({1}, NAN, DType::Bool).to_vector(), std::vector<double>{1});
   expect_error([] { arange(0, INFINITY, 1); }, "arange");

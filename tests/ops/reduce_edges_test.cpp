@@ -12,9 +12,9 @@ namespace {
 
 using testing::expect_error;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kPosInf = std::numeric_limits<double>::infinity();
 
-::testing::AssertionResult same_values(const std::vector<double>& got, const std::vector<double>& want) {
+::testing::AssertionResult same_reduced_values(const std::vector<double>& got, const std::vector<double>& want) {
   if (got.size() != want.size()) {
     return ::testing::AssertionFailure() << "got " << got.size() << " values, want " << want.size();
   }
@@ -37,8 +37,8 @@ TEST(VarEdges, DividesByMaxOfZeroAndNMinusCorrection) {
   };
   for (const Case& c : std::vector<Case>{{1, 1, NAN},   // 0 / 0
                                          {1, 2, NAN},   // 0 / 0
-                                         {2, 2, kInf},  // 0.5 / 0
-                                         {3, 5, kInf},  // 2 / 0
+                                         {2, 2, kPosInf},  // 0.5 / 0
+                                         {3, 5, kPosInf},  // 2 / 0
                                          {0, 0, NAN},   // no values
                                          {0, 1, NAN},
                                          {3, 1, 1.0},
@@ -46,12 +46,12 @@ TEST(VarEdges, DividesByMaxOfZeroAndNMinusCorrection) {
     for (DType dtype : {DType::Float64, DType::Float32}) {
       Tensor x = cast(arange_f64(c.n), dtype);
       const double want = dtype == DType::Float32 ? double(float(c.want)) : c.want;
-      EXPECT_TRUE(same_values(var(x, {0}, c.correction).to_vector(), {want}))
+      EXPECT_TRUE(same_reduced_values(var(x, {0}, c.correction).to_vector(), {want}))
           << "n " << c.n << " correction " << c.correction << " " << dtype_name(dtype);
     }
   }
   // all values equal with N - c == 0: 0 / 0 (PyTorch: nan)
-  EXPECT_TRUE(same_values(var(ones({3}, DType::Float64), {0}, 3).to_vector(), {NAN}));
+  EXPECT_TRUE(same_reduced_values(var(ones({3}, DType::Float64), {0}, 3).to_vector(), {NAN}));
 }
 
 TEST(VarEdges, BackwardAgreesWithForward) {
@@ -59,13 +59,13 @@ TEST(VarEdges, BackwardAgreesWithForward) {
   Tensor x = arange_f64(2);
   x.set_requires_grad();
   var(x, {0}, 2).backward();
-  EXPECT_TRUE(same_values(x.grad().to_vector(), {-kInf, kInf}));
+  EXPECT_TRUE(same_reduced_values(x.grad().to_vector(), {-kPosInf, kPosInf}));
   // n - c < 0 divides by 0 too (PyTorch's backward divides by the negative n - c instead, which
   // disagrees with its own forward)
   Tensor y = arange_f64(3);
   y.set_requires_grad();
   var(y, {0}, 5).backward();
-  EXPECT_TRUE(same_values(y.grad().to_vector(), {-kInf, NAN, kInf}));
+  EXPECT_TRUE(same_reduced_values(y.grad().to_vector(), {-kPosInf, NAN, kPosInf}));
   // where the forward is finite, finite differences agree, for every correction up to n - 1
   for (int64_t c = 0; c < 4; ++c) {
     Tensor leaf = testing::random_leaf({2, 4}, -1, 1, uint64_t(7 + c));
@@ -92,15 +92,15 @@ TEST(EmptyReductions, ExtremesOverNonEmptyDimsAreEmpty) {
 
 TEST(EmptyReductions, SumMeanVarArgmaxMatchPyTorch) {
   Tensor e = zeros({0, 3}, DType::Float64);
-  EXPECT_TRUE(same_values(sum(e, {0}).to_vector(), {0, 0, 0}));
-  EXPECT_TRUE(same_values(mean(e, {0}).to_vector(), {NAN, NAN, NAN}));
-  EXPECT_TRUE(same_values(var(e, {0}, 1).to_vector(), {NAN, NAN, NAN}));
+  EXPECT_TRUE(same_reduced_values(sum(e, {0}).to_vector(), {0, 0, 0}));
+  EXPECT_TRUE(same_reduced_values(mean(e, {0}).to_vector(), {NAN, NAN, NAN}));
+  EXPECT_TRUE(same_reduced_values(var(e, {0}, 1).to_vector(), {NAN, NAN, NAN}));
   EXPECT_EQ(sum(e, {1}).shape(), (Shape{0}));
   EXPECT_EQ(mean(e, {1}).shape(), (Shape{0}));
   EXPECT_EQ(var(e, {1}, 1).shape(), (Shape{0}));
   EXPECT_EQ(argmax(e, 1).shape(), (Shape{0}));
-  EXPECT_TRUE(same_values(sum(e).to_vector(), {0}));
-  EXPECT_TRUE(same_values(mean(e).to_vector(), {NAN}));
+  EXPECT_TRUE(same_reduced_values(sum(e).to_vector(), {0}));
+  EXPECT_TRUE(same_reduced_values(mean(e).to_vector(), {NAN}));
   // gradients of empty reductions are empty
   Tensor leaf = zeros({0, 3}, DType::Float64);
   leaf.set_requires_grad();
@@ -118,13 +118,13 @@ TEST(EmptyReductions, SoftmaxAndLayerNormKeepEmptyShapes) {
 }
 
 TEST(SizeOneDims, ReductionsOverSizeOneDims) {
-  Tensor x = from_vector(std::vector<double>{1, NAN, -kInf}, {3, 1}, DType::Float64);
-  EXPECT_TRUE(same_values(amax(x, {1}).to_vector(), {1, NAN, -kInf}));
-  EXPECT_TRUE(same_values(sum(x, {1}).to_vector(), {1, NAN, -kInf}));
-  EXPECT_TRUE(same_values(var(x, {1}, 0).to_vector(), {0, NAN, NAN}));  // PyTorch: -inf - -inf = nan
-  EXPECT_TRUE(same_values(var(x, {1}, 1).to_vector(), {NAN, NAN, NAN}));
-  EXPECT_TRUE(same_values(argmax(x, 1).to_vector(), {0, 0, 0}));
-  EXPECT_TRUE(same_values(softmax(x, 1).to_vector(), {1, NAN, NAN}));
+  Tensor x = from_vector(std::vector<double>{1, NAN, -kPosInf}, {3, 1}, DType::Float64);
+  EXPECT_TRUE(same_reduced_values(amax(x, {1}).to_vector(), {1, NAN, -kPosInf}));
+  EXPECT_TRUE(same_reduced_values(sum(x, {1}).to_vector(), {1, NAN, -kPosInf}));
+  EXPECT_TRUE(same_reduced_values(var(x, {1}, 0).to_vector(), {0, NAN, NAN}));  // PyTorch: -inf - -inf = nan
+  EXPECT_TRUE(same_reduced_values(var(x, {1}, 1).to_vector(), {NAN, NAN, NAN}));
+  EXPECT_TRUE(same_reduced_values(argmax(x, 1).to_vector(), {0, 0, 0}));
+  EXPECT_TRUE(same_reduced_values(softmax(x, 1).to_vector(), {1, NAN, NAN}));
 }
 
 }  // namespace

@@ -19,9 +19,9 @@ using Fn = CompiledFunction::Fn;
 
 // The batch sizes of issue 8; 64 and 128 first (the first specializes, the second builds the
 // dynamic kernels).
-const std::vector<int64_t> kBatches = {64, 128, 1, 3, 257, 64};
+const std::vector<int64_t> kBatchSizes = {64, 128, 1, 3, 257, 64};
 
-Tensor input(int64_t batch, int64_t features, uint64_t seed) {
+Tensor batch_input(int64_t batch, int64_t features, uint64_t seed) {
   return testing::random_tensor({batch, features}, -2, 2, seed).to(DType::Float32);
 }
 
@@ -30,8 +30,8 @@ void expect_every_batch_matches_eager(const Fn& fn, int64_t features, const std:
   CompileOptions options;
   options.backend = backend;
   CompiledFunction f = compile(fn, options);
-  for (size_t i = 0; i < kBatches.size(); ++i) {
-    Tensor x = input(kBatches[i], features, 10 + i);
+  for (size_t i = 0; i < kBatchSizes.size(); ++i) {
+    Tensor x = batch_input(kBatchSizes[i], features, 10 + i);
     std::vector<Tensor> want = fn({x});
     for (int call = 0; call < 2; ++call) {  // the second call replays the plan
       std::vector<Tensor> got = f({x});
@@ -39,11 +39,11 @@ void expect_every_batch_matches_eager(const Fn& fn, int64_t features, const std:
       for (size_t o = 0; o < got.size(); ++o) {
         EXPECT_EQ(got[o].shape(), want[o].shape());
         EXPECT_TRUE(testing::all_close(got[o], want[o], tol, tol))
-            << "batch " << kBatches[i] << " output " << o << "\n" << f.report().plan;
+            << "batch " << kBatchSizes[i] << " output " << o << "\n" << f.report().plan;
       }
     }
-    EXPECT_EQ(f.report().dynamic_batch, i > 0 && i + 1 < kBatches.size())
-        << "batch " << kBatches[i] << ": " << (f.recompile_reasons().empty() ? "" : f.recompile_reasons().back());
+    EXPECT_EQ(f.report().dynamic_batch, i > 0 && i + 1 < kBatchSizes.size())
+        << "batch " << kBatchSizes[i] << ": " << (f.recompile_reasons().empty() ? "" : f.recompile_reasons().back());
   }
   EXPECT_EQ(f.num_compiles(), 2);  // 64 specialized, 128 the dynamic kernels; the rest instantiated
   const std::vector<std::string> reasons = f.recompile_reasons();
@@ -99,12 +99,12 @@ TEST_F(DynamicBatch, ANewBatchSizeRunsNoCompiler) {
   CompileOptions cpp;
   cpp.backend = "cpp";
   CompiledFunction f = compile(fn, cpp);
-  f({input(64, 16, 1)});
-  f({input(128, 16, 2)});  // compiles the dynamic-batch kernels
+  f({batch_input(64, 16, 1)});
+  f({batch_input(128, 16, 2)});  // compiles the dynamic-batch kernels
   ASSERT_GT(f.report().kernels, 0) << f.report().plan;
   const codegen::KernelCacheStats before = codegen::KernelCache::global().stats();
   for (int64_t b : {3, 257, 1, 1000}) {
-    Tensor x = input(b, 16, uint64_t(b));
+    Tensor x = batch_input(b, 16, uint64_t(b));
     std::vector<Tensor> got = f({x}), want = fn({x});
     for (size_t o = 0; o < got.size(); ++o) EXPECT_TRUE(testing::all_close(got[o], want[o], 1e-5, 1e-5)) << b;
     EXPECT_TRUE(f.report().dynamic_batch);
@@ -122,7 +122,7 @@ TEST_F(DynamicBatch, TurnedOffEveryBatchSizeCompiles) {
   options.backend = "interpreter";
   options.dynamic_batch = false;
   CompiledFunction f = compile(fn, options);
-  for (int64_t b : {64, 128, 3}) EXPECT_TRUE(testing::same_bits(f({input(b, 8, 1)})[0], fn({input(b, 8, 1)})[0]));
+  for (int64_t b : {64, 128, 3}) EXPECT_TRUE(testing::same_bits(f({batch_input(b, 8, 1)})[0], fn({batch_input(b, 8, 1)})[0]));
   EXPECT_EQ(f.num_compiles(), 3);
   EXPECT_EQ(f.recompile_reasons()[0], "input 0 dim 0: 64 -> 128");
   EXPECT_FALSE(f.report().dynamic_batch);
@@ -145,7 +145,7 @@ TEST_F(DynamicBatch, AGraphThatDependsOnTheBatchIsSpecializedAndSaysWhy) {
     options.backend = "interpreter";
     CompiledFunction f = compile(fns[k], options);
     for (int64_t b : {64, 128, 4}) {
-      Tensor x = input(b, 8, uint64_t(b));
+      Tensor x = batch_input(b, 8, uint64_t(b));
       EXPECT_TRUE(testing::same_bits(f({x})[0], fns[k]({x})[0])) << k << " batch " << b;
       EXPECT_FALSE(f.report().dynamic_batch) << k;
     }
@@ -174,7 +174,7 @@ TEST_F(DynamicBatch, AGraphTheProbesCannotSeeIsCheckedAtEachBatchSize) {
       options.backend = backend;
       CompiledFunction f = compile(fns[k], options);
       for (int64_t b : {64, 30, 128, 150, 3, 128}) {
-        Tensor x = input(b, 8, uint64_t(b));
+        Tensor x = batch_input(b, 8, uint64_t(b));
         const std::vector<Tensor> got = f({x}), want = fns[k]({x});
         ASSERT_EQ(got.size(), want.size());
         for (size_t o = 0; o < got.size(); ++o) {
@@ -211,7 +211,7 @@ TEST_F(DynamicBatch, APlanWhoseViewsChangeWithTheBatchIsSpecialized) {
     options.backend = backend;
     CompiledFunction f = compile(fn, options);
     for (int64_t b : {64, 30, 1, 5, 1}) {
-      Tensor x = input(b, 8, uint64_t(40 + b));
+      Tensor x = batch_input(b, 8, uint64_t(40 + b));
       const std::vector<Tensor> got = f({x}), want = fn({x});
       EXPECT_TRUE(testing::all_close(got[0], want[0], 1e-6, 1e-6)) << backend << " batch " << b << "\n" << f.report().plan;
     }
@@ -241,8 +241,8 @@ TEST_F(DynamicBatch, TrainingStep) {
     CompileOptions options;
     options.backend = backend;
     CompiledFunction step = compile_training_step(*model, loss_of(*model), options);
-    for (int64_t b : kBatches) {
-      Tensor x = input(b, 12, uint64_t(b)), y = input(b, 4, uint64_t(b) + 1);
+    for (int64_t b : kBatchSizes) {
+      Tensor x = batch_input(b, 12, uint64_t(b)), y = batch_input(b, 4, uint64_t(b) + 1);
       eager->zero_grad();
       model->zero_grad();
       Tensor want = loss_of(*eager)({x, y})[0];
@@ -275,7 +275,7 @@ TEST_F(DynamicBatch, AnEmptyBatchGivesEmptyResults) {
     options.backend = backend;
     CompiledFunction f = compile(fn, options);
     for (int64_t b : {64, 128, 0, 5}) {
-      Tensor x = input(b, 8, uint64_t(b) + 7);
+      Tensor x = batch_input(b, 8, uint64_t(b) + 7);
       std::vector<Tensor> want = fn({x}), got = f({x});
       ASSERT_EQ(got.size(), want.size());
       for (size_t o = 0; o < got.size(); ++o) {

@@ -14,7 +14,7 @@
 namespace smelt {
 namespace {
 
-std::shared_ptr<nn::Sequential> make_model(uint64_t seed) {
+std::shared_ptr<nn::Sequential> make_nll_model(uint64_t seed) {
   manual_seed(seed);
   return std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
       std::make_shared<nn::Linear>(12, 32), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(32, 10)});
@@ -43,7 +43,7 @@ TEST(NllGatherTraining, CrossEntropyStepMatchesEagerOnBothBackends) {
   for (const std::string backend : {"interpreter", "cpp"}) {
     for (Reduction reduction : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
       SCOPED_TRACE(backend + " reduction " + std::to_string(int(reduction)));
-      auto eager = make_model(5), compiled_model = make_model(5);
+      auto eager = make_nll_model(5), compiled_model = make_nll_model(5);
       CompileOptions o;
       o.backend = backend;
       CompiledFunction step = compile_training_step(*compiled_model, loss_of(*compiled_model, reduction), o);
@@ -75,7 +75,7 @@ TEST(NllGatherTraining, SameLossBitsAsWithoutTheGather) {
     int steps[2];
     for (int gathers = 0; gathers < 2; ++gathers) {
       setenv("SMELT_FUSE_GATHERS", gathers ? "1" : "0", 1);
-      auto model = make_model(9);
+      auto model = make_nll_model(9);
       CompileOptions o;
       o.backend = "interpreter";
       CompiledFunction step = compile_training_step(*model, loss_of(*model, reduction), o);
@@ -92,7 +92,7 @@ TEST(NllGatherTraining, SameLossBitsAsWithoutTheGather) {
 
 TEST(NllGatherTraining, TargetOutOfRangeFailsWithEagersMessage) {
   for (const std::string backend : {"interpreter", "cpp"}) {
-    auto model = make_model(5);
+    auto model = make_nll_model(5);
     CompileOptions o;
     o.backend = backend;
     CompiledFunction step = compile_training_step(*model, loss_of(*model, Reduction::Mean), o);

@@ -27,7 +27,7 @@ using Fn = CompiledFunction::Fn;
 using testing::all_close;
 using testing::same_bits;
 
-size_t count(const std::string& text, const std::string& what) {
+size_t occurrences(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
@@ -69,7 +69,7 @@ class PlanCat : public testing::TempDirTest {
         }
       }
       plans.in_place = f.report().plan;
-      EXPECT_EQ(count(plans.copying, "into its slice"), 0u) << plans.copying;
+      EXPECT_EQ(occurrences(plans.copying, "into its slice"), 0u) << plans.copying;
     }
     return plans;
   }
@@ -92,10 +92,10 @@ TEST_F(PlanCat, FireModuleWritesBothSlices) {
     ScopedEnv env("SMELT_BLOCKED_LAYOUT", blocked);
     SCOPED_TRACE(std::string("SMELT_BLOCKED_LAYOUT=") + blocked);
     const Plans p = expect_same_as_copying(fn, {x});
-    EXPECT_EQ(count(p.copying, "op cat ("), 1u) << p.copying;
-    EXPECT_EQ(count(p.in_place, "op cat ("), 0u) << p.in_place;
-    EXPECT_EQ(count(p.in_place, "into its slice"), 0u) << p.in_place;
-    EXPECT_GE(count(p.in_place, "alias"), 2u) << p.in_place;
+    EXPECT_EQ(occurrences(p.copying, "op cat ("), 1u) << p.copying;
+    EXPECT_EQ(occurrences(p.in_place, "op cat ("), 0u) << p.in_place;
+    EXPECT_EQ(occurrences(p.in_place, "into its slice"), 0u) << p.in_place;
+    EXPECT_GE(occurrences(p.in_place, "alias"), 2u) << p.in_place;
   }
 }
 
@@ -108,9 +108,9 @@ TEST_F(PlanCat, MatmulRowsAndAnInputOperand) {
     return std::vector<Tensor>{exp(c * 0.5)};
   };
   const Plans p = expect_same_as_copying(fn, {rand32({8, 24}, 12), rand32({4, 32}, 13)});
-  EXPECT_EQ(count(p.in_place, "op cat ("), 0u) << p.in_place;
-  EXPECT_EQ(count(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
-  EXPECT_EQ(count(p.in_place, "into its slice"), 1u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "op cat ("), 0u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "into its slice"), 1u) << p.in_place;
 }
 
 // The first operand is also read by another op: it is still written into its slice (the other
@@ -123,9 +123,9 @@ TEST_F(PlanCat, OperandsReadElsewhereArePlacedOutputsCopied) {
     return std::vector<Tensor>{k * 2.0, a.sum(), b};
   };
   const Plans p = expect_same_as_copying(fn, {rand32({16, 16}, 22)});
-  EXPECT_EQ(count(p.in_place, "cat operand 0 into its slice"), 0u) << p.in_place;
-  EXPECT_EQ(count(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
-  EXPECT_EQ(count(p.in_place, "cat operand 2 into its slice"), 0u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "cat operand 0 into its slice"), 0u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "cat operand 2 into its slice"), 0u) << p.in_place;
 }
 
 // A recurrence stacked over its steps (as recurrent_layer does): each step's state is read by the
@@ -146,9 +146,9 @@ TEST_F(PlanCat, StackedRecurrentStatesAreWrittenInPlace) {
       return std::vector<Tensor>{stack(states, 0) * 2.0, h.sum()};
     };
     const Plans p = expect_same_as_copying(fn, {testing::special_values({6, 1, 16}, 42, 13)});
-    EXPECT_EQ(count(p.copying, "op cat ("), 1u) << p.copying;
-    EXPECT_EQ(count(p.in_place, "op cat ("), 0u) << p.in_place;
-    EXPECT_EQ(count(p.in_place, "into its slice"), 0u) << p.in_place;
+    EXPECT_EQ(occurrences(p.copying, "op cat ("), 1u) << p.copying;
+    EXPECT_EQ(occurrences(p.in_place, "op cat ("), 0u) << p.in_place;
+    EXPECT_EQ(occurrences(p.in_place, "into its slice"), 0u) << p.in_place;
   }
 }
 
@@ -163,30 +163,30 @@ TEST_F(PlanCat, NegativeCases) {
     return std::vector<Tensor>{cat({relu(in[0] * 2.0), exp(in[0])}, 1)};
   };
   Plans p = expect_same_as_copying(output_cat, {rand32({1, 16, 4, 4}, 32)});
-  EXPECT_EQ(count(p.in_place, "op cat ("), 1u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "op cat ("), 1u) << p.in_place;
 
   const Fn batch2 = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{cat({relu(in[0] * 2.0), exp(in[0])}, 1).sum({1})};
   };
   p = expect_same_as_copying(batch2, {rand32({2, 16, 4, 4}, 33)});
-  EXPECT_EQ(count(p.in_place, "op cat ("), 1u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "op cat ("), 1u) << p.in_place;
 
   const Fn twice = [&](const std::vector<Tensor>& in) {
     Tensor a = relu(in[0] * 2.0);
     return std::vector<Tensor>{cat({a, a}, 0).sum({0})};
   };
   p = expect_same_as_copying(twice, {rand32({16, 16}, 34)});
-  EXPECT_EQ(count(p.in_place, "cat operand 0 into its slice"), 0u) << p.in_place;
-  EXPECT_EQ(count(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "cat operand 0 into its slice"), 0u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
 
   const Fn unaligned = [&](const std::vector<Tensor>& in) {
     Tensor c = cat({relu(conv2d(in[0], w, Tensor(), 1, 1)), tanh(conv2d(in[0], w, Tensor(), 1, 1))}, 1);
     return std::vector<Tensor>{c.sum({1})};
   };
   p = expect_same_as_copying(unaligned, {rand32({1, 4, 5, 5}, 35)});
-  EXPECT_EQ(count(p.in_place, "op cat ("), 0u) << p.in_place;
-  EXPECT_EQ(count(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
-  EXPECT_EQ(count(p.in_place, "cat operand 0 into its slice"), 0u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "op cat ("), 0u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "cat operand 1 into its slice"), 1u) << p.in_place;
+  EXPECT_EQ(occurrences(p.in_place, "cat operand 0 into its slice"), 0u) << p.in_place;
 }
 
 }  // namespace

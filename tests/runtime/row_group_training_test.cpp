@@ -12,7 +12,7 @@
 namespace smelt {
 namespace {
 
-std::shared_ptr<nn::Sequential> make_model(uint64_t seed) {
+std::shared_ptr<nn::Sequential> make_row_group_model(uint64_t seed) {
   manual_seed(seed);
   return std::make_shared<nn::Sequential>(std::vector<nn::ModulePtr>{
       std::make_shared<nn::Linear>(12, 24), std::make_shared<nn::LayerNorm>(Shape{24}), std::make_shared<nn::ReLU>(),
@@ -30,7 +30,7 @@ CompiledFunction::Fn loss_of(nn::Module& m) {
 
 int kernels_with_row_groups(const char* setting, const std::string& backend) {
   setenv("SMELT_FUSE_ROW_GROUPS", setting, 1);
-  auto model = make_model(3);
+  auto model = make_row_group_model(3);
   CompileOptions o;
   o.backend = backend;
   o.memory_budget = 1;  // no recomputation: the count is the backward rules' kernels alone
@@ -42,7 +42,7 @@ int kernels_with_row_groups(const char* setting, const std::string& backend) {
 
 TEST(RowGroupTraining, GradientsMatchEagerOnBothBackends) {
   for (const std::string backend : {"interpreter", "cpp"}) {
-    auto eager = make_model(3), compiled_model = make_model(3);
+    auto eager = make_row_group_model(3), compiled_model = make_row_group_model(3);
     CompileOptions o;
     o.backend = backend;
     CompiledFunction step = compile_training_step(*compiled_model, loss_of(*compiled_model), o);
