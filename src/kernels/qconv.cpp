@@ -10,11 +10,22 @@
 // - one input channel per group (depthwise): a direct loop per channel over the same phase frames
 //   (kernels/qconv_depthwise.cpp), since a GEMM of one row would waste its tile.
 // Padding reads the input's zero point, so it stands for 0.
+// Where oneDNN's int8 convolution computes the same bytes (kernels/qconv_onednn.h), the faster of
+// the two, measured on a shape's first call, runs it (choose_onednn).
 #include <algorithm>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
 
+#include "base/env.h"
+#include "base/log.h"
 #include "base/parallel.h"
+#include "kernels/conv_select.h"
 #include "kernels/qconv_frames.h"
 #include "kernels/qgemm.h"
+#include "kernels/qconv_onednn.h"
 #include "kernels/qgemm_tiles.h"
 #include "kernels/quantize.h"
 #include "kernels/quantize_params.h"
@@ -30,6 +41,66 @@ uint8_t* scratch(std::vector<uint8_t>& buffer, size_t bytes) {
   return buffer.data();
 }
 
+double best_ms_of(const std::function<void()>& run, int runs) {
+  double best = 1e300;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+// Whether oneDNN runs a convolution both implementations compute alike: SMELT_QCONV=smelt|onednn
+// pins it; otherwise the tuning store's record for the shape (runtime/tuning_file.h: every process
+// on the machine agrees), or a measurement on this first call (a warm-up and three timed runs of
+// each, alternating; each run writes the same y), recorded there.
+bool choose_onednn(const std::string& key, const std::function<void()>& smelt, const std::function<void()>& onednn) {
+  const std::string pinned = env_choice("SMELT_QCONV", "auto", {"auto", "smelt", "onednn"});
+  if (pinned != "auto") return pinned == "onednn";
+  static std::mutex mutex;
+  static std::map<std::string, bool> chosen;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = chosen.find(key); it != chosen.end()) return it->second;
+  }
+  bool use_onednn = false;
+  if (const std::optional<std::string> recorded = tuning_store_lookup(key)) {
+    use_onednn = *recorded == "onednn";
+    debug_log(2, key + " -> " + *recorded + " (tuning file)");
+  } else {
+    smelt();
+    onednn();
+    double smelt_ms = 1e300, onednn_ms = 1e300;
+    for (int round = 0; round < 3; ++round) {
+      smelt_ms = std::min(smelt_ms, best_ms_of(smelt, 1));
+      onednn_ms = std::min(onednn_ms, best_ms_of(onednn, 1));
+    }
+    use_onednn = onednn_ms < smelt_ms;
+    const std::string detail = "smelt " + std::to_string(smelt_ms) + " ms, onednn " + std::to_string(onednn_ms) + " ms";
+    tuning_store_record(key, use_onednn ? "onednn" : "smelt", detail);
+    debug_log(2, key + " -> " + (use_onednn ? "onednn" : "smelt") + " (measured: " + detail + ")");
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  chosen.emplace(key, use_onednn);
+  return use_onednn;
+}
+
+void quantized_conv2d_own(const Tensor& y, const QuantizedTensor& x, const QuantizedTensor& w, const Tensor& bias,
+                          const Requant& r, const QConvGeometry& g, bool weight_constant);
+
+std::string qconv_key(const QuantizedTensor& x, const QuantizedTensor& w, const Tensor& y, const QConvGeometry& g,
+                      bool bias, bool weight_constant) {
+  std::string k = "qconv threads=" + std::to_string(num_threads()) + " x=" + dtype_name(x.values.dtype()) +
+                  shape_str(x.values.shape()) + " w=" + shape_str(w.values.shape()) + " y=" + dtype_name(y.dtype());
+  k += " stride=" + std::to_string(g.stride[0]) + "," + std::to_string(g.stride[1]);
+  k += " pad=" + std::to_string(g.pad_begin[0]) + "," + std::to_string(g.pad_begin[1]) + "," +
+       std::to_string(g.pad_end[0]) + "," + std::to_string(g.pad_end[1]);
+  k += " dilation=" + std::to_string(g.dilation[0]) + "," + std::to_string(g.dilation[1]);
+  k += " groups=" + std::to_string(g.groups) + (bias ? " bias" : "") + (weight_constant ? " constant" : "");
+  return k;
+}
+
 }  // namespace
 
 int64_t qconv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin,
@@ -41,8 +112,24 @@ int64_t qconv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pa
 void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const QuantizedTensor& w,
                               const Tensor& bias, const Tensor& y_scale,
                               const Tensor& y_zero_point, const QConvGeometry& g, bool weight_constant) {
-  using namespace qconv;
   const char* op = y.dtype() == DType::Int32 ? "conv2d_integer" : "qlinear_conv2d";
+  const Requant r = make_requant(y, x, w, y_scale, y_zero_point, w.values.size(0), op);
+  if (y.numel() == 0) return;
+  const auto own = [&] { quantized_conv2d_own(y, x, w, bias, r, g, weight_constant); };
+  if (qconv_onednn_applies(y, x, w, bias, r, g) &&
+      choose_onednn(qconv_key(x, w, y, g, bias.defined(), weight_constant), own,
+                    [&] { qconv_onednn_forward(y, x, w, bias, r, g, weight_constant); })) {
+    return qconv_onednn_forward(y, x, w, bias, r, g, weight_constant);
+  }
+  own();
+}
+
+namespace {
+
+// smelt's own kernels: depthwise windows, AMX's direct convolution, or the phase-frame GEMM.
+void quantized_conv2d_own(const Tensor& y, const QuantizedTensor& x, const QuantizedTensor& w, const Tensor& bias,
+                          const Requant& r, const QConvGeometry& g, bool weight_constant) {
+  using namespace qconv;
   ConvShape s;
   s.N = x.values.size(0), s.C = x.values.size(1), s.H = x.values.size(2), s.W = x.values.size(3);
   s.O = w.values.size(0), s.Cg = w.values.size(1), s.kH = w.values.size(2), s.kW = w.values.size(3);
@@ -54,8 +141,6 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
   const std::vector<int32_t> zw = zero_point_values(w.zero_point);
   const Tensor bias_c = bias.defined() ? contiguous_copy(bias) : Tensor();
   const int32_t* bias_data = bias_c.defined() ? bias_c.data<int32_t>() : nullptr;
-  const Requant r = make_requant(y, x, w, y_scale, y_zero_point, s.O, op);
-  if (y.numel() == 0) return;
   const Tensor xc = x.values.is_contiguous() ? x.values : contiguous_copy(x.values);
   const uint8_t* xv = static_cast<const uint8_t*>(xc.raw_data());
   if (s.Cg == 1) {
@@ -70,7 +155,7 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
   for (int64_t grp = 0; grp < s.groups; ++grp) {
     std::vector<int32_t> zw_group(1, zw.at(0));
     if (zw.size() != 1) zw_group.assign(zw.begin() + grp * s.Og, zw.begin() + (grp + 1) * s.Og);
-    const WeightPacking packing{WeightPacking::Kind::ConvW, s.K, s.Og, s.groups, grp};
+    const WeightPacking packing{WeightPacking::Kind::ConvW, s.K, s.Og, s.groups, grp, 0};
     packed[size_t(grp)] = kept_packing_of<QPackedW>(w.values, weight_constant, zw_group, packing, [&] {
       const Tensor wv = contiguous_copy(w.values);  // (O, Cg, kH, kW): a group's rows are (Og, K)
       return qgemm_pack_w(static_cast<const uint8_t*>(wv.raw_data()) + grp * s.Og * s.K,
@@ -121,5 +206,7 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
     }
   }
 }
+
+}  // namespace
 
 }  // namespace smelt::kernels

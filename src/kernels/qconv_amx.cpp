@@ -157,7 +157,7 @@ bool amx_direct_fits(const ConvShape& s, const std::vector<int32_t>& zw, bool we
 void amx_direct(const uint8_t* x, bool x_int8, int32_t zx, const Tensor& w, bool weight_constant,
                 const int32_t* bias, const Requant& r, const ConvShape& s, const QConvGeometry& g, const Tensor& y) {
 #if defined(__x86_64__)
-  const WeightPacking packing{WeightPacking::Kind::ConvWQuads, s.K, s.O, 1, 0};
+  const WeightPacking packing{WeightPacking::Kind::ConvWQuads, s.K, s.O, 1, 0, 0};
   const std::shared_ptr<const QuadWeights> weights =
       kept_packing_of<QuadWeights>(w, weight_constant, {0}, packing, [&] { return pack_quad_weights(w, s); });
   const Phases ph = phases_of(s, g);

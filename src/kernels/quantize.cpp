@@ -171,7 +171,7 @@ void quantized_matmul_forward(const Tensor& y, const QuantizedTensor& a, const Q
   const int32_t* bias_data = b32.defined() ? b32.data<int32_t>() : nullptr;
   for (int64_t i = 0; i < batches; ++i) {
     const int64_t at = batch_offset(b.values, i);
-    const WeightPacking packing{WeightPacking::Kind::MatmulB, K, N, 1, at};
+    const WeightPacking packing{WeightPacking::Kind::MatmulB, K, N, 1, at, 0};
     const std::shared_ptr<const QPackedB> packed = kept_packing_of<QPackedB>(b.values, weight_constant, zb, packing, [&] {
       const Tensor& bv = contiguous_b();
       return qgemm_pack_b(static_cast<const uint8_t*>(bv.raw_data()) + at * K * N, bv.dtype() == DType::UInt8, K,

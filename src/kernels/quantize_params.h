@@ -36,8 +36,9 @@ Requant make_requant(const Tensor& y, const QuantizedTensor& a, const QuantizedT
 // storage (held, so that its address is not reused while cached) and its version (an in-place
 // smelt op repacks), the view, how it was packed, the zero points and the instruction set.
 struct WeightPacking {
-  enum class Kind : uint8_t { MatmulB, ConvW, ConvWQuads } kind = Kind::MatmulB;
+  enum class Kind : uint8_t { MatmulB, ConvW, ConvWQuads, OneDnnConvW } kind = Kind::MatmulB;
   int64_t k = 0, n = 0, groups = 1, group = 0;
+  uint64_t layout = 0;  // OneDnnConvW: which of oneDNN's weight formats (kernels/qconv_onednn.cpp)
   bool operator==(const WeightPacking&) const = default;
 };
 std::shared_ptr<const void> kept_packing(const Tensor& w, bool weight_constant,
