@@ -10,13 +10,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 folders=("$@")
 if [ ${#folders[@]} -eq 0 ]; then
-  for d in "$root"/src/*/ "$root"/tests/*/; do
+  for d in "$root"/src/*/ "$root"/tests/*/ "$root"/python/src/; do
     case "$d" in */src/distributed/|*/tests/support/|*/tests/golden/|*/tests/consumer/|*/tests/distributed/) continue ;; esac
     ls "$d"*.cpp >/dev/null 2>&1 && folders+=("${d#$root/}")
   done
 fi
 flags=(-std=c++20 -fsyntax-only -march=native -fopenmp -DONNX_ML=1 -DONNX_NAMESPACE=onnx
-       -I"$root/include" -I"$root/src" -I"$root/tests" -I"$build/generated"
+       -I"$root/include" -I"$root/src" -I"$root/tests" -I"$root/python/src" -I"$build/generated"
+       -isystem "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
        -isystem /usr/include/x86_64-linux-gnu/openblas-pthread
        -DSMELT_TEST_DIR='"x"' -DSMELT_DATA_DIR='"x"' -DSMELT_VERSION='"0"' -DSMELT_CLI_PATH='"x"')
 failed=0

@@ -27,9 +27,6 @@ namespace {
 
 using Inputs = std::vector<Tensor>;
 
-constexpr int64_t kChainElements = int64_t(16) << 20;
-constexpr int64_t kRows = 2048, kCols = 1024;
-constexpr int64_t kGemm = 1024;
 
 CompileOptions cpp_backend(bool fuse = true, std::vector<std::pair<int, int>> dynamic_dims = {}) {
   CompileOptions o;

@@ -18,7 +18,6 @@ namespace {
 
 constexpr int64_t kStreamElements = int64_t(32) << 20;  // 128 MiB per float array, 4x the L3
 constexpr int64_t kCachedElements = int64_t(1) << 20;   // 4 MiB per array: 12 MiB in the L3
-constexpr int kGemm = 1024;
 
 struct StreamArrays {
   int64_t n;

@@ -10,9 +10,6 @@ namespace smelt::bench {
 
 namespace {
 
-constexpr int64_t kChainElements = int64_t(16) << 20;
-constexpr int64_t kRows = 2048, kCols = 1024;  // softmax, log_softmax, layer_norm
-constexpr int64_t kGemm = 1024;
 
 // Inference-style ops: inputs never require grad, and no graph is recorded.
 Step no_grad(Step body) {

@@ -13,6 +13,11 @@
 
 namespace smelt::bench {
 
+// The op workloads' sizes, the same for their eager and compiled rows and for the GEMM limit.
+inline constexpr int64_t kChainElements = int64_t(16) << 20;
+inline constexpr int64_t kRows = 2048, kCols = 1024;  // softmax, log_softmax, layer_norm
+inline constexpr int64_t kGemm = 1024;
+
 using Step = std::function<void()>;
 
 struct Workload {

@@ -41,6 +41,8 @@ void bind_quantize(py::module_& m);   // quantize.cpp: smelt.quantize
 
 // A dtype argument: smelt.float32, a name ("float32", "f32"), or a NumPy dtype / scalar type.
 DType dtype_arg(py::handle obj);
+// dtype_arg, with None meaning float32 (the layers' parameters).
+inline DType dtype_or_float(py::handle dtype) { return dtype.is_none() ? DType::Float32 : dtype_arg(dtype); }
 // A shape given as separate ints (t.reshape(2, 3)) or as one sequence (t.reshape((2, 3))).
 Shape shape_args(const py::args& args, const char* where);
 // A sequence of ints (or one int) as a vector; `where` names the argument in errors.

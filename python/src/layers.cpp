@@ -8,8 +8,6 @@ namespace smelt::python {
 
 namespace {
 
-DType dtype_or_float(py::handle dtype) { return dtype.is_none() ? DType::Float32 : dtype_arg(dtype); }
-
 template <class M>
 LayerClass<M> layer(py::module_& m, const char* name) {
   return LayerClass<M>(m, name, py::dynamic_attr());

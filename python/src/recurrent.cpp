@@ -7,8 +7,6 @@ namespace smelt::python {
 
 namespace {
 
-DType dtype_or_float(py::handle dtype) { return dtype.is_none() ? DType::Float32 : dtype_arg(dtype); }
-
 // hx: None, a tensor (h0), or for LSTM a pair (h0, c0).
 py::object run(nn::Recurrent& self, const Tensor& x, py::handle hx) {
   const bool lstm = self.cell == RecurrentCell::LSTM;
