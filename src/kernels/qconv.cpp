@@ -13,19 +13,22 @@
 // Where oneDNN's int8 convolution computes the same bytes (kernels/qconv_onednn.h), the faster of
 // the two, measured on a shape's first call, runs it (choose_onednn).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/env.h"
 #include "base/log.h"
 #include "base/parallel.h"
 #include "kernels/conv_select.h"
 #include "kernels/qconv_frames.h"
-#include "kernels/qgemm.h"
 #include "kernels/qconv_onednn.h"
+#include "kernels/qgemm.h"
 #include "kernels/qgemm_tiles.h"
 #include "kernels/quantize.h"
 #include "kernels/quantize_params.h"
@@ -51,21 +54,30 @@ double best_ms_of(const std::function<void()>& run, int runs) {
   return best;
 }
 
-// Whether oneDNN runs a convolution both implementations compute alike: SMELT_QCONV=smelt|onednn
-// pins it; otherwise the tuning store's record for the shape (runtime/tuning_file.h: every process
-// on the machine agrees), or a measurement on this first call (a warm-up and three timed runs of
-// each, alternating; each run writes the same y), recorded there.
-bool choose_onednn(const std::string& key, const std::function<void()>& smelt, const std::function<void()>& onednn) {
-  const std::string pinned = env_choice("SMELT_QCONV", "auto", {"auto", "smelt", "onednn"});
-  if (pinned != "auto") return pinned == "onednn";
-  static std::mutex mutex;
-  static std::map<std::string, bool> chosen;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = chosen.find(key); it != chosen.end()) return it->second;
+std::atomic<bool> remeasure_choices{false};
+std::mutex choice_mutex;  // one measurement at a time (two would time each other), and the log
+std::vector<std::string> measured_log;  // "key -> choice (times)" of each measurement
+
+// Which implementation runs a shape both compute alike, decided on its first call and kept with
+// the shape's oneDNN primitive: the tuning store's record for the shape (runtime/tuning_file.h:
+// every process on the machine agrees), or a measurement (a warm-up and three timed runs of each,
+// alternating; each run writes the same y), recorded there. qconv_remeasure_choices() skips the
+// record (`smelt tune`: a choice measured on a loaded machine is not kept for good).
+bool choose_onednn(QConvOneDnn& conv, const std::function<std::string()>& key_of, const std::function<void()>& smelt,
+                   const std::function<void()>& onednn) {
+  std::atomic<QConvChoice>& slot = qconv_onednn_choice(conv);
+  if (const QConvChoice known = slot.load(std::memory_order_acquire); known != QConvChoice::Unchosen) {
+    return known == QConvChoice::OneDnn;
+  }
+  std::lock_guard<std::mutex> lock(choice_mutex);
+  if (const QConvChoice known = slot.load(std::memory_order_acquire); known != QConvChoice::Unchosen) {
+    return known == QConvChoice::OneDnn;
   }
   bool use_onednn = false;
-  if (const std::optional<std::string> recorded = tuning_store_lookup(key)) {
+  const std::string key = key_of();
+  const std::optional<std::string> recorded =
+      remeasure_choices.load() ? std::nullopt : tuning_store_lookup(key);
+  if (recorded) {
     use_onednn = *recorded == "onednn";
     debug_log(2, key + " -> " + *recorded + " (tuning file)");
   } else {
@@ -79,10 +91,11 @@ bool choose_onednn(const std::string& key, const std::function<void()>& smelt, c
     use_onednn = onednn_ms < smelt_ms;
     const std::string detail = "smelt " + std::to_string(smelt_ms) + " ms, onednn " + std::to_string(onednn_ms) + " ms";
     tuning_store_record(key, use_onednn ? "onednn" : "smelt", detail);
-    debug_log(2, key + " -> " + (use_onednn ? "onednn" : "smelt") + " (measured: " + detail + ")");
+    const std::string line = key + " -> " + (use_onednn ? "onednn" : "smelt") + " (measured: " + detail + ")";
+    debug_log(2, line);
+    measured_log.push_back(line);
   }
-  std::lock_guard<std::mutex> lock(mutex);
-  chosen.emplace(key, use_onednn);
+  slot.store(use_onednn ? QConvChoice::OneDnn : QConvChoice::Smelt, std::memory_order_release);
   return use_onednn;
 }
 
@@ -103,6 +116,13 @@ std::string qconv_key(const QuantizedTensor& x, const QuantizedTensor& w, const 
 
 }  // namespace
 
+void qconv_remeasure_choices(bool on) { remeasure_choices.store(on); }
+
+std::vector<std::string> qconv_take_measurements() {
+  std::lock_guard<std::mutex> lock(choice_mutex);
+  return std::exchange(measured_log, {});
+}
+
 int64_t qconv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin,
                           int64_t pad_end, int64_t dilation) {
   const int64_t room = in + pad_begin + pad_end - dilation * (kernel - 1) - 1;
@@ -116,10 +136,16 @@ void quantized_conv2d_forward(const Tensor& y, const QuantizedTensor& x, const Q
   const Requant r = make_requant(y, x, w, y_scale, y_zero_point, w.values.size(0), op);
   if (y.numel() == 0) return;
   const auto own = [&] { quantized_conv2d_own(y, x, w, bias, r, g, weight_constant); };
-  if (qconv_onednn_applies(y, x, w, bias, r, g) &&
-      choose_onednn(qconv_key(x, w, y, g, bias.defined(), weight_constant), own,
-                    [&] { qconv_onednn_forward(y, x, w, bias, r, g, weight_constant); })) {
-    return qconv_onednn_forward(y, x, w, bias, r, g, weight_constant);
+  // SMELT_QCONV=smelt|onednn pins the implementation (docs/env.md); read first, so that a pinned
+  // smelt does none of oneDNN's checks.
+  const std::string pinned = env_choice("SMELT_QCONV", "auto", {"auto", "smelt", "onednn"});
+  if (pinned == "smelt") return own();
+  const std::shared_ptr<QConvOneDnn> conv = qconv_onednn_for(y, x, w, bias, r, g, weight_constant);
+  if (conv) {
+    const auto theirs = [&] { qconv_onednn_forward(*conv, y, x, w, bias, r, weight_constant); };
+    if (pinned == "onednn" || choose_onednn(*conv, [&] { return qconv_key(x, w, y, g, bias.defined(), weight_constant); }, own, theirs)) {
+      return theirs();
+    }
   }
   own();
 }

@@ -19,21 +19,40 @@
 // reorder is part of what the choice measures.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "kernels/quantize.h"
 #include "kernels/quantize_params.h"
 
 namespace smelt::kernels {
 
-// Whether oneDNN can run this convolution with smelt's exact result (the conditions above); `r`
-// is the call's requantization (make_requant), `bias` its int32 bias or undefined.
+// One convolution shape oneDNN runs with smelt's exact result: its primitive, and which of the
+// two implementations runs the shape, chosen once (kernels/qconv.cpp). The shape includes the
+// dtypes, the output scales, the thread count and whether the weight is a constant: what either
+// implementation's speed depends on.
+struct QConvOneDnn;
+
+enum class QConvChoice : int { Unchosen, Smelt, OneDnn };
+
+// The call's oneDNN convolution, or nullptr where the conditions above do not hold; `r` is the
+// call's requantization (make_requant), `bias` its int32 bias or undefined. Cached per shape: a
+// lookup after the first call.
+std::shared_ptr<QConvOneDnn> qconv_onednn_for(const Tensor& y, const QuantizedTensor& x, const QuantizedTensor& w,
+                                              const Tensor& bias, const Requant& r, const QConvGeometry& g,
+                                              bool weight_constant);
+
+// Whether oneDNN can run this convolution with smelt's exact result.
 bool qconv_onednn_applies(const Tensor& y, const QuantizedTensor& x, const QuantizedTensor& w,
                           const Tensor& bias, const Requant& r, const QConvGeometry& g);
 
-// Runs it (qconv_onednn_applies must hold). Arguments as quantized_conv2d_forward. A constant
-// weight's conversion to oneDNN's layout is kept (kernels/quantize_params.h kept_packing).
-void qconv_onednn_forward(const Tensor& y, const QuantizedTensor& x, const QuantizedTensor& w,
-                          const Tensor& bias, const Requant& r, const QConvGeometry& g, bool weight_constant);
+// The shape's choice between smelt and oneDNN, shared by every call of the shape.
+std::atomic<QConvChoice>& qconv_onednn_choice(QConvOneDnn& conv);
+
+// Runs it. Arguments as quantized_conv2d_forward. A constant weight's conversion to oneDNN's
+// layout is kept (kernels/quantize_params.h kept_packing). oneDNN's own failures are smelt::Errors.
+void qconv_onednn_forward(const QConvOneDnn& conv, const Tensor& y, const QuantizedTensor& x,
+                          const QuantizedTensor& w, const Tensor& bias, const Requant& r, bool weight_constant);
 
 }  // namespace smelt::kernels

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "smelt/tensor.h"
@@ -53,6 +54,13 @@ struct QConvGeometry {
   int64_t dilation[2] = {1, 1};
   int64_t groups = 1;
 };
+// Makes the choice between smelt's and oneDNN's quantized convolution (kernels/qconv.cpp) measure
+// each shape afresh instead of reading the tuning file's record, and record the new measurement
+// (`smelt tune`); off again with false. Choices this process already made stay.
+void qconv_remeasure_choices(bool on);
+// The measurements made since the last call, one line each: "shape -> smelt|onednn (times)".
+std::vector<std::string> qconv_take_measurements();
+
 // The output extent of one spatial dim (0 when no window fits).
 int64_t qconv_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad_begin,
                           int64_t pad_end, int64_t dilation);

@@ -18,6 +18,7 @@
 
 #include "ir/graph.h"
 #include "kernels/conv_select.h"
+#include "kernels/quantize.h"
 #include "ops/conv_geometry.h"
 #include "passes/pass_manager.h"
 #include "runtime/layout_choice.h"
@@ -55,6 +56,32 @@ runtime::CompiledGraph compile_layout(const ir::Graph& graph, bool blocked) {
   return runtime::compile_graph(graph.clone(), options);
 }
 
+// Random inputs for the graph's inputs (floating: normal; integer: zeros).
+std::vector<Tensor> random_inputs(const ir::Graph& graph) {
+  Generator gen(1);
+  std::vector<Tensor> inputs;
+  for (const ir::Value* v : graph.inputs()) {
+    inputs.push_back(dtype_is_floating(v->meta.dtype) ? randn(v->meta.shape, v->meta.dtype, &gen)
+                                                      : zeros(v->meta.shape, v->meta.dtype));
+  }
+  return inputs;
+}
+
+// A quantized model's convolutions run smelt's kernels or oneDNN's (kernels/qconv.cpp), chosen by
+// measuring each shape on its first call: measured again here, with the model compiled as it runs.
+void tune_quantized(const ir::Graph& graph) {
+  runtime::PipelineOptions options;
+  options.backend = runtime::KernelBackend::Compiled;
+  runtime::CompiledGraph compiled = runtime::compile_graph(graph.clone(), options);
+  if (!ir::holds_op(*compiled.graph, ops::OpId::qlinear_conv2d)) return;
+  kernels::qconv_remeasure_choices(true);
+  compiled.plan->run(random_inputs(graph));
+  kernels::qconv_remeasure_choices(false);
+  const std::vector<std::string> lines = kernels::qconv_take_measurements();
+  for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+  std::printf("%zu quantized convolution shapes measured (smelt's kernels against oneDNN's)\n", lines.size());
+}
+
 // Measures the graph both ways (alternating, the best run of each counts) and records the faster.
 void tune_layout(const ir::Graph& graph, int runs) {
   const std::string key = runtime::layout_tuning_key(graph);
@@ -65,12 +92,7 @@ void tune_layout(const ir::Graph& graph, int runs) {
                 "can take); nothing to choose\n");
     return;
   }
-  Generator gen(1);
-  std::vector<Tensor> inputs;
-  for (const ir::Value* v : graph.inputs()) {
-    inputs.push_back(dtype_is_floating(v->meta.dtype) ? randn(v->meta.shape, v->meta.dtype, &gen)
-                                                      : zeros(v->meta.shape, v->meta.dtype));
-  }
+  const std::vector<Tensor> inputs = random_inputs(graph);
   auto time_once = [&](runtime::Plan& plan) {
     const auto start = std::chrono::steady_clock::now();
     plan.run(inputs);
@@ -114,6 +136,7 @@ void run_tune(const TuneArgs& args) {
     }
   }
   tune_layout(model.graph.ir_graph(), args.runs);
+  tune_quantized(model.graph.ir_graph());
   std::printf("%zu convolution shapes tuned; tuning file %s\n", shapes.size(), runtime::tuning_file_path().c_str());
 }
 

@@ -176,5 +176,28 @@ TEST(QConvOneDnn, TheMeasuredChoiceGivesTheSameBytesAndIsKept) {
   testing::expect_error([&] { run_qconv(o, c.y_dtype, "fastest"); }, {"SMELT_QCONV", "onednn"});
 }
 
+// `smelt tune` measures a shape again even where the tuning file has a record; after the first
+// call the choice is kept with the shape, so later calls measure nothing.
+TEST(QConvOneDnn, RemeasuringTimesEachShapeOnceAndKeepsTheBytes) {
+  if (!onednn_present()) GTEST_SKIP() << "built without oneDNN, or no AVX-512 VNNI";
+  const QConvCase c{1, 24, 9, 11, 40, 3, 1, 1, 1, 1, 1};  // a shape no other test runs
+  const QConvOperands o = make_qconv(c, 11, false);
+  const Tensor pinned = run_qconv(o, c.y_dtype, "smelt");
+  ScopedEnv no_pin("SMELT_QCONV", nullptr);
+  qconv_take_measurements();
+  qconv_remeasure_choices(true);
+  for (int call = 0; call < 3; ++call) {
+    Tensor y = empty(o.y_shape, c.y_dtype);
+    quantized_conv2d_forward(y, o.x, o.w, o.bias, o.y_scale, o.y_zero_point, o.g, true);
+    testing::expect_same_bytes(y, pinned, "call " + std::to_string(call));
+  }
+  qconv_remeasure_choices(false);
+  const std::vector<std::string> measured = qconv_take_measurements();
+  ASSERT_EQ(measured.size(), 1u);
+  EXPECT_NE(measured[0].find("w=(40, 24, 3, 3)"), std::string::npos) << measured[0];
+  EXPECT_TRUE(measured[0].find("-> smelt") != std::string::npos || measured[0].find("-> onednn") != std::string::npos)
+      << measured[0];
+}
+
 }  // namespace
 }  // namespace smelt::kernels

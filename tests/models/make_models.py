@@ -180,6 +180,14 @@ LARGE = {
     "lstm_tagger_h256_s64": (lambda: LstmTagger(5000, 128, 256, 2, 17), (1, 64), 13, {"vocab": 5000}),
     "mobilenetv3_small": (lambda: torchvision.models.mobilenet_v3_small(weights=None), (1, 3, 224, 224), 13),
     "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(weights=None), (1, 3, 224, 224), 13),
+    # the rest of the zoo at the sizes people deploy: permuted LayerNorm in primitives (opset 13),
+    # dense connectivity, channel shuffle, a UNet at 256x256, a DeiT-tiny-sized ViT, a GRU classifier
+    "convnext_tiny": (lambda: torchvision.models.convnext_tiny(weights=None), (1, 3, 224, 224), 13),
+    "densenet121": (lambda: torchvision.models.densenet121(weights=None), (1, 3, 224, 224), 14),
+    "shufflenet_v2_x1_0": (lambda: torchvision.models.shufflenet_v2_x1_0(weights=None), (1, 3, 224, 224), 13),
+    "unet_c16_256": (lambda: UNet(16), (1, 3, 256, 256), 13),
+    "vit_tiny_p16_224": (lambda: VisionTransformer(224, 16, 12, 3, 192, 768), (1, 3, 224, 224), 17),
+    "gru_classifier_h256_s64": (lambda: GruClassifier(5000, 128, 256, 4), (1, 64), 17, {"vocab": 5000}),
 }
 
 
