@@ -25,23 +25,9 @@ const ortVersion = JSON.parse(fs.readFileSync(path.join(ortDir, 'package.json'),
 const threads = parseInt(process.env.OMP_NUM_THREADS || '2', 10);
 const modelsDir = process.argv[2] || path.join(__dirname, '..', 'build', 'models');
 
-// name (as in torch_bench.py and smelt_bench) -> model directory, and the work for GFLOP/s
-const WORKLOADS = [
-  {name: 'ResNet-18 inference b1 224x224', dir: 'resnet18', flops: 2 * 1.814e9},
-  {name: 'MobileNetV2 inference b1 224x224', dir: 'mobilenetv2', flops: 2 * 0.300e9},
-  {name: 'SqueezeNet 1.1 inference b1 224x224', dir: 'squeezenet1_1', flops: 2 * 0.349e9},
-  {name: 'Transformer encoder d256 l4 s128 inference b1', dir: 'transformer_encoder_d256_l4_s128',
-   flops: 4 * (2 * 128 * 256 * (768 + 256 + 2 * 1024) + 2 * 2 * 4 * 128 * 128 * 64)},
-  {name: 'MobileNetV3-small inference b1 224x224', dir: 'mobilenetv3_small', flops: 2 * 0.0566e9},
-  {name: 'EfficientNet-B0 inference b1 224x224', dir: 'efficientnet_b0', flops: 2 * 0.386e9},
-  {name: 'LSTM tagger h256 l2 bidirectional s64 inference b1', dir: 'lstm_tagger_h256_s64',
-   flops: 2 * 2 * 64 * 1024 * (128 + 256) + 2 * 2 * 64 * 1024 * (512 + 256) + 2 * 64 * 512 * 17,
-   tokens: [1, 64], vocab: 5000},
-  // smelt's INT8 QDQ files of the three CNNs (bench/run.py makes them with `smelt quantize`)
-  {name: 'ResNet-18 INT8 QDQ inference b1 224x224', dir: '../models_int8/resnet18', flops: 2 * 1.814e9},
-  {name: 'MobileNetV2 INT8 QDQ inference b1 224x224', dir: '../models_int8/mobilenetv2', flops: 2 * 0.300e9},
-  {name: 'SqueezeNet 1.1 INT8 QDQ inference b1 224x224', dir: '../models_int8/squeezenet1_1', flops: 2 * 0.349e9},
-];
+// The real models (bench/models.json, the list smelt_bench and torch_bench.py read too): name ->
+// model directory, the work for GFLOP/s, and a text model's token input.
+const WORKLOADS = JSON.parse(fs.readFileSync(path.join(__dirname, 'models.json'), 'utf8')).models;
 
 function modelPath(w) { return path.join(modelsDir, w.dir, 'model.onnx'); }
 

@@ -146,10 +146,11 @@ def l3_bytes():
         return 0
 
 
-MODEL_WORKLOADS = ("ResNet-18 inference b1 224x224", "MobileNetV2 inference b1 224x224",
-                   "SqueezeNet 1.1 inference b1 224x224", "Transformer encoder d256 l4 s128 inference b1")
-INT8_WORKLOADS = ("ResNet-18 INT8 QDQ inference b1 224x224", "MobileNetV2 INT8 QDQ inference b1 224x224",
-                  "SqueezeNet 1.1 INT8 QDQ inference b1 224x224")
+# The real models (bench/models.json, the list every harness reads): the float zoo, and the INT8 QDQ
+# files of three CNNs (issue 25's targets).
+LISTED_MODELS = json.loads((BENCH_DIR / "models.json").read_text())["models"]
+MODEL_WORKLOADS = tuple(m["name"] for m in LISTED_MODELS if "int8_of" not in m)
+INT8_WORKLOADS = tuple(m["name"] for m in LISTED_MODELS if "int8_of" in m)
 
 
 # Calls of each compiled model with the plan's per-step profile on, for the report's list of the
@@ -182,11 +183,10 @@ def make_models(models):
         print("warning: making the models failed; their rows show what is missing", file=sys.stderr)
 
 
-# The CNNs the INT8 rows quantize: float model directory -> INT8 QDQ directory (issue 25's targets),
-# in a sibling of the models directory (`smelt check` of the ctest models_large reads every model
-# directory there and would find no test data for these).
-INT8_MODELS = {"resnet18": "../models_int8/resnet18", "mobilenetv2": "../models_int8/mobilenetv2",
-               "squeezenet1_1": "../models_int8/squeezenet1_1"}
+# The CNNs the INT8 rows quantize: float model directory -> INT8 QDQ directory, in a sibling of the
+# models directory (`smelt check` of the ctest models_large reads every model directory there and
+# would find no test data for these).
+INT8_MODELS = {m["int8_of"]: m["dir"] for m in LISTED_MODELS if "int8_of" in m}
 CALIBRATION_IMAGES = 8
 
 

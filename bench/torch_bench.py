@@ -20,6 +20,7 @@ import re
 import resource
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -111,43 +112,25 @@ def transformer_forward():
     return (lambda: layer(x)), layer, (x,)
 
 
-def vision_model(constructor):
-    """A torchvision architecture (random weights, eval mode) on one 224x224 image: the models
-    tests/models/make_models.py exports for smelt and ONNX Runtime."""
+def zoo_model(directory, tokens):
+    """A model of bench/models.json, built as tests/models/make_models.py exports it for smelt and
+    ONNX Runtime (its LARGE table: random weights, eval mode) with an input of the same shape."""
     def build():
-        import torchvision
-        model = getattr(torchvision.models, constructor)(weights=None).eval()
-        x = torch.randn(1, 3, 224, 224)
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "models"))
+        import make_models  # torch, torchvision and numpy; not onnx
+        spec = make_models.LARGE[directory]
+        model = spec[0]().eval()
+        x = torch.randint(0, tokens["vocab"], tuple(tokens["shape"])) if tokens else torch.randn(spec[1])
         return (lambda: model(x)), model, (x,)
     return build
 
 
-def encoder_model():
-    """The transformer encoder tests/models/make_models.py exports as transformer_encoder_d256_l4_s128
-    (4 post-norm layers, d 256, 4 heads, FFN 1024, no dropout; random weights, eval mode) on one
-    sequence of 128 tokens."""
-    layer = torch.nn.TransformerEncoderLayer(256, 4, dim_feedforward=1024, dropout=0.0, batch_first=True)
-    model = torch.nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).eval()
-    x = torch.randn(1, 128, 256)
-    return (lambda: model(x)), model, (x,)
-
-
-def lstm_tagger_model():
-    """The LSTM tagger tests/models/make_models.py exports as lstm_tagger_h256_s64 (embedding
-    5000x128, a 2-layer bidirectional LSTM with hidden 256, batch first, a linear head of 17
-    tags; random weights, eval mode) on one sequence of 64 tokens."""
-    class Tagger(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed = torch.nn.Embedding(5000, 128)
-            self.lstm = torch.nn.LSTM(128, 256, num_layers=2, batch_first=True, bidirectional=True)
-            self.head = torch.nn.Linear(512, 17)
-
-        def forward(self, tokens):
-            out, _ = self.lstm(self.embed(tokens))
-            return self.head(out)
-    model, x = Tagger().eval(), torch.randint(0, 5000, (1, 64))
-    return (lambda: model(x)), model, (x,)
+def zoo_workloads():
+    """bench/models.json's float models (its INT8 QDQ files have no PyTorch counterpart)."""
+    listed = json.loads((Path(__file__).resolve().parent / "models.json").read_text())["models"]
+    return [Workload(m["name"], zoo_model(m["dir"], {"shape": m["tokens"], "vocab": m["vocab"]} if "tokens" in m else None),
+                     flops=m["flops"], freeze=True)
+            for m in listed if "int8_of" not in m]
 
 
 def train_step(model, x, y, opt):
@@ -237,23 +220,10 @@ WORKLOADS = [
              scriptable=False, training=True),
     Workload("transformer block d256 h4 s128 b8 fwd+bwd+AdamW", transformer_train,
              flops=3 * (2 * 8 * 128 * 12 * 256**2 + 4 * 8 * 128 * 128 * 256), scriptable=False, training=True),
-    # real models, batch 1, 224x224 (flops: 2 x multiply-adds of the convs and the classifier)
-    Workload("ResNet-18 inference b1 224x224", vision_model("resnet18"), flops=2 * 1.814e9, freeze=True),
-    Workload("MobileNetV2 inference b1 224x224", vision_model("mobilenet_v2"), flops=2 * 0.300e9, freeze=True),
-    Workload("SqueezeNet 1.1 inference b1 224x224", vision_model("squeezenet1_1"), flops=2 * 0.349e9, freeze=True),
-    Workload("Transformer encoder d256 l4 s128 inference b1", encoder_model,
-             flops=4 * (2 * 128 * 256 * (768 + 256 + 2 * 1024) + 2 * 2 * 4 * 128 * 128 * 64), freeze=True),
-    Workload("MobileNetV3-small inference b1 224x224", vision_model("mobilenet_v3_small"), flops=2 * 0.0566e9,
-             freeze=True),
-    Workload("EfficientNet-B0 inference b1 224x224", vision_model("efficientnet_b0"), flops=2 * 0.386e9,
-             freeze=True),
-    Workload("LSTM tagger h256 l2 bidirectional s64 inference b1", lstm_tagger_model,
-             flops=2 * 2 * 64 * 1024 * (128 + 256) + 2 * 2 * 64 * 1024 * (512 + 256) + 2 * 64 * 512 * 17,
-             freeze=True),
     Workload("dispatch: 1000 tiny adds", tiny_op, scriptable=False),
     Workload("chain: 1000 tiny adds", tiny_chain),
     Workload("python: 1000 tiny a + b", python_tiny_adds, scriptable=False),
-]
+] + zoo_workloads()
 
 
 def peer_info():

@@ -1,21 +1,25 @@
 // Real models from ONNX files (tests/models/make_models.py large, in $SMELT_BENCH_MODELS; run.py
-// makes them in build/models): ResNet-18, MobileNetV2 and SqueezeNet 1.1, batch 1, 224x224, a
-// transformer encoder (d 256, 4 layers) over one sequence of 128 tokens, and an LSTM tagger over
-// one sequence of 64 tokens.
+// makes them in build/models), as bench/models.json lists them: the model zoo at batch 1 (CNNs at
+// 224x224, a UNet, vision and text transformers, recurrent taggers and classifiers) and the INT8
+// QDQ files of three CNNs.
 //   smelt-eager     the imported graph on the IR interpreter (one eager kernel per node: what
 //                   `smelt run` does without --compile)
 //   smelt-compiled  the compile pipeline (passes with batch-norm folding, fusion, memory plan,
 //                   generated C++ kernels compiled before the first call, the plan replayed), as
 //                   `smelt run --compile --backend cpp`
 // The same files run in ONNX Runtime (bench/ort_bench.js); torch_bench.py builds the same
-// torchvision architectures.
+// architectures.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "runtime/pipeline.h"
 #include "smelt/creation.h"
+#include "smelt/error.h"
 #include "smelt/onnx.h"
 #include "suite/workload.h"
 
@@ -24,9 +28,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// One model of bench/models.json (the list the three harnesses share).
 struct ModelCase {
-  const char* name;  // as torch_bench.py and ort_bench.js name it
-  const char* dir;   // under the models directory
+  std::string name;  // as torch_bench.py and ort_bench.js name it
+  std::string dir;   // under the models directory
   double flops;      // 2 x multiply-adds
   // Text models: token ids below `vocab`, of this shape (their batch and sequence dims are
   // symbolic in the file). Empty: random normal inputs of the declared shapes.
@@ -34,29 +39,22 @@ struct ModelCase {
   int64_t vocab = 0;
 };
 
-const ModelCase kModels[] = {
-    {"ResNet-18 inference b1 224x224", "resnet18", 2 * 1.814e9},
-    {"MobileNetV2 inference b1 224x224", "mobilenetv2", 2 * 0.300e9},
-    {"SqueezeNet 1.1 inference b1 224x224", "squeezenet1_1", 2 * 0.349e9},
-    // 4 post-norm layers, d 256, 4 heads, FFN 1024, over one sequence of 128 tokens: per layer the
-    // QKV, output and two FFN projections (2 x 128 x 256 x (768 + 256 + 2 x 1024)) and attention's
-    // two batched products (2 x 2 x 4 x 128 x 128 x 64).
-    {"Transformer encoder d256 l4 s128 inference b1", "transformer_encoder_d256_l4_s128",
-     4 * (2.0 * 128 * 256 * (768 + 256 + 2 * 1024) + 2.0 * 2 * 4 * 128 * 128 * 64)},
-    // Embedding 5000x128, a 2-layer bidirectional LSTM (hidden 256), a linear head of 17 tags, over
-    // one sequence of 64 tokens: per direction 2 x 64 x 4H x (I + H), I = 128 then 512.
-    // Squeeze-excitation networks (1x1 convolutions on 1x1 images; hard-swish, SiLU).
-    {"MobileNetV3-small inference b1 224x224", "mobilenetv3_small", 2 * 0.0566e9},
-    {"EfficientNet-B0 inference b1 224x224", "efficientnet_b0", 2 * 0.386e9},
-    {"LSTM tagger h256 l2 bidirectional s64 inference b1", "lstm_tagger_h256_s64",
-     2 * 2.0 * 64 * 1024 * (128 + 256) + 2 * 2.0 * 64 * 1024 * (512 + 256) + 2.0 * 64 * 512 * 17,
-     {1, 64}, 5000},
-    // The three CNNs quantized by `smelt quantize --format qdq` (run.py makes them: entropy
-    // thresholds on random-normal images): the QDQ file ONNX Runtime runs too (issue 25).
-    {"ResNet-18 INT8 QDQ inference b1 224x224", "../models_int8/resnet18", 2 * 1.814e9},
-    {"MobileNetV2 INT8 QDQ inference b1 224x224", "../models_int8/mobilenetv2", 2 * 0.300e9},
-    {"SqueezeNet 1.1 INT8 QDQ inference b1 224x224", "../models_int8/squeezenet1_1", 2 * 0.349e9},
-};
+std::vector<ModelCase> model_cases() {
+  const fs::path list = fs::path(SMELT_BENCH_DIR) / "models.json";
+  std::ifstream in(list);
+  SMELT_CHECK(in) << "smelt_bench: cannot read " << list.string() << " (the list of real models)";
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::vector<ModelCase> cases;
+  for (const nlohmann::json& m : doc.at("models")) {
+    ModelCase c{m.at("name").get<std::string>(), m.at("dir").get<std::string>(), m.at("flops").get<double>()};
+    if (m.contains("tokens")) {
+      c.tokens = m.at("tokens").get<std::vector<int64_t>>();
+      c.vocab = m.at("vocab").get<int64_t>();
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
 
 fs::path models_dir() {
   const char* env = std::getenv("SMELT_BENCH_MODELS");
@@ -100,7 +98,7 @@ std::string plan_note(const runtime::CompiledGraph& c) {
 
 std::vector<Workload> model_workloads() {
   std::vector<Workload> all;
-  for (const ModelCase& m : kModels) {
+  for (const ModelCase& m : model_cases()) {
     const fs::path file = models_dir() / m.dir / "model.onnx";
     const std::string missing =
         fs::exists(file) ? "" : "no " + file.string() + " (tests/models/make_models.py large " + models_dir().string() + ")";

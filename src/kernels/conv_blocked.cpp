@@ -10,16 +10,23 @@
 namespace smelt::kernels {
 namespace {
 
-// One (image, channel block) pair per task: the plain image's B planes are gathered lane by lane.
+// Both conversions go tile by tile: kTilePositions pixels of one (image, channel block) pair, whose
+// B lanes (B * kTilePositions elements, 4 KiB for float32 blocks of 16) stay in L1 while the lanes
+// are gathered or scattered, so every cache line is read and written once. The tiles are the
+// parallel tasks: a single block (16 channels, one image) splits across threads too.
+constexpr int64_t kTilePositions = 64;
+
 template <class T>
 void block_image(T* y /*(N, Cb, HW, B)*/, const T* x /*(N, C, HW)*/, int64_t N, int64_t C, int64_t HW, int64_t B) {
-  const int64_t Cb = blocks_of(C, B);
-  parallel_for(N * Cb, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, HW * B)), [&](int64_t t0, int64_t t1) {
+  const int64_t Cb = blocks_of(C, B), tiles = blocks_of(HW, kTilePositions);
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kTilePositions * B));
+  parallel_for(N * Cb * tiles, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t n = t / Cb, cb = t % Cb, lanes = std::min(B, C - cb * B);
-      T* out = y + t * HW * B;
+      const int64_t block = t / tiles, p0 = (t % tiles) * kTilePositions, p1 = std::min(HW, p0 + kTilePositions);
+      const int64_t n = block / Cb, cb = block % Cb, lanes = std::min(B, C - cb * B);
+      T* out = y + block * HW * B;
       const T* in = x + (n * C + cb * B) * HW;
-      for (int64_t p = 0; p < HW; ++p) {
+      for (int64_t p = p0; p < p1; ++p) {
         for (int64_t l = 0; l < lanes; ++l) out[p * B + l] = in[l * HW + p];
         for (int64_t l = lanes; l < B; ++l) out[p * B + l] = T(0);
       }
@@ -29,14 +36,16 @@ void block_image(T* y /*(N, Cb, HW, B)*/, const T* x /*(N, C, HW)*/, int64_t N, 
 
 template <class T>
 void unblock_image(T* y /*(N, C, HW)*/, const T* x /*(N, Cb, HW, B)*/, int64_t N, int64_t C, int64_t HW, int64_t B) {
-  const int64_t Cb = blocks_of(C, B);
-  parallel_for(N * Cb, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, HW * B)), [&](int64_t t0, int64_t t1) {
+  const int64_t Cb = blocks_of(C, B), tiles = blocks_of(HW, kTilePositions);
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / (kTilePositions * B));
+  parallel_for(N * Cb * tiles, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t n = t / Cb, cb = t % Cb, lanes = std::min(B, C - cb * B);
-      const T* in = x + t * HW * B;
+      const int64_t block = t / tiles, p0 = (t % tiles) * kTilePositions, p1 = std::min(HW, p0 + kTilePositions);
+      const int64_t n = block / Cb, cb = block % Cb, lanes = std::min(B, C - cb * B);
+      const T* in = x + block * HW * B;
       T* out = y + (n * C + cb * B) * HW;
       for (int64_t l = 0; l < lanes; ++l) {
-        for (int64_t p = 0; p < HW; ++p) out[l * HW + p] = in[p * B + l];
+        for (int64_t p = p0; p < p1; ++p) out[l * HW + p] = in[p * B + l];
       }
     }
   });

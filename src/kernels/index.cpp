@@ -95,6 +95,22 @@ void check_index_range(const Tensor& index, int64_t bound, const char* op,
                                    : std::string("none (the dim is empty)"));
 }
 
+namespace {
+
+// index_select of single elements: y[o, k] = x[o, index[k]] over `outer` rows of n elements.
+template <class T>
+void select_elements(T* y, const T* x, int64_t outer, int64_t n, const int64_t* index, int64_t k_count) {
+  parallel_for(outer, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(k_count, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      const T* row = x + o * n;
+      T* out = y + o * k_count;
+      for (int64_t k = 0; k < k_count; ++k) out[k] = row[index[k]];
+    }
+  });
+}
+
+}  // namespace
+
 void index_select_forward(const Tensor& out, const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor idx = contiguous_data(index);
   const int64_t* ip = idx.data<int64_t>();
@@ -114,6 +130,15 @@ void index_select_forward(const Tensor& out, const Tensor& x, int64_t dim, const
   const char* src = static_cast<const char*>(x.raw_data());
   char* dst = static_cast<char*>(out.raw_data());
   if (row_bytes == 0) return;
+  // Rows of one element (the last dim selected: a resize's columns) are copied as typed elements,
+  // not a memcpy call each.
+  switch (row_bytes) {
+    case 1: return select_elements(reinterpret_cast<uint8_t*>(dst), reinterpret_cast<const uint8_t*>(src), outer, n, ip, k_count);
+    case 2: return select_elements(reinterpret_cast<uint16_t*>(dst), reinterpret_cast<const uint16_t*>(src), outer, n, ip, k_count);
+    case 4: return select_elements(reinterpret_cast<uint32_t*>(dst), reinterpret_cast<const uint32_t*>(src), outer, n, ip, k_count);
+    case 8: return select_elements(reinterpret_cast<uint64_t*>(dst), reinterpret_cast<const uint64_t*>(src), outer, n, ip, k_count);
+    default: break;
+  }
   parallel_for(outer * k_count, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(inner, 1)),
                [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {

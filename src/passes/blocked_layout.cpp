@@ -43,9 +43,22 @@ ir::Value* existing_blocked(const ir::Value* v) {
   return nullptr;
 }
 
-// v in the blocked layout: the value it was converted from when there is one, else a to_blocked.
+// Whether node a comes before node b in the graph's order.
+bool comes_before(const ir::Graph& g, const ir::Node* a, const ir::Node* b) {
+  for (const auto& n : g.nodes()) {
+    if (n.get() == a) return true;
+    if (n.get() == b) return false;
+  }
+  return false;
+}
+
+// v in the blocked layout: the value it was converted from when there is one, else its existing
+// conversion (one per value, however many blocked ops read it), else a new to_blocked.
 ir::Value* as_blocked(ir::Graph& g, ir::Node* before, ir::Value* v) {
   if (is_from_blocked(v) && blocked_source(v)->meta.shape[4] == kBlock) return blocked_source(v);
+  if (ir::Value* converted = existing_blocked(v); converted && comes_before(g, converted->producer, before)) {
+    return converted;
+  }
   return insert(g, before, OpId::to_blocked, {v}, {{"block", kBlock}});
 }
 
@@ -182,19 +195,26 @@ bool sink_mean(ir::Graph& g, ir::Node* node) {
 }
 
 // cat along channels of blocked values whose blocks line up: all but the last a multiple of 16.
+// Plain float32 operands beside blocked ones are converted (once each, however many cats read
+// them: a DenseNet block's input, pooled in NCHW, is an operand of every concat in the block).
 bool sink_cat(ir::Graph& g, ir::Node* node) {
   const ops::TensorMeta& out = node->outputs[0]->meta;
-  if (out.shape.size() != 4) return false;
+  if (out.shape.size() != 4 || out.dtype != DType::Float32) return false;
   int64_t dim = node->attrs.get_int("dim");
   if (dim < 0) dim += 4;
   if (dim != 1) return false;
+  bool any_blocked = false;
   for (size_t i = 0; i < node->inputs.size(); ++i) {
     const ir::Value* in = node->inputs[i];
-    if (!is_from_blocked(in) || blocked_source(in)->meta.shape[4] != kBlock) return false;
+    if (is_from_blocked(in)) {
+      if (blocked_source(in)->meta.shape[4] != kBlock) return false;
+      any_blocked = true;
+    }
     if (i + 1 < node->inputs.size() && in->meta.shape[1] % kBlock != 0) return false;
   }
+  if (!any_blocked) return false;
   std::vector<ir::Value*> operands;
-  for (ir::Value* in : node->inputs) operands.push_back(blocked_source(in));
+  for (ir::Value* in : node->inputs) operands.push_back(as_blocked(g, node, in));
   ir::Value* c = insert(g, node, OpId::cat, operands, {{"dim", int64_t(1)}});
   g.replace_all_uses(node->outputs[0], unblock(g, node, c, out.shape[1]));
   return true;

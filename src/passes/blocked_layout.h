@@ -14,7 +14,8 @@
 //   - mean(from_blocked(a), dims H W, keepdim) -> from_blocked(mean(a, dims H W, keepdim))
 //     (global average pooling; without keepdim, a reshape follows);
 //   - cat(from_blocked(a), from_blocked(b), ..., dim 1) -> from_blocked(cat(a, b, ..., dim 1))
-//     when every operand but the last has a multiple of 16 channels.
+//     when every operand but the last has a multiple of 16 channels; plain operands beside blocked
+//     ones are converted, each value once however many blocked ops read it.
 // A graph with fewer than two convolutions the layout can take stays plain: a lone conv would pay
 // both conversions as separate steps and gain nothing.
 // Graph outputs stay NCHW (a from_blocked feeds them). SMELT_BLOCKED_LAYOUT=0 turns the pass off.

@@ -131,6 +131,47 @@ bool fold_one(ir::Graph& g, ir::Node* bn, const FoldOps& ops) {
   return true;
 }
 
+// Elsewhere (after a concat, a pooling, a graph input, a contraction whose weight is an input),
+// an eval-mode batch norm with constant parameters is a per-channel affine map:
+//   batch_norm(x) => x * s + t,  s = gamma / sqrt(var + eps), t = beta - mean * s
+// (s and t computed in float64, once). As two pointwise ops it fuses with its neighbours (the
+// ReLU after it, the blocked layout's per-channel ops) instead of running as an op step of its own.
+bool scale_shift_one(ir::Graph& g, ir::Node* bn) {
+  if (bn->attrs.get_int("training", 1) != 0) return false;
+  for (size_t k = kBatchNormStats; k < kBatchNormNewRunning && k < bn->outputs.size(); ++k) {
+    if (!bn->outputs[k]->uses.empty() || g.is_output(bn->outputs[k])) return false;
+  }
+  ir::Value* x = bn->inputs[0];
+  const size_t rank = x->meta.shape.size();
+  if (rank < 2 || !dtype_is_floating(x->meta.dtype)) return false;
+  const int64_t channels = x->meta.shape[1];
+  std::vector<double> gamma, beta, mean, var;
+  if (!channel_vector(bn->inputs[1], channels, &gamma) || !channel_vector(bn->inputs[2], channels, &beta) ||
+      !channel_vector(bn->inputs[3], channels, &mean) || !channel_vector(bn->inputs[4], channels, &var)) {
+    return false;
+  }
+  const double eps = bn->attrs.get_float("eps", 1e-5);
+  std::vector<double> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
+  for (size_t c = 0; c < size_t(channels); ++c) {
+    scale[c] = gamma[c] / std::sqrt(var[c] + eps);
+    shift[c] = beta[c] - mean[c] * scale[c];
+  }
+  Shape per_channel_shape(rank - 1, 1);  // (C, 1, ..., 1): broadcasts along dim 1
+  per_channel_shape[0] = channels;
+  ir::Value* s = g.add_constant(from_vector(scale, per_channel_shape, x->meta.dtype));
+  ir::Value* t = g.add_constant(from_vector(shift, per_channel_shape, x->meta.dtype));
+  ir::Value* scaled = g.insert_node(bn, OpId::mul, {x, s}, {})->outputs[0];
+  ir::Value* y = g.insert_node(bn, OpId::add, {scaled, t}, {})->outputs[0];
+  SMELT_INTERNAL_CHECK(y->meta == bn->outputs[0]->meta)
+      << "fold_batchnorm: scale and shift give " << shape_str(y->meta.shape) << ", the batch norm "
+      << shape_str(bn->outputs[0]->meta.shape);
+  g.replace_all_uses(bn->outputs[0], y);
+  for (size_t k = kBatchNormNewRunning; k < bn->outputs.size(); ++k) {
+    g.replace_all_uses(bn->outputs[k], bn->inputs[k]);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool fold_batchnorm(ir::Graph& graph) {
@@ -144,7 +185,7 @@ bool fold_batchnorm(ir::Graph& graph) {
   for (ir::Node* node : order) {
     if (node->op != ops.batch_norm || node->inputs.size() != 5) continue;
     if (node->outputs[0]->uses.empty() && !graph.is_output(node->outputs[0])) continue;
-    changed |= fold_one(graph, node, ops);
+    changed |= fold_one(graph, node, ops) || scale_shift_one(graph, node);
   }
   return changed;
 }

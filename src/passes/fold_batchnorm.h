@@ -10,6 +10,11 @@
 // when the contraction (and the bias add) feed nothing but the batch norm, and the batch norm's
 // batch statistics (mean, invstd) are unused, so no work is duplicated; readers of its new
 // running statistics (in eval mode the running statistics themselves) then read its inputs.
+// Any other eval-mode batch norm with constant parameters and unused batch statistics becomes a
+// per-channel scale and shift, x * s + t with s = gamma / sqrt(running_var + eps) and
+// t = beta - running_mean * s (float64, once): two pointwise ops that fuse with their neighbours
+// (DenseNet's batch norms after a concat, a UNet's after a pooling) where an op step ran alone.
+// Both rewrites round differently from the eager kernel (one float64 evaluation per element).
 //
 // Parameters are graph inputs, not constants: an inference graph must be traced with its
 // parameters captured as constants (frozen) for this pass to fire. The op names are looked up in

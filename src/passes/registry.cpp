@@ -31,7 +31,7 @@ std::vector<PassInfo>& registry() {
       {"transpose_normalize", "permutes of size-1 dims become reshapes; merged dims give smaller permutes", transpose_normalize},
       {"sink_dequantize", "max_pool2d of a dequantized value pools the bytes and dequantizes after", sink_dequantize},
       {"expand_quantize", "per-tensor quantize/dequantize as elementwise primitives, so that they fuse with the float ops beside them", expand_quantize},
-      {"fold_batchnorm", "fold eval-mode batch_norm into the constant weights of conv2d/matmul before it", fold_batchnorm},
+      {"fold_batchnorm", "fold eval-mode batch_norm into the constant weights of conv2d/matmul before it, else into a per-channel scale and shift", fold_batchnorm},
       {"blocked_layout", "float32 convs on blocked channels (N, C/16, H, W, 16), conversions at the region's edges", blocked_layout},
   };
   return passes;

@@ -27,8 +27,6 @@ import os
 import sys
 
 import numpy as np
-import onnx
-import onnx.numpy_helper
 import torch
 import torch.nn as nn
 import torchvision
@@ -211,12 +209,14 @@ def calibrate_batch_norms(model, shape, generator):
 
 
 def save_tensor(path, array, name):
+    import onnx.numpy_helper  # only to write the files: bench/torch_bench.py imports LARGE without it
     proto = onnx.numpy_helper.from_array(np.ascontiguousarray(array), name)
     with open(path, "wb") as f:
         f.write(proto.SerializeToString())
 
 
 def make(name, spec, out_dir, seed):
+    import onnx
     build, shape, opset = spec[:3]
     tokens = spec[3] if len(spec) > 3 else None
     torch.manual_seed(seed)

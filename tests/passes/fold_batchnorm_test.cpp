@@ -118,15 +118,42 @@ TEST(FoldBatchNorm, LeavesTrainingModeParamsAndSharedConvAlone) {
     q.gamma = params[0];
     return std::vector<Tensor>{batch_norm_eval(bn, conv(conv2d, in[0], w, 1, 0, 1), q)};
   }, {x}, {p.gamma});
-  // the conv result is used twice
-  auto shared = trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
-    Tensor y = conv(conv2d, in[0], w, 1, 0, 1);
-    return std::vector<Tensor>{batch_norm_eval(bn, y, p), y};
-  }, {x});
-  for (ir::Graph* g : {training.get(), with_param.get(), shared.get()}) {
+  for (ir::Graph* g : {training.get(), with_param.get()}) {
     auto result = passes::run_pipeline(*g, "fold_batchnorm");
     EXPECT_EQ(result.stats[0].changes, 0);
     EXPECT_EQ(count_ops(*g, bn), 1);
+  }
+}
+
+// Where the weights cannot take it (the conv result is read elsewhere too, the batch norm follows
+// a concat of two convs or a pooling, as in DenseNet and UNets), an eval batch norm becomes a
+// per-channel x * s + t: the conv is not computed twice, and the values stay the same.
+TEST(FoldBatchNorm, OtherEvalBatchNormsBecomeAScaleAndShift) {
+  const OpId conv2d = OpId::conv2d, bn = OpId::batch_norm;
+  for (DType dtype : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Generator gen(13);
+    Tensor w = uniform({2, 1, 2, 2}, -1, 1, dtype, &gen), w2 = uniform({2, 1, 2, 2}, -1, 1, dtype, &gen);
+    Tensor x = uniform({2, 1, 5, 5}, -2, 2, dtype, &gen);
+    BatchNormParams p = random_batch_norm(2, dtype, 14), q = random_batch_norm(4, dtype, 16);
+    auto shared = trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+      Tensor y = conv(conv2d, in[0], w, 1, 0, 1);
+      return std::vector<Tensor>{batch_norm_eval(bn, y, p), y};
+    }, {x});
+    auto after_cat = trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+      Tensor a = conv(conv2d, in[0], w, 1, 0, 1), b = conv(conv2d, in[0], w2, 1, 0, 1);
+      return std::vector<Tensor>{relu(batch_norm_eval(bn, cat({a, b}, 1), q))};
+    }, {x});
+    auto after_pool = trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+      return std::vector<Tensor>{batch_norm_eval(bn, max_pool2d(conv(conv2d, in[0], w, 1, 0, 1), {2, 2}), p)};
+    }, {x});
+    for (ir::Graph* g : {shared.get(), after_cat.get(), after_pool.get()}) {
+      const int convs = count_ops(*g, conv2d);
+      fold_and_compare(*g, {x}, dtype == DType::Float64 ? 1e-12 : 1e-5);
+      EXPECT_EQ(count_ops(*g, bn), 0);
+      EXPECT_EQ(count_ops(*g, OpId::mul), 1);
+      EXPECT_EQ(count_ops(*g, conv2d), convs);
+    }
   }
 }
 

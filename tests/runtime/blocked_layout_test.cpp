@@ -175,6 +175,43 @@ TEST_F(BlockedLayout, ConcatOnAlignedChannels) {
   EXPECT_EQ(count(plan, "op cat (arena"), 1u) << plan;  // on blocked values, one step
 }
 
+// A DenseNet block: its input comes from an average pooling (which stays NCHW), and every layer
+// concatenates it with all the layers' outputs so far, then batch norm (eval: a per-channel scale
+// and shift), ReLU and a conv. The plain input joins the blocked concats through one conversion,
+// however many concats read it; the batch norms run blocked; no concat is converted back.
+TEST_F(BlockedLayout, DenseBlockConcatenatesAPlainInputOnce) {
+  const Tensor stem = weight({32, 16, 3, 3}, 51);
+  struct Norm {
+    Tensor mean, var, gamma, beta;
+  };
+  std::vector<Tensor> ws;
+  std::vector<Norm> norms;
+  for (int64_t layer = 0; layer < 3; ++layer) {
+    const int64_t c = 32 + 16 * layer;
+    ws.push_back(weight({16, c, 3, 3}, 52 + uint64_t(layer)));
+    Generator gen(60 + uint64_t(layer));
+    norms.push_back({uniform({c}, -0.5, 0.5, DType::Float32, &gen), uniform({c}, 0.5, 2, DType::Float32, &gen),
+                     uniform({c}, 0.5, 1.5, DType::Float32, &gen), uniform({c}, -0.5, 0.5, DType::Float32, &gen)});
+  }
+  const Fn fn = [&](const std::vector<Tensor>& in) {
+    std::vector<Tensor> features{avg_pool2d(relu(conv2d(in[0], stem, Tensor(), 1, 1)), 2)};
+    for (size_t layer = 0; layer < ws.size(); ++layer) {
+      Tensor c = cat(features, 1);
+      const Norm& n = norms[layer];
+      const Tensor normed = batch_norm(c, n.mean, n.var, n.gamma, n.beta, /*training=*/false);
+      features.push_back(conv2d(relu(normed), ws[layer], Tensor(), 1, 1));
+    }
+    return std::vector<Tensor>{cat(features, 1)};
+  };
+  // The input in; the stem's output out to the pool; the pooled value in once for every concat;
+  // the first layer's normalized input in (a concat of one value is that value: its batch norm and
+  // ReLU run plain before the conv); the block's output back out. Without the plain operand joining
+  // the concats, each concat would be converted instead (6 here, 58 in DenseNet-121).
+  const std::string plan = expect_matches_plain(fn, {rand32({1, 16, 32, 32}, 59)}, 5);
+  EXPECT_EQ(count(plan, "to_blocked"), 3u) << plan;
+  EXPECT_EQ(count(plan, "batch_norm"), 0u) << plan;
+}
+
 // A stem (3 input channels) reads its input on NCHW and writes blocked values (no to_blocked);
 // float64 convolutions stay plain; exp (not finite on finite inputs) runs on NCHW between two
 // blocked convs.
