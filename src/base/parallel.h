@@ -19,7 +19,23 @@ namespace smelt {
 // Elementwise work below this many elements runs on one thread: forking costs ~ a few µs.
 inline constexpr int64_t kParallelGrain = 32768;
 
-inline int num_threads() { return omp_in_parallel() ? 1 : omp_get_max_threads(); }
+// OpenMP's workers start on the CPU of the thread that creates them, and share it until the
+// kernel's load balancer moves them: on a 2-CPU virtual machine every 2-thread region of the
+// first ~130 ms ran at the scheduler's 8 ms slice (a 0.3 ms GEMM took 8 ms), which also decided
+// timing-based choices (kernels/gemm.cpp) for the whole process. spread_threads(n) runs once per
+// thread count, outside any region: each of the n threads is bound for a moment to its own CPU of
+// the process's set (the move is immediate) and then given its own set back, so the workers start
+// spread and stay free to move. Skipped where OpenMP binds threads itself (OMP_PROC_BIND), with
+// one CPU, or with SMELT_SPREAD_THREADS=0 (docs/env.md).
+void spread_threads(int n);
+inline std::atomic<int> threads_spread{1};  // the largest thread count spread so far
+
+inline int num_threads() {
+  if (omp_in_parallel()) return 1;
+  const int n = omp_get_max_threads();
+  if (n > threads_spread.load(std::memory_order_relaxed)) spread_threads(n);
+  return n;
+}
 
 // Carries the first exception of a parallel region to the thread that opened it:
 //   ParallelErrors errors;

@@ -2,7 +2,8 @@
 # ctest's full-size model tests (tests/CMakeLists.txt):
 #
 #   check_large.sh make  DIR              makes the full-size models missing in DIR
-#                                         (make_models.py large --keep), then DIR/complete
+#                                         (make_models.py large --keep --ctest: the zoo's
+#                                         other members are checked small), then DIR/complete
 #   check_large.sh check DIR SMELT ARGS   runs SMELT check ARGS DIR
 #
 # Either exits 77 (ctest: skipped) with a message when the models are not there and cannot be
@@ -19,7 +20,7 @@ if [ "$what" = make ]; then
     echo "and python3-onnx (scripts/install-deps.sh bench)"
     exit 77
   fi
-  /usr/bin/python3 "$here/make_models.py" large "$dir" --keep || exit 1
+  /usr/bin/python3 "$here/make_models.py" large "$dir" --keep --ctest || exit 1
   touch "$dir/complete"
   exit 0
 fi

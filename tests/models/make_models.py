@@ -8,6 +8,7 @@
                                                             build/models, bench/run.py reads them
     ... [--only NAME]                                        one model
     ... [--keep]                                             only the models not in OUT yet
+    ... [--ctest]                                            large: only those ctest checks full size
 
 Each model is a directory in the ONNX backend-test layout: model.onnx and
 test_data_set_0/{input_0.pb, output_0.pb} (TensorProto files), the output computed by PyTorch in
@@ -188,6 +189,11 @@ LARGE = {
     "gru_classifier_h256_s64": (lambda: GruClassifier(5000, 128, 256, 4), (1, 64), 17, {"vocab": 5000}),
 }
 
+# What ctest makes and checks full size (tests/models/check_large.sh: `--ctest`); the rest of LARGE
+# is checked in ctest through its small variant and timed full size by `make bench`.
+CTEST_LARGE = ("resnet18", "mobilenetv2", "squeezenet1_1", "transformer_encoder_d256_l4_s128", "lstm_tagger_h256_s64",
+               "mobilenetv3_small", "efficientnet_b0")
+
 
 def calibrate_batch_norms(model, shape, generator):
     """Random batch-norm scales and shifts; running statistics from the model's own activations."""
@@ -262,9 +268,10 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--only", default="", help="only the model of this name")
     parser.add_argument("--keep", action="store_true", help="skip models whose files are already in OUT")
+    parser.add_argument("--ctest", action="store_true", help="large: only the models ctest checks full size")
     args = parser.parse_args()
     table = SMALL if args.which == "small" else LARGE
-    names = [n for n in table if not args.only or n == args.only]
+    names = [n for n in table if (not args.only or n == args.only) and (not args.ctest or n in CTEST_LARGE)]
     if not names:
         sys.exit(f"make_models.py: no {args.which} model '{args.only}' (have: {', '.join(table)})")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
