@@ -1,6 +1,7 @@
 #include "passes/fold_batchnorm.h"
 
 #include <cmath>
+#include <optional>
 
 #include "ops/dispatch.h"
 #include "smelt/creation.h"
@@ -62,21 +63,45 @@ bool channel_vector(const ir::Value* v, int64_t channels, std::vector<double>* o
 // statistics, which in eval mode are the running statistics passed in.
 constexpr size_t kBatchNormStats = 1, kBatchNormNewRunning = 3;
 
-bool fold_one(ir::Graph& g, ir::Node* bn, const FoldOps& ops) {
+// An eval-mode batch norm with constant parameters whose batch statistics nobody reads: per
+// channel, its scale gamma / sqrt(running_var + eps) and its mean and beta (float64).
+struct EvalBatchNorm {
+  int64_t channels = 0;
+  std::vector<double> scale, mean, beta;
+};
+
+std::optional<EvalBatchNorm> eval_batch_norm(const ir::Graph& g, const ir::Node* bn) {
   // Training updates the running statistics from the batch: nothing constant to fold.
-  if (bn->attrs.get_int("training", 1) != 0) return false;
+  if (bn->attrs.get_int("training", 1) != 0) return std::nullopt;
   for (size_t k = kBatchNormStats; k < kBatchNormNewRunning && k < bn->outputs.size(); ++k) {
-    if (!bn->outputs[k]->uses.empty() || g.is_output(bn->outputs[k])) return false;
+    if (!bn->outputs[k]->uses.empty() || g.is_output(bn->outputs[k])) return std::nullopt;
   }
+  const ir::Value* x = bn->inputs[0];
+  if (x->meta.shape.size() < 2 || !dtype_is_floating(x->meta.dtype)) return std::nullopt;
+  EvalBatchNorm out;
+  out.channels = x->meta.shape[1];
+  std::vector<double> gamma, var;
+  if (!channel_vector(bn->inputs[1], out.channels, &gamma) || !channel_vector(bn->inputs[2], out.channels, &out.beta) ||
+      !channel_vector(bn->inputs[3], out.channels, &out.mean) || !channel_vector(bn->inputs[4], out.channels, &var)) {
+    return std::nullopt;
+  }
+  const double eps = bn->attrs.get_float("eps", 1e-5);
+  out.scale.resize(size_t(out.channels));
+  for (size_t c = 0; c < size_t(out.channels); ++c) out.scale[c] = gamma[c] / std::sqrt(var[c] + eps);
+  return out;
+}
+
+// Eval mode returns the running statistics unchanged: readers of them read the inputs.
+void forward_running_statistics(ir::Graph& g, ir::Node* bn) {
+  for (size_t k = kBatchNormNewRunning; k < bn->outputs.size(); ++k) g.replace_all_uses(bn->outputs[k], bn->inputs[k]);
+}
+
+bool fold_one(ir::Graph& g, ir::Node* bn, const FoldOps& ops) {
+  const std::optional<EvalBatchNorm> norm = eval_batch_norm(g, bn);
+  if (!norm) return false;
   ir::Value* x = bn->inputs[0];
   const size_t rank = x->meta.shape.size();
-  if (rank < 2 || !dtype_is_floating(x->meta.dtype)) return false;
-  const int64_t channels = x->meta.shape[1];
-  std::vector<double> gamma, beta, mean, var;
-  if (!channel_vector(bn->inputs[1], channels, &gamma) || !channel_vector(bn->inputs[2], channels, &beta) ||
-      !channel_vector(bn->inputs[3], channels, &mean) || !channel_vector(bn->inputs[4], channels, &var)) {
-    return false;
-  }
+  const int64_t channels = norm->channels;
   auto is_contraction = [&](const ir::Value* v) {
     if (!v->producer) return false;
     OpId op = v->producer->op;
@@ -104,12 +129,9 @@ bool fold_one(ir::Graph& g, ir::Node* bn, const FoldOps& ops) {
   // conv2d: W (O, C/g, kH, kW), channel = dim 0; matmul: W (in, out), channel = dim 1.
   if (w.dim() != (conv ? 4 : 2) || w.size(conv ? 0 : 1) != channels) return false;
 
-  const double eps = bn->attrs.get_float("eps", 1e-5);
-  std::vector<double> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
-  for (size_t c = 0; c < size_t(channels); ++c) {
-    scale[c] = gamma[c] / std::sqrt(var[c] + eps);
-    shift[c] = (bias[c] - mean[c]) * scale[c] + beta[c];
-  }
+  const std::vector<double>& scale = norm->scale;
+  std::vector<double> shift(static_cast<size_t>(channels));
+  for (size_t c = 0; c < size_t(channels); ++c) shift[c] = (bias[c] - norm->mean[c]) * scale[c] + norm->beta[c];
   std::vector<double> folded = w.to_vector();
   const int64_t per_out = w.numel() / channels;  // conv: elements per output channel
   for (size_t i = 0; i < folded.size(); ++i) {
@@ -124,10 +146,7 @@ bool fold_one(ir::Graph& g, ir::Node* bn, const FoldOps& ops) {
       << "fold_batchnorm: folded result " << shape_str(folded_out->meta.shape) << " differs from "
       << shape_str(bn->outputs[0]->meta.shape);
   g.replace_all_uses(bn->outputs[0], folded_out);
-  // Eval mode returns the running statistics unchanged: readers of them read the inputs.
-  for (size_t k = kBatchNormNewRunning; k < bn->outputs.size(); ++k) {
-    g.replace_all_uses(bn->outputs[k], bn->inputs[k]);
-  }
+  forward_running_statistics(g, bn);
   return true;
 }
 
@@ -137,25 +156,14 @@ bool fold_one(ir::Graph& g, ir::Node* bn, const FoldOps& ops) {
 // (s and t computed in float64, once). As two pointwise ops it fuses with its neighbours (the
 // ReLU after it, the blocked layout's per-channel ops) instead of running as an op step of its own.
 bool scale_shift_one(ir::Graph& g, ir::Node* bn) {
-  if (bn->attrs.get_int("training", 1) != 0) return false;
-  for (size_t k = kBatchNormStats; k < kBatchNormNewRunning && k < bn->outputs.size(); ++k) {
-    if (!bn->outputs[k]->uses.empty() || g.is_output(bn->outputs[k])) return false;
-  }
+  const std::optional<EvalBatchNorm> norm = eval_batch_norm(g, bn);
+  if (!norm) return false;
   ir::Value* x = bn->inputs[0];
   const size_t rank = x->meta.shape.size();
-  if (rank < 2 || !dtype_is_floating(x->meta.dtype)) return false;
-  const int64_t channels = x->meta.shape[1];
-  std::vector<double> gamma, beta, mean, var;
-  if (!channel_vector(bn->inputs[1], channels, &gamma) || !channel_vector(bn->inputs[2], channels, &beta) ||
-      !channel_vector(bn->inputs[3], channels, &mean) || !channel_vector(bn->inputs[4], channels, &var)) {
-    return false;
-  }
-  const double eps = bn->attrs.get_float("eps", 1e-5);
-  std::vector<double> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
-  for (size_t c = 0; c < size_t(channels); ++c) {
-    scale[c] = gamma[c] / std::sqrt(var[c] + eps);
-    shift[c] = beta[c] - mean[c] * scale[c];
-  }
+  const int64_t channels = norm->channels;
+  const std::vector<double>& scale = norm->scale;
+  std::vector<double> shift(static_cast<size_t>(channels));
+  for (size_t c = 0; c < size_t(channels); ++c) shift[c] = norm->beta[c] - norm->mean[c] * scale[c];
   Shape per_channel_shape(rank - 1, 1);  // (C, 1, ..., 1): broadcasts along dim 1
   per_channel_shape[0] = channels;
   ir::Value* s = g.add_constant(from_vector(scale, per_channel_shape, x->meta.dtype));
@@ -166,9 +174,7 @@ bool scale_shift_one(ir::Graph& g, ir::Node* bn) {
       << "fold_batchnorm: scale and shift give " << shape_str(y->meta.shape) << ", the batch norm "
       << shape_str(bn->outputs[0]->meta.shape);
   g.replace_all_uses(bn->outputs[0], y);
-  for (size_t k = kBatchNormNewRunning; k < bn->outputs.size(); ++k) {
-    g.replace_all_uses(bn->outputs[k], bn->inputs[k]);
-  }
+  forward_running_statistics(g, bn);
   return true;
 }
 

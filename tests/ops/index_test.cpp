@@ -157,6 +157,22 @@ TEST(IndexSelect, EveryDimAndLayout) {
   EXPECT_EQ(index_select(x, 1, idx({})).shape(), (Shape{3, 0, 5}));
 }
 
+// Along the last dim every row is one element, copied as a typed element (kernels/index.cpp):
+// each element size (1, 4, 8 bytes), repeated indices, rows across threads.
+TEST(IndexSelect, SingleElementRowsOfEveryWidth) {
+  for (DType dtype : {DType::UInt8, DType::Int8, DType::Int32, DType::Float32, DType::Int64, DType::Float64}) {
+    Tensor x = (randn({2000, 37}, DType::Float64) * 50.0).to(dtype);  // 2000 x 66 picks: parallel
+    std::vector<double> picks;
+    for (int64_t k = 0; k < 64; ++k) picks.push_back(double((k * 7 + 36) % 37));
+    picks.push_back(36);
+    picks.push_back(0);
+    const Tensor i = from_vector(picks, {int64_t(picks.size())}, DType::Int64);
+    const Tensor y = index_select(x, 1, i);
+    EXPECT_EQ(y.dtype(), dtype);
+    EXPECT_TRUE(all_close(y, ref_index_select(x, 1, i), 0, 0)) << dtype_name(dtype);
+  }
+}
+
 TEST(IndexSelect, Gradcheck) {
   Tensor i = idx({1, 1, 0, 3});
   for (int64_t dim : {0, 1}) {

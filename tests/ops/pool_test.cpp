@@ -335,6 +335,35 @@ TEST(AvgPool2d, ForwardMatchesNaive) {
   }
 }
 
+// Windows that all lie inside the image (no padding, no dilation) are summed row by row over the
+// whole output row (kernels/pool.cpp): the same additions in the same order per output as one
+// window at a time, so the float32 bits equal a plain loop's, also where rounding differs by order.
+TEST(AvgPool2d, FullWindowsGiveTheBitsOfAPlainLoop) {
+  struct Case { int64_t kh, kw, sh, sw; };
+  for (const Case& c : {Case{2, 2, 2, 2}, Case{3, 3, 1, 1}, Case{3, 2, 2, 3}, Case{1, 4, 1, 4}}) {
+    Tensor x = randn({2, 3, 11, 13}, DType::Float32) * 1000.0;
+    Tensor y = avg_pool2d(x, {c.kh, c.kw}, {c.sh, c.sw}).contiguous();
+    const int64_t H = 11, W = 13, Ho = (H - c.kh) / c.sh + 1, Wo = (W - c.kw) / c.sw + 1;
+    ASSERT_EQ(y.shape(), (Shape{2, 3, Ho, Wo}));
+    const Tensor xc = x.contiguous();
+    const float* xp = xc.data<float>();
+    const float* yp = y.data<float>();
+    for (int64_t p = 0; p < 6; ++p) {
+      for (int64_t oh = 0; oh < Ho; ++oh) {
+        for (int64_t ow = 0; ow < Wo; ++ow) {
+          float acc = 0;
+          for (int64_t i = 0; i < c.kh; ++i) {
+            for (int64_t j = 0; j < c.kw; ++j) acc += xp[(p * H + oh * c.sh + i) * W + ow * c.sw + j];
+          }
+          const float want = acc / float(c.kh * c.kw);
+          ASSERT_EQ(std::memcmp(&want, &yp[(p * Ho + oh) * Wo + ow], sizeof want), 0)
+              << "kernel " << c.kh << "x" << c.kw << " at " << p << "," << oh << "," << ow;
+        }
+      }
+    }
+  }
+}
+
 TEST(AvgPool2d, GradcheckAndGradOp) {
   for (bool include_pad : {true, false}) {
     Tensor x = random_leaf({2, 2, 7, 6}, -1, 1, 6);
