@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo demo-dp test test-asan bench bench-dp fuzz-build fuzz-smoke fuzz clean
+.PHONY: all deps configure build demo demo-dp test test-asan bench bench-threads bench-dp fuzz-build fuzz-smoke fuzz clean
 
 all: build
 
@@ -42,6 +42,11 @@ test-asan: deps
 bench: build
 	@bash scripts/install-deps.sh bench
 	@/usr/bin/python3 bench/run.py --build-dir $(BUILD) $(if $(filter-out 0,$(QUICK)),--quick)
+
+# The model zoo at 1 thread and at all of them, smelt's scaling beside ONNX Runtime's (bench/README.md).
+bench-threads: build
+	@bash scripts/install-deps.sh bench
+	@/usr/bin/python3 bench/thread_scaling.py --build-dir $(BUILD) $(if $(filter-out 0,$(QUICK)),--quick)
 
 # Data-parallel training steps on 1 and 2 ranks, one thread each (bench/README.md).
 bench-dp: configure
