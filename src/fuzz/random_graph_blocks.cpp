@@ -272,8 +272,17 @@ void Builder::add_image_block(ir::Value* a) {
     if (chance(0.5)) y = node(OpId::relu, {y});
     pool_.push_back(with_batch_norm ? narrow(y) : y);
   } else if (which == 3) {
-    emit(OpId::max_pool2d, {x}, {{"kernel", Shape{k, k}}, {"stride", Shape{pick(1, 2), pick(1, 2)}},
-                                 {"padding", Shape{0, k / 2}}, {"dilation", Shape{1, 1}}});
+    const ops::Attrs attrs{{"kernel", Shape{k, k}}, {"stride", Shape{pick(1, 2), pick(1, 2)}},
+                           {"padding", Shape{0, k / 2}}, {"dilation", Shape{1, 1}}};
+    if (chance(0.3)) {
+      // An eval batch norm after a pooling (DenseNet's transitions, a UNet's levels): no
+      // contraction to fold into, so fold_batchnorm makes it a per-channel scale and shift. In
+      // float64 like the folded blocks (the rewrite rounds differently from the eager kernel).
+      ir::Value* y = batch_norm_eval(node(OpId::max_pool2d, {wide(x)}, attrs));
+      pool_.push_back(narrow(chance(0.5) ? node(OpId::relu, {y}) : y));
+    } else {
+      emit(OpId::max_pool2d, {x}, attrs);
+    }
   } else if (which == 4) {
     emit(OpId::avg_pool2d, {x}, {{"kernel", Shape{k, k}}, {"stride", Shape{pick(1, 2), pick(1, 2)}},
                                  {"padding", Shape{k / 2, 0}}, {"count_include_pad", int64_t(pick(0, 1))}});
