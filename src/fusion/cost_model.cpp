@@ -5,6 +5,7 @@
 
 #include "fusion/pattern.h"
 #include "ir/printer.h"
+#include "ops/op_util.h"
 
 namespace smelt::fusion::detail {
 namespace {
@@ -77,6 +78,34 @@ bool CostModel::broadcast_epilogue_pays(const ir::Node& reduce, std::string* why
          std::to_string(elements) + " elements would run serially (a row kernel is parallel over its rows; "
          "fewer than " + std::to_string(kMinRowsForBroadcastEpilogue) + " rows above " +
          std::to_string(kMaxSerialRowElements) + " elements run the epilogue as a parallel pointwise kernel)";
+  return false;
+}
+
+// Measured (2 threads, `smelt::compile` with the cpp backend, best of 200 calls): x (1, 6, 56, 56,
+// 16) * s (1, 6, 1, 1, 16), EfficientNet's squeeze-excitation scale in the blocked layout: the
+// eager broadcast loop 185-193 us (its inner runs are 16 elements), a generated kernel 28 us. With
+// runs of 64 elements and more the eager loop's overhead per run is small against the run.
+constexpr int64_t kShortBroadcastRun = 64;
+constexpr int64_t kMinLonePointwiseElements = 4096;
+
+bool CostModel::lone_pointwise_kernel_pays(const ir::Node& n) {
+  const Shape& out = n.outputs[0]->meta.shape;
+  int64_t elements = 1;
+  for (int64_t d : out) elements *= d;
+  if (elements >= kMinLonePointwiseElements) {
+    for (const ir::Value* in : n.inputs) {
+      const Shape& s = in->meta.shape;
+      if (s == out || ops::all_size_one(s)) continue;
+      // The operand's contiguous run along the output's trailing dims, until its first broadcast dim.
+      int64_t run = 1;
+      for (size_t k = 1; k <= out.size(); ++k) {
+        const int64_t d = k <= s.size() ? s[s.size() - k] : 1;
+        if (d != out[out.size() - k]) break;
+        run *= d;
+      }
+      if (run < kShortBroadcastRun) return true;
+    }
+  }
   return false;
 }
 

@@ -34,6 +34,12 @@ class CostModel {
   // against the eager row kernel. `why` gets a clause to append.
   static bool lone_row_kernel_pays(const ir::Node& n, std::string* why);
 
+  // A pointwise op with nothing to fuse: its generated kernel pays where an operand broadcasts
+  // with contiguous runs shorter than kShortBroadcastRun elements (a squeeze-excitation scale over
+  // blocked channels, (N, C/16, 1, 1, 16) against (N, C/16, H, W, 16)): the eager loop pays its
+  // per-run overhead every few elements. Elsewhere the eager kernel.
+  static bool lone_pointwise_kernel_pays(const ir::Node& n);
+
   // nll_loss gathering in the row kernel of its log_softmax, whose group has `row_ops` non-view
   // ops without it: with 1 (log_softmax alone) the gather would replace the eager row kernel and
   // the eager nll_loss by one generated kernel, which is slower. `why` gets the reason.

@@ -539,8 +539,9 @@ class Planner {
   }
 
   // Keeps group g if it fuses at least two non-view ops, or if it is a lone row op whose
-  // generated kernel beats the eager row kernel (lone_row_kernel_pays); otherwise its nodes go
-  // back.
+  // generated kernel beats the eager row kernel (lone_row_kernel_pays), or a lone pointwise op
+  // whose broadcast operand the eager loop reads in short runs (lone_pointwise_kernel_pays);
+  // otherwise its nodes go back.
   void finish(int g) {
     PlannedGroup& G = p_.groups[g];
     int ops = 0;
@@ -549,6 +550,11 @@ class Planner {
     if (ops >= 2) return;
     std::string lone_why;
     if (G.pattern == Pattern::Row && ops == 1 && CostModel::lone_row_kernel_pays(*p_.nodes[G.anchor], &lone_why)) return;
+    if (G.pattern == Pattern::Pointwise && ops == 1) {
+      for (int m : G.owned) {
+        if (!is_view(*p_.nodes[m]) && CostModel::lone_pointwise_kernel_pays(*p_.nodes[m])) return;
+      }
+    }
     if (refused_broadcast_.count(g)) lone_why = refused_broadcast_[g];
     G.alive = false;
     for (int m : G.owned) p_.owner[m] = -1;
