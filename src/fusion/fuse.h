@@ -114,8 +114,12 @@ struct FusionOptions {
   // (register pressure inside the GEMM's tiles, expression size). 6: a contraction's bias then
   // hard-swish (x * clamp(x / 6 + 1/2, 0, 1), as PyTorch exports it below opset 14) is one
   // epilogue (MobileNetV3-small 1.62 -> 1.33 ms; the other bench models unchanged,
-  // bench/README.md), as is a GRU cell's new state.
-  int max_depth = 6;
+  // bench/README.md), as is a GRU cell's new state. 7: the bias then exact GELU as exported below
+  // opset 20 ((x * (1 + erf(x / sqrt 2))) * 0.5) is one epilogue; at 6 the final * 0.5 ran as an
+  // op step over the whole output (ConvNeXt-T's 18: 4.3 ms of its plan; ViT-tiny's 12: 0.5 ms;
+  // the fused epilogue itself no slower, `build/smelt bench --profile` with SMELT_FUSE_MAX_DEPTH
+  // 6 and 7 in one session).
+  int max_depth = 7;
   // The same for pointwise groups (loops over elements: no tile's registers to share). 16 and 8
   // let a residual add between quantized tensors (dequantize both: cast, sub, mul; add;
   // requantize: div, round, clamp, cast, add, cast: 13 ops, a chain of 7) read the two byte
