@@ -116,7 +116,9 @@ def zoo_model(directory, tokens):
     """A model of bench/models.json, built as tests/models/make_models.py exports it for smelt and
     ONNX Runtime (its LARGE table: random weights, eval mode) with an input of the same shape."""
     def build():
-        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "models"))
+        models_dir = str(Path(__file__).resolve().parent.parent / "tests" / "models")
+        if models_dir not in sys.path:
+            sys.path.insert(0, models_dir)
         import make_models  # torch, torchvision and numpy; not onnx
         spec = make_models.LARGE[directory]
         model = spec[0]().eval()

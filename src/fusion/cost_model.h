@@ -34,10 +34,11 @@ class CostModel {
   // against the eager row kernel. `why` gets a clause to append.
   static bool lone_row_kernel_pays(const ir::Node& n, std::string* why);
 
-  // A pointwise op with nothing to fuse: its generated kernel pays where an operand broadcasts
-  // with contiguous runs shorter than kShortBroadcastRun elements (a squeeze-excitation scale over
-  // blocked channels, (N, C/16, 1, 1, 16) against (N, C/16, H, W, 16)): the eager loop pays its
-  // per-run overhead every few elements. Elsewhere the eager kernel.
+  // A pointwise op with nothing to fuse: its generated kernel pays where the eager loop's runs
+  // (trailing dims merged until an operand switches between broadcast and read) are shorter than
+  // kShortBroadcastRun elements, as for a squeeze-excitation scale over blocked channels,
+  // (N, C/16, 1, 1, 16) against (N, C/16, H, W, 16): the eager loop pays its per-run overhead
+  // every 16 elements. Long runs (a per-channel scale on NCHW) keep the eager kernel.
   static bool lone_pointwise_kernel_pays(const ir::Node& n);
 
   // nll_loss gathering in the row kernel of its log_softmax, whose group has `row_ops` non-view

@@ -87,7 +87,14 @@ std::optional<EvalBatchNorm> eval_batch_norm(const ir::Graph& g, const ir::Node*
   }
   const double eps = bn->attrs.get_float("eps", 1e-5);
   out.scale.resize(size_t(out.channels));
-  for (size_t c = 0; c < size_t(out.channels); ++c) out.scale[c] = gamma[c] / std::sqrt(var[c] + eps);
+  for (size_t c = 0; c < size_t(out.channels); ++c) {
+    out.scale[c] = gamma[c] / std::sqrt(var[c] + eps);
+    // A variance below -eps (a NaN scale), one that cancels eps (infinite), an infinite or NaN
+    // parameter: the
+    // eager kernel's (x - mean) * scale + beta and a rewritten x * s + t would disagree (inf - inf
+    // where eager gives inf), so such a batch norm stays as it is.
+    if (!std::isfinite(out.scale[c]) || !std::isfinite(out.mean[c]) || !std::isfinite(out.beta[c])) return std::nullopt;
+  }
   return out;
 }
 

@@ -157,6 +157,34 @@ TEST(FoldBatchNorm, OtherEvalBatchNormsBecomeAScaleAndShift) {
   }
 }
 
+// A degenerate batch norm (a negative running variance: a NaN scale; a NaN mean; an infinite
+// gamma) is left alone by both rewrites: x * s + t would give inf - inf = NaN where the eager
+// kernel gives an infinity, or NaN where it gives a number.
+TEST(FoldBatchNorm, DegenerateStatisticsStayABatchNorm) {
+  const OpId conv2d = OpId::conv2d, bn = OpId::batch_norm;
+  Generator gen(31);
+  Tensor w = uniform({2, 1, 2, 2}, -1, 1, DType::Float32, &gen);
+  Tensor x = uniform({2, 1, 5, 5}, -2, 2, DType::Float32, &gen);
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE(which);
+    BatchNormParams p = random_batch_norm(2, DType::Float32, 32);
+    if (which == 0) p.var = from_vector(std::vector<double>{1.0, -1.0}, {2}, DType::Float32);
+    if (which == 1) p.mean = from_vector(std::vector<double>{0.0, std::nan("")}, {2}, DType::Float32);
+    if (which == 2) p.gamma = from_vector(std::vector<double>{1.0, INFINITY}, {2}, DType::Float32);
+    for (bool after_conv : {true, false}) {
+      auto g = trace::trace([&](const std::vector<Tensor>& in, const std::vector<Tensor>&) {
+        Tensor y = conv(conv2d, in[0], w, 1, 0, 1);
+        return std::vector<Tensor>{batch_norm_eval(bn, after_conv ? y : max_pool2d(y, {2, 2}), p)};
+      }, {x});
+      auto reference = g->clone();
+      auto result = passes::run_pipeline(*g, "fold_batchnorm");
+      EXPECT_EQ(result.stats[0].changes, 0);
+      EXPECT_EQ(count_ops(*g, bn), 1);
+      EXPECT_TRUE(testing::identical(trace::interpret(*g, {x})[0], trace::interpret(*reference, {x})[0]));
+    }
+  }
+}
+
 // The "done when": nn::Conv2d -> nn::BatchNorm2d (eval, with trained running statistics)
 // -> nn::ReLU, traced with its parameters captured as constants, becomes exactly
 // conv2d(x, folded W) -> add(folded bias) -> relu under the default pipeline (smelt's conv2d op
